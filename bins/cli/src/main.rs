@@ -1,0 +1,62 @@
+//! `toolmock`: hash operation contracts, check mock definitions, evaluate calls.
+//!
+//! A thin shell over `toolmock-contract` and `toolmock-evaluator`; the forms
+//! of SPEC §11 are stable and driven by the conformance vectors.
+
+use clap::{Parser, Subcommand};
+use std::io::Write;
+use std::process::ExitCode;
+
+mod check;
+mod eval;
+mod hash;
+mod input;
+
+/// Test AI agents against tool contracts with checked, deterministic mocks.
+#[derive(Debug, Parser)]
+#[command(name = "toolmock", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Hash(hash::HashArgs),
+    Check(check::CheckArgs),
+    Eval(eval::EvalArgs),
+}
+
+/// A failure of the command itself (not a failed check or a failed call).
+#[derive(Debug)]
+pub(crate) struct Failure {
+    /// What to print on stderr.
+    pub(crate) message: String,
+    /// 2 for unusable arguments or unreadable files.
+    pub(crate) exit: u8,
+}
+
+impl Failure {
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        Failure {
+            message: message.into(),
+            exit: 2,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Hash(args) => hash::run(&args),
+        Command::Check(args) => check::run(&args),
+        Command::Eval(args) => eval::run(&args),
+    };
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            let _ = writeln!(std::io::stderr(), "toolmock: {}", failure.message);
+            ExitCode::from(failure.exit)
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! RFC 8785 canonical JSON and the hashes built on it.
+
+use crate::{ContractError, OperationContract};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::fmt;
+
+/// The largest integer magnitude a double holds exactly (2^53).
+const EXACT_INTEGER_LIMIT: u64 = 1 << 53;
+
+/// The RFC 8785 (JCS) canonical form of a value: sorted keys (by UTF-16 code
+/// units), no whitespace, ECMAScript number formatting.
+///
+/// Refuses integers a double cannot hold exactly, because JCS writes every
+/// number as a double and the hash would silently describe another value.
+pub fn canonical_json(value: &Value) -> Result<Vec<u8>, ContractError> {
+    check_exact_numbers(value)?;
+    serde_json_canonicalizer::to_vec(value).map_err(ContractError::Canonicalization)
+}
+
+/// Fails with [`ContractError::InexactNumber`] (naming its JSON pointer) on the
+/// first integer whose magnitude exceeds 2^53.
+pub fn check_exact_numbers(value: &Value) -> Result<(), ContractError> {
+    let mut path = String::new();
+    walk_numbers(value, &mut path)
+}
+
+fn walk_numbers(value: &Value, path: &mut String) -> Result<(), ContractError> {
+    match value {
+        Value::Number(n) => {
+            let exact = if let Some(u) = n.as_u64() {
+                u <= EXACT_INTEGER_LIMIT
+            } else if let Some(i) = n.as_i64() {
+                i.unsigned_abs() <= EXACT_INTEGER_LIMIT
+            } else {
+                true
+            };
+            if exact {
+                Ok(())
+            } else {
+                Err(ContractError::InexactNumber {
+                    path: path.clone(),
+                    number: n.to_string(),
+                })
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push('/');
+                path.push_str(&i.to_string());
+                walk_numbers(item, path)?;
+                path.truncate(len);
+            }
+            Ok(())
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                let len = path.len();
+                path.push('/');
+                push_pointer_token(path, key);
+                walk_numbers(item, path)?;
+                path.truncate(len);
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Appends `key` escaped as a JSON-pointer token (`~` → `~0`, `/` → `~1`).
+fn push_pointer_token(path: &mut String, key: &str) {
+    for c in key.chars() {
+        match c {
+            '~' => path.push_str("~0"),
+            '/' => path.push_str("~1"),
+            c => path.push(c),
+        }
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+fn is_lower_hex_sha256(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Why a string is not a hash.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a hash: expected 64 lowercase hexadecimal digits, got {0:?}")]
+pub struct InvalidHash(pub String);
+
+macro_rules! hash_newtype {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
+
+        impl $name {
+            /// Parses 64 lowercase hexadecimal digits.
+            pub fn parse(text: &str) -> Result<Self, InvalidHash> {
+                if is_lower_hex_sha256(text) {
+                    Ok(Self(text.to_owned()))
+                } else {
+                    Err(InvalidHash(text.to_owned()))
+                }
+            }
+
+            /// The hash as 64 lowercase hexadecimal digits.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = InvalidHash;
+            fn try_from(text: String) -> Result<Self, InvalidHash> {
+                if is_lower_hex_sha256(&text) {
+                    Ok(Self(text))
+                } else {
+                    Err(InvalidHash(text))
+                }
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(hash: $name) -> String {
+                hash.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+    };
+}
+
+hash_newtype!(
+    /// The contract hash of SPEC §2: lowercase hex SHA-256 of the canonical
+    /// form of `{description, input_schema, operation: {name, source}, output_schema}`.
+    ContractHash
+);
+
+hash_newtype!(
+    /// The hash of a whole mock definition document (its canonical form),
+    /// which pins an inline tool's definition.
+    DefinitionHash
+);
+
+impl ContractHash {
+    /// Hashes a contract. Borrows it: nothing is cloned.
+    pub fn of(contract: &OperationContract) -> Result<Self, ContractError> {
+        check_exact_numbers(&contract.input_schema)?;
+        check_exact_numbers(&contract.output_schema)?;
+        // Serializing the struct gives exactly the four members of SPEC §2;
+        // JCS sorts them, so field order in the struct does not matter.
+        let bytes =
+            serde_json_canonicalizer::to_vec(contract).map_err(ContractError::Canonicalization)?;
+        Ok(Self(sha256_hex(&bytes)))
+    }
+}
+
+impl DefinitionHash {
+    /// Hashes a definition document as it is (canonical form, so layout never matters).
+    pub fn of(definition: &Value) -> Result<Self, ContractError> {
+        Ok(Self(sha256_hex(&canonical_json(definition)?)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn refuses_integers_beyond_two_to_the_53() {
+        let err = canonical_json(&json!({"a": [1, 9007199254740993u64]})).unwrap_err();
+        assert_eq!(err.code(), "inexact_number");
+        assert!(err.to_string().contains("/a/1"), "{err}");
+        assert!(canonical_json(&json!(9007199254740992u64)).is_ok());
+        assert!(canonical_json(&json!(-9007199254740992i64)).is_ok());
+    }
+
+    #[test]
+    fn pointer_tokens_are_escaped() {
+        let err = canonical_json(&json!({"a/b~c": 18446744073709551615u64})).unwrap_err();
+        assert!(err.to_string().contains("/a~1b~0c"), "{err}");
+    }
+
+    #[test]
+    fn hash_parsing_is_strict() {
+        assert!(ContractHash::parse(&"a".repeat(64)).is_ok());
+        assert!(ContractHash::parse(&"A".repeat(64)).is_err());
+        assert!(ContractHash::parse(&"a".repeat(63)).is_err());
+    }
+}

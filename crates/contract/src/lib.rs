@@ -1,0 +1,182 @@
+//! Operation contracts, the version-1 mock definition model, and canonical hashing.
+//!
+//! An [`OperationContract`] is what an agent sees of one callable operation: its
+//! [`OperationIdentity`], its description and its input and output JSON Schemas.
+//! Its [`ContractHash`] is the lowercase hex SHA-256 of the RFC 8785 (JCS)
+//! canonical form of exactly those four members, so key order and whitespace
+//! never change it and any change of meaning does. A saved mock keeps the hash
+//! it was saved against; comparing it with the current hash is how a stale mock
+//! is found.
+//!
+//! This crate is pure data: it does no I/O, reads no clock and evaluates
+//! nothing. The definition *model* lives here ([`MockDefinition`]); checking and
+//! evaluating a definition is the job of `toolmock-evaluator`.
+//!
+//! ```
+//! use toolmock_contract::OperationContract;
+//!
+//! let contract = OperationContract::from_json_str(r#"{
+//!     "operation": {"source": "mcp", "name": "lookup_patient"},
+//!     "description": "Find a patient by member id",
+//!     "input_schema": {"type": "object"},
+//!     "output_schema": {"type": "object"}
+//! }"#)?;
+//! let hash = contract.hash()?;
+//! assert_eq!(hash.as_str().len(), 64);
+//!
+//! // Layout never matters; meaning always does.
+//! let same = OperationContract::from_json_str(r#"{"output_schema":{"type":"object"},
+//!     "input_schema":{"type":"object"},"description":"Find a patient by member id",
+//!     "operation":{"name":"lookup_patient","source":"mcp"}}"#)?;
+//! assert_eq!(same.hash()?, hash);
+//! # Ok::<(), toolmock_contract::ContractError>(())
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod canonical;
+mod definition;
+
+pub use canonical::{
+    ContractHash, DefinitionHash, InvalidHash, canonical_json, check_exact_numbers,
+};
+pub use definition::{
+    Condition, ConditionOp, ConditionSource, Example, MockDefinition, Rule, SCHEMA_VERSION, Variant,
+};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+
+/// Where an operation comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OperationSource {
+    /// A platform operation, named by its expanded runtime name `{tool}__{operation}`.
+    Platform,
+    /// A tool discovered from an MCP server.
+    Mcp,
+    /// A custom tool described by hand.
+    Custom,
+}
+
+impl OperationSource {
+    /// The wire name: `platform`, `mcp` or `custom`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OperationSource::Platform => "platform",
+            OperationSource::Mcp => "mcp",
+            OperationSource::Custom => "custom",
+        }
+    }
+}
+
+impl fmt::Display for OperationSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The identity of one operation: its source and its runtime name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperationIdentity {
+    /// Where the operation comes from.
+    pub source: OperationSource,
+    /// The runtime name the agent calls.
+    pub name: String,
+}
+
+/// What the agent sees of one operation; the unit that is hashed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperationContract {
+    /// Source and runtime name.
+    pub operation: OperationIdentity,
+    /// Human description shown to the agent; a missing one is the empty string.
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the call's arguments.
+    pub input_schema: Value,
+    /// JSON Schema of the operation's result.
+    pub output_schema: Value,
+}
+
+/// Why a contract could not be read or hashed.
+#[derive(Debug, thiserror::Error)]
+pub enum ContractError {
+    /// The bytes are not JSON (or not UTF-8).
+    #[error("contract is not valid JSON: {0}")]
+    InvalidJson(#[source] serde_json::Error),
+    /// The JSON does not have the contract's shape (a missing or unknown member, a wrong type).
+    #[error("contract has the wrong shape: {0}")]
+    WrongShape(#[source] serde_json::Error),
+    /// A schema is neither an object nor a boolean.
+    #[error("{member} must be a JSON Schema (an object or a boolean)")]
+    SchemaNotAnObject {
+        /// `input_schema` or `output_schema`.
+        member: &'static str,
+    },
+    /// A number a double cannot hold exactly: hashing it would not be reproducible.
+    #[error(
+        "{path}: the number {number} cannot be represented exactly; integers must lie within ±2^53"
+    )]
+    InexactNumber {
+        /// JSON pointer of the number.
+        path: String,
+        /// The number as written.
+        number: String,
+    },
+    /// Canonical serialization failed.
+    #[error("contract could not be canonicalized: {0}")]
+    Canonicalization(#[source] serde_json::Error),
+}
+
+impl ContractError {
+    /// A stable, machine-readable code for this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ContractError::InvalidJson(_) => "invalid_json",
+            ContractError::WrongShape(_) => "wrong_shape",
+            ContractError::SchemaNotAnObject { .. } => "invalid_schema",
+            ContractError::InexactNumber { .. } => "inexact_number",
+            ContractError::Canonicalization(_) => "canonicalization_failed",
+        }
+    }
+}
+
+impl OperationContract {
+    /// Reads a contract from JSON text. See [`OperationContract::from_value`].
+    pub fn from_json_str(text: &str) -> Result<Self, ContractError> {
+        Self::from_json_slice(text.as_bytes())
+    }
+
+    /// Reads a contract from JSON bytes. See [`OperationContract::from_value`].
+    pub fn from_json_slice(bytes: &[u8]) -> Result<Self, ContractError> {
+        let value: Value = serde_json::from_slice(bytes).map_err(ContractError::InvalidJson)?;
+        Self::from_value(value)
+    }
+
+    /// Reads a contract from a JSON value, refusing unknown members, schemas
+    /// that are not objects or booleans, and integers beyond ±2^53 (which a
+    /// double cannot hold, so their canonical form would not be reproducible).
+    pub fn from_value(value: Value) -> Result<Self, ContractError> {
+        check_exact_numbers(&value)?;
+        let contract: OperationContract =
+            serde_json::from_value(value).map_err(ContractError::WrongShape)?;
+        for (member, schema) in [
+            ("input_schema", &contract.input_schema),
+            ("output_schema", &contract.output_schema),
+        ] {
+            if !(schema.is_object() || schema.is_boolean()) {
+                return Err(ContractError::SchemaNotAnObject { member });
+            }
+        }
+        Ok(contract)
+    }
+
+    /// The contract hash of SPEC §2.
+    pub fn hash(&self) -> Result<ContractHash, ContractError> {
+        ContractHash::of(self)
+    }
+}

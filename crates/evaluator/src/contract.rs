@@ -1,0 +1,129 @@
+//! A contract's two schemas, compiled once and reused for every call.
+
+use crate::error::{CallError, Violation};
+use serde_json::Value;
+use toolmock_contract::{ContractError, ContractHash, OperationContract};
+
+/// Why a contract's schemas could not be compiled.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    /// The contract itself could not be hashed.
+    #[error(transparent)]
+    Contract(#[from] ContractError),
+    /// A schema is not a valid JSON Schema, names an unknown draft, or has a
+    /// `$ref` that cannot be resolved inside the document (nothing is ever
+    /// fetched from the network or disk).
+    #[error("{member} is not a usable JSON Schema: {message}")]
+    InvalidSchema {
+        /// `input_schema` or `output_schema`.
+        member: &'static str,
+        /// The validator's explanation.
+        message: String,
+    },
+}
+
+impl SchemaError {
+    /// A stable, machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SchemaError::Contract(e) => e.code(),
+            SchemaError::InvalidSchema { .. } => "invalid_schema",
+        }
+    }
+}
+
+/// An operation contract with both schemas compiled: immutable, `Send + Sync`,
+/// built once per contract hash and shared.
+#[derive(Debug)]
+pub struct CompiledContract {
+    contract: OperationContract,
+    hash: ContractHash,
+    input: jsonschema::Validator,
+    output: jsonschema::Validator,
+}
+
+/// Compiles one schema: formats asserted, the linear-time regex engine (a
+/// hostile `pattern` cannot hang a call), no retrieval of remote documents.
+pub fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::options()
+        .should_validate_formats(true)
+        .with_pattern_options(jsonschema::PatternOptions::regex())
+        .build(schema)
+        .map_err(|e| e.to_string())
+}
+
+impl CompiledContract {
+    /// Compiles both schemas of a contract.
+    pub fn new(contract: OperationContract) -> Result<Self, SchemaError> {
+        let hash = contract.hash()?;
+        let input = compile_schema(&contract.input_schema).map_err(|message| {
+            SchemaError::InvalidSchema {
+                member: "input_schema",
+                message,
+            }
+        })?;
+        let output = compile_schema(&contract.output_schema).map_err(|message| {
+            SchemaError::InvalidSchema {
+                member: "output_schema",
+                message,
+            }
+        })?;
+        Ok(Self {
+            contract,
+            hash,
+            input,
+            output,
+        })
+    }
+
+    /// The contract.
+    pub fn contract(&self) -> &OperationContract {
+        &self.contract
+    }
+
+    /// Its hash.
+    pub fn hash(&self) -> &ContractHash {
+        &self.hash
+    }
+
+    /// Every violation of the input schema (empty when valid).
+    pub fn input_violations(&self, input: &Value) -> Vec<Violation> {
+        violations(&self.input, input)
+    }
+
+    /// Every violation of the output schema (empty when valid).
+    pub fn output_violations(&self, result: &Value) -> Vec<Violation> {
+        violations(&self.output, result)
+    }
+
+    /// `Err(InvalidArguments)` listing every violation when the input fails its schema.
+    pub fn validate_input(&self, input: &Value) -> Result<(), CallError> {
+        if self.input.is_valid(input) {
+            return Ok(());
+        }
+        Err(CallError::InvalidArguments {
+            violations: self.input_violations(input),
+        })
+    }
+
+    /// `Err(OutputSchemaViolation)` listing every violation when a result fails its schema.
+    pub fn validate_output(&self, result: &Value) -> Result<(), CallError> {
+        if self.output.is_valid(result) {
+            return Ok(());
+        }
+        Err(CallError::OutputSchemaViolation {
+            violations: self.output_violations(result),
+        })
+    }
+}
+
+fn violations(validator: &jsonschema::Validator, instance: &Value) -> Vec<Violation> {
+    validator
+        .iter_errors(instance)
+        .map(|e| Violation {
+            path: e.instance_path().to_string(),
+            schema_path: e.schema_path().to_string(),
+            message: e.to_string(),
+        })
+        .collect()
+}

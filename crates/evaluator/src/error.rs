@@ -1,0 +1,197 @@
+//! Why a call failed, and whose fault it was.
+
+use crate::operators::OperandFault;
+use serde::Serialize;
+use std::fmt;
+
+/// Who is to blame for a failed call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// The caller (the agent) sent something the contract or an operator
+    /// refuses. It reaches the agent as an ordinary, recoverable tool error.
+    ToolInputError,
+    /// The harness (definition, fixture state, pin) is at fault. An attempt
+    /// with one can never pass.
+    HarnessError,
+}
+
+impl ErrorClass {
+    /// `tool_input_error` or `harness_error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::ToolInputError => "tool_input_error",
+            ErrorClass::HarnessError => "harness_error",
+        }
+    }
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One JSON Schema violation: where in the instance, and what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// JSON pointer into the validated instance.
+    pub path: String,
+    /// JSON pointer into the schema, at the failing keyword.
+    pub schema_path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A failed call. A call that fails changes no state.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CallError {
+    /// The input fails the contract's input schema (every violation is listed).
+    #[error("the arguments do not match the input schema: {}", join_violations(.violations))]
+    InvalidArguments {
+        /// Every violation, each with its JSON pointer into the input.
+        violations: Vec<Violation>,
+    },
+    /// An input value given to `$number` (or as a `$dateAdd` offset) is not an accepted number.
+    #[error("{message}")]
+    InvalidNumber {
+        /// JSON pointer into the input.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// An input value given to `$dateAdd` is not a date or date-time.
+    #[error("{message}")]
+    InvalidDate {
+        /// JSON pointer into the input.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// An input offset given to `$dateAdd` is beyond ±3660 days or ±24 hours.
+    #[error("{message}")]
+    OffsetOutOfRange {
+        /// JSON pointer into the input.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// An input date, or a result computed from input, lies outside years 1…9999.
+    #[error("{message}")]
+    DateOutOfRange {
+        /// JSON pointer into the input.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// A value from the fixture state is rejected by `$number` or `$dateAdd`.
+    #[error("{message}")]
+    InvalidFixtureLiteral {
+        /// What the operator rejected.
+        fault: OperandFault,
+        /// JSON pointer into the state.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// A `$input` or `$state` reference does not resolve.
+    #[error("{message}")]
+    MissingReference {
+        /// JSON pointer into the input or the state.
+        path: String,
+        /// Which reference, where.
+        message: String,
+    },
+    /// The call names a variant the definition lacks.
+    #[error("the definition has no variant {variant:?}")]
+    UnknownVariant {
+        /// The name asked for.
+        variant: String,
+    },
+    /// The rendered result fails the contract's output schema.
+    #[error("the mock's result does not match the output schema: {}", join_violations(.violations))]
+    OutputSchemaViolation {
+        /// Every violation, each with its JSON pointer into the result.
+        violations: Vec<Violation>,
+    },
+}
+
+fn join_violations(violations: &[Violation]) -> String {
+    let parts: Vec<String> = violations
+        .iter()
+        .map(|v| {
+            let path = if v.path.is_empty() { "/" } else { &v.path };
+            format!("{path}: {}", v.message)
+        })
+        .collect();
+    parts.join("; ")
+}
+
+impl CallError {
+    pub(crate) fn input_operand(fault: OperandFault, path: String, message: String) -> CallError {
+        match fault {
+            OperandFault::InvalidNumber => CallError::InvalidNumber { path, message },
+            OperandFault::InvalidDate => CallError::InvalidDate { path, message },
+            OperandFault::OffsetOutOfRange => CallError::OffsetOutOfRange { path, message },
+            OperandFault::DateOutOfRange => CallError::DateOutOfRange { path, message },
+        }
+    }
+
+    /// Whose fault the failure is.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            CallError::InvalidArguments { .. }
+            | CallError::InvalidNumber { .. }
+            | CallError::InvalidDate { .. }
+            | CallError::OffsetOutOfRange { .. }
+            | CallError::DateOutOfRange { .. } => ErrorClass::ToolInputError,
+            CallError::InvalidFixtureLiteral { .. }
+            | CallError::MissingReference { .. }
+            | CallError::UnknownVariant { .. }
+            | CallError::OutputSchemaViolation { .. } => ErrorClass::HarnessError,
+        }
+    }
+
+    /// The stable code, e.g. `invalid_arguments` or `missing_reference`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            CallError::InvalidArguments { .. } => "invalid_arguments",
+            CallError::InvalidNumber { .. } => "invalid_number",
+            CallError::InvalidDate { .. } => "invalid_date",
+            CallError::OffsetOutOfRange { .. } => "offset_out_of_range",
+            CallError::DateOutOfRange { .. } => "date_out_of_range",
+            CallError::InvalidFixtureLiteral { .. } => "invalid_fixture_literal",
+            CallError::MissingReference { .. } => "missing_reference",
+            CallError::UnknownVariant { .. } => "unknown_variant",
+            CallError::OutputSchemaViolation { .. } => "output_schema_violation",
+        }
+    }
+
+    /// A JSON pointer into the input (tool input errors, `$input` references)
+    /// or the state (fixture faults, `$state` references), where one applies.
+    /// For schema violations it is the first violation's.
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            CallError::InvalidNumber { path, .. }
+            | CallError::InvalidDate { path, .. }
+            | CallError::OffsetOutOfRange { path, .. }
+            | CallError::DateOutOfRange { path, .. }
+            | CallError::InvalidFixtureLiteral { path, .. }
+            | CallError::MissingReference { path, .. } => Some(path),
+            CallError::InvalidArguments { violations }
+            | CallError::OutputSchemaViolation { violations } => {
+                violations.first().map(|v| v.path.as_str())
+            }
+            CallError::UnknownVariant { .. } => None,
+        }
+    }
+
+    /// The schema violations, for the two schema errors; empty otherwise.
+    pub fn violations(&self) -> &[Violation] {
+        match self {
+            CallError::InvalidArguments { violations }
+            | CallError::OutputSchemaViolation { violations } => violations,
+            _ => &[],
+        }
+    }
+}

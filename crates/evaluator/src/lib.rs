@@ -1,0 +1,71 @@
+//! The pure evaluator and definition check of toolmock.
+//!
+//! A version-1 mock definition (SPEC §3) is parsed and compiled **once** into
+//! an immutable [`CompiledDefinition`]: unknown fields, types, limits,
+//! operators, paths and operator literals are all checked then, and every
+//! problem is reported at once with a JSON-pointer path ([`Diagnostics`]).
+//! [`check`] adds the examples: each is evaluated, and with a
+//! [`CompiledContract`] its input and rendered result are schema-validated.
+//! [`evaluate`] then answers calls from the compiled form without re-parsing
+//! anything.
+//!
+//! This crate is not a runtime: it does no I/O, reads no clock, spawns nothing
+//! and is not async. State is passed in and the updates come back in the
+//! [`Outcome`]; storing them, under whatever lock, is the caller's job.
+//!
+//! ```
+//! use serde_json::{json, Map};
+//! use toolmock_evaluator::{Call, compile_checked, evaluate};
+//!
+//! let definition = json!({
+//!     "schema_version": 1,
+//!     "default_variant": "success",
+//!     "initial_state": {"reference": "TEST-742"},
+//!     "variants": {"success": {
+//!         "result": {"reference": {"$state": "reference"}},
+//!         "set_state": {"booked": true}
+//!     }},
+//!     "examples": [{"variant": "success", "input": {}, "expected": {"reference": "TEST-742"}}]
+//! });
+//! let compiled = compile_checked(&definition, None).expect("the definition passes its check");
+//!
+//! let mut state: Map<_, _> = compiled.initial_state().clone();
+//! let input = json!({});
+//! let outcome = evaluate(&compiled, &Call { input: &input, state: &state, variant: None })?;
+//! assert_eq!(outcome.result, json!({"reference": "TEST-742"}));
+//! outcome.apply_to(&mut state);
+//! assert_eq!(state["booked"], json!(true));
+//! # Ok::<(), toolmock_evaluator::CallError>(())
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod check;
+mod compile;
+mod contract;
+mod diagnostics;
+mod error;
+mod eval;
+mod expr;
+pub mod operators;
+mod path;
+
+pub use check::{check, compile, compile_checked, compile_slice, parse_definition};
+pub use compile::{
+    CompiledDefinition, MAX_DEFINITION_BYTES, MAX_DELAY_MS, MAX_EXAMPLES, MAX_RULES, MAX_VARIANTS,
+};
+pub use contract::{CompiledContract, SchemaError, compile_schema};
+pub use diagnostics::{Diagnostic, DiagnosticCode, Diagnostics};
+pub use error::{CallError, ErrorClass, Violation};
+pub use eval::{Call, Outcome, evaluate, evaluate_with_contract, json_equal, maps_equal};
+
+#[cfg(test)]
+mod send_sync {
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn compiled_forms_are_shareable() {
+        assert_send_sync::<super::CompiledDefinition>();
+        assert_send_sync::<super::CompiledContract>();
+    }
+}
