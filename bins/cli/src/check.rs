@@ -68,38 +68,24 @@ pub(crate) fn print_human(
 pub(crate) fn run(args: &CheckArgs) -> Result<u8, Failure> {
     let contract = input::read_compiled_contract(&args.contract)?;
     let checked = check_file(&args.definition, Some(&contract))?;
-    let diagnostics = match &checked {
-        Ok(_) => Diagnostics::default(),
-        Err(d) => d.clone(),
-    };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let written = if args.json {
-        let list = diagnostics.clone().into_vec();
-        serde_json::to_writer(
-            &mut out,
-            &Report {
-                ok: diagnostics.is_empty(),
-                diagnostics: &list,
-            },
-        )
-        .map_err(std::io::Error::other)
-        .and_then(|()| writeln!(out))
-    } else if let Ok(compiled) = &checked {
-        writeln!(
-            out,
-            "{}: ok ({} variant{})",
-            args.definition.display(),
-            compiled.variant_names().count(),
-            if compiled.variant_names().count() == 1 {
-                ""
-            } else {
-                "s"
-            }
-        )
-    } else {
-        print_human(&mut out, &args.definition, &diagnostics)
+    let name = args.definition.display();
+    let written = match (&checked, args.json) {
+        (Ok(_), true) => write_json(&mut out, &[]),
+        (Err(diagnostics), true) => write_json(&mut out, diagnostics.as_slice()),
+        (Ok(compiled), false) => {
+            let n = compiled.variant_names().count();
+            writeln!(out, "{name}: ok ({n} variant{})", if n == 1 { "" } else { "s" })
+        }
+        (Err(diagnostics), false) => print_human(&mut out, &args.definition, diagnostics),
     };
     written.map_err(|e| Failure::usage(format!("cannot write the report: {e}")))?;
-    Ok(if diagnostics.is_empty() { 0 } else { 1 })
+    Ok(if checked.is_ok() { 0 } else { 1 })
+}
+
+fn write_json(out: &mut impl Write, diagnostics: &[Diagnostic]) -> std::io::Result<()> {
+    let report = Report { ok: diagnostics.is_empty(), diagnostics };
+    serde_json::to_writer(&mut *out, &report).map_err(std::io::Error::other)?;
+    writeln!(out)
 }

@@ -140,6 +140,11 @@ impl Diagnostics {
         self.0.iter().any(|d| d.code == code)
     }
 
+    /// The problems as a slice.
+    pub fn as_slice(&self) -> &[Diagnostic] {
+        &self.0
+    }
+
     /// The problems as a vector.
     pub fn into_vec(self) -> Vec<Diagnostic> {
         self.0

@@ -73,7 +73,7 @@ impl Path {
             .try_fold(root, |value, segment| step(value, segment))
     }
 
-    /// Resolves against a state object. `Err(())` never happens; `Ok(None)` is "does not resolve".
+    /// Resolves against a state object without wrapping it in a `Value`.
     pub(crate) fn resolve_in_map<'v>(&self, root: &'v Map<String, Value>) -> Resolved<'v> {
         match self.segments.split_first() {
             None => Resolved::Whole,

@@ -1,0 +1,54 @@
+# toolmock's recipes. Run them through `scripts/just RECIPE`, which installs
+# `just` itself when the machine lacks it.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+export DATABASE_URL := env_var_or_default("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+shared := justfile_directory() / ".." / "shared"
+
+# List the recipes.
+default:
+    @just --list
+
+# The main job: check and run the worked example with the embedded evaluator.
+run: build
+    target/debug/toolmock check fixtures/examples/book-appointment/mock.json --contract fixtures/examples/book-appointment/contract.json
+    target/debug/toolmock eval fixtures/examples/book-appointment/mock.json --contract fixtures/examples/book-appointment/contract.json --calls fixtures/examples/book-appointment/calls.jsonl
+
+# Build every package (debug).
+build:
+    cargo build --workspace --locked
+
+# Start or install everything the tests need (PostgreSQL, the MCP servers).
+setup:
+    scripts/start-postgres.sh
+    if [ -x scripts/install-mcp-servers.sh ]; then scripts/install-mcp-servers.sh; fi
+
+# Run every test: unit, integration (real PostgreSQL, real MCP servers), doc tests, conformance vectors.
+test: setup
+    cargo test --workspace --locked
+    just conformance
+
+# Run the shared conformance vectors (when ../shared is there) against the CLI.
+conformance:
+    cargo build --locked -p toolmock-cli
+    if [ -x "{{shared}}/conformance/run" ]; then "{{shared}}/conformance/run" --toolmock target/debug/toolmock; else echo "no ../shared/conformance here; skipped"; fi
+
+# Formatting, lints (warnings are errors) and documentation warnings.
+lint:
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets --locked -- -D warnings
+    RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+
+# What CI runs.
+ci: lint test
+
+# Benchmarks (criterion and the end-to-end scripts); figures go to docs/performance.md.
+bench:
+    cargo bench --workspace --locked
+    if [ -x scripts/bench-eval.sh ]; then scripts/bench-eval.sh; fi
+    if [ -x scripts/bench-dispatcher.sh ]; then scripts/bench-dispatcher.sh; fi
+
+# Fuzz one target or all of them (default 600 s each); not run by CI.
+fuzz target="all" seconds="600":
+    scripts/fuzz.sh {{target}} {{seconds}}
