@@ -69,6 +69,89 @@ fn walk_numbers(value: &Value, path: &mut String) -> Result<(), ContractError> {
     }
 }
 
+/// Fails with [`ContractError::InexactNumber`] on the first integer literal of
+/// valid JSON `text` beyond the 64-bit range. serde_json reads such a literal
+/// as the nearest double, so [`check_exact_numbers`] on the parsed value can no
+/// longer tell it from a float; only the text can.
+pub(crate) fn check_integer_literals(text: &[u8]) -> Result<(), ContractError> {
+    // One frame per open container: the current key or index, and whether an
+    // object expects a key next.
+    enum Frame {
+        Object { key: String, expect_key: bool },
+        Array(usize),
+    }
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b'{' => stack.push(Frame::Object {
+                key: String::new(),
+                expect_key: true,
+            }),
+            b'[' => stack.push(Frame::Array(0)),
+            b'}' | b']' => {
+                stack.pop();
+            }
+            b':' => {
+                if let Some(Frame::Object { expect_key, .. }) = stack.last_mut() {
+                    *expect_key = false;
+                }
+            }
+            b',' => match stack.last_mut() {
+                Some(Frame::Object { expect_key, .. }) => *expect_key = true,
+                Some(Frame::Array(index)) => *index += 1,
+                None => {}
+            },
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < text.len() && text[i] != b'"' {
+                    i += if text[i] == b'\\' { 2 } else { 1 };
+                }
+                if let Some(Frame::Object {
+                    key,
+                    expect_key: true,
+                }) = stack.last_mut()
+                {
+                    let raw = &text[start..(i + 1).min(text.len())];
+                    *key = serde_json::from_slice(raw).unwrap_or_default();
+                }
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i + 1 < text.len()
+                    && matches!(text[i + 1], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                let literal = &text[start..=i];
+                let integer = !literal.iter().any(|b| matches!(b, b'.' | b'e' | b'E'));
+                // Within 64 bits, the parsed value keeps the integer and the
+                // walk over it reports it (with its path) when it is inexact.
+                let fits = std::str::from_utf8(literal)
+                    .is_ok_and(|t| t.parse::<i64>().is_ok() || t.parse::<u64>().is_ok());
+                if integer && !fits {
+                    let mut path = String::new();
+                    for frame in &stack {
+                        path.push('/');
+                        match frame {
+                            Frame::Object { key, .. } => push_pointer_token(&mut path, key),
+                            Frame::Array(index) => path.push_str(&index.to_string()),
+                        }
+                    }
+                    return Err(ContractError::InexactNumber {
+                        path,
+                        number: String::from_utf8_lossy(literal).into_owned(),
+                    });
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
 /// Appends `key` escaped as a JSON-pointer token (`~` → `~0`, `/` → `~1`).
 fn push_pointer_token(path: &mut String, key: &str) {
     for c in key.chars() {
@@ -191,6 +274,25 @@ mod tests {
         assert!(err.to_string().contains("/a/1"), "{err}");
         assert!(canonical_json(&json!(9007199254740992u64)).is_ok());
         assert!(canonical_json(&json!(-9007199254740992i64)).is_ok());
+    }
+
+    #[test]
+    fn refuses_integer_literals_beyond_64_bits() {
+        let text = br#"{"a~/b": [1, {"x": "1e400 \" 99999999999999999999999"}, -100000000000000000000000], "c": 1e30}"#;
+        match check_integer_literals(text) {
+            Err(ContractError::InexactNumber { path, number }) => {
+                assert_eq!(path, "/a~0~1b/2");
+                assert_eq!(number, "-100000000000000000000000");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            check_integer_literals(
+                br#"{"a": [1.5e300, 18446744073709551615, "123456789012345678901234"]}"#
+            )
+            .is_ok()
+        );
+        assert!(check_integer_literals(b"[-18446744073709551615]").is_err());
     }
 
     #[test]

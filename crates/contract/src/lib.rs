@@ -154,6 +154,7 @@ impl OperationContract {
     /// Reads a contract from JSON bytes. See [`OperationContract::from_value`].
     pub fn from_json_slice(bytes: &[u8]) -> Result<Self, ContractError> {
         let value: Value = serde_json::from_slice(bytes).map_err(ContractError::InvalidJson)?;
+        canonical::check_integer_literals(bytes)?;
         Self::from_value(value)
     }
 

@@ -140,21 +140,31 @@ fn holds(condition: &CompiledCondition, scope: &Scope<'_>) -> bool {
 /// booleans are never numbers; object key order does not matter.
 pub fn json_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => {
-            match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
-                (Some(i), Some(j), _, _) => i == j,
-                (_, _, Some(i), Some(j)) => i == j,
-                _ => match (x.as_f64(), y.as_f64()) {
-                    (Some(f), Some(g)) => f == g,
-                    _ => false,
-                },
-            }
-        }
+        (Value::Number(x), Value::Number(y)) => numbers_equal(x, y),
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
         }
         (Value::Object(x), Value::Object(y)) => maps_equal(x, y),
         _ => a == b,
+    }
+}
+
+/// Numbers by exact value: an integer equals a float only when the float is
+/// that very integer (`2^53 + 1` is not `2^53` written as a double).
+fn numbers_equal(x: &serde_json::Number, y: &serde_json::Number) -> bool {
+    let int = |n: &serde_json::Number| {
+        n.as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+    };
+    // `f as i128` is exact for integral doubles within range and saturates
+    // beyond it, where no 64-bit integer can be equal anyway.
+    let float_is = |f: f64, i: i128| f.fract() == 0.0 && f as i128 == i;
+    match (int(x), int(y)) {
+        (Some(i), Some(j)) => i == j,
+        (Some(i), None) => y.as_f64().is_some_and(|g| float_is(g, i)),
+        (None, Some(j)) => x.as_f64().is_some_and(|f| float_is(f, j)),
+        (None, None) => x.as_f64() == y.as_f64(),
     }
 }
 

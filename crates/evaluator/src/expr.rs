@@ -165,18 +165,20 @@ impl Expr {
     pub(crate) fn render(&self, scope: &Scope<'_>) -> Result<Value, CallError> {
         match self {
             Expr::Literal(v) => Ok(v.clone()),
-            Expr::Array(items) => items
-                .iter()
-                .map(|item| item.render(scope))
-                .collect::<Result<Vec<_>, _>>()
-                .map(Value::Array),
-            Expr::Object(fields) => {
-                let mut map = Map::new();
-                for (key, expr) in fields.iter() {
-                    map.insert(key.to_string(), expr.render(scope)?);
+            Expr::Array(items) => {
+                let mut rendered = Vec::with_capacity(items.len());
+                for item in items.iter() {
+                    rendered.push(item.render(scope)?);
                 }
-                Ok(Value::Object(map))
+                Ok(Value::Array(rendered))
             }
+            // The fields are stored in the map's own order, so collecting
+            // builds the map in bulk instead of searching on every insert.
+            Expr::Object(fields) => fields
+                .iter()
+                .map(|(key, expr)| Ok((String::from(&**key), expr.render(scope)?)))
+                .collect::<Result<Map<_, _>, CallError>>()
+                .map(Value::Object),
             Expr::Reference(r) => r.resolve(scope).map(std::borrow::Cow::into_owned),
             Expr::Number(operand) => {
                 let value = operand.value(scope)?;

@@ -236,7 +236,7 @@ fn offset(value: Option<&Value>, name: &str, bound: i64) -> Result<i64, Rejectio
         }
         f as i64
     };
-    if whole.abs() > bound {
+    if whole.unsigned_abs() > bound.unsigned_abs() {
         return Err(out_of_range());
     }
     Ok(whole)
