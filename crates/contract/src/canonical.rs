@@ -153,7 +153,7 @@ pub(crate) fn check_integer_literals(text: &[u8]) -> Result<(), ContractError> {
 }
 
 /// Appends `key` escaped as a JSON-pointer token (`~` → `~0`, `/` → `~1`).
-fn push_pointer_token(path: &mut String, key: &str) {
+pub(crate) fn push_pointer_token(path: &mut String, key: &str) {
     for c in key.chars() {
         match c {
             '~' => path.push_str("~0"),

@@ -36,6 +36,7 @@
 
 mod canonical;
 mod definition;
+mod duplicates;
 
 pub use canonical::{
     ContractHash, DefinitionHash, InvalidHash, canonical_json, check_exact_numbers,
@@ -43,6 +44,7 @@ pub use canonical::{
 pub use definition::{
     Condition, ConditionOp, ConditionSource, Example, MockDefinition, Rule, SCHEMA_VERSION, Variant,
 };
+pub use duplicates::duplicate_keys;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -127,6 +129,12 @@ pub enum ContractError {
         /// The number as written.
         number: String,
     },
+    /// An object repeats a key, so readers could disagree on its value.
+    #[error("{path}: the key appears more than once in its object")]
+    DuplicateKey {
+        /// JSON pointer of the repeated key.
+        path: String,
+    },
     /// Canonical serialization failed.
     #[error("contract could not be canonicalized: {0}")]
     Canonicalization(#[source] serde_json::Error),
@@ -140,6 +148,7 @@ impl ContractError {
             ContractError::WrongShape(_) => "wrong_shape",
             ContractError::SchemaNotAnObject { .. } => "invalid_schema",
             ContractError::InexactNumber { .. } => "inexact_number",
+            ContractError::DuplicateKey { .. } => "duplicate_key",
             ContractError::Canonicalization(_) => "canonicalization_failed",
         }
     }
@@ -155,6 +164,9 @@ impl OperationContract {
     pub fn from_json_slice(bytes: &[u8]) -> Result<Self, ContractError> {
         let value: Value = serde_json::from_slice(bytes).map_err(ContractError::InvalidJson)?;
         canonical::check_integer_literals(bytes)?;
+        if let Some(path) = duplicate_keys(bytes).into_iter().next() {
+            return Err(ContractError::DuplicateKey { path });
+        }
         Self::from_value(value)
     }
 

@@ -25,17 +25,29 @@ pub fn compile_slice(bytes: &[u8]) -> Result<CompiledDefinition, Diagnostics> {
     compile(&parse_definition(bytes)?)
 }
 
-/// Parses a definition document, turning a syntax error into an `invalid_json` diagnostic.
+/// Parses a definition document, turning a syntax error into an
+/// `invalid_json` diagnostic and every repeated object key into a
+/// `duplicate_key` diagnostic (serde_json would keep the last one silently).
 pub fn parse_definition(bytes: &[u8]) -> Result<Value, Diagnostics> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        let mut diagnostics = Diagnostics::default();
+    let mut diagnostics = Diagnostics::default();
+    let value = serde_json::from_slice(bytes).map_err(|e| {
         diagnostics.push(
             Code::InvalidJson,
             "",
             format!("the definition is not valid JSON: {e}"),
         );
-        diagnostics
-    })
+    });
+    for path in toolmock_contract::duplicate_keys(bytes) {
+        diagnostics.push(
+            Code::DuplicateKey,
+            path,
+            "this key appears more than once in its object; keep exactly one",
+        );
+    }
+    match value {
+        Ok(value) if diagnostics.is_empty() => Ok(value),
+        _ => Err(diagnostics),
+    }
 }
 
 /// Checks a definition: every problem at once. With a contract, example inputs

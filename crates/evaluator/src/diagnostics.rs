@@ -29,6 +29,8 @@ macro_rules! codes {
 codes! {
     /// The document is not JSON (or not UTF-8).
     InvalidJson => "invalid_json",
+    /// An object repeats a key (readers could disagree on which one counts).
+    DuplicateKey => "duplicate_key",
     /// The compact document exceeds 102,400 bytes.
     TooLarge => "too_large",
     /// `schema_version` is a number other than `1`.

@@ -181,8 +181,8 @@ pub fn date_add(
         DateAddError::Result(reject(
             OperandFault::DateOutOfRange,
             format!(
-                "the result {} is outside years 1…9999",
-                result.format("%Y-%m-%dT%H:%M:%S")
+                "the result falls in year {}, outside years 1…9999",
+                chrono::Datelike::year(&result)
             ),
         ))
     })
