@@ -1,0 +1,730 @@
+//! The in-memory backend: embedded runs and fast tests.
+//!
+//! It keeps the Postgres backend's guarantees with process-local locks: one
+//! mutex per attempt's fixture state (the row lock), one catalog mutex that
+//! serializes revision saves (the operation row lock), append-only vectors
+//! for revisions, evidence and errors, and tenant checks on every lookup.
+//! Nothing is persisted.
+
+use crate::capability::TokenHash;
+use crate::error::{ApplyError, FinishError, SaveRevisionError, StoreError};
+use crate::ids::{AgentId, AttemptId, OperationId, SimulationId, TenantId, TestCaseId, ToolId};
+use crate::model::{
+    AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptOutcome, AttemptRecord,
+    CapabilityCheck, EvidenceDraft, EvidenceRecord, HarnessErrorRecord, LibraryTool, NewOperation,
+    NewSimulation, NewTool, OperationView, RevisionRecord, SaveRevision, SimulationPins,
+    StateSnapshot, Step, ToolInputErrorRecord, Verdict, effective_contract,
+};
+use crate::revision::check_revision;
+use crate::traits::{AttemptStore, Catalog, EvidenceSink, FixtureStore, PinStore};
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use toolmock_contract::{ContractHash, OperationContract};
+use toolmock_evaluator::CallError;
+
+/// The in-memory backend. Cloning shares the same data.
+#[derive(Clone, Default)]
+pub struct MemoryStore {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore").finish_non_exhaustive()
+    }
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    catalog: Mutex<CatalogData>,
+    attempts: RwLock<HashMap<AttemptId, Arc<AttemptCell>>>,
+    capabilities: RwLock<HashMap<TokenHash, CapabilityRow>>,
+}
+
+#[derive(Default)]
+struct CatalogData {
+    tenants: HashMap<TenantId, String>,
+    tools: HashMap<ToolId, ToolRow>,
+    operations: HashMap<OperationId, OperationRow>,
+    agents: HashMap<AgentId, (TenantId, AgentRecord)>,
+    simulations: HashMap<SimulationId, (TenantId, SimulationPins)>,
+}
+
+struct ToolRow {
+    tenant: TenantId,
+    name: String,
+    kind: crate::model::ToolKind,
+    source_config: Value,
+    output_schema: Option<Value>,
+    operations: Vec<OperationId>,
+}
+
+struct OperationRow {
+    tenant: TenantId,
+    tool: ToolId,
+    spec: NewOperation,
+    contract: Option<OperationContract>,
+    hash: Option<ContractHash>,
+    revisions: Vec<RevisionRecord>,
+}
+
+struct CapabilityRow {
+    tenant: TenantId,
+    attempt: AttemptId,
+    revoked: bool,
+}
+
+struct AttemptCell {
+    binding: AttemptBinding,
+    test_case: TestCaseId,
+    meta: Mutex<AttemptMeta>,
+    fixture: Mutex<Fixture>,
+    errors: Mutex<Errors>,
+}
+
+struct AttemptMeta {
+    outcome: Option<AttemptOutcome>,
+    lease_owner: String,
+    lease_expires_at: DateTime<Utc>,
+    has_harness_error: bool,
+}
+
+struct Fixture {
+    state: Arc<Map<String, Value>>,
+    version: u64,
+    /// Append-only, in fixed-size chunks so that growing never moves old rows.
+    evidence: Vec<Vec<StoredEvidence>>,
+}
+
+const EVIDENCE_CHUNK: usize = 512;
+
+impl Fixture {
+    fn push(&mut self, evidence: StoredEvidence) {
+        match self.evidence.last_mut() {
+            Some(chunk) if chunk.len() < EVIDENCE_CHUNK => chunk.push(evidence),
+            _ => {
+                let mut chunk = Vec::with_capacity(EVIDENCE_CHUNK);
+                chunk.push(evidence);
+                self.evidence.push(chunk);
+            }
+        }
+    }
+}
+
+struct StoredEvidence {
+    draft: EvidenceDraft,
+    before: Arc<Map<String, Value>>,
+    after: Arc<Map<String, Value>>,
+    version_before: u64,
+    version_after: u64,
+}
+
+#[derive(Default)]
+struct Errors {
+    tool_input: Vec<ToolInputErrorRecord>,
+    harness: Vec<HarnessErrorRecord>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn not_found(entity: &'static str) -> StoreError {
+    StoreError::NotFound { entity }
+}
+
+impl Inner {
+    fn attempt(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> Result<Arc<AttemptCell>, StoreError> {
+        self.attempts
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&attempt)
+            .filter(|cell| cell.binding.tenant == tenant)
+            .cloned()
+            .ok_or_else(|| not_found("attempt"))
+    }
+
+    fn capability_live(
+        &self,
+        token: &TokenHash,
+        binding: &AttemptBinding,
+    ) -> Result<bool, ApplyError> {
+        let capabilities = self
+            .capabilities
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        match capabilities.get(token) {
+            Some(row) if row.tenant == binding.tenant && row.attempt == binding.attempt => {
+                Ok(!row.revoked)
+            }
+            _ => Err(ApplyError::CapabilityRejected),
+        }
+    }
+}
+
+fn meta_live(meta: &AttemptMeta, now: DateTime<Utc>) -> bool {
+    meta.outcome.is_none() && meta.lease_expires_at > now
+}
+
+fn view(id: OperationId, row: &OperationRow) -> OperationView {
+    OperationView {
+        id,
+        tool: row.tool,
+        operation: row.spec.operation.clone(),
+        contract: row.contract.clone(),
+        contract_hash: row.hash.clone(),
+        latest: row.revisions.last().cloned(),
+    }
+}
+
+impl Catalog for MemoryStore {
+    async fn create_tenant(&self, name: &str) -> Result<TenantId, StoreError> {
+        let id = TenantId::random();
+        lock(&self.inner.catalog)
+            .tenants
+            .insert(id, name.to_owned());
+        Ok(id)
+    }
+
+    async fn create_tool(&self, tenant: TenantId, tool: &NewTool) -> Result<ToolId, StoreError> {
+        let mut catalog = lock(&self.inner.catalog);
+        if !catalog.tenants.contains_key(&tenant) {
+            return Err(not_found("tenant"));
+        }
+        if catalog
+            .tools
+            .values()
+            .any(|t| t.tenant == tenant && t.name == tool.name)
+        {
+            return Err(StoreError::Conflict {
+                what: format!("a tool named {:?} exists", tool.name),
+            });
+        }
+        let id = ToolId::random();
+        catalog.tools.insert(
+            id,
+            ToolRow {
+                tenant,
+                name: tool.name.clone(),
+                kind: tool.kind,
+                source_config: tool.source_config.clone(),
+                output_schema: tool.output_schema.clone(),
+                operations: Vec::new(),
+            },
+        );
+        Ok(id)
+    }
+
+    async fn upsert_operation(
+        &self,
+        tenant: TenantId,
+        tool: ToolId,
+        operation: &NewOperation,
+    ) -> Result<OperationView, StoreError> {
+        let mut guard = lock(&self.inner.catalog);
+        let catalog = &mut *guard;
+        let row = catalog
+            .tools
+            .get_mut(&tool)
+            .filter(|t| t.tenant == tenant)
+            .ok_or_else(|| not_found("tool"))?;
+        let contract = effective_contract(operation, row.output_schema.as_ref());
+        let hash = contract
+            .as_ref()
+            .map(OperationContract::hash)
+            .transpose()
+            .map_err(|e| StoreError::Corrupt {
+                what: "contract",
+                message: e.to_string(),
+            })?;
+        let existing = row.operations.iter().copied().find(|id| {
+            catalog
+                .operations
+                .get(id)
+                .is_some_and(|o| o.spec.operation.name == operation.operation.name)
+        });
+        let id = match existing {
+            Some(id) => id,
+            None => {
+                let id = OperationId::random();
+                row.operations.push(id);
+                catalog.operations.insert(
+                    id,
+                    OperationRow {
+                        tenant,
+                        tool,
+                        spec: operation.clone(),
+                        contract: None,
+                        hash: None,
+                        revisions: Vec::new(),
+                    },
+                );
+                id
+            }
+        };
+        let op = catalog
+            .operations
+            .get_mut(&id)
+            .ok_or_else(|| not_found("operation"))?;
+        op.spec = operation.clone();
+        op.contract = contract;
+        op.hash = hash;
+        let op = catalog
+            .operations
+            .get(&id)
+            .ok_or_else(|| not_found("operation"))?;
+        Ok(view(id, op))
+    }
+
+    async fn tool(&self, tenant: TenantId, tool: ToolId) -> Result<LibraryTool, StoreError> {
+        let catalog = lock(&self.inner.catalog);
+        let row = catalog
+            .tools
+            .get(&tool)
+            .filter(|t| t.tenant == tenant)
+            .ok_or_else(|| not_found("tool"))?;
+        let mut operations: Vec<OperationView> = row
+            .operations
+            .iter()
+            .filter_map(|id| catalog.operations.get(id).map(|op| view(*id, op)))
+            .collect();
+        operations.sort_by(|a, b| a.operation.name.cmp(&b.operation.name));
+        Ok(LibraryTool {
+            id: tool,
+            name: row.name.clone(),
+            kind: row.kind,
+            source_config: row.source_config.clone(),
+            output_schema: row.output_schema.clone(),
+            operations,
+        })
+    }
+
+    async fn save_revision(
+        &self,
+        tenant: TenantId,
+        operation: OperationId,
+        save: &SaveRevision,
+    ) -> Result<RevisionRecord, SaveRevisionError> {
+        // The catalog mutex is this backend's operation row lock.
+        let mut catalog = lock(&self.inner.catalog);
+        let op = catalog
+            .operations
+            .get_mut(&operation)
+            .filter(|o| o.tenant == tenant)
+            .ok_or_else(|| not_found("operation"))?;
+        let definition_hash = check_revision(op.contract.as_ref(), op.hash.as_ref(), save)?;
+        let revision = u32::try_from(op.revisions.len() + 1).map_err(|_| StoreError::Conflict {
+            what: "too many revisions".into(),
+        })?;
+        let record = RevisionRecord {
+            tool: op.tool,
+            operation,
+            revision,
+            contract_hash: save.contract_hash.clone(),
+            definition: save.definition.clone(),
+            definition_hash,
+            author: save.author.clone(),
+            provenance: save.provenance.clone(),
+            created_at: Utc::now(),
+        };
+        op.revisions.push(record.clone());
+        Ok(record)
+    }
+
+    async fn revision(
+        &self,
+        tenant: TenantId,
+        operation: OperationId,
+        revision: u32,
+    ) -> Result<RevisionRecord, StoreError> {
+        let catalog = lock(&self.inner.catalog);
+        catalog
+            .operations
+            .get(&operation)
+            .filter(|o| o.tenant == tenant)
+            .and_then(|o| o.revisions.iter().find(|r| r.revision == revision))
+            .cloned()
+            .ok_or_else(|| not_found("revision"))
+    }
+
+    async fn create_agent(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        spec: &AgentSpec,
+    ) -> Result<AgentId, StoreError> {
+        let mut catalog = lock(&self.inner.catalog);
+        if !catalog.tenants.contains_key(&tenant) {
+            return Err(not_found("tenant"));
+        }
+        let id = AgentId::random();
+        catalog.agents.insert(
+            id,
+            (
+                tenant,
+                AgentRecord {
+                    id,
+                    name: name.to_owned(),
+                    spec: spec.clone(),
+                },
+            ),
+        );
+        Ok(id)
+    }
+
+    async fn agent(&self, tenant: TenantId, agent: AgentId) -> Result<AgentRecord, StoreError> {
+        lock(&self.inner.catalog)
+            .agents
+            .get(&agent)
+            .filter(|(t, _)| *t == tenant)
+            .map(|(_, a)| a.clone())
+            .ok_or_else(|| not_found("agent"))
+    }
+}
+
+impl PinStore for MemoryStore {
+    async fn create_simulation(
+        &self,
+        tenant: TenantId,
+        simulation: &NewSimulation,
+    ) -> Result<(), StoreError> {
+        let mut catalog = lock(&self.inner.catalog);
+        if catalog
+            .agents
+            .get(&simulation.agent)
+            .is_none_or(|(t, _)| *t != tenant)
+        {
+            return Err(not_found("agent"));
+        }
+        let mut attempts = self
+            .inner
+            .attempts
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut capabilities = self
+            .inner
+            .capabilities
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        for attempt in &simulation.attempts {
+            let Some(case) = simulation
+                .test_cases
+                .iter()
+                .find(|c| c.id == attempt.test_case)
+            else {
+                return Err(not_found("test case"));
+            };
+            attempts.insert(
+                attempt.id,
+                Arc::new(AttemptCell {
+                    binding: AttemptBinding {
+                        tenant,
+                        attempt: attempt.id,
+                        simulation: simulation.id,
+                        variants: case.spec.variants.clone(),
+                    },
+                    test_case: attempt.test_case,
+                    meta: Mutex::new(AttemptMeta {
+                        outcome: None,
+                        lease_owner: attempt.lease_owner.clone(),
+                        lease_expires_at: attempt.lease_expires_at,
+                        has_harness_error: false,
+                    }),
+                    fixture: Mutex::new(Fixture {
+                        state: Arc::new(attempt.initial_state.clone()),
+                        version: 0,
+                        evidence: Vec::new(),
+                    }),
+                    errors: Mutex::new(Errors::default()),
+                }),
+            );
+            capabilities.insert(
+                attempt.token_hash,
+                CapabilityRow {
+                    tenant,
+                    attempt: attempt.id,
+                    revoked: false,
+                },
+            );
+        }
+        catalog.simulations.insert(
+            simulation.id,
+            (
+                tenant,
+                SimulationPins {
+                    mode: simulation.mode,
+                    pins: simulation.pins.clone(),
+                },
+            ),
+        );
+        Ok(())
+    }
+
+    async fn simulation_pins(
+        &self,
+        tenant: TenantId,
+        simulation: SimulationId,
+    ) -> Result<SimulationPins, StoreError> {
+        lock(&self.inner.catalog)
+            .simulations
+            .get(&simulation)
+            .filter(|(t, _)| *t == tenant)
+            .map(|(_, p)| p.clone())
+            .ok_or_else(|| not_found("simulation"))
+    }
+}
+
+impl FixtureStore for MemoryStore {
+    async fn apply_call<F>(
+        &self,
+        binding: &AttemptBinding,
+        token: &TokenHash,
+        now: DateTime<Utc>,
+        step: F,
+    ) -> Result<Applied, ApplyError>
+    where
+        F: FnOnce(&Map<String, Value>) -> Result<Step, CallError> + Send,
+    {
+        let cell = self
+            .inner
+            .attempt(binding.tenant, binding.attempt)
+            .map_err(|_| ApplyError::CapabilityRejected)?;
+        let capability_live = self.inner.capability_live(token, binding)?;
+        let mut fixture = lock(&cell.fixture);
+        if !capability_live || !meta_live(&lock(&cell.meta), now) {
+            return Err(ApplyError::LeaseExpired);
+        }
+        let Step { updates, evidence } = step(&fixture.state)?;
+        let before = fixture.state.clone();
+        let after = if updates.is_empty() {
+            before.clone()
+        } else {
+            let mut next = (*before).clone();
+            for (key, value) in updates {
+                next.insert(key, value);
+            }
+            Arc::new(next)
+        };
+        let version_before = fixture.version;
+        let version_after = version_before + 1;
+        fixture.version = version_after;
+        fixture.state = after.clone();
+        let result = evidence.result.clone();
+        let delay_ms = evidence.delay_ms;
+        fixture.push(StoredEvidence {
+            draft: evidence,
+            before,
+            after,
+            version_before,
+            version_after,
+        });
+        Ok(Applied {
+            result,
+            version_before,
+            version_after,
+            delay_ms,
+        })
+    }
+
+    async fn state(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> Result<StateSnapshot, StoreError> {
+        let cell = self.inner.attempt(tenant, attempt)?;
+        let fixture = lock(&cell.fixture);
+        Ok(StateSnapshot {
+            state: (*fixture.state).clone(),
+            version: fixture.version,
+        })
+    }
+}
+
+impl EvidenceSink for MemoryStore {
+    async fn record_tool_input_error(
+        &self,
+        record: &ToolInputErrorRecord,
+    ) -> Result<(), StoreError> {
+        let cell = self.inner.attempt(record.tenant, record.attempt)?;
+        lock(&cell.errors).tool_input.push(record.clone());
+        Ok(())
+    }
+
+    async fn record_harness_error(&self, record: &HarnessErrorRecord) -> Result<(), StoreError> {
+        let cell = self.inner.attempt(record.tenant, record.attempt)?;
+        // Meta first, then errors: the same order as finish_attempt.
+        let mut meta = lock(&cell.meta);
+        lock(&cell.errors).harness.push(record.clone());
+        meta.has_harness_error = true;
+        if meta.outcome.is_some() {
+            meta.outcome = Some(AttemptOutcome::HarnessError);
+        }
+        Ok(())
+    }
+
+    async fn evidence(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> Result<Vec<EvidenceRecord>, StoreError> {
+        let cell = self.inner.attempt(tenant, attempt)?;
+        let fixture = lock(&cell.fixture);
+        Ok(fixture
+            .evidence
+            .iter()
+            .flatten()
+            .map(|e| EvidenceRecord {
+                attempt,
+                tool: e.draft.tool.to_string(),
+                operation: e.draft.operation.to_string(),
+                pin: (*e.draft.pin).clone(),
+                executor: e.draft.executor,
+                variant: e.draft.variant.as_deref().map(str::to_owned),
+                rule: e.draft.rule,
+                arguments: e.draft.arguments.clone(),
+                result: e.draft.result.clone(),
+                state_before: (*e.before).clone(),
+                state_after: (*e.after).clone(),
+                version_before: e.version_before,
+                version_after: e.version_after,
+                delay_ms: e.draft.delay_ms,
+                started_at: e.draft.started_at,
+                duration_us: e.draft.duration_us,
+            })
+            .collect())
+    }
+
+    async fn tool_input_errors(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> Result<Vec<ToolInputErrorRecord>, StoreError> {
+        let cell = self.inner.attempt(tenant, attempt)?;
+        Ok(lock(&cell.errors).tool_input.clone())
+    }
+
+    async fn harness_errors(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> Result<Vec<HarnessErrorRecord>, StoreError> {
+        let cell = self.inner.attempt(tenant, attempt)?;
+        Ok(lock(&cell.errors).harness.clone())
+    }
+}
+
+impl AttemptStore for MemoryStore {
+    async fn resolve_capability(
+        &self,
+        tenant: TenantId,
+        token: &TokenHash,
+        now: DateTime<Utc>,
+    ) -> Result<CapabilityCheck, StoreError> {
+        let (attempt, revoked) = {
+            let capabilities = self
+                .inner
+                .capabilities
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            let row = capabilities
+                .get(token)
+                .filter(|row| row.tenant == tenant)
+                .ok_or_else(|| not_found("capability"))?;
+            (row.attempt, row.revoked)
+        };
+        let cell = self.inner.attempt(tenant, attempt)?;
+        let live = !revoked && meta_live(&lock(&cell.meta), now);
+        Ok(CapabilityCheck {
+            binding: cell.binding.clone(),
+            live,
+        })
+    }
+
+    async fn renew_lease(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        owner: &str,
+        until: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let cell = self.inner.attempt(tenant, attempt)?;
+        let mut meta = lock(&cell.meta);
+        if meta.outcome.is_some() || meta.lease_owner != owner {
+            return Err(not_found("running attempt leased by this owner"));
+        }
+        meta.lease_expires_at = until;
+        Ok(())
+    }
+
+    async fn revoke_capabilities(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        _at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.inner.attempt(tenant, attempt)?;
+        let mut capabilities = self
+            .inner
+            .capabilities
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        for row in capabilities.values_mut() {
+            if row.attempt == attempt && row.tenant == tenant {
+                row.revoked = true;
+            }
+        }
+        Ok(())
+    }
+
+    async fn finish_attempt(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        verdict: Verdict,
+        _at: DateTime<Utc>,
+    ) -> Result<AttemptOutcome, FinishError> {
+        let cell = self.inner.attempt(tenant, attempt)?;
+        let mut meta = lock(&cell.meta);
+        if meta.outcome.is_some() {
+            return Err(FinishError::AlreadyFinished);
+        }
+        let outcome = if meta.has_harness_error {
+            AttemptOutcome::HarnessError
+        } else {
+            verdict.outcome()
+        };
+        meta.outcome = Some(outcome);
+        Ok(outcome)
+    }
+
+    async fn attempt(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> Result<AttemptRecord, StoreError> {
+        let cell = self.inner.attempt(tenant, attempt)?;
+        let meta = lock(&cell.meta);
+        Ok(AttemptRecord {
+            id: attempt,
+            simulation: cell.binding.simulation,
+            test_case: cell.test_case,
+            outcome: meta.outcome,
+            lease_owner: meta.lease_owner.clone(),
+            lease_expires_at: meta.lease_expires_at,
+            has_harness_error: meta.has_harness_error,
+        })
+    }
+}

@@ -1,0 +1,835 @@
+//! The data the runtime reads and writes: catalog rows, agents and their
+//! reachable tools, pins, attempts, evidence and error records.
+
+use crate::ids::{AgentId, AttemptId, OperationId, SimulationId, TenantId, TestCaseId, ToolId};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use toolmock_contract::{
+    ContractHash, DefinitionHash, OperationContract, OperationIdentity, OperationSource,
+};
+
+/// The kind of a library tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    /// Platform operations (expanded runtime names `{tool}__{operation}`).
+    Platform,
+    /// Tools discovered from an MCP server.
+    Mcp,
+    /// Tools described by hand.
+    Custom,
+}
+
+impl ToolKind {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolKind::Platform => "platform",
+            ToolKind::Mcp => "mcp",
+            ToolKind::Custom => "custom",
+        }
+    }
+
+    /// Parses the stored name.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "platform" => Some(ToolKind::Platform),
+            "mcp" => Some(ToolKind::Mcp),
+            "custom" => Some(ToolKind::Custom),
+            _ => None,
+        }
+    }
+}
+
+/// A library tool to create.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewTool {
+    /// Unique per tenant; the name agents call it by.
+    pub name: String,
+    /// Platform, MCP or custom.
+    pub kind: ToolKind,
+    /// Source configuration (server address, platform manifest, …); opaque here.
+    pub source_config: Value,
+    /// The fallback output schema for operations whose discovery gave none (SPEC §9).
+    pub output_schema: Option<Value>,
+}
+
+/// An operation to create or refresh on a library tool (from discovery or a manifest).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewOperation {
+    /// Source and runtime name.
+    pub operation: OperationIdentity,
+    /// Description shown to the agent.
+    pub description: String,
+    /// The input schema.
+    pub input_schema: Value,
+    /// The discovered output schema, if any (the tool's fallback applies otherwise).
+    pub output_schema: Option<Value>,
+}
+
+/// The operation's contract after the fallback of SPEC §9, or `None` when the
+/// operation has no output schema at all (`needs_output_schema`).
+pub fn effective_contract(
+    operation: &NewOperation,
+    tool_output_schema: Option<&Value>,
+) -> Option<OperationContract> {
+    let output_schema = operation
+        .output_schema
+        .as_ref()
+        .or(tool_output_schema)?
+        .clone();
+    Some(OperationContract {
+        operation: operation.operation.clone(),
+        description: operation.description.clone(),
+        input_schema: operation.input_schema.clone(),
+        output_schema,
+    })
+}
+
+/// Where a revision came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "provenance", rename_all = "snake_case")]
+pub enum Provenance {
+    /// Written by a person.
+    Authored,
+    /// Produced by the generator, with the instructions it was given.
+    Generated {
+        /// The optional generation instructions.
+        instructions: Option<String>,
+    },
+}
+
+impl Provenance {
+    /// `authored` or `generated`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Provenance::Authored => "authored",
+            Provenance::Generated { .. } => "generated",
+        }
+    }
+
+    /// The generation instructions, if any.
+    pub fn instructions(&self) -> Option<&str> {
+        match self {
+            Provenance::Authored => None,
+            Provenance::Generated { instructions } => instructions.as_deref(),
+        }
+    }
+}
+
+/// A save request (the API's `{"action": "save", …}`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SaveRevision {
+    /// The contract hash the caller checked the definition against.
+    pub contract_hash: ContractHash,
+    /// The definition document.
+    pub definition: Value,
+    /// Who saves it.
+    pub author: String,
+    /// Authored or generated.
+    pub provenance: Provenance,
+}
+
+/// One saved revision (append-only).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RevisionRecord {
+    /// The tool.
+    pub tool: ToolId,
+    /// The operation.
+    pub operation: OperationId,
+    /// 1, 2, 3… per operation.
+    pub revision: u32,
+    /// The contract hash it was saved against, forever.
+    pub contract_hash: ContractHash,
+    /// The definition document.
+    pub definition: Value,
+    /// The definition's own hash.
+    pub definition_hash: DefinitionHash,
+    /// Who saved it.
+    pub author: String,
+    /// Authored or generated.
+    pub provenance: Provenance,
+    /// When.
+    pub created_at: DateTime<Utc>,
+}
+
+/// The testing status of an operation (SPEC §2, §10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OperationStatus {
+    /// The latest revision was saved against the current contract.
+    Current,
+    /// The latest revision was saved against another contract.
+    Stale,
+    /// No revision yet.
+    Missing,
+    /// Neither discovery nor the tool gave an output schema.
+    NeedsOutputSchema,
+}
+
+impl OperationStatus {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OperationStatus::Current => "current",
+            OperationStatus::Stale => "stale",
+            OperationStatus::Missing => "missing",
+            OperationStatus::NeedsOutputSchema => "needs_output_schema",
+        }
+    }
+}
+
+/// One operation of a library tool, with its current contract and latest revision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OperationView {
+    /// Its id.
+    pub id: OperationId,
+    /// Its tool.
+    pub tool: ToolId,
+    /// Source and runtime name.
+    pub operation: OperationIdentity,
+    /// The current contract (`None`: needs an output schema).
+    pub contract: Option<OperationContract>,
+    /// The current contract's hash.
+    pub contract_hash: Option<ContractHash>,
+    /// The latest revision, if any.
+    pub latest: Option<RevisionRecord>,
+}
+
+impl OperationView {
+    /// Current, stale, missing or needs_output_schema.
+    pub fn status(&self) -> OperationStatus {
+        match (&self.contract_hash, &self.latest) {
+            (None, _) => OperationStatus::NeedsOutputSchema,
+            (Some(_), None) => OperationStatus::Missing,
+            (Some(current), Some(latest)) if &latest.contract_hash == current => {
+                OperationStatus::Current
+            }
+            (Some(_), Some(_)) => OperationStatus::Stale,
+        }
+    }
+}
+
+/// A library tool with its operations.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LibraryTool {
+    /// Its id.
+    pub id: ToolId,
+    /// Its name.
+    pub name: String,
+    /// Its kind.
+    pub kind: ToolKind,
+    /// Source configuration.
+    pub source_config: Value,
+    /// Fallback output schema.
+    pub output_schema: Option<Value>,
+    /// Operations, by name.
+    pub operations: Vec<OperationView>,
+}
+
+/// What an agent can reach: its tools and the workflows it can call.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// The tools the agent calls directly (a workflow called as a tool is one of them).
+    #[serde(default)]
+    pub tools: Vec<ToolRef>,
+    /// The workflows of the agent, by name.
+    #[serde(default)]
+    pub workflows: Vec<Workflow>,
+}
+
+/// A reference to something callable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToolRef {
+    /// A library tool of the agent's tenant.
+    Library {
+        /// The tool's id.
+        tool: ToolId,
+    },
+    /// An agent-local tool.
+    Inline(InlineTool),
+    /// A workflow of the agent, called as a tool.
+    Workflow {
+        /// The workflow's name.
+        workflow: String,
+    },
+}
+
+/// An agent-local tool: no row of its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InlineTool {
+    /// The name agents call it by.
+    pub name: String,
+    /// Its operations.
+    pub operations: Vec<InlineOperation>,
+}
+
+/// One operation of an inline tool, carrying its own output schema and mock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InlineOperation {
+    /// Runtime name.
+    pub name: String,
+    /// Where it comes from.
+    pub source: OperationSource,
+    /// Description shown to the agent.
+    #[serde(default)]
+    pub description: String,
+    /// Input schema.
+    pub input_schema: Value,
+    /// Output schema (`None`: not mockable).
+    #[serde(default)]
+    pub output_schema: Option<Value>,
+    /// The `testing` mock definition, pinned by its hash.
+    #[serde(default)]
+    pub testing: Option<Value>,
+}
+
+impl InlineOperation {
+    /// Its contract, or `None` without an output schema.
+    pub fn contract(&self) -> Option<OperationContract> {
+        Some(OperationContract {
+            operation: OperationIdentity {
+                source: self.source,
+                name: self.name.clone(),
+            },
+            description: self.description.clone(),
+            input_schema: self.input_schema.clone(),
+            output_schema: self.output_schema.clone()?,
+        })
+    }
+}
+
+/// A workflow: real control flow whose tool nodes go through the dispatcher.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workflow {
+    /// Unique per agent.
+    pub name: String,
+    /// Its nodes.
+    pub nodes: Vec<WorkflowNode>,
+}
+
+/// One node of a workflow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowNode {
+    /// Unique in its workflow.
+    pub id: String,
+    /// What it does.
+    pub kind: NodeKind,
+}
+
+/// What a node does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum NodeKind {
+    /// Calls a tool (or a nested workflow) through the dispatcher.
+    Tool {
+        /// What it calls.
+        tool: ToolRef,
+    },
+    /// Control flow (branch, loop, transform): stays real.
+    Control,
+    /// An effect that bypasses the dispatcher (an HTTP request, a database
+    /// write, an email): refused by a sandbox start.
+    Effect {
+        /// What kind of effect, e.g. `http_request`.
+        effect: String,
+    },
+}
+
+/// Sandbox (every tool mocked) or an explicit real-tools integration run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SimulationMode {
+    /// Every call is answered by its pinned mock; effect nodes refuse the start.
+    Sandbox,
+    /// Pinned calls are executed by the real external handlers.
+    RealTools,
+}
+
+impl SimulationMode {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SimulationMode::Sandbox => "sandbox",
+            SimulationMode::RealTools => "real_tools",
+        }
+    }
+
+    /// Parses the stored name.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "sandbox" => Some(SimulationMode::Sandbox),
+            "real_tools" => Some(SimulationMode::RealTools),
+            _ => None,
+        }
+    }
+}
+
+/// A stored agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentRecord {
+    /// Its id.
+    pub id: AgentId,
+    /// Its name.
+    pub name: String,
+    /// What it reaches.
+    pub spec: AgentSpec,
+}
+
+/// A test case's choice of variant for one operation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VariantChoice {
+    /// Tool name.
+    pub tool: String,
+    /// Operation name.
+    pub operation: String,
+    /// Variant name (an unknown one is a harness error `unknown_variant` at the call).
+    pub variant: String,
+}
+
+/// A test case to run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestCaseSpec {
+    /// Its name.
+    pub name: String,
+    /// Variants chosen for some operations; the others use their default variant.
+    #[serde(default)]
+    pub variants: Vec<VariantChoice>,
+}
+
+/// Which definition answers calls to one operation of one simulation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PinRef {
+    /// A library revision.
+    Library {
+        /// The tool.
+        tool: ToolId,
+        /// The operation.
+        operation: OperationId,
+        /// The revision number.
+        revision: u32,
+        /// Its definition's hash.
+        definition_hash: DefinitionHash,
+    },
+    /// An inline tool's definition, by its hash.
+    Inline {
+        /// The definition's hash.
+        definition_hash: DefinitionHash,
+    },
+}
+
+impl PinRef {
+    /// The pinned definition's hash.
+    pub fn definition_hash(&self) -> &DefinitionHash {
+        match self {
+            PinRef::Library {
+                definition_hash, ..
+            }
+            | PinRef::Inline { definition_hash } => definition_hash,
+        }
+    }
+
+    /// `library` or `inline`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PinRef::Library { .. } => "library",
+            PinRef::Inline { .. } => "inline",
+        }
+    }
+
+    /// The revision number, for library pins.
+    pub fn revision(&self) -> Option<u32> {
+        match self {
+            PinRef::Library { revision, .. } => Some(*revision),
+            PinRef::Inline { .. } => None,
+        }
+    }
+}
+
+/// One pinned (or knowingly unpinned) operation of a simulation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PinRecord {
+    /// Tool name, as the agent calls it.
+    pub tool: String,
+    /// Operation name.
+    pub operation: String,
+    /// The pin, or why there is none.
+    pub pin: PinTarget,
+}
+
+/// A pinned definition or the reason an operation is unpinned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PinTarget {
+    /// Pinned: the definition and the contract it was checked against.
+    Pinned {
+        /// Which definition.
+        pin: PinRef,
+        /// The contract at the start (a later schema correction does not change it).
+        contract: OperationContract,
+        /// The definition document.
+        definition: Value,
+    },
+    /// Unpinned under `allow_incomplete`: calls fail closed (`missing_definition`).
+    Unpinned {
+        /// Why: `missing`, `stale`, `needs_output_schema` or `invalid_definition`.
+        reason: String,
+    },
+}
+
+/// Everything a simulation start writes, in one transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewSimulation {
+    /// Its id.
+    pub id: SimulationId,
+    /// The agent.
+    pub agent: AgentId,
+    /// Sandbox or real tools.
+    pub mode: SimulationMode,
+    /// Whether unpinned operations were accepted.
+    pub allow_incomplete: bool,
+    /// Every reachable operation.
+    pub pins: Vec<PinRecord>,
+    /// The test cases.
+    pub test_cases: Vec<NewTestCase>,
+    /// The attempts, with their initial state and capability hash.
+    pub attempts: Vec<NewAttempt>,
+    /// When.
+    pub created_at: DateTime<Utc>,
+}
+
+/// A test case to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewTestCase {
+    /// Its id.
+    pub id: TestCaseId,
+    /// Its position in the request.
+    pub position: u32,
+    /// The spec.
+    pub spec: TestCaseSpec,
+}
+
+/// An attempt to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewAttempt {
+    /// Its id.
+    pub id: AttemptId,
+    /// Its test case.
+    pub test_case: TestCaseId,
+    /// 1, 2, … within the test case.
+    pub number: u32,
+    /// The union of the pinned definitions' initial states.
+    pub initial_state: Map<String, Value>,
+    /// SHA-256 of the capability token.
+    pub token_hash: crate::capability::TokenHash,
+    /// Who holds the lease.
+    pub lease_owner: String,
+    /// Until when.
+    pub lease_expires_at: DateTime<Utc>,
+}
+
+/// What the dispatcher knows of the attempt a capability is bound to. Immutable
+/// for the attempt's life, so it may be cached; validity (lease, revocation)
+/// is checked on every call under the state row lock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptBinding {
+    /// The tenant.
+    pub tenant: TenantId,
+    /// The attempt.
+    pub attempt: AttemptId,
+    /// Its simulation.
+    pub simulation: SimulationId,
+    /// Its test case's variant choices.
+    pub variants: Vec<VariantChoice>,
+}
+
+impl AttemptBinding {
+    /// The variant the test case chose for an operation.
+    pub fn variant_for(&self, tool: &str, operation: &str) -> Option<&str> {
+        self.variants
+            .iter()
+            .find(|c| c.tool == tool && c.operation == operation)
+            .map(|c| c.variant.as_str())
+    }
+}
+
+/// A capability resolved to its attempt, with whether it may be used now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapabilityCheck {
+    /// The attempt.
+    pub binding: AttemptBinding,
+    /// `true` while the attempt runs, its lease has not expired and the
+    /// capability is not revoked.
+    pub live: bool,
+}
+
+/// The pins of a simulation, as the dispatcher loads them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimulationPins {
+    /// Sandbox or real tools.
+    pub mode: SimulationMode,
+    /// Every reachable operation.
+    pub pins: Vec<PinRecord>,
+}
+
+/// How the test code judged an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The agent behaved as expected.
+    Passed,
+    /// It did not.
+    Failed,
+}
+
+impl Verdict {
+    /// The outcome this verdict gives an attempt without harness errors.
+    pub fn outcome(self) -> AttemptOutcome {
+        match self {
+            Verdict::Passed => AttemptOutcome::Passed,
+            Verdict::Failed => AttemptOutcome::Failed,
+        }
+    }
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptOutcome {
+    /// Passed, with no harness error.
+    Passed,
+    /// Failed, with no harness error.
+    Failed,
+    /// The harness was at fault: never a pass.
+    HarnessError,
+}
+
+impl AttemptOutcome {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptOutcome::Passed => "passed",
+            AttemptOutcome::Failed => "failed",
+            AttemptOutcome::HarnessError => "harness_error",
+        }
+    }
+
+    /// Parses the stored name.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "passed" => Some(AttemptOutcome::Passed),
+            "failed" => Some(AttemptOutcome::Failed),
+            "harness_error" => Some(AttemptOutcome::HarnessError),
+            _ => None,
+        }
+    }
+}
+
+/// A stored attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptRecord {
+    /// Its id.
+    pub id: AttemptId,
+    /// Its simulation.
+    pub simulation: SimulationId,
+    /// Its test case.
+    pub test_case: TestCaseId,
+    /// `None` while running.
+    pub outcome: Option<AttemptOutcome>,
+    /// Lease holder.
+    pub lease_owner: String,
+    /// Lease expiry.
+    pub lease_expires_at: DateTime<Utc>,
+    /// Whether any harness error was recorded.
+    pub has_harness_error: bool,
+}
+
+/// The fixture state of an attempt and its version (0 before the first call).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateSnapshot {
+    /// The state.
+    pub state: Map<String, Value>,
+    /// Incremented by every committed call.
+    pub version: u64,
+}
+
+/// Who answered a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Executor {
+    /// The pinned mock.
+    Mock,
+    /// The real external handler (real-tools runs only).
+    External,
+}
+
+impl Executor {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Executor::Mock => "mock",
+            Executor::External => "external",
+        }
+    }
+
+    /// Parses the stored name.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "mock" => Some(Executor::Mock),
+            "external" => Some(Executor::External),
+            _ => None,
+        }
+    }
+}
+
+/// What a successful call hands the fixture store to commit with the state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// Top-level state keys to replace.
+    pub updates: Vec<(String, Value)>,
+    /// The evidence of the call (the store adds the state and its versions).
+    pub evidence: EvidenceDraft,
+}
+
+/// The evidence of one call before the store adds state and versions.
+/// Names and the pin are shared (`Arc`) with the dispatcher's pin cache, so
+/// recording them allocates nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvidenceDraft {
+    /// Tool name.
+    pub tool: Arc<str>,
+    /// Operation name.
+    pub operation: Arc<str>,
+    /// The pinned definition.
+    pub pin: Arc<PinRef>,
+    /// Mock or external.
+    pub executor: Executor,
+    /// The variant used.
+    pub variant: Option<Arc<str>>,
+    /// The matched rule.
+    pub rule: Option<u32>,
+    /// The arguments.
+    pub arguments: Value,
+    /// The rendered result, exactly as returned.
+    pub result: Value,
+    /// The simulated delay.
+    pub delay_ms: u32,
+    /// When the call arrived.
+    pub started_at: DateTime<Utc>,
+    /// Microseconds from arrival to the evaluated result.
+    pub duration_us: u64,
+}
+
+/// What a committed call answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Applied {
+    /// The rendered result.
+    pub result: Value,
+    /// The state version before the call.
+    pub version_before: u64,
+    /// The state version after it.
+    pub version_after: u64,
+    /// The simulated delay to apply after the commit.
+    pub delay_ms: u32,
+}
+
+/// One stored evidence row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvidenceRecord {
+    /// The attempt.
+    pub attempt: AttemptId,
+    /// Tool name.
+    pub tool: String,
+    /// Operation name.
+    pub operation: String,
+    /// The pinned definition.
+    pub pin: PinRef,
+    /// Mock or external.
+    pub executor: Executor,
+    /// The variant used.
+    pub variant: Option<String>,
+    /// The matched rule.
+    pub rule: Option<u32>,
+    /// The arguments.
+    pub arguments: Value,
+    /// The result returned.
+    pub result: Value,
+    /// Pre-call state.
+    pub state_before: Map<String, Value>,
+    /// Post-call state.
+    pub state_after: Map<String, Value>,
+    /// Version before.
+    pub version_before: u64,
+    /// Version after.
+    pub version_after: u64,
+    /// Simulated delay.
+    pub delay_ms: u32,
+    /// Arrival.
+    pub started_at: DateTime<Utc>,
+    /// Microseconds to the evaluated result.
+    pub duration_us: u64,
+}
+
+/// A tool input error: the agent's fault, recoverable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolInputErrorRecord {
+    /// The tenant.
+    pub tenant: TenantId,
+    /// The attempt.
+    pub attempt: AttemptId,
+    /// Tool name.
+    pub tool: String,
+    /// Operation name.
+    pub operation: String,
+    /// The pinned definition, when one was found.
+    pub pin: Option<PinRef>,
+    /// The arguments.
+    pub arguments: Value,
+    /// `invalid_arguments`, `invalid_number`, …
+    pub code: String,
+    /// What is wrong.
+    pub message: String,
+    /// JSON pointer into the arguments.
+    pub path: Option<String>,
+    /// Every schema violation (`[]` for operand errors).
+    pub violations: Value,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
+/// A harness error: the harness's fault; the attempt can never pass.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HarnessErrorRecord {
+    /// The tenant.
+    pub tenant: TenantId,
+    /// The attempt.
+    pub attempt: AttemptId,
+    /// Tool name, when a call caused it.
+    pub tool: Option<String>,
+    /// Operation name, when a call caused it.
+    pub operation: Option<String>,
+    /// The pinned definition, when one was found.
+    pub pin: Option<PinRef>,
+    /// The arguments, when a call caused it.
+    pub arguments: Option<Value>,
+    /// `missing_definition`, `unknown_tool`, `lease_expired`, …
+    pub code: String,
+    /// What happened.
+    pub message: String,
+    /// JSON pointer, where one applies.
+    pub path: Option<String>,
+    /// Details (violations, …).
+    pub detail: Value,
+    /// When.
+    pub at: DateTime<Utc>,
+}

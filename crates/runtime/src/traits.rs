@@ -1,0 +1,282 @@
+//! The storage and execution seams of the runtime.
+//!
+//! Every method takes the tenant from its caller and must treat a row of
+//! another tenant exactly as a missing one ([`StoreError::NotFound`]).
+
+use crate::capability::TokenHash;
+use crate::error::{ApplyError, FinishError, SaveRevisionError, StoreError};
+use crate::ids::{AgentId, AttemptId, OperationId, SimulationId, TenantId, ToolId};
+use crate::model::{
+    AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptOutcome, AttemptRecord,
+    CapabilityCheck, EvidenceRecord, HarnessErrorRecord, LibraryTool, NewOperation, NewSimulation,
+    NewTool, OperationView, RevisionRecord, SaveRevision, SimulationPins, StateSnapshot, Step,
+    ToolInputErrorRecord, Verdict,
+};
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+use toolmock_evaluator::CallError;
+
+/// Tenants, library tools, their operations and revisions, and agents.
+pub trait Catalog: Send + Sync {
+    /// Creates a tenant.
+    fn create_tenant(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<TenantId, StoreError>> + Send;
+
+    /// Creates a library tool; its name is unique per tenant.
+    fn create_tool(
+        &self,
+        tenant: TenantId,
+        tool: &NewTool,
+    ) -> impl Future<Output = Result<ToolId, StoreError>> + Send;
+
+    /// Creates or refreshes an operation (by name) with its current contract
+    /// (after the tool's output-schema fallback) and hash.
+    fn upsert_operation(
+        &self,
+        tenant: TenantId,
+        tool: ToolId,
+        operation: &NewOperation,
+    ) -> impl Future<Output = Result<OperationView, StoreError>> + Send;
+
+    /// A tool with every operation, its current contract and latest revision.
+    fn tool(
+        &self,
+        tenant: TenantId,
+        tool: ToolId,
+    ) -> impl Future<Output = Result<LibraryTool, StoreError>> + Send;
+
+    /// Appends a revision: in one step that excludes other saves of the same
+    /// operation, compares `contract_hash` with the current hash, checks the
+    /// definition against the current contract, and numbers it latest + 1.
+    fn save_revision(
+        &self,
+        tenant: TenantId,
+        operation: OperationId,
+        save: &SaveRevision,
+    ) -> impl Future<Output = Result<RevisionRecord, SaveRevisionError>> + Send;
+
+    /// One revision.
+    fn revision(
+        &self,
+        tenant: TenantId,
+        operation: OperationId,
+        revision: u32,
+    ) -> impl Future<Output = Result<RevisionRecord, StoreError>> + Send;
+
+    /// Creates an agent.
+    fn create_agent(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        spec: &AgentSpec,
+    ) -> impl Future<Output = Result<AgentId, StoreError>> + Send;
+
+    /// One agent.
+    fn agent(
+        &self,
+        tenant: TenantId,
+        agent: AgentId,
+    ) -> impl Future<Output = Result<AgentRecord, StoreError>> + Send;
+}
+
+/// Simulations and their pins.
+pub trait PinStore: Send + Sync {
+    /// Writes a simulation, its pins, test cases, attempts, their initial
+    /// fixture state and capability hashes, all or nothing.
+    fn create_simulation(
+        &self,
+        tenant: TenantId,
+        simulation: &NewSimulation,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The mode and pins of a simulation (with the pinned definitions and contracts).
+    fn simulation_pins(
+        &self,
+        tenant: TenantId,
+        simulation: SimulationId,
+    ) -> impl Future<Output = Result<SimulationPins, StoreError>> + Send;
+}
+
+/// Per-attempt fixture state, changed only under the attempt's lock.
+pub trait FixtureStore: Send + Sync {
+    /// The locked step of one call, atomically: lock the attempt's state
+    /// (Postgres: `SELECT … FOR UPDATE`), check that the capability is live,
+    /// run `step` on the pre-call state, write the post-call state with the
+    /// version incremented, insert the evidence with both versions, commit.
+    /// When `step` fails nothing is written.
+    fn apply_call<F>(
+        &self,
+        binding: &AttemptBinding,
+        token: &TokenHash,
+        now: DateTime<Utc>,
+        step: F,
+    ) -> impl Future<Output = Result<Applied, ApplyError>> + Send
+    where
+        F: FnOnce(&Map<String, Value>) -> Result<Step, CallError> + Send;
+
+    /// The current state and version.
+    fn state(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> impl Future<Output = Result<StateSnapshot, StoreError>> + Send;
+}
+
+/// The append-only records of calls and faults.
+pub trait EvidenceSink: Send + Sync {
+    /// Stores a tool input error, committed before this returns.
+    fn record_tool_input_error(
+        &self,
+        record: &ToolInputErrorRecord,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Stores a harness error, committed before this returns; the attempt is
+    /// marked so that it can never end as passed (also when already finished).
+    fn record_harness_error(
+        &self,
+        record: &HarnessErrorRecord,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The evidence of an attempt, in state-version order.
+    fn evidence(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> impl Future<Output = Result<Vec<EvidenceRecord>, StoreError>> + Send;
+
+    /// The tool input errors of an attempt, in order.
+    fn tool_input_errors(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> impl Future<Output = Result<Vec<ToolInputErrorRecord>, StoreError>> + Send;
+
+    /// The harness errors of an attempt, in order.
+    fn harness_errors(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> impl Future<Output = Result<Vec<HarnessErrorRecord>, StoreError>> + Send;
+}
+
+/// Attempts: capabilities, leases, verdicts.
+pub trait AttemptStore: Send + Sync {
+    /// The attempt a capability is bound to and whether it is live at `now`.
+    /// An unknown or foreign token is [`StoreError::NotFound`].
+    fn resolve_capability(
+        &self,
+        tenant: TenantId,
+        token: &TokenHash,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<CapabilityCheck, StoreError>> + Send;
+
+    /// Extends (or shortens) a running attempt's lease, for its owner only.
+    fn renew_lease(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        owner: &str,
+        until: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Revokes every capability of an attempt.
+    fn revoke_capabilities(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Ends an attempt: `harness_error` when it has any harness error,
+    /// otherwise the verdict's outcome.
+    fn finish_attempt(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        verdict: Verdict,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<AttemptOutcome, FinishError>> + Send;
+
+    /// One attempt.
+    fn attempt(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> impl Future<Output = Result<AttemptRecord, StoreError>> + Send;
+}
+
+/// Everything the dispatcher and the start need from storage.
+pub trait Backend: Catalog + PinStore + FixtureStore + EvidenceSink + AttemptStore {}
+
+impl<T: Catalog + PinStore + FixtureStore + EvidenceSink + AttemptStore> Backend for T {}
+
+/// A boxed, sendable future (for the object-safe seams).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Runs a pinned call against the real tool (real-tools runs only). Never
+/// called for an unknown tool or operation, and never in a sandbox run.
+pub trait ExternalExecutor: Send + Sync {
+    /// Executes one call for real.
+    fn execute<'a>(
+        &'a self,
+        tool: &'a str,
+        operation: &'a str,
+        input: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, String>>;
+}
+
+/// The executor of sandbox deployments: refuses every real execution.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoExternalExecutor;
+
+impl ExternalExecutor for NoExternalExecutor {
+    fn execute<'a>(
+        &'a self,
+        tool: &'a str,
+        operation: &'a str,
+        _input: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, String>> {
+        Box::pin(async move {
+            Err(format!(
+                "no external executor is configured; {tool}/{operation} was not executed"
+            ))
+        })
+    }
+}
+
+/// The wall clock, injectable so that tests can expire leases.
+pub trait Clock: Send + Sync {
+    /// Now.
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// [`Clock`] reading the system clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+/// Applies a call's simulated delay, injectable so that tests need not wait.
+pub trait Sleeper: Send + Sync {
+    /// Waits `delay`.
+    fn sleep(&self, delay: Duration) -> BoxFuture<'_, ()>;
+}
+
+/// [`Sleeper`] using `tokio::time::sleep`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokioSleeper;
+
+impl Sleeper for TokioSleeper {
+    fn sleep(&self, delay: Duration) -> BoxFuture<'_, ()> {
+        Box::pin(tokio::time::sleep(delay))
+    }
+}

@@ -1,0 +1,258 @@
+//! PostgreSQL dispatcher throughput and latency, and pgbench doing the same
+//! SQL in the same run (issue 4, "Performance"; figures in
+//! docs/performance.md). Targets: ≥ 2,000 calls/s with 32 attempts calling
+//! concurrently, p99 ≤ 25 ms, and ≥ 0.5 of pgbench's rate.
+//!
+//! `DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \
+//!  cargo bench -p toolmock-store --bench pg_dispatcher`
+//!
+//! Loopback only and bounded: a fresh database `toolmock_bench_<pid>` is
+//! created on the server of `DATABASE_URL` and dropped at the end; 32 tasks
+//! (one per attempt) call for `BENCH_SECONDS` (default 10) after a 2 s
+//! warm-up, through a pool of `BENCH_POOL` connections (default 16). Then
+//! `pgbench -M prepared -c 32 -j 2 -T BENCH_SECONDS` runs a script with the
+//! dispatcher's own statements (BEGIN; SELECT … FOR UPDATE of the state row;
+//! UPDATE of the state row + INSERT of one evidence row; COMMIT) on the same
+//! tables, one attempt per client.
+
+use serde_json::json;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{Connection, PgConnection};
+use std::process::Command;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use toolmock_runtime::testkit::{Rig, library_ledger};
+use toolmock_runtime::{
+    AgentSpec, Catalog, SimulationMode, StartRequest, TestCaseSpec, ToolCall, ToolRef,
+};
+use toolmock_store::{PgStore, migrate};
+
+const ATTEMPTS: usize = 32;
+
+const PGBENCH_SCRIPT: &str = r#"\set a :client_id + 1
+BEGIN;
+SELECT s.state, s.version FROM attempt_state s JOIN pgbench_attempts m ON m.attempt_id = s.attempt_id JOIN attempts a ON a.id = s.attempt_id JOIN attempt_capabilities c ON c.attempt_id = s.attempt_id WHERE m.n = :a AND a.status = 'running' FOR UPDATE OF s;
+WITH updated AS (UPDATE attempt_state s SET state = '{"last": "pgbench-call"}', version = s.version + 1, updated_at = now() FROM pgbench_attempts m WHERE m.n = :a AND s.attempt_id = m.attempt_id RETURNING s.tenant_id, s.attempt_id, s.version) INSERT INTO evidence (tenant_id, attempt_id, tool_name, operation_name, pin_kind, definition_hash, executor, variant, arguments, result, state_before, state_after, state_version_before, state_version_after, delay_ms, started_at, duration_us) SELECT tenant_id, attempt_id, 'ledger', 'append', 'inline', repeat('a', 64), 'mock', 'success', '{"id": "pgbench-call"}', '{"id": "pgbench-call", "previous": "pgbench-call"}', '{"last": "pgbench-call"}', '{"last": "pgbench-call"}', version - 1, version, 0, now(), 10 FROM updated;
+END;
+"#;
+
+fn percentile(sorted: &[u32], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * (sorted.len() as f64 - 1.0)).round() as usize;
+    f64::from(sorted[rank.min(sorted.len() - 1)]) / 1000.0
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let url = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let seconds: u64 = env_or("BENCH_SECONDS", 10);
+    let pool_size: u32 = env_or("BENCH_POOL", 16);
+    let workers: usize = env_or("BENCH_WORKERS", 2);
+    let database = format!("toolmock_bench_{}", std::process::id());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let mut admin = PgConnection::connect(&url).await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {database}")))
+            .execute(&mut admin)
+            .await?;
+        let mut options = PgConnectOptions::from_str(&url)?.database(&database);
+        // For information only: BENCH_SYNC_COMMIT=off measures both sides
+        // without waiting for the WAL flush at commit.
+        let sync_commit = std::env::var("BENCH_SYNC_COMMIT").unwrap_or_else(|_| "on".into());
+        if sync_commit != "on" {
+            options = options.options([("synchronous_commit", sync_commit.as_str())]);
+        }
+        let outcome = run(options, &database, seconds, pool_size, workers).await;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS {database} WITH (FORCE)"
+        )))
+        .execute(&mut admin)
+        .await?;
+        outcome
+    })
+}
+
+async fn run(
+    options: PgConnectOptions,
+    database: &str,
+    seconds: u64,
+    pool_size: u32,
+    workers: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let pool = PgPoolOptions::new()
+        .max_connections(pool_size)
+        .connect_with(options)
+        .await?;
+    migrate(&pool).await?;
+    let rig = Rig::new(PgStore::new(pool.clone()));
+    let store = rig.dispatcher.backend();
+    let tenant = store.create_tenant("bench").await?;
+    let (tool, _) = library_ledger(store, tenant).await;
+    let agent = store
+        .create_agent(
+            tenant,
+            "bench",
+            &AgentSpec {
+                tools: vec![ToolRef::Library { tool }],
+                workflows: vec![],
+            },
+        )
+        .await?;
+    let started = rig
+        .dispatcher
+        .start(
+            tenant,
+            &StartRequest {
+                agent,
+                mode: SimulationMode::Sandbox,
+                allow_incomplete: false,
+                test_cases: vec![TestCaseSpec {
+                    name: "bench".into(),
+                    variants: vec![],
+                }],
+                attempts_per_case: u32::try_from(ATTEMPTS)?,
+                lease_owner: "bench".into(),
+                lease: Duration::from_secs(3600),
+            },
+        )
+        .await?;
+    let dispatcher = rig.dispatcher.clone();
+
+    let warmup = Duration::from_secs(2);
+    let measure = Duration::from_secs(seconds);
+    let begin = Instant::now();
+    let measure_from = begin + warmup;
+    let measure_until = measure_from + measure;
+    let mut handles = Vec::new();
+    for (index, attempt) in started.attempts.iter().enumerate() {
+        let dispatcher = Arc::clone(&dispatcher);
+        let capability = attempt.capability.clone();
+        handles.push(tokio::spawn(async move {
+            let mut latencies: Vec<u32> = Vec::new();
+            let mut n = 0u64;
+            loop {
+                let t = Instant::now();
+                if t >= measure_until {
+                    break;
+                }
+                let call =
+                    ToolCall::new("ledger", "append", json!({ "id": format!("a{index}-{n}") }));
+                dispatcher.call(tenant, &capability, &call).await?;
+                n += 1;
+                if t >= measure_from {
+                    latencies.push(u32::try_from(t.elapsed().as_micros()).unwrap_or(u32::MAX));
+                }
+            }
+            Ok::<Vec<u32>, toolmock_runtime::DispatchError>(latencies)
+        }));
+    }
+    let mut latencies = Vec::new();
+    for handle in handles {
+        latencies.extend(handle.await??);
+    }
+    latencies.sort_unstable();
+    let calls = latencies.len();
+    let rate = calls as f64 / measure.as_secs_f64();
+    let p99 = percentile(&latencies, 99.0);
+    println!(
+        "PostgreSQL dispatcher: {ATTEMPTS} attempts calling concurrently, pool {pool_size}, {workers} tokio workers, {seconds} s"
+    );
+    println!("  calls            {calls}");
+    println!("  throughput       {rate:.0} calls/s (target >= 2000)");
+    println!(
+        "  latency          p50 {:.2} ms  p90 {:.2} ms  p99 {p99:.2} ms  max {:.2} ms (target p99 <= 25)",
+        percentile(&latencies, 50.0),
+        percentile(&latencies, 90.0),
+        f64::from(*latencies.last().unwrap_or(&0)) / 1000.0
+    );
+
+    // Every call is in the evidence, with dense versions per attempt.
+    let (rows, attempts_dense): (i64, Option<bool>) = sqlx::query_as(
+        "SELECT count(*), bool_and(max_v = n) FROM (SELECT count(*) AS n, \
+             max(state_version_after) AS max_v FROM evidence GROUP BY attempt_id) s",
+    )
+    .fetch_one(&pool)
+    .await?;
+    let attempts_dense = attempts_dense.unwrap_or(false);
+    println!("  evidence         {rows} attempts with rows, versions dense: {attempts_dense}");
+
+    // pgbench, same SQL, same tables, one attempt per client.
+    sqlx::query("CREATE TABLE pgbench_attempts (n integer PRIMARY KEY, attempt_id uuid NOT NULL)")
+        .execute(&pool)
+        .await?;
+    for (index, attempt) in started.attempts.iter().enumerate() {
+        sqlx::query("INSERT INTO pgbench_attempts (n, attempt_id) VALUES ($1, $2)")
+            .bind(i32::try_from(index + 1)?)
+            .bind(attempt.id.as_uuid())
+            .execute(&pool)
+            .await?;
+    }
+    pool.close().await;
+    let script = std::env::temp_dir().join(format!("{database}.pgbench.sql"));
+    std::fs::write(&script, PGBENCH_SCRIPT)?;
+    let host = std::env::var("PGHOST").unwrap_or_else(|_| "127.0.0.1".into());
+    let sync_commit = std::env::var("BENCH_SYNC_COMMIT").unwrap_or_else(|_| "on".into());
+    println!("  synchronous_commit {sync_commit} (both sides)");
+    let output = Command::new("pgbench")
+        .env("PGOPTIONS", format!("-c synchronous_commit={sync_commit}"))
+        .args([
+            "-n",
+            "-M",
+            "prepared",
+            "-c",
+            &ATTEMPTS.to_string(),
+            "-j",
+            "2",
+        ])
+        .args(["-T", &seconds.to_string(), "-h", &host, "-U", "postgres"])
+        .arg("-f")
+        .arg(&script)
+        .arg(database)
+        .output();
+    let _ = std::fs::remove_file(&script);
+    let pgbench_rate = match output {
+        Ok(out) if out.status.success() => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            for line in text
+                .lines()
+                .filter(|l| l.contains("latency") || l.starts_with("tps"))
+            {
+                println!("  pgbench          {}", line.trim());
+            }
+            text.lines()
+                .find(|l| l.starts_with("tps = "))
+                .and_then(|l| l["tps = ".len()..].split_whitespace().next())
+                .and_then(|v| v.parse::<f64>().ok())
+        }
+        Ok(out) => {
+            println!("  pgbench failed: {}", String::from_utf8_lossy(&out.stderr));
+            None
+        }
+        Err(e) => {
+            println!("  pgbench could not run: {e}");
+            None
+        }
+    };
+    if let Some(pgbench) = pgbench_rate {
+        println!(
+            "  ratio            {:.2} of pgbench's {pgbench:.0} tps (target >= 0.5)",
+            rate / pgbench
+        );
+    }
+    let pass = rate >= 2000.0 && p99 <= 25.0 && pgbench_rate.is_some_and(|p| rate / p >= 0.5);
+    println!("  verdict          {}", if pass { "PASS" } else { "MISS" });
+    Ok(())
+}

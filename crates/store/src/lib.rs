@@ -1,0 +1,68 @@
+//! PostgreSQL persistence for toolmock, and the PostgreSQL implementation of
+//! `toolmock-runtime`'s storage traits.
+//!
+//! [`PgStore`] implements `Catalog`, `PinStore`, `FixtureStore`,
+//! `EvidenceSink` and `AttemptStore` with sqlx 0.9 over a connection pool.
+//! The schema is embedded ([`MIGRATOR`]; binaries run [`migrate`] at start)
+//! and carries the guarantees itself: triggers reject UPDATE, DELETE and
+//! TRUNCATE on `tool_mock_revisions`, `evidence`, `tool_input_errors`,
+//! `harness_errors` and `simulation_pins` (SQLSTATE `TM001`, mapped to
+//! `StoreError::AppendOnly`); every tenant-owned row carries `tenant_id` and
+//! every reference is a composite `(tenant_id, id)` foreign key; every query
+//! filters by the caller's tenant, so a row of another tenant reads exactly
+//! as a missing one. A revision is saved in one transaction that locks its
+//! operation row (`ContractChanged { current }` on a stale hash); a call's
+//! state change and evidence are one transaction around `SELECT … FOR UPDATE`
+//! of the attempt's single state row. Capabilities are stored only as
+//! SHA-256.
+//!
+//! This crate holds no business rules of its own (they are the runtime's and
+//! the evaluator's) and no HTTP API. Queries are checked at run time (no
+//! `DATABASE_URL` is needed to build).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use toolmock_runtime::{Catalog, Dispatcher};
+//! use toolmock_store::{PgStore, connect, migrate};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let pool = connect("postgres://postgres@127.0.0.1:5432/postgres", 16).await?;
+//! migrate(&pool).await?;
+//! let store = PgStore::new(pool);
+//! let tenant = store.create_tenant("acme").await?;
+//! let dispatcher = Arc::new(Dispatcher::new(store));
+//! # let _ = (tenant, dispatcher);
+//! # Ok(())
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod error;
+mod pg;
+mod rows;
+
+pub use error::{APPEND_ONLY_SQLSTATE, REVISION_GAP_SQLSTATE, map_sqlx_error};
+pub use pg::PgStore;
+
+use sqlx::migrate::{MigrateError, Migrator};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use std::str::FromStr;
+
+/// The embedded migrations (`crates/store/migrations`).
+pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
+
+/// Runs every pending migration.
+pub async fn migrate(pool: &PgPool) -> Result<(), MigrateError> {
+    MIGRATOR.run(pool).await
+}
+
+/// Opens a pool of at most `max_connections` to `url`.
+pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, sqlx::Error> {
+    let options = PgConnectOptions::from_str(url)?;
+    PgPoolOptions::new()
+        .max_connections(max_connections)
+        .connect_with(options)
+        .await
+}
