@@ -76,7 +76,11 @@ pub(crate) fn run(args: &CheckArgs) -> Result<u8, Failure> {
         (Err(diagnostics), true) => write_json(&mut out, diagnostics.as_slice()),
         (Ok(compiled), false) => {
             let n = compiled.variant_names().count();
-            writeln!(out, "{name}: ok ({n} variant{})", if n == 1 { "" } else { "s" })
+            writeln!(
+                out,
+                "{name}: ok ({n} variant{})",
+                if n == 1 { "" } else { "s" }
+            )
         }
         (Err(diagnostics), false) => print_human(&mut out, &args.definition, diagnostics),
     };
@@ -85,7 +89,10 @@ pub(crate) fn run(args: &CheckArgs) -> Result<u8, Failure> {
 }
 
 fn write_json(out: &mut impl Write, diagnostics: &[Diagnostic]) -> std::io::Result<()> {
-    let report = Report { ok: diagnostics.is_empty(), diagnostics };
+    let report = Report {
+        ok: diagnostics.is_empty(),
+        diagnostics,
+    };
     serde_json::to_writer(&mut *out, &report).map_err(std::io::Error::other)?;
     writeln!(out)
 }

@@ -8,9 +8,13 @@ use std::io::Write;
 use std::process::ExitCode;
 
 mod check;
+mod diff;
+mod discover;
 mod eval;
+mod generate;
 mod hash;
 mod input;
+mod normalize;
 
 /// Test AI agents against tool contracts with checked, deterministic mocks.
 #[derive(Debug, Parser)]
@@ -25,6 +29,10 @@ enum Command {
     Hash(hash::HashArgs),
     Check(check::CheckArgs),
     Eval(eval::EvalArgs),
+    Normalize(normalize::NormalizeArgs),
+    Discover(discover::DiscoverArgs),
+    Generate(generate::GenerateArgs),
+    Diff(diff::DiffArgs),
 }
 
 /// A failure of the command itself (not a failed check or a failed call).
@@ -51,6 +59,10 @@ fn main() -> ExitCode {
         Command::Hash(args) => hash::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Eval(args) => eval::run(&args),
+        Command::Normalize(args) => normalize::run(&args),
+        Command::Discover(args) => discover::run(&args),
+        Command::Generate(args) => generate::run(&args),
+        Command::Diff(args) => diff::run(&args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

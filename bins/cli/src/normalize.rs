@@ -1,0 +1,83 @@
+//! `toolmock normalize`.
+
+use crate::{Failure, input};
+use clap::Args;
+use std::io::Write;
+use std::path::PathBuf;
+use toolmock_schema::{ContractEntry, PlatformManifest};
+
+/// Normalize a platform manifest (version 1) to operation contracts.
+///
+/// Prints a JSON array with one {"contract": …, "contract_hash": …} per
+/// operation, in manifest order; each contract is named {tool}__{operation}
+/// and has source "platform" (SPEC §9). With --out DIR, each contract is
+/// also written to DIR/NAME.contract.json, ready for `toolmock generate`.
+///
+/// An invalid manifest prints every problem on stderr, one line each, as
+/// FILE: /json/pointer: code: message, then a count, and exits 1.
+/// Exits 2 when a file cannot be read or written.
+///
+/// Example:
+///   toolmock normalize salesforce.manifest.json
+///   [{"contract": {"operation": {"source": "platform", "name": "salesforce__query"}, …},
+///     "contract_hash": "5d0c…"}, …]
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub(crate) struct NormalizeArgs {
+    /// The platform manifest.
+    manifest: PathBuf,
+    /// Also write each contract to DIR/NAME.contract.json.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+pub(crate) fn run(args: &NormalizeArgs) -> Result<u8, Failure> {
+    let bytes = input::read_file(&args.manifest)?;
+    let manifest = match PlatformManifest::from_json_slice(&bytes) {
+        Ok(manifest) => manifest,
+        Err(errors) => {
+            let name = args.manifest.display();
+            let stderr = std::io::stderr();
+            let mut err = stderr.lock();
+            for e in &errors {
+                let path = if e.path().is_empty() { "/" } else { e.path() };
+                let _ = writeln!(
+                    err,
+                    "{name}: {path}: {}: {}",
+                    e.code(),
+                    without_path(e, e.path())
+                );
+            }
+            let n = errors.len();
+            let _ = writeln!(err, "{name}: {n} problem{}", if n == 1 { "" } else { "s" });
+            return Ok(1);
+        }
+    };
+    let contracts = manifest.into_contracts();
+    let mut entries = Vec::with_capacity(contracts.len());
+    for contract in &contracts {
+        let entry = ContractEntry::of_contract(contract).map_err(|e| {
+            Failure::usage(format!(
+                "{}: {}: {}: {e}",
+                args.manifest.display(),
+                contract.operation.name,
+                e.code()
+            ))
+        })?;
+        entries.push(entry);
+    }
+    if let Some(dir) = &args.out {
+        crate::discover::write_contracts(dir, entries.iter())?;
+    }
+    crate::discover::print_entries(&entries)?;
+    Ok(0)
+}
+
+/// An error's message without the leading `PATH: ` its `Display` starts with.
+pub(crate) fn without_path(error: &impl std::fmt::Display, path: &str) -> String {
+    let text = error.to_string();
+    match text.strip_prefix(&format!("{path}: ")) {
+        Some(rest) => rest.to_owned(),
+        None => text,
+    }
+}

@@ -1,0 +1,442 @@
+//! Discovery of MCP tools: the thin I/O adapter between a live MCP server and
+//! `toolmock-schema`.
+//!
+//! [`discover`] connects with the official `rmcp` client (client features
+//! only) to a server, either a spawned command speaking stdio
+//! ([`Endpoint::Stdio`]) or a streamable HTTP endpoint ([`Endpoint::Http`]),
+//! lists every tool by following `nextCursor` page by page, and hands the
+//! pages to [`toolmock_schema::mcp`], which normalizes each tool to an
+//! operation with source `mcp`: input schema as discovered, output schema as
+//! discovered, else the library tool's own ([`Options::fallback_output_schema`]),
+//! else status `needs_output_schema`. Fields the contract does not use
+//! (`icons`, `execution`, `_meta`) are ignored; a declared `$schema` is kept;
+//! `title` and `annotations` are kept as untrusted hints.
+//!
+//! This crate never calls a tool, never writes a file and holds no state
+//! between calls; every rule about what a contract is lives in
+//! `toolmock-schema`.
+//!
+//! ```
+//! use toolmock_discovery::Endpoint;
+//!
+//! // `--stdio` command lines are split like a shell would, without expansion.
+//! let endpoint = Endpoint::stdio_command_line("python3 'my server.py' --page-size 2")?;
+//! assert_eq!(
+//!     endpoint,
+//!     Endpoint::Stdio {
+//!         program: "python3".into(),
+//!         args: vec!["my server.py".into(), "--page-size".into(), "2".into()],
+//!         cwd: None,
+//!     }
+//! );
+//! assert!(Endpoint::http("ftp://example.com").is_err());
+//! # Ok::<(), toolmock_discovery::DiscoveryError>(())
+//! ```
+//!
+//! Discovering (this needs a server; see `scripts/install-mcp-servers.sh`):
+//!
+//! ```no_run
+//! use toolmock_discovery::{Endpoint, Options, discover_blocking};
+//!
+//! let endpoint = Endpoint::stdio_command_line(".cache/mcp-venv/bin/python fixtures/mcp/fixture_server.py")?;
+//! let discovery = discover_blocking(&endpoint, &Options::default())?;
+//! for op in &discovery.operations {
+//!     println!("{} {}", op.operation.name, op.status().as_str());
+//! }
+//! # Ok::<(), toolmock_discovery::DiscoveryError>(())
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod command_line;
+
+pub use command_line::split_command_line;
+
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams, ProtocolVersion,
+};
+use rmcp::service::{ClientLifecycleMode, RoleClient, RunningService, serve_client_with_lifecycle};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+use toolmock_schema::mcp::{self, DiscoveredOperation, McpErrors};
+
+/// The most `tools/list` pages one discovery reads before refusing the server.
+pub const MAX_PAGES: usize = 1000;
+
+/// How much of a spawned server's stderr is kept for error messages.
+const STDERR_TAIL_BYTES: usize = 4096;
+
+/// Where the MCP server is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A command to spawn; it speaks MCP over its stdin and stdout.
+    Stdio {
+        /// The program (looked up on `PATH` when it has no slash).
+        program: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Its working directory (default: the caller's).
+        cwd: Option<PathBuf>,
+    },
+    /// A streamable HTTP endpoint, e.g. `http://127.0.0.1:8000/mcp`.
+    Http {
+        /// The endpoint's URL.
+        url: String,
+    },
+}
+
+impl Endpoint {
+    /// A stdio endpoint from a command line such as `"python3 server.py --flag"`
+    /// (split like a POSIX shell would: quotes and backslashes, no expansion).
+    pub fn stdio_command_line(command_line: &str) -> Result<Self, DiscoveryError> {
+        let mut words = split_command_line(command_line)?.into_iter();
+        let Some(program) = words.next() else {
+            return Err(DiscoveryError::InvalidCommand {
+                reason: "the command is empty".into(),
+            });
+        };
+        Ok(Endpoint::Stdio {
+            program,
+            args: words.collect(),
+            cwd: None,
+        })
+    }
+
+    /// A streamable HTTP endpoint; the URL must be `http://` or `https://`.
+    pub fn http(url: &str) -> Result<Self, DiscoveryError> {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(DiscoveryError::InvalidUrl {
+                url: url.to_owned(),
+            });
+        }
+        Ok(Endpoint::Http {
+            url: url.to_owned(),
+        })
+    }
+}
+
+/// How to discover.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// The library tool's own `output_schema`: used for every tool the server
+    /// gives no `outputSchema` (SPEC §9).
+    pub fallback_output_schema: Option<Value>,
+    /// The whole discovery (connect, every page) must finish within this.
+    pub timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            fallback_output_schema: None,
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// What a server said about itself (untrusted, informational).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerDescription {
+    /// The implementation's name.
+    pub name: Option<String>,
+    /// Its version.
+    pub version: Option<String>,
+    /// The negotiated MCP protocol revision.
+    pub protocol_version: Option<String>,
+}
+
+/// The result of one discovery.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Discovery {
+    /// What the server said about itself.
+    pub server: ServerDescription,
+    /// How many `tools/list` pages were read.
+    pub pages: usize,
+    /// Every tool, in listing order, normalized.
+    pub operations: Vec<DiscoveredOperation>,
+}
+
+/// Why a discovery failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoveryError {
+    /// The `--stdio` command line cannot be split into words.
+    #[error("the command cannot be used: {reason}")]
+    InvalidCommand {
+        /// Why.
+        reason: String,
+    },
+    /// The URL is not `http://` or `https://`.
+    #[error("{url:?} is not an http:// or https:// URL")]
+    InvalidUrl {
+        /// The URL given.
+        url: String,
+    },
+    /// The server process could not be started.
+    #[error("cannot start {program:?}: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// The operating system's reason.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The MCP handshake failed (the server exited, spoke no MCP, refused us).
+    #[error("cannot connect to the MCP server: {message}{stderr}")]
+    Connect {
+        /// The client's explanation.
+        message: String,
+        /// The end of the server's stderr, when it was spawned (may be empty).
+        stderr: String,
+    },
+    /// A `tools/list` request failed.
+    #[error("tools/list page {page} failed: {message}{stderr}")]
+    ListTools {
+        /// The page number (1 is the first).
+        page: usize,
+        /// The client's explanation.
+        message: String,
+        /// The end of the server's stderr, when it was spawned (may be empty).
+        stderr: String,
+    },
+    /// A server sent a cursor it had already sent: it would never finish.
+    #[error("the server repeated the cursor {cursor:?}; refusing to loop")]
+    RepeatedCursor {
+        /// The cursor.
+        cursor: String,
+    },
+    /// More than [`MAX_PAGES`] pages.
+    #[error("the server listed more than {MAX_PAGES} pages of tools")]
+    TooManyPages,
+    /// The discovery did not finish in time.
+    #[error("discovery did not finish within {seconds} s")]
+    Timeout {
+        /// The limit.
+        seconds: u64,
+    },
+    /// The tools the server listed cannot be normalized (every problem listed).
+    #[error("the server's tools cannot be normalized:\n{0}")]
+    InvalidTools(#[source] McpErrors),
+    /// A page could not be turned into JSON (never expected).
+    #[error("a tools/list page could not be read as JSON: {0}")]
+    Page(#[source] serde_json::Error),
+    /// The async runtime could not be started ([`discover_blocking`]).
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+impl DiscoveryError {
+    /// A stable, machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            DiscoveryError::InvalidCommand { .. } => "invalid_command",
+            DiscoveryError::InvalidUrl { .. } => "invalid_url",
+            DiscoveryError::Spawn { .. } => "spawn_failed",
+            DiscoveryError::Connect { .. } => "connect_failed",
+            DiscoveryError::ListTools { .. } => "list_tools_failed",
+            DiscoveryError::RepeatedCursor { .. } => "repeated_cursor",
+            DiscoveryError::TooManyPages => "too_many_pages",
+            DiscoveryError::Timeout { .. } => "timeout",
+            DiscoveryError::InvalidTools(_) => "invalid_tools",
+            DiscoveryError::Page(_) => "invalid_page",
+            DiscoveryError::Runtime(_) => "runtime_failed",
+        }
+    }
+}
+
+/// Discovers every tool of the server at `endpoint`.
+pub async fn discover(endpoint: &Endpoint, options: &Options) -> Result<Discovery, DiscoveryError> {
+    match tokio::time::timeout(options.timeout, discover_untimed(endpoint, options)).await {
+        Ok(result) => result,
+        Err(_) => Err(DiscoveryError::Timeout {
+            seconds: options.timeout.as_secs(),
+        }),
+    }
+}
+
+/// [`discover`] on a runtime of its own, for callers that are not async.
+pub fn discover_blocking(
+    endpoint: &Endpoint,
+    options: &Options,
+) -> Result<Discovery, DiscoveryError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(DiscoveryError::Runtime)?;
+    runtime.block_on(discover(endpoint, options))
+}
+
+fn client_info() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("toolmock", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+fn lifecycle() -> ClientLifecycleMode {
+    // Probe the 2026-07-28 `server/discover` lifecycle, falling back to the
+    // `initialize` handshake of 2025-06-18 … 2025-11-25 servers.
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    }
+}
+
+/// The end of a spawned server's stderr, collected in the background.
+#[derive(Default)]
+struct StderrTail(Option<tokio::task::JoinHandle<String>>);
+
+impl StderrTail {
+    async fn text(&mut self) -> String {
+        let Some(handle) = self.0.take() else {
+            return String::new();
+        };
+        // The server may still be running: give it a moment, never block.
+        match tokio::time::timeout(Duration::from_millis(500), handle).await {
+            Ok(Ok(text)) if !text.trim().is_empty() => {
+                format!("\n--- server stderr (end) ---\n{}", text.trim_end())
+            }
+            _ => String::new(),
+        }
+    }
+}
+
+async fn discover_untimed(
+    endpoint: &Endpoint,
+    options: &Options,
+) -> Result<Discovery, DiscoveryError> {
+    let mut tail = StderrTail::default();
+    let client = match endpoint {
+        Endpoint::Stdio { program, args, cwd } => {
+            let mut command = tokio::process::Command::new(program);
+            command.args(args);
+            if let Some(cwd) = cwd {
+                command.current_dir(cwd);
+            }
+            let (transport, stderr) = TokioChildProcess::builder(command)
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|source| DiscoveryError::Spawn {
+                    program: program.clone(),
+                    source,
+                })?;
+            if let Some(mut stderr) = stderr {
+                tail = StderrTail(Some(tokio::spawn(async move {
+                    let mut buffer = Vec::new();
+                    let mut chunk = [0u8; 1024];
+                    while let Ok(n) = stderr.read(&mut chunk).await {
+                        if n == 0 {
+                            break;
+                        }
+                        buffer.extend_from_slice(&chunk[..n]);
+                        if buffer.len() > 2 * STDERR_TAIL_BYTES {
+                            buffer.drain(..buffer.len() - STDERR_TAIL_BYTES);
+                        }
+                    }
+                    let start = buffer.len().saturating_sub(STDERR_TAIL_BYTES);
+                    String::from_utf8_lossy(&buffer[start..]).into_owned()
+                })));
+            }
+            match serve_client_with_lifecycle(client_info(), transport, lifecycle()).await {
+                Ok(client) => client,
+                Err(e) => {
+                    return Err(DiscoveryError::Connect {
+                        message: e.to_string(),
+                        stderr: tail.text().await,
+                    });
+                }
+            }
+        }
+        Endpoint::Http { url } => {
+            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+            serve_client_with_lifecycle(client_info(), transport, lifecycle())
+                .await
+                .map_err(|e| DiscoveryError::Connect {
+                    message: e.to_string(),
+                    stderr: String::new(),
+                })?
+        }
+    };
+    let listed = list_pages(&client).await;
+    let server = describe(&client);
+    // Closing the client ends a spawned server (its stdin closes; the child is reaped).
+    let _ = client.cancel().await;
+    let pages = match listed {
+        Ok(pages) => pages,
+        Err(ListFailure::Request { page, message }) => {
+            return Err(DiscoveryError::ListTools {
+                page,
+                message,
+                stderr: tail.text().await,
+            });
+        }
+        Err(ListFailure::Other(e)) => return Err(e),
+    };
+    let operations = mcp::normalize_pages(&pages, options.fallback_output_schema.as_ref())
+        .map_err(DiscoveryError::InvalidTools)?;
+    Ok(Discovery {
+        server,
+        pages: pages.len(),
+        operations,
+    })
+}
+
+enum ListFailure {
+    Request { page: usize, message: String },
+    Other(DiscoveryError),
+}
+
+/// Reads every `tools/list` page, as JSON, following `nextCursor`.
+async fn list_pages(
+    client: &RunningService<RoleClient, ClientConfig>,
+) -> Result<Vec<Value>, ListFailure> {
+    let mut pages = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut seen = BTreeSet::new();
+    loop {
+        if pages.len() >= MAX_PAGES {
+            return Err(ListFailure::Other(DiscoveryError::TooManyPages));
+        }
+        let params = cursor
+            .clone()
+            .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+        let result = client
+            .peer()
+            .list_tools(params)
+            .await
+            .map_err(|e| ListFailure::Request {
+                page: pages.len() + 1,
+                message: e.to_string(),
+            })?;
+        let next = result.next_cursor.clone();
+        let page = serde_json::to_value(&result)
+            .map_err(|e| ListFailure::Other(DiscoveryError::Page(e)))?;
+        pages.push(page);
+        match next {
+            Some(c) if !c.is_empty() => {
+                if !seen.insert(c.clone()) {
+                    return Err(ListFailure::Other(DiscoveryError::RepeatedCursor {
+                        cursor: c,
+                    }));
+                }
+                cursor = Some(c);
+            }
+            _ => return Ok(pages),
+        }
+    }
+}
+
+fn describe(client: &RunningService<RoleClient, ClientConfig>) -> ServerDescription {
+    match client.peer_info() {
+        Some(info) => ServerDescription {
+            name: info.server_info.as_ref().map(|s| s.name.clone()),
+            version: info.server_info.as_ref().map(|s| s.version.clone()),
+            protocol_version: Some(info.protocol_version.to_string()),
+        },
+        None => ServerDescription::default(),
+    }
+}

@@ -1,0 +1,1429 @@
+//! Schema-derived draft definitions (SPEC §9, "Schema-derived defaults").
+//!
+//! [`generate`] derives one `success` variant whose result comes from the
+//! output schema, and one example whose input comes from the input schema.
+//! At every schema node the value is taken from `default`, then the first of
+//! `examples`, then `const`, then the first `enum` member of the declared
+//! type, and otherwise built from the type, honouring `required`,
+//! `minimum`/`maximum` (inclusive and exclusive), `multipleOf`,
+//! `minLength`/`maxLength`, `minItems`/`maxItems`, `minProperties`/
+//! `maxProperties`, local `$ref`/`$defs`, `anyOf`/`oneOf` (a non-null branch
+//! first, so nullable values get a real value), `allOf` of objects, and the
+//! formats date, date-time, time, email, uuid, uri and a few more.
+//!
+//! Every draft is validated against both schemas and run through the whole
+//! check of SPEC §7 before it is returned. A schema the generator cannot
+//! honestly satisfy yields [`NeedsAuthoredMock`] naming each schema pointer at
+//! fault (`/output_schema/properties/code/pattern`), never an invalid draft.
+
+use crate::pointer::{self, type_name};
+use serde_json::{Map, Number, Value, json};
+use std::collections::BTreeMap;
+use std::fmt;
+use toolmock_contract::{Example, MockDefinition, OperationContract, SCHEMA_VERSION, Variant};
+use toolmock_evaluator::CompiledContract;
+
+/// The variant every draft has.
+pub const DRAFT_VARIANT: &str = "success";
+
+/// The largest `minLength`, `minItems` or `minProperties` a draft honours:
+/// anything larger could not fit a definition (102,400 bytes).
+pub const MAX_SIZE: u64 = 102_400;
+
+/// How deep the generator follows nested schemas before giving up.
+pub const MAX_DEPTH: usize = 48;
+
+/// One reason a schema needs an authored mock, with the JSON pointer at fault.
+///
+/// Pointers are rooted at the contract: `/input_schema/…` or `/output_schema/…`
+/// (for [`DraftProblem::CheckFailed`], at the draft definition).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DraftProblem {
+    /// A keyword no generated value can be shown to satisfy (`pattern`, `not`,
+    /// `if`, `dependentSchemas`, `contains`, `propertyNames`, …).
+    #[error("{pointer}: {keyword} cannot be satisfied by a derived value: {reason}")]
+    UnsupportedKeyword {
+        /// The keyword's pointer.
+        pointer: String,
+        /// The keyword.
+        keyword: String,
+        /// Why.
+        reason: String,
+    },
+    /// A string `format` the generator has no honest value for under the other constraints.
+    #[error("{pointer}: no value of format {format:?} can be derived: {reason}")]
+    UnsupportedFormat {
+        /// The `format` keyword's pointer.
+        pointer: String,
+        /// The format.
+        format: String,
+        /// Why.
+        reason: String,
+    },
+    /// A `$ref` to another document (nothing is ever fetched).
+    #[error(
+        "{pointer}: the $ref {reference:?} points outside the schema (remote references are never fetched)"
+    )]
+    RemoteRef {
+        /// The `$ref` keyword's pointer.
+        pointer: String,
+        /// The reference.
+        reference: String,
+    },
+    /// A local `$ref` that names nothing in the schema.
+    #[error("{pointer}: the $ref {reference:?} does not resolve inside the schema")]
+    UnresolvableRef {
+        /// The `$ref` keyword's pointer.
+        pointer: String,
+        /// The reference.
+        reference: String,
+    },
+    /// A `$ref` that, on a required path, leads back to itself: no finite value.
+    #[error(
+        "{pointer}: the $ref {reference:?} is cyclic on a required path; no finite value can be derived"
+    )]
+    CyclicRef {
+        /// The `$ref` keyword's pointer.
+        pointer: String,
+        /// The reference.
+        reference: String,
+    },
+    /// Bounds that no value satisfies (`minimum` above `maximum`, no multiple in range, …).
+    #[error("{pointer}: contradictory bounds: {detail}")]
+    ContradictoryBounds {
+        /// The keyword's pointer.
+        pointer: String,
+        /// Which bounds and why.
+        detail: String,
+    },
+    /// A schema nothing satisfies (`false`, an empty `enum`, every branch failing).
+    #[error("{pointer}: unsatisfiable: {detail}")]
+    Unsatisfiable {
+        /// The schema's pointer.
+        pointer: String,
+        /// Why.
+        detail: String,
+    },
+    /// The input schema does not describe an object (MCP and platform inputs are objects).
+    #[error(
+        "{pointer}: the input schema must describe an object, but the derived input is {found}"
+    )]
+    InputNotObject {
+        /// `/input_schema`.
+        pointer: String,
+        /// The derived value's type.
+        found: &'static str,
+    },
+    /// A schema that does not compile.
+    #[error("{pointer}: not a usable JSON Schema: {message}")]
+    InvalidSchema {
+        /// `/input_schema` or `/output_schema`.
+        pointer: String,
+        /// The validator's explanation.
+        message: String,
+    },
+    /// `minLength`, `minItems` or `minProperties` asks for more than a
+    /// definition can hold (100 KB).
+    #[error("{pointer}: {requested} is more than a draft definition can hold (100 KB)")]
+    TooLarge {
+        /// The keyword's pointer.
+        pointer: String,
+        /// The size asked for.
+        requested: u64,
+    },
+    /// The schema nests deeper than [`MAX_DEPTH`].
+    #[error("{pointer}: the schema nests deeper than {MAX_DEPTH} levels")]
+    TooDeep {
+        /// Where the generator stopped.
+        pointer: String,
+    },
+    /// The derived value fails the schema at this keyword (a `default` or
+    /// `example` that is itself invalid, or a combination the generator
+    /// cannot reconcile).
+    #[error("{pointer}: the derived value at {instance_path} fails this keyword: {message}")]
+    SchemaViolation {
+        /// The failing keyword's pointer.
+        pointer: String,
+        /// Where in the derived value (`/` is the whole value).
+        instance_path: String,
+        /// The validator's explanation.
+        message: String,
+    },
+    /// The check of SPEC §7 refused the draft (for example it exceeds 100 KB).
+    #[error("{path}: the draft fails its check: {code}: {message}")]
+    CheckFailed {
+        /// JSON pointer into the draft definition.
+        path: String,
+        /// The diagnostic code.
+        code: String,
+        /// The diagnostic message.
+        message: String,
+    },
+}
+
+impl DraftProblem {
+    /// A stable, machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            DraftProblem::UnsupportedKeyword { .. } => "unsupported_keyword",
+            DraftProblem::UnsupportedFormat { .. } => "unsupported_format",
+            DraftProblem::RemoteRef { .. } => "remote_ref",
+            DraftProblem::UnresolvableRef { .. } => "unresolvable_ref",
+            DraftProblem::CyclicRef { .. } => "cyclic_ref",
+            DraftProblem::ContradictoryBounds { .. } => "contradictory_bounds",
+            DraftProblem::Unsatisfiable { .. } => "unsatisfiable",
+            DraftProblem::InputNotObject { .. } => "input_not_object",
+            DraftProblem::InvalidSchema { .. } => "invalid_schema",
+            DraftProblem::TooLarge { .. } => "too_large",
+            DraftProblem::TooDeep { .. } => "too_deep",
+            DraftProblem::SchemaViolation { .. } => "schema_violation",
+            DraftProblem::CheckFailed { .. } => "check_failed",
+        }
+    }
+
+    /// The JSON pointer at fault.
+    pub fn pointer(&self) -> &str {
+        match self {
+            DraftProblem::UnsupportedKeyword { pointer, .. }
+            | DraftProblem::UnsupportedFormat { pointer, .. }
+            | DraftProblem::RemoteRef { pointer, .. }
+            | DraftProblem::UnresolvableRef { pointer, .. }
+            | DraftProblem::CyclicRef { pointer, .. }
+            | DraftProblem::ContradictoryBounds { pointer, .. }
+            | DraftProblem::Unsatisfiable { pointer, .. }
+            | DraftProblem::InputNotObject { pointer, .. }
+            | DraftProblem::InvalidSchema { pointer, .. }
+            | DraftProblem::TooLarge { pointer, .. }
+            | DraftProblem::TooDeep { pointer }
+            | DraftProblem::SchemaViolation { pointer, .. } => pointer,
+            DraftProblem::CheckFailed { path, .. } => path,
+        }
+    }
+}
+
+/// "Needs an authored mock": the schemas cannot honestly be satisfied by a
+/// derived draft. Lists every problem found (never empty).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NeedsAuthoredMock {
+    /// Each schema pointer at fault, and why.
+    pub problems: Vec<DraftProblem>,
+}
+
+impl NeedsAuthoredMock {
+    /// The stable code of the whole outcome.
+    pub fn code(&self) -> &'static str {
+        "needs_authored_mock"
+    }
+}
+
+impl fmt::Display for NeedsAuthoredMock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the operation needs an authored mock:")?;
+        for p in &self.problems {
+            write!(f, "\n  {}: {p}", p.code())?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for NeedsAuthoredMock {}
+
+/// Derives a checked draft definition from a contract's schemas.
+///
+/// ```
+/// use toolmock_contract::OperationContract;
+/// let contract = OperationContract::from_json_str(r#"{
+///     "operation": {"source": "mcp", "name": "book"},
+///     "input_schema": {"type": "object", "properties": {"day": {"type": "string", "format": "date"}}, "required": ["day"]},
+///     "output_schema": {"type": "object", "properties": {"reference": {"type": "string", "minLength": 3}}, "required": ["reference"]}
+/// }"#).unwrap();
+/// let draft = toolmock_schema::generate(&contract).unwrap();
+/// assert_eq!(draft.examples[0].input["day"], "2026-01-15");
+///
+/// let strict = OperationContract::from_json_str(r#"{
+///     "operation": {"source": "mcp", "name": "code"},
+///     "input_schema": {"type": "object"},
+///     "output_schema": {"type": "string", "pattern": "^[A-Z]{3}$"}
+/// }"#).unwrap();
+/// let needs = toolmock_schema::generate(&strict).unwrap_err();
+/// assert_eq!(needs.problems[0].pointer(), "/output_schema/pattern");
+/// ```
+pub fn generate(contract: &OperationContract) -> Result<MockDefinition, NeedsAuthoredMock> {
+    match CompiledContract::new(contract.clone()) {
+        Ok(compiled) => generate_compiled(&compiled),
+        Err(e) => {
+            // A schema that does not compile (a remote or broken `$ref`, …):
+            // the derivation names the keyword at fault when it can.
+            let mut problems = Vec::new();
+            derive(&contract.input_schema, "/input_schema", &mut problems);
+            derive(&contract.output_schema, "/output_schema", &mut problems);
+            if problems.is_empty() {
+                let (pointer, message) = match &e {
+                    toolmock_evaluator::SchemaError::InvalidSchema { member, message } => {
+                        (format!("/{member}"), message.clone())
+                    }
+                    other => (String::new(), other.to_string()),
+                };
+                problems.push(DraftProblem::InvalidSchema { pointer, message });
+            }
+            Err(NeedsAuthoredMock { problems })
+        }
+    }
+}
+
+/// [`generate`] for a contract whose schemas are already compiled.
+pub fn generate_compiled(compiled: &CompiledContract) -> Result<MockDefinition, NeedsAuthoredMock> {
+    let contract = compiled.contract();
+    let mut problems = Vec::new();
+    let input = derive(&contract.input_schema, "/input_schema", &mut problems);
+    let output = derive(&contract.output_schema, "/output_schema", &mut problems);
+    let input = match input {
+        Some(Value::Object(map)) => Some(map),
+        Some(other) => {
+            problems.push(DraftProblem::InputNotObject {
+                pointer: "/input_schema".into(),
+                found: type_name(&other),
+            });
+            None
+        }
+        None => None,
+    };
+    let (Some(input), Some(output)) = (input, output) else {
+        return Err(NeedsAuthoredMock { problems });
+    };
+    let input_value = Value::Object(input);
+    for (base, violations) in [
+        ("/input_schema", compiled.input_violations(&input_value)),
+        ("/output_schema", compiled.output_violations(&output)),
+    ] {
+        for v in violations {
+            problems.push(DraftProblem::SchemaViolation {
+                pointer: format!("{base}{}", v.schema_path),
+                instance_path: if v.path.is_empty() {
+                    "/".into()
+                } else {
+                    v.path
+                },
+                message: v.message,
+            });
+        }
+    }
+    if !problems.is_empty() {
+        return Err(NeedsAuthoredMock { problems });
+    }
+    let Value::Object(input) = input_value else {
+        return Err(NeedsAuthoredMock { problems });
+    };
+    let draft = assemble(&contract.operation.name, input, output);
+    let diagnostics = toolmock_evaluator::check(&draft.to_value(), Some(compiled));
+    if !diagnostics.is_empty() {
+        return Err(NeedsAuthoredMock {
+            problems: diagnostics
+                .iter()
+                .map(|d| DraftProblem::CheckFailed {
+                    path: d.path.clone(),
+                    code: d.code.as_str().to_owned(),
+                    message: d.message.clone(),
+                })
+                .collect(),
+        });
+    }
+    Ok(draft)
+}
+
+/// The draft document: one `success` variant returning `output`, one example.
+fn assemble(name: &str, input: Map<String, Value>, output: Value) -> MockDefinition {
+    // A literal object with `$` keys would be read as an operator in a
+    // result; such a result is kept in the state (where it is plain data)
+    // and returned by reference.
+    let mut initial_state = Map::new();
+    let result = if has_dollar_key(&output) {
+        let key = state_key(name);
+        initial_state.insert(key.clone(), output.clone());
+        json!({"$state": key})
+    } else {
+        output.clone()
+    };
+    let mut variants = BTreeMap::new();
+    variants.insert(
+        DRAFT_VARIANT.to_owned(),
+        Variant {
+            description: Some("Derived from the output schema; edit to taste.".into()),
+            result,
+            set_state: Map::new(),
+            delay_ms: 0,
+            rules: Vec::new(),
+        },
+    );
+    MockDefinition {
+        schema_version: SCHEMA_VERSION,
+        description: Some(format!(
+            "Draft for {name}, derived from its contract's schemas by toolmock generate."
+        )),
+        default_variant: DRAFT_VARIANT.to_owned(),
+        initial_state,
+        variants,
+        examples: vec![Example {
+            description: Some("Input derived from the input schema.".into()),
+            variant: DRAFT_VARIANT.to_owned(),
+            input,
+            state: None,
+            expected: output,
+            expected_state: None,
+        }],
+    }
+}
+
+fn state_key(name: &str) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{clean}__draft_result")
+}
+
+fn has_dollar_key(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| k.starts_with('$') || has_dollar_key(v)),
+        Value::Array(items) => items.iter().any(has_dollar_key),
+        _ => false,
+    }
+}
+
+/// Derives a value from one schema, appending problems with pointers under `base`.
+pub(crate) fn derive(
+    schema: &Value,
+    base: &str,
+    problems: &mut Vec<DraftProblem>,
+) -> Option<Value> {
+    let mut generator = Gen {
+        root: schema,
+        base,
+        problems: Vec::new(),
+        refs: Vec::new(),
+        depth: 0,
+    };
+    let value = generator.value(schema, "");
+    problems.append(&mut generator.problems);
+    value
+}
+
+/// Keywords whose presence at a node that is built from its type means no
+/// derived value can honestly be claimed to satisfy the schema.
+const UNSUPPORTED: &[(&str, &str)] = &[
+    ("pattern", "a regular expression constrains the string"),
+    ("not", "a negated schema"),
+    ("if", "a conditional schema (if/then/else)"),
+    (
+        "dependentSchemas",
+        "schemas that depend on present properties",
+    ),
+    ("contains", "an array must contain a matching item"),
+    ("propertyNames", "every property name is constrained"),
+    ("$dynamicRef", "dynamic references"),
+    ("$recursiveRef", "recursive references"),
+];
+
+/// The sample value of each string format the generator knows.
+fn format_sample(format: &str) -> Option<&'static str> {
+    Some(match format {
+        "date" => "2026-01-15",
+        "date-time" => "2026-01-15T09:30:00Z",
+        "time" => "09:30:00Z",
+        "email" | "idn-email" => "user@example.com",
+        "uuid" => "3f2c8a4e-9b1d-4c7e-8f6a-2d5b7c9e1a30",
+        "uri" | "iri" => "https://example.com/resource",
+        "uri-reference" | "iri-reference" => "/resource",
+        "uri-template" => "https://example.com/{id}",
+        "hostname" | "idn-hostname" => "example.com",
+        "ipv4" => "192.0.2.10",
+        "ipv6" => "2001:db8::10",
+        "duration" => "P1D",
+        "json-pointer" => "/example",
+        "relative-json-pointer" => "0",
+        "regex" => "^example$",
+        _ => return None,
+    })
+}
+
+/// Formats whose sample can be lengthened by padding (before, after).
+fn format_padding(format: &str, sample: &str, extra: usize) -> Option<String> {
+    let pad = "x".repeat(extra);
+    match format {
+        "email" | "idn-email" => Some(format!("user{pad}@example.com")),
+        "uri" | "iri" | "uri-reference" | "iri-reference" | "json-pointer" => {
+            Some(format!("{sample}{pad}"))
+        }
+        _ => None,
+    }
+}
+
+struct Gen<'r> {
+    root: &'r Value,
+    base: &'r str,
+    problems: Vec<DraftProblem>,
+    /// Pointers of the `$ref` targets being expanded.
+    refs: Vec<String>,
+    depth: usize,
+}
+
+impl<'r> Gen<'r> {
+    fn at(&self, ptr: &str) -> String {
+        format!("{}{}", self.base, ptr)
+    }
+
+    /// Runs `f` speculatively: on failure its problems are dropped.
+    fn attempt<T>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Option<T>,
+    ) -> Result<T, Vec<DraftProblem>> {
+        let mark = self.problems.len();
+        match f(self) {
+            Some(v) => {
+                self.problems.truncate(mark);
+                Ok(v)
+            }
+            None => Err(self.problems.split_off(mark)),
+        }
+    }
+
+    fn value(&mut self, schema: &Value, ptr: &str) -> Option<Value> {
+        if self.depth >= MAX_DEPTH {
+            self.problems.push(DraftProblem::TooDeep {
+                pointer: self.at(ptr),
+            });
+            return None;
+        }
+        self.depth += 1;
+        let out = self.value_inner(schema, ptr);
+        self.depth -= 1;
+        out
+    }
+
+    fn value_inner(&mut self, schema: &Value, ptr: &str) -> Option<Value> {
+        let map = match schema {
+            Value::Bool(true) => return Some(Value::Null),
+            Value::Bool(false) => {
+                self.problems.push(DraftProblem::Unsatisfiable {
+                    pointer: self.at(ptr),
+                    detail: "the schema false accepts nothing".into(),
+                });
+                return None;
+            }
+            Value::Object(map) => map,
+            other => {
+                self.problems.push(DraftProblem::InvalidSchema {
+                    pointer: self.at(ptr),
+                    message: format!(
+                        "a schema must be an object or a boolean, found {}",
+                        type_name(other)
+                    ),
+                });
+                return None;
+            }
+        };
+        // 1. Values the schema itself offers.
+        if let Some(v) = map.get("default") {
+            return Some(v.clone());
+        }
+        if let Some(Value::Array(examples)) = map.get("examples")
+            && let Some(v) = examples.first()
+        {
+            return Some(v.clone());
+        }
+        if let Some(v) = map.get("const") {
+            return Some(v.clone());
+        }
+        if let Some(e) = map.get("enum") {
+            return self.enum_member(map, e, ptr);
+        }
+        // 2. Keywords no built value can honestly satisfy.
+        let mut unsupported = false;
+        for (keyword, reason) in UNSUPPORTED {
+            if map.contains_key(*keyword) {
+                self.problems.push(DraftProblem::UnsupportedKeyword {
+                    pointer: self.at(&pointer::push(ptr, keyword)),
+                    keyword: (*keyword).to_owned(),
+                    reason: (*reason).to_owned(),
+                });
+                unsupported = true;
+            }
+        }
+        if let Some(Value::Object(deps)) = map.get("dependencies")
+            && deps.values().any(|d| d.is_object() || d.is_boolean())
+        {
+            self.problems.push(DraftProblem::UnsupportedKeyword {
+                pointer: self.at(&pointer::push(ptr, "dependencies")),
+                keyword: "dependencies".into(),
+                reason: "schemas that depend on present properties".into(),
+            });
+            unsupported = true;
+        }
+        if map.contains_key("patternProperties") && !map.contains_key("properties") {
+            self.problems.push(DraftProblem::UnsupportedKeyword {
+                pointer: self.at(&pointer::push(ptr, "patternProperties")),
+                keyword: "patternProperties".into(),
+                reason: "an object described only by name patterns has no derivable members".into(),
+            });
+            unsupported = true;
+        }
+        if unsupported {
+            return None;
+        }
+        // 3. References.
+        if let Some(r) = map.get("$ref") {
+            return self.reference(r, ptr);
+        }
+        // 4. Combinators.
+        if let Some(all) = map.get("allOf") {
+            return self.all_of(map, all, ptr);
+        }
+        for keyword in ["anyOf", "oneOf"] {
+            if let Some(branches) = map.get(keyword) {
+                return self.branches(branches, &pointer::push(ptr, keyword));
+            }
+        }
+        // 5. Built from the type.
+        self.typed(map, ptr)
+    }
+
+    fn enum_member(&mut self, map: &Map<String, Value>, e: &Value, ptr: &str) -> Option<Value> {
+        let e_ptr = pointer::push(ptr, "enum");
+        let Value::Array(members) = e else {
+            self.problems.push(DraftProblem::InvalidSchema {
+                pointer: self.at(&e_ptr),
+                message: "enum must be an array".into(),
+            });
+            return None;
+        };
+        let types = declared_types(map);
+        let found = members.iter().find(|m| {
+            types
+                .as_ref()
+                .is_none_or(|ts| ts.iter().any(|t| type_matches(t, m)))
+        });
+        match found {
+            Some(v) => Some(v.clone()),
+            None if members.is_empty() => {
+                self.problems.push(DraftProblem::Unsatisfiable {
+                    pointer: self.at(&e_ptr),
+                    detail: "the enum is empty".into(),
+                });
+                None
+            }
+            None => {
+                self.problems.push(DraftProblem::ContradictoryBounds {
+                    pointer: self.at(&e_ptr),
+                    detail: "no enum member has the declared type".into(),
+                });
+                None
+            }
+        }
+    }
+
+    fn reference(&mut self, r: &Value, ptr: &str) -> Option<Value> {
+        let r_ptr = self.at(&pointer::push(ptr, "$ref"));
+        let Value::String(reference) = r else {
+            self.problems.push(DraftProblem::InvalidSchema {
+                pointer: r_ptr,
+                message: "$ref must be a string".into(),
+            });
+            return None;
+        };
+        let Some(fragment) = reference.strip_prefix('#') else {
+            self.problems.push(DraftProblem::RemoteRef {
+                pointer: r_ptr,
+                reference: reference.clone(),
+            });
+            return None;
+        };
+        let resolved = if fragment.is_empty() || fragment.starts_with('/') {
+            let decoded = percent_decode(fragment);
+            self.root.pointer(&decoded).map(|t| (t, decoded))
+        } else {
+            find_anchor(self.root, fragment, "")
+        };
+        let Some((target, target_ptr)) = resolved else {
+            self.problems.push(DraftProblem::UnresolvableRef {
+                pointer: r_ptr,
+                reference: reference.clone(),
+            });
+            return None;
+        };
+        if self.refs.contains(&target_ptr) {
+            self.problems.push(DraftProblem::CyclicRef {
+                pointer: r_ptr,
+                reference: reference.clone(),
+            });
+            return None;
+        }
+        self.refs.push(target_ptr.clone());
+        let out = self.value(target, &target_ptr);
+        self.refs.pop();
+        out
+    }
+
+    fn all_of(&mut self, map: &Map<String, Value>, all: &Value, ptr: &str) -> Option<Value> {
+        let a_ptr = pointer::push(ptr, "allOf");
+        let Value::Array(parts) = all else {
+            self.problems.push(DraftProblem::InvalidSchema {
+                pointer: self.at(&a_ptr),
+                message: "allOf must be an array".into(),
+            });
+            return None;
+        };
+        let mut own = map.clone();
+        own.remove("allOf");
+        let mut values = Vec::new();
+        let mut failed = false;
+        if own.keys().any(|k| is_assertion(k)) {
+            match self.value(&Value::Object(own), ptr) {
+                Some(v) => values.push(v),
+                None => failed = true,
+            }
+        }
+        for (i, part) in parts.iter().enumerate() {
+            match self.value(part, &pointer::index(&a_ptr, i)) {
+                Some(v) => values.push(v),
+                None => failed = true,
+            }
+        }
+        if failed {
+            return None;
+        }
+        let mut merged: Option<Value> = None;
+        for v in values {
+            merged = Some(match (merged, v) {
+                (None, v) => v,
+                (Some(Value::Object(mut acc)), Value::Object(more)) => {
+                    for (k, v) in more {
+                        acc.entry(k).or_insert(v);
+                    }
+                    Value::Object(acc)
+                }
+                // Unconstrained parts (null) give way to constrained ones.
+                (Some(Value::Null), v) => v,
+                (Some(acc), _) => acc,
+            });
+        }
+        Some(merged.unwrap_or(Value::Null))
+    }
+
+    fn branches(&mut self, branches: &Value, b_ptr: &str) -> Option<Value> {
+        let Value::Array(items) = branches else {
+            self.problems.push(DraftProblem::InvalidSchema {
+                pointer: self.at(b_ptr),
+                message: "anyOf/oneOf must be an array".into(),
+            });
+            return None;
+        };
+        // Non-null branches first: a nullable value gets a real value.
+        let mut order: Vec<usize> = (0..items.len())
+            .filter(|&i| !is_null_schema(&items[i]))
+            .collect();
+        order.extend((0..items.len()).filter(|&i| is_null_schema(&items[i])));
+        let mut failures = Vec::new();
+        for i in order {
+            match self.attempt(|g| g.value(&items[i], &pointer::index(b_ptr, i))) {
+                Ok(v) => return Some(v),
+                Err(problems) => failures.extend(problems),
+            }
+        }
+        if failures.is_empty() {
+            failures.push(DraftProblem::Unsatisfiable {
+                pointer: self.at(b_ptr),
+                detail: "no branch to choose from".into(),
+            });
+        }
+        self.problems.extend(failures);
+        None
+    }
+
+    fn typed(&mut self, map: &Map<String, Value>, ptr: &str) -> Option<Value> {
+        let types = declared_types(map).unwrap_or_else(|| vec![inferred_type(map).to_owned()]);
+        let mut order: Vec<&String> = types.iter().filter(|t| t.as_str() != "null").collect();
+        order.extend(types.iter().filter(|t| t.as_str() == "null"));
+        if order.len() == 1 {
+            return self.of_type(map, order[0], ptr);
+        }
+        let mut failures = Vec::new();
+        for t in order {
+            match self.attempt(|g| g.of_type(map, t, ptr)) {
+                Ok(v) => return Some(v),
+                Err(problems) => failures.extend(problems),
+            }
+        }
+        if failures.is_empty() {
+            failures.push(DraftProblem::Unsatisfiable {
+                pointer: self.at(&pointer::push(ptr, "type")),
+                detail: "the type list is empty".into(),
+            });
+        }
+        self.problems.extend(failures);
+        None
+    }
+
+    fn of_type(&mut self, map: &Map<String, Value>, t: &str, ptr: &str) -> Option<Value> {
+        match t {
+            "null" => Some(Value::Null),
+            "boolean" => Some(Value::Bool(true)),
+            "string" => self.string(map, ptr),
+            "integer" => self.integer(map, ptr),
+            "number" => self.number(map, ptr),
+            "array" => self.array(map, ptr),
+            "object" => self.object(map, ptr),
+            "any" => Some(Value::Null),
+            other => {
+                self.problems.push(DraftProblem::InvalidSchema {
+                    pointer: self.at(&pointer::push(ptr, "type")),
+                    message: format!("unknown type {other:?}"),
+                });
+                None
+            }
+        }
+    }
+
+    /// The value of a size keyword (`minLength`, …), refusing sizes no draft can hold.
+    fn size(&mut self, map: &Map<String, Value>, ptr: &str, keyword: &str) -> Option<usize> {
+        let n = map.get(keyword).and_then(Value::as_u64).unwrap_or(0);
+        if n > MAX_SIZE {
+            self.problems.push(DraftProblem::TooLarge {
+                pointer: self.at(&pointer::push(ptr, keyword)),
+                requested: n,
+            });
+            return None;
+        }
+        usize::try_from(n).ok()
+    }
+
+    fn contradiction(&mut self, ptr: &str, keyword: &str, detail: String) {
+        self.problems.push(DraftProblem::ContradictoryBounds {
+            pointer: self.at(&pointer::push(ptr, keyword)),
+            detail,
+        });
+    }
+
+    fn string(&mut self, map: &Map<String, Value>, ptr: &str) -> Option<Value> {
+        let min = self.size(map, ptr, "minLength")?;
+        let max = map
+            .get("maxLength")
+            .and_then(Value::as_u64)
+            .map(|m| m as usize);
+        if let Some(max) = max
+            && min > max
+        {
+            self.contradiction(
+                ptr,
+                "minLength",
+                format!("minLength {min} exceeds maxLength {max}"),
+            );
+            return None;
+        }
+        let fits = |len: usize| len >= min && max.is_none_or(|m| len <= m);
+        if let Some(Value::String(format)) = map.get("format")
+            && let Some(sample) = format_sample(format)
+        {
+            let len = sample.chars().count();
+            if fits(len) {
+                return Some(json!(sample));
+            }
+            if len < min
+                && let Some(padded) = format_padding(format, sample, min - len)
+                && fits(padded.chars().count())
+            {
+                return Some(json!(padded));
+            }
+            self.problems.push(DraftProblem::UnsupportedFormat {
+                pointer: self.at(&pointer::push(ptr, "format")),
+                format: format.clone(),
+                reason: format!(
+                    "its sample {sample:?} does not fit minLength {min}{}",
+                    max.map(|m| format!(" and maxLength {m}"))
+                        .unwrap_or_default()
+                ),
+            });
+            return None;
+        }
+        // Formats the validator does not know are annotations only.
+        let mut text = String::from("example");
+        if text.len() < min {
+            text.push_str(&"x".repeat(min - text.len()));
+        }
+        if let Some(max) = max {
+            text.truncate(max);
+        }
+        Some(Value::String(text))
+    }
+
+    fn number_keyword(
+        &mut self,
+        map: &Map<String, Value>,
+        ptr: &str,
+        keyword: &str,
+    ) -> Option<Option<f64>> {
+        match map.get(keyword) {
+            None => Some(None),
+            Some(Value::Number(n)) => Some(n.as_f64()),
+            // Draft 4's boolean exclusive bounds modify minimum/maximum.
+            Some(Value::Bool(_)) if keyword.starts_with("exclusive") => Some(None),
+            Some(other) => {
+                self.problems.push(DraftProblem::InvalidSchema {
+                    pointer: self.at(&pointer::push(ptr, keyword)),
+                    message: format!("{keyword} must be a number, found {}", type_name(other)),
+                });
+                None
+            }
+        }
+    }
+
+    /// The bounds of a number: (lower, lower exclusive, upper, upper exclusive).
+    fn bounds(&mut self, map: &Map<String, Value>, ptr: &str) -> Option<Bounds> {
+        let minimum = self.number_keyword(map, ptr, "minimum")?;
+        let maximum = self.number_keyword(map, ptr, "maximum")?;
+        let ex_min = self.number_keyword(map, ptr, "exclusiveMinimum")?;
+        let ex_max = self.number_keyword(map, ptr, "exclusiveMaximum")?;
+        let draft4_ex_min = map.get("exclusiveMinimum") == Some(&Value::Bool(true));
+        let draft4_ex_max = map.get("exclusiveMaximum") == Some(&Value::Bool(true));
+        let mut lo: Option<(f64, bool, &'static str)> =
+            minimum.map(|m| (m, draft4_ex_min, "minimum"));
+        if let Some(x) = ex_min
+            && lo.is_none_or(|(m, _, _)| x >= m)
+        {
+            lo = Some((x, true, "exclusiveMinimum"));
+        }
+        let mut hi: Option<(f64, bool, &'static str)> =
+            maximum.map(|m| (m, draft4_ex_max, "maximum"));
+        if let Some(x) = ex_max
+            && hi.is_none_or(|(m, _, _)| x <= m)
+        {
+            hi = Some((x, true, "exclusiveMaximum"));
+        }
+        let multiple = match self.number_keyword(map, ptr, "multipleOf")? {
+            Some(m) if m > 0.0 && m.is_finite() => Some(m),
+            Some(_) => {
+                self.problems.push(DraftProblem::InvalidSchema {
+                    pointer: self.at(&pointer::push(ptr, "multipleOf")),
+                    message: "multipleOf must be greater than 0".into(),
+                });
+                return None;
+            }
+            None => None,
+        };
+        Some(Bounds { lo, hi, multiple })
+    }
+
+    fn integer(&mut self, map: &Map<String, Value>, ptr: &str) -> Option<Value> {
+        let b = self.bounds(map, ptr)?;
+        let lo =
+            b.lo.map(|(x, ex, _)| if ex { x.floor() + 1.0 } else { x.ceil() });
+        let hi =
+            b.hi.map(|(x, ex, _)| if ex { x.ceil() - 1.0 } else { x.floor() });
+        let step = match b.multiple {
+            None => 1.0,
+            Some(m) if m.fract() == 0.0 => m,
+            Some(m) => match (1..=1000u32).map(f64::from).find(|q| {
+                let r = q / m;
+                (r - r.round()).abs() < 1e-9
+            }) {
+                Some(q) => q,
+                None => {
+                    self.problems.push(DraftProblem::UnsupportedKeyword {
+                        pointer: self.at(&pointer::push(ptr, "multipleOf")),
+                        keyword: "multipleOf".into(),
+                        reason: format!("no small integer is a multiple of {m}"),
+                    });
+                    return None;
+                }
+            },
+        };
+        let k = self.pick_multiple(lo, hi, step, &b, ptr)?;
+        let v = k * step;
+        if v.abs() > 9_007_199_254_740_992.0 {
+            let keyword = b.lo.or(b.hi).map(|(_, _, k)| k).unwrap_or("minimum");
+            self.contradiction(ptr, keyword, "the bounds lie beyond ±2^53".into());
+            return None;
+        }
+        Some(Value::Number(Number::from(v as i64)))
+    }
+
+    /// The multiplier `k` of `step` to use: 1 when in range, else the
+    /// nearest bound.
+    fn pick_multiple(
+        &mut self,
+        lo: Option<f64>,
+        hi: Option<f64>,
+        step: f64,
+        b: &Bounds,
+        ptr: &str,
+    ) -> Option<f64> {
+        let kmin = lo.map(|l| (l / step).ceil());
+        let kmax = hi.map(|h| (h / step).floor());
+        // 1 × step when it lies in range (a count of 1 reads better than 0),
+        // else the bound nearest to it.
+        let k = match (kmin, kmax) {
+            (a, z) if a.is_none_or(|a| a <= 1.0) && z.is_none_or(|z| z >= 1.0) => 1.0,
+            (Some(a), _) if a > 1.0 => a,
+            (_, Some(z)) => z,
+            (Some(a), None) => a,
+            (None, None) => 1.0,
+        };
+        if let (Some(a), Some(z)) = (kmin, kmax)
+            && a > z
+        {
+            let keyword = b.lo.map(|(_, _, k)| k).unwrap_or("minimum");
+            let detail = match b.multiple {
+                Some(m) => format!("no multiple of {m} lies between the lower and upper bounds"),
+                None => "the lower bound exceeds the upper bound".into(),
+            };
+            self.contradiction(ptr, keyword, detail);
+            return None;
+        }
+        Some(k)
+    }
+
+    fn number(&mut self, map: &Map<String, Value>, ptr: &str) -> Option<Value> {
+        let b = self.bounds(map, ptr)?;
+        if let (Some((l, lex, lk)), Some((h, hex, _))) = (b.lo, b.hi)
+            && (l > h || (l == h && (lex || hex)))
+        {
+            self.contradiction(
+                ptr,
+                lk,
+                format!("the lower bound {l} is not below the upper bound {h}"),
+            );
+            return None;
+        }
+        match b.multiple {
+            Some(m) => {
+                let lo = b.lo.map(|(x, ex, _)| {
+                    let k = (x / m).ceil();
+                    if ex && k * m <= x { k + 1.0 } else { k }
+                });
+                let hi = b.hi.map(|(x, ex, _)| {
+                    let k = (x / m).floor();
+                    if ex && k * m >= x { k - 1.0 } else { k }
+                });
+                let k = self.pick_multiple(lo, hi, 1.0, &b, ptr)?;
+                // Rounding to m's decimals can cross a bound written with more
+                // digits: take the first candidate that lies within the bounds.
+                let within = |v: f64| {
+                    b.lo.is_none_or(|(x, ex, _)| if ex { v > x } else { v >= x })
+                        && b.hi
+                            .is_none_or(|(x, ex, _)| if ex { v < x } else { v <= x })
+                };
+                let ks = [k, k - 1.0, k + 1.0];
+                let candidates = ks
+                    .iter()
+                    .map(|k| round_like(k * m, m))
+                    .chain(ks.iter().map(|k| k * m));
+                for v in candidates {
+                    if within(v) {
+                        return Some(number_value(v));
+                    }
+                }
+                self.problems.push(DraftProblem::UnsupportedKeyword {
+                    pointer: self.at(&pointer::push(ptr, "multipleOf")),
+                    keyword: "multipleOf".into(),
+                    reason: format!("no multiple of {m} can be written exactly within the bounds"),
+                });
+                None
+            }
+            None => {
+                // An integer when one lies in range, else the midpoint.
+                let lo =
+                    b.lo.map(|(x, ex, _)| if ex { x.floor() + 1.0 } else { x.ceil() });
+                let hi =
+                    b.hi.map(|(x, ex, _)| if ex { x.ceil() - 1.0 } else { x.floor() });
+                match (lo, hi) {
+                    (Some(a), Some(z)) if a > z => {
+                        let (l, _, _) = b.lo.unwrap_or((0.0, false, ""));
+                        let (h, _, _) = b.hi.unwrap_or((0.0, false, ""));
+                        Some(number_value((l + h) / 2.0))
+                    }
+                    (a, z) if a.is_none_or(|a| a <= 1.0) && z.is_none_or(|z| z >= 1.0) => {
+                        Some(number_value(1.0))
+                    }
+                    (Some(a), _) if a > 1.0 => Some(number_value(a)),
+                    (_, Some(z)) => Some(number_value(z)),
+                    (Some(a), None) => Some(number_value(a)),
+                    (None, None) => Some(number_value(1.0)),
+                }
+            }
+        }
+    }
+
+    fn array(&mut self, map: &Map<String, Value>, ptr: &str) -> Option<Value> {
+        let min = self.size(map, ptr, "minItems")?;
+        let max = map
+            .get("maxItems")
+            .and_then(Value::as_u64)
+            .map(|m| m as usize);
+        if let Some(max) = max
+            && min > max
+        {
+            self.contradiction(
+                ptr,
+                "minItems",
+                format!("minItems {min} exceeds maxItems {max}"),
+            );
+            return None;
+        }
+        let unique = map.get("uniqueItems") == Some(&Value::Bool(true));
+        // Tuples: prefixItems (2020-12) or an array of items (older drafts).
+        let (tuple, tuple_key, rest, rest_key) = match (map.get("prefixItems"), map.get("items")) {
+            (Some(Value::Array(prefix)), items) => (Some(prefix), "prefixItems", items, "items"),
+            (None, Some(Value::Array(prefix))) => (
+                Some(prefix),
+                "items",
+                map.get("additionalItems"),
+                "additionalItems",
+            ),
+            (_, items) => (None, "", items, "items"),
+        };
+        let mut out = Vec::new();
+        if let Some(prefix) = tuple {
+            let t_ptr = pointer::push(ptr, tuple_key);
+            for (i, s) in prefix.iter().enumerate() {
+                if max.is_some_and(|m| out.len() >= m) {
+                    break;
+                }
+                let item_ptr = pointer::index(&t_ptr, i);
+                if i < min {
+                    out.push(self.value(s, &item_ptr)?);
+                } else {
+                    match self.attempt(|g| g.value(s, &item_ptr)) {
+                        Ok(v) => out.push(v),
+                        Err(_) => break,
+                    }
+                }
+            }
+            if out.len() >= min {
+                return Some(Value::Array(out));
+            }
+        }
+        let r_ptr = pointer::push(ptr, rest_key);
+        let default_schema = Value::Bool(true);
+        let item_schema = rest.unwrap_or(&default_schema);
+        if item_schema == &Value::Bool(false) {
+            if out.len() < min {
+                self.contradiction(
+                    ptr,
+                    "minItems",
+                    format!("minItems {min} needs items that {rest_key}: false forbids"),
+                );
+                return None;
+            }
+            return Some(Value::Array(out));
+        }
+        let wanted = if tuple.is_some() {
+            min
+        } else {
+            min.max(1).min(max.unwrap_or(usize::MAX))
+        };
+        if wanted > out.len() {
+            let needed = min > out.len();
+            if unique && wanted - out.len() + usize::from(!out.is_empty()) > 1 {
+                if needed {
+                    self.problems.push(DraftProblem::UnsupportedKeyword {
+                        pointer: self.at(&pointer::push(ptr, "uniqueItems")),
+                        keyword: "uniqueItems".into(),
+                        reason: format!("{min} distinct items would be needed"),
+                    });
+                    return None;
+                }
+                return Some(Value::Array(out));
+            }
+            let item = if needed {
+                self.value(item_schema, &r_ptr)?
+            } else {
+                match self.attempt(|g| g.value(item_schema, &r_ptr)) {
+                    Ok(v) => v,
+                    Err(_) => return Some(Value::Array(out)),
+                }
+            };
+            while out.len() < wanted {
+                out.push(item.clone());
+            }
+        }
+        Some(Value::Array(out))
+    }
+
+    fn object(&mut self, map: &Map<String, Value>, ptr: &str) -> Option<Value> {
+        let empty = Map::new();
+        let properties = match map.get("properties") {
+            Some(Value::Object(p)) => p,
+            _ => &empty,
+        };
+        let required: Vec<&str> = match map.get("required") {
+            Some(Value::Array(r)) => r.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        let min = self.size(map, ptr, "minProperties")?;
+        let max = map
+            .get("maxProperties")
+            .and_then(Value::as_u64)
+            .map(|m| m as usize);
+        if let Some(max) = max {
+            if min > max {
+                self.contradiction(
+                    ptr,
+                    "minProperties",
+                    format!("minProperties {min} exceeds maxProperties {max}"),
+                );
+                return None;
+            }
+            if required.len() > max {
+                self.contradiction(
+                    ptr,
+                    "maxProperties",
+                    format!(
+                        "{} required properties exceed maxProperties {max}",
+                        required.len()
+                    ),
+                );
+                return None;
+            }
+        }
+        let additional = map.get("additionalProperties");
+        let p_ptr = pointer::push(ptr, "properties");
+        let mut out = Map::new();
+        let mut failed = false;
+        for (i, name) in required.iter().enumerate() {
+            if out.contains_key(*name) {
+                continue;
+            }
+            let value = if let Some(s) = properties.get(*name) {
+                self.value(s, &pointer::push(&p_ptr, name))
+            } else {
+                match additional {
+                    Some(Value::Bool(false)) => {
+                        self.problems.push(DraftProblem::ContradictoryBounds {
+                            pointer: self.at(&pointer::index(&pointer::push(ptr, "required"), i)),
+                            detail: format!("{name:?} is required but additionalProperties is false and it is not among the properties"),
+                        });
+                        None
+                    }
+                    Some(s) => self.value(s, &pointer::push(ptr, "additionalProperties")),
+                    None => Some(json!("example")),
+                }
+            };
+            match value {
+                Some(v) => {
+                    out.insert((*name).to_owned(), v);
+                }
+                None => failed = true,
+            }
+        }
+        if failed {
+            return None;
+        }
+        // Optional properties: included when they can be derived and room remains.
+        for (name, s) in properties {
+            if out.contains_key(name) || max.is_some_and(|m| out.len() >= m) {
+                continue;
+            }
+            let at = pointer::push(&p_ptr, name);
+            if let Ok(v) = self.attempt(|g| g.value(s, &at)) {
+                out.insert(name.clone(), v);
+            }
+        }
+        let mut n = 1;
+        while out.len() < min {
+            let name = format!("property{n}");
+            n += 1;
+            if out.contains_key(&name) {
+                continue;
+            }
+            let value = match additional {
+                Some(Value::Bool(false)) => {
+                    self.contradiction(
+                        ptr,
+                        "minProperties",
+                        format!("minProperties {min} needs more properties than additionalProperties: false allows"),
+                    );
+                    return None;
+                }
+                Some(s) => self.value(s, &pointer::push(ptr, "additionalProperties"))?,
+                None => json!("example"),
+            };
+            out.insert(name, value);
+        }
+        Some(Value::Object(out))
+    }
+}
+
+/// Numeric bounds of one schema node.
+struct Bounds {
+    lo: Option<(f64, bool, &'static str)>,
+    hi: Option<(f64, bool, &'static str)>,
+    multiple: Option<f64>,
+}
+
+/// A finite double as a JSON number, written as an integer when it is one.
+fn number_value(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 {
+        Value::Number(Number::from(v as i64))
+    } else {
+        Number::from_f64(v)
+            .map(Value::Number)
+            .unwrap_or(Value::Null)
+    }
+}
+
+/// Rounds `v` to as many decimals as `m` has, so `3 × 0.1` is written `0.3`.
+fn round_like(v: f64, m: f64) -> f64 {
+    let text = format!("{m}");
+    let decimals = text.split_once('.').map(|(_, d)| d.len()).unwrap_or(0);
+    if decimals == 0 || decimals > 15 {
+        return v;
+    }
+    let scale = 10f64.powi(decimals as i32);
+    (v * scale).round() / scale
+}
+
+fn declared_types(map: &Map<String, Value>) -> Option<Vec<String>> {
+    match map.get("type") {
+        Some(Value::String(t)) => Some(vec![t.clone()]),
+        Some(Value::Array(ts)) => Some(
+            ts.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+fn type_matches(t: &str, v: &Value) -> bool {
+    match t {
+        "integer" => match v {
+            Value::Number(n) => {
+                n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+            }
+            _ => false,
+        },
+        "number" => v.is_number(),
+        other => type_name(v) == other || (other == "number" && v.is_number()),
+    }
+}
+
+fn inferred_type(map: &Map<String, Value>) -> &'static str {
+    let has = |keys: &[&str]| keys.iter().any(|k| map.contains_key(*k));
+    if has(&[
+        "properties",
+        "required",
+        "additionalProperties",
+        "minProperties",
+        "maxProperties",
+    ]) {
+        "object"
+    } else if has(&[
+        "items",
+        "prefixItems",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+    ]) {
+        "array"
+    } else if has(&["minLength", "maxLength", "format"]) {
+        "string"
+    } else if has(&[
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+    ]) {
+        "number"
+    } else {
+        "any"
+    }
+}
+
+/// Keywords that constrain a value (as opposed to annotations and containers).
+fn is_assertion(keyword: &str) -> bool {
+    !matches!(
+        keyword,
+        "$schema"
+            | "$id"
+            | "$anchor"
+            | "$comment"
+            | "$defs"
+            | "definitions"
+            | "$vocabulary"
+            | "title"
+            | "description"
+            | "deprecated"
+            | "readOnly"
+            | "writeOnly"
+    )
+}
+
+fn is_null_schema(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => {
+            map.get("type") == Some(&json!("null")) || map.get("const") == Some(&Value::Null)
+        }
+        _ => false,
+    }
+}
+
+/// Decodes `%XX` escapes of a URI fragment (JSON pointers in `$ref`).
+fn percent_decode(text: &str) -> String {
+    fn hex(b: u8) -> Option<u8> {
+        match b {
+            b'0'..=b'9' => Some(b - b'0'),
+            b'a'..=b'f' => Some(b - b'a' + 10),
+            b'A'..=b'F' => Some(b - b'A' + 10),
+            _ => None,
+        }
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            out.push(h * 16 + l);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_owned())
+}
+
+/// Finds the subschema with `$anchor` (or a draft-07 `$id: "#name"`) `name`.
+fn find_anchor<'v>(value: &'v Value, name: &str, ptr: &str) -> Option<(&'v Value, String)> {
+    match value {
+        Value::Object(map) => {
+            let hit = map.get("$anchor").and_then(Value::as_str) == Some(name)
+                || map
+                    .get("$id")
+                    .and_then(Value::as_str)
+                    .and_then(|id| id.strip_prefix('#'))
+                    == Some(name);
+            if hit {
+                return Some((value, ptr.to_owned()));
+            }
+            map.iter()
+                .find_map(|(k, v)| find_anchor(v, name, &pointer::push(ptr, k)))
+        }
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| find_anchor(v, name, &pointer::index(ptr, i))),
+        _ => None,
+    }
+}
