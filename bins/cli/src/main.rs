@@ -1,7 +1,8 @@
 //! `toolmock`: hash operation contracts, check mock definitions, evaluate calls.
 //!
-//! A thin shell over `toolmock-contract` and `toolmock-evaluator`; the forms
-//! of SPEC §11 are stable and driven by the conformance vectors.
+//! A thin shell over `toolmock-contract`, `toolmock-evaluator`,
+//! `toolmock-schema` and `toolmock-discovery`. The forms of SPEC §11 (`hash`,
+//! `check`, `eval`) are stable and driven by the conformance vectors.
 
 use clap::{Parser, Subcommand};
 use std::io::Write;
