@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
 use toolmock_evaluator::{
-    Call, CallError, CompiledContract, CompiledDefinition, evaluate, evaluate_with_contract,
+    Call, CallError, CompiledContract, CompiledDefinition, evaluate_json, evaluate_with_contract,
 };
 
 /// Evaluate calls against a mock definition, threading the state from call to call.
@@ -49,20 +49,6 @@ struct CallLine {
     input: Map<String, Value>,
     #[serde(default)]
     variant: Option<String>,
-}
-
-#[derive(Serialize)]
-struct OkLine<'a> {
-    ok: OkBody<'a>,
-}
-
-#[derive(Serialize)]
-struct OkBody<'a> {
-    variant: &'a str,
-    rule: Option<usize>,
-    result: &'a Value,
-    state: &'a Map<String, Value>,
-    delay_ms: u32,
 }
 
 #[derive(Serialize)]
@@ -142,6 +128,7 @@ fn stream(
     calls_path: &std::path::Path,
 ) -> Result<(), Failure> {
     let write_failed = |e: std::io::Error| Failure::usage(format!("cannot write the output: {e}"));
+    let mut result = Vec::with_capacity(1 << 12);
     for (number, line) in calls.split(b'\n').enumerate() {
         let line = line
             .map_err(|e| Failure::usage(format!("{}: cannot read: {e}", calls_path.display())))?;
@@ -161,29 +148,56 @@ fn stream(
             state,
             variant: call.variant.as_deref(),
         };
+        result.clear();
         let answer = match contract {
-            Some(contract) => evaluate_with_contract(definition, contract, &request),
-            None => evaluate(definition, &request),
+            // The result must exist as a `Value` to be schema-validated.
+            Some(contract) => evaluate_with_contract(definition, contract, &request).map(|o| {
+                let head = (o.variant, o.rule, o.delay_ms);
+                let rendered = o.commit_to(state);
+                // Writing a `Value` into a `Vec` cannot fail.
+                let _ = serde_json::to_writer(&mut result, &rendered);
+                head
+            }),
+            // Without a contract the result is written straight from the
+            // compiled definition, without building it as a `Value`.
+            None => evaluate_json(definition, &request, &mut result).map(|o| {
+                let head = (o.variant, o.rule, o.delay_ms);
+                o.commit_to(state);
+                head
+            }),
         };
         match answer {
-            Ok(outcome) => {
-                outcome.apply_to(state);
-                let line = OkLine {
-                    ok: OkBody {
-                        variant: outcome.variant,
-                        rule: outcome.rule,
-                        result: &outcome.result,
-                        state,
-                        delay_ms: outcome.delay_ms,
-                    },
-                };
-                serde_json::to_writer(&mut *out, &line).map_err(|e| write_failed(e.into()))?;
+            Ok((variant, rule, delay_ms)) => {
+                write_ok(out, variant, rule, &result, state, delay_ms).map_err(write_failed)?;
             }
             Err(error) => write_error(out, &error).map_err(write_failed)?,
         }
         out.write_all(b"\n").map_err(write_failed)?;
     }
     Ok(())
+}
+
+/// `{"ok": {"variant", "rule", "result", "state", "delay_ms"}}`, compact,
+/// with the result already serialized.
+fn write_ok(
+    out: &mut impl Write,
+    variant: &str,
+    rule: Option<usize>,
+    result: &[u8],
+    state: &Map<String, Value>,
+    delay_ms: u32,
+) -> std::io::Result<()> {
+    out.write_all(b"{\"ok\":{\"variant\":")?;
+    serde_json::to_writer(&mut *out, variant)?;
+    match rule {
+        Some(index) => write!(out, ",\"rule\":{index}")?,
+        None => out.write_all(b",\"rule\":null")?,
+    }
+    out.write_all(b",\"result\":")?;
+    out.write_all(result)?;
+    out.write_all(b",\"state\":")?;
+    serde_json::to_writer(&mut *out, state)?;
+    write!(out, ",\"delay_ms\":{delay_ms}}}}}")
 }
 
 fn write_error(out: &mut impl Write, error: &CallError) -> std::io::Result<()> {

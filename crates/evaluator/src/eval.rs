@@ -1,6 +1,6 @@
 //! One call (SPEC §6).
 
-use crate::compile::{CompiledCondition, CompiledDefinition, Test};
+use crate::compile::{CompiledCondition, CompiledDefinition, CompiledVariant, Test};
 use crate::contract::CompiledContract;
 use crate::error::CallError;
 use crate::expr::{Expr, Scope, Source};
@@ -67,39 +67,140 @@ pub fn evaluate<'d>(
     definition: &'d CompiledDefinition,
     call: &Call<'_>,
 ) -> Result<Outcome<'d>, CallError> {
+    let scope = Scope {
+        input: call.input,
+        state: call.state,
+    };
+    let selected = select(definition, call, &scope)?;
+    let result = selected.result.render(&scope)?;
+    Ok(Outcome {
+        variant: &selected.variant.name,
+        rule: selected.rule,
+        result,
+        state_updates: render_updates(selected.set_state, &scope)?,
+        delay_ms: selected.delay_ms,
+    })
+}
+
+/// What a successful call answers when its result was written as JSON text
+/// by [`evaluate_json`] instead of being built as a [`Value`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonOutcome<'d> {
+    /// The variant used.
+    pub variant: &'d str,
+    /// The index of the matched rule in the variant's `rules`, or `None`.
+    pub rule: Option<usize>,
+    /// The rendered `set_state`: each top-level key replaces the pre-call state's.
+    pub state_updates: Vec<(&'d str, Value)>,
+    /// The simulated delay.
+    pub delay_ms: u32,
+}
+
+impl JsonOutcome<'_> {
+    /// Moves the updates into `state`, turning the pre-call state into the post-call state.
+    pub fn commit_to(self, state: &mut Map<String, Value>) {
+        for (key, value) in self.state_updates {
+            state.insert(key.to_owned(), value);
+        }
+    }
+}
+
+/// [`evaluate`], but the rendered result is appended to `out` as compact
+/// JSON — byte for byte what `serde_json::to_writer` writes for
+/// [`Outcome::result`] — without building it as a [`Value`]: literal parts
+/// of the result were serialized once, when the definition was compiled.
+///
+/// The answer and any error are exactly [`evaluate`]'s. On error `out` is
+/// left as it was.
+///
+/// ```
+/// use serde_json::{json, Map};
+/// use toolmock_evaluator::{Call, compile, evaluate_json};
+///
+/// let definition = compile(&json!({
+///     "schema_version": 1,
+///     "default_variant": "ok",
+///     "variants": {"ok": {"result": {"id": {"$input": "id"}, "status": "found"}}},
+///     "examples": [{"variant": "ok", "input": {"id": 1}, "expected": {"id": 1, "status": "found"}}]
+/// })).expect("the definition compiles");
+/// let mut out = Vec::new();
+/// let input = json!({"id": 7});
+/// let call = Call { input: &input, state: &Map::new(), variant: None };
+/// let outcome = evaluate_json(&definition, &call, &mut out)?;
+/// assert_eq!(out, br#"{"id":7,"status":"found"}"#);
+/// assert_eq!(outcome.variant, "ok");
+/// # Ok::<(), toolmock_evaluator::CallError>(())
+/// ```
+pub fn evaluate_json<'d>(
+    definition: &'d CompiledDefinition,
+    call: &Call<'_>,
+    out: &mut Vec<u8>,
+) -> Result<JsonOutcome<'d>, CallError> {
+    let scope = Scope {
+        input: call.input,
+        state: call.state,
+    };
+    let start = out.len();
+    let answer = select(definition, call, &scope).and_then(|selected| {
+        selected.result.write_json(&scope, out)?;
+        Ok(JsonOutcome {
+            variant: &selected.variant.name,
+            rule: selected.rule,
+            state_updates: render_updates(selected.set_state, &scope)?,
+            delay_ms: selected.delay_ms,
+        })
+    });
+    if answer.is_err() {
+        out.truncate(start);
+    }
+    answer
+}
+
+/// What steps 1–3 of SPEC §6 chose.
+struct Selected<'d> {
+    variant: &'d CompiledVariant,
+    rule: Option<usize>,
+    result: &'d Expr,
+    set_state: &'d [(Box<str>, Expr)],
+    delay_ms: u32,
+}
+
+fn select<'d>(
+    definition: &'d CompiledDefinition,
+    call: &Call<'_>,
+    scope: &Scope<'_>,
+) -> Result<Selected<'d>, CallError> {
     let variant = definition
         .variant(call.variant)
         .ok_or_else(|| CallError::UnknownVariant {
             variant: call.variant.unwrap_or_default().to_owned(),
         })?;
-    let scope = Scope {
-        input: call.input,
-        state: call.state,
-    };
     let matched = variant
         .rules
         .iter()
-        .position(|rule| rule.when.iter().all(|c| holds(c, &scope)));
+        .position(|rule| rule.when.iter().all(|c| holds(c, scope)));
     let rule = matched.map(|i| &variant.rules[i]);
-    let result_expr: &Expr = rule
-        .and_then(|r| r.result.as_ref())
-        .unwrap_or(&variant.result);
-    let set_state = rule
-        .and_then(|r| r.set_state.as_deref())
-        .unwrap_or(&variant.set_state);
-    let delay_ms = rule.and_then(|r| r.delay_ms).unwrap_or(variant.delay_ms);
-    let result = result_expr.render(&scope)?;
-    let state_updates = set_state
-        .iter()
-        .map(|(key, expr)| Ok((&**key, expr.render(&scope)?)))
-        .collect::<Result<Vec<_>, CallError>>()?;
-    Ok(Outcome {
-        variant: &variant.name,
+    Ok(Selected {
+        variant,
         rule: matched,
-        result,
-        state_updates,
-        delay_ms,
+        result: rule
+            .and_then(|r| r.result.as_ref())
+            .unwrap_or(&variant.result),
+        set_state: rule
+            .and_then(|r| r.set_state.as_deref())
+            .unwrap_or(&variant.set_state),
+        delay_ms: rule.and_then(|r| r.delay_ms).unwrap_or(variant.delay_ms),
     })
+}
+
+fn render_updates<'d>(
+    set_state: &'d [(Box<str>, Expr)],
+    scope: &Scope<'_>,
+) -> Result<Vec<(&'d str, Value)>, CallError> {
+    set_state
+        .iter()
+        .map(|(key, expr)| Ok((&**key, expr.render(scope)?)))
+        .collect()
 }
 
 /// Evaluates one call with the contract: the input is validated before the
@@ -177,8 +278,103 @@ pub fn maps_equal(x: &Map<String, Value>, y: &Map<String, Value>) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::json_equal;
-    use serde_json::json;
+    use super::{Call, evaluate, evaluate_json, json_equal};
+    use serde_json::{Map, json};
+
+    /// `evaluate_json` writes exactly the JSON of `evaluate`'s result, and
+    /// fails exactly when and how `evaluate` fails.
+    #[test]
+    fn json_rendering_matches_value_rendering() {
+        let definition = crate::compile(&json!({
+            "schema_version": 1,
+            "default_variant": "a",
+            "initial_state": {"s": {"k": [1, "two"]}},
+            "variants": {
+                "a": {
+                    "result": {
+                        "z": "last", "a": [1, {"$input": "x"}, {"b\"q": {"$state": "s.k.1"}}],
+                        "m": {"$number": {"$input": "n"}}, "e": {}, "l": [],
+                        "d": {"$dateAdd": {"value": {"$input": "when"}, "days": 1}},
+                        "u": "é\u{0}\n\t", "lit": {"$number": "0042"}, "whole": {"$state": ""}
+                    },
+                    "set_state": {"seen": {"$input": "x"}},
+                    "rules": [{"when": [{"source": "input", "path": "x", "op": "eq", "value": 0}],
+                               "result": {"$input": ""}}]
+                },
+                "b": {"result": [true, null, 1.5]},
+                "c": {"result": "plain"},
+                "d": {"result": {"$state": "s"}}
+            },
+            "examples": [
+                {"variant": "a", "input": {"x": 0}, "expected": {"x": 0}},
+                {"variant": "b", "input": {}, "expected": [true, null, 1.5]},
+                {"variant": "c", "input": {}, "expected": "plain"},
+                {"variant": "d", "input": {}, "expected": {"k": [1, "two"]}}
+            ]
+        }))
+        .expect("compiles");
+        let state = definition.initial_state().clone();
+        let inputs = [
+            json!({"x": 0}),
+            json!({"x": {"deep": [null]}, "n": "12.50", "when": "2026-03-01T23:30:00-05:00"}),
+            json!({"x": 1, "n": "1e3", "when": "2026-03-01"}),
+            json!({"x": 1, "n": 3, "when": "2026-02-30"}),
+            json!({"n": 3, "when": "2026-03-01"}),
+            json!({"x": 1, "n": 3}),
+        ];
+        let empty = Map::new();
+        let (mut oks, mut errors) = (0, 0);
+        for input in &inputs {
+            for variant in [None, Some("b"), Some("c"), Some("d"), Some("nope")] {
+                for state in [&state, &empty] {
+                    let call = Call {
+                        input,
+                        state,
+                        variant,
+                    };
+                    let mut out = b"prefix".to_vec();
+                    match (
+                        evaluate(&definition, &call),
+                        evaluate_json(&definition, &call, &mut out),
+                    ) {
+                        (Ok(value), Ok(written)) => {
+                            let mut want = b"prefix".to_vec();
+                            want.extend(serde_json::to_vec(&value.result).expect("serializes"));
+                            assert_eq!(
+                                String::from_utf8_lossy(&out),
+                                String::from_utf8_lossy(&want)
+                            );
+                            oks += 1;
+                            assert_eq!(
+                                (
+                                    value.variant,
+                                    value.rule,
+                                    &value.state_updates,
+                                    value.delay_ms
+                                ),
+                                (
+                                    written.variant,
+                                    written.rule,
+                                    &written.state_updates,
+                                    written.delay_ms
+                                )
+                            );
+                        }
+                        (Err(a), Err(b)) => {
+                            assert_eq!(
+                                (a.code(), a.to_string(), a.path()),
+                                (b.code(), b.to_string(), b.path())
+                            );
+                            assert_eq!(out, b"prefix");
+                            errors += 1;
+                        }
+                        (a, b) => panic!("{input} {variant:?}: {a:?} vs {b:?}"),
+                    }
+                }
+            }
+        }
+        assert!(oks >= 20 && errors >= 10, "{oks} answers, {errors} errors");
+    }
 
     #[test]
     fn equality_is_deep_and_by_value() {

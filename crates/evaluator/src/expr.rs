@@ -50,11 +50,145 @@ enum Origin {
 #[derive(Debug, Clone)]
 pub(crate) enum Expr {
     Literal(Value),
-    Array(Box<[Expr]>),
-    Object(Box<[(Box<str>, Expr)]>),
+    Array(Box<Items>),
+    Object(Box<Fields>),
     Reference(Reference),
     Number(Operand),
     DateAdd(Box<[Option<Operand>; 3]>),
+    /// A root expression with its JSON text prepared (see [`Template`]).
+    Template(Box<Template>),
+}
+
+/// An array with at least one operator inside.
+#[derive(Debug, Clone)]
+pub(crate) struct Items {
+    list: Box<[Expr]>,
+    /// The array with every literal item in place and `null` at each hole:
+    /// rendering clones it and fills the holes.
+    skeleton: Vec<Value>,
+    holes: Box<[usize]>,
+}
+
+/// An object with at least one operator inside, fields in the map's order.
+#[derive(Debug, Clone)]
+pub(crate) struct Fields {
+    list: Box<[(Box<str>, Expr)]>,
+    /// The object with every literal field in place and `null` at each hole:
+    /// rendering clones it (no key search, no re-sorting) and fills the holes.
+    skeleton: Map<String, Value>,
+    holes: Box<[usize]>,
+}
+
+impl Items {
+    fn new(list: Vec<Expr>) -> Items {
+        let skeleton = list.iter().map(Expr::literal_or_null).collect();
+        let holes = list
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| !matches!(e, Expr::Literal(_)))
+            .map(|(i, _)| i)
+            .collect();
+        Items {
+            list: list.into_boxed_slice(),
+            skeleton,
+            holes,
+        }
+    }
+}
+
+impl Fields {
+    fn new(list: Vec<(Box<str>, Expr)>) -> Fields {
+        let skeleton = list
+            .iter()
+            .map(|(k, e)| (String::from(&**k), e.literal_or_null()))
+            .collect();
+        let holes = list
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, e))| !matches!(e, Expr::Literal(_)))
+            .map(|(i, _)| i)
+            .collect();
+        Fields {
+            list: list.into_boxed_slice(),
+            skeleton,
+            holes,
+        }
+    }
+}
+
+/// A root expression together with its compact JSON text cut into pieces:
+/// the literal runs (braces, keys, commas and literal values, serialized
+/// once at compile time) and, between them, the operators in document order.
+/// Writing a call's result is then a copy of each run and the rendering of
+/// each hole, with no intermediate `Value`.
+#[derive(Debug, Clone)]
+pub(crate) struct Template {
+    tree: Expr,
+    pieces: Box<[Piece]>,
+}
+
+#[derive(Debug, Clone)]
+enum Piece {
+    Text(Box<str>),
+    Hole(Expr),
+}
+
+impl Template {
+    /// Wraps a compiled root; a bare operator needs no template.
+    fn wrap(tree: Expr) -> Expr {
+        if matches!(
+            tree,
+            Expr::Reference(_) | Expr::Number(_) | Expr::DateAdd(_) | Expr::Template(_)
+        ) {
+            return tree;
+        }
+        let mut pieces = Vec::new();
+        let mut text = String::new();
+        Template::cut(&tree, &mut pieces, &mut text);
+        if !text.is_empty() {
+            pieces.push(Piece::Text(text.into_boxed_str()));
+        }
+        Expr::Template(Box::new(Template {
+            tree,
+            pieces: pieces.into_boxed_slice(),
+        }))
+    }
+
+    fn cut(expr: &Expr, pieces: &mut Vec<Piece>, text: &mut String) {
+        match expr {
+            Expr::Literal(value) => text.push_str(&value.to_string()),
+            Expr::Array(items) => {
+                text.push('[');
+                for (i, item) in items.list.iter().enumerate() {
+                    if i > 0 {
+                        text.push(',');
+                    }
+                    Template::cut(item, pieces, text);
+                }
+                text.push(']');
+            }
+            Expr::Object(fields) => {
+                text.push('{');
+                for (i, (key, value)) in fields.list.iter().enumerate() {
+                    if i > 0 {
+                        text.push(',');
+                    }
+                    // Serializing a `str` cannot fail.
+                    text.push_str(&serde_json::to_string(&**key).unwrap_or_default());
+                    text.push(':');
+                    Template::cut(value, pieces, text);
+                }
+                text.push('}');
+            }
+            Expr::Template(inner) => Template::cut(&inner.tree, pieces, text),
+            Expr::Reference(_) | Expr::Number(_) | Expr::DateAdd(_) => {
+                if !text.is_empty() {
+                    pieces.push(Piece::Text(std::mem::take(text).into_boxed_str()));
+                }
+                pieces.push(Piece::Hole(expr.clone()));
+            }
+        }
+    }
 }
 
 /// The data a call reads.
@@ -153,6 +287,14 @@ fn blame(origin: Origin, pointer: Option<String>, rejection: Rejection, at: &str
 }
 
 impl Expr {
+    /// A copy of a literal's value; `null` for anything else.
+    fn literal_or_null(&self) -> Value {
+        match self {
+            Expr::Literal(v) => v.clone(),
+            _ => Value::Null,
+        }
+    }
+
     /// The value of a literal; `null` for anything else (callers check first).
     fn into_literal(self) -> Value {
         match self {
@@ -165,20 +307,29 @@ impl Expr {
     pub(crate) fn render(&self, scope: &Scope<'_>) -> Result<Value, CallError> {
         match self {
             Expr::Literal(v) => Ok(v.clone()),
+            // Holes are filled in document order, so the first error is the
+            // one a field-by-field rendering would meet first.
             Expr::Array(items) => {
-                let mut rendered = Vec::with_capacity(items.len());
-                for item in items.iter() {
-                    rendered.push(item.render(scope)?);
+                let mut rendered = items.skeleton.clone();
+                for &i in items.holes.iter() {
+                    if let (Some(slot), Some(expr)) = (rendered.get_mut(i), items.list.get(i)) {
+                        *slot = expr.render(scope)?;
+                    }
                 }
                 Ok(Value::Array(rendered))
             }
-            // The fields are stored in the map's own order, so collecting
-            // builds the map in bulk instead of searching on every insert.
-            Expr::Object(fields) => fields
-                .iter()
-                .map(|(key, expr)| Ok((String::from(&**key), expr.render(scope)?)))
-                .collect::<Result<Map<_, _>, CallError>>()
-                .map(Value::Object),
+            Expr::Object(fields) => {
+                let mut rendered = fields.skeleton.clone();
+                for &i in fields.holes.iter() {
+                    if let Some((key, expr)) = fields.list.get(i) {
+                        let value = expr.render(scope)?;
+                        if let Some(slot) = rendered.get_mut(&**key) {
+                            *slot = value;
+                        }
+                    }
+                }
+                Ok(Value::Object(rendered))
+            }
             Expr::Reference(r) => r.resolve(scope).map(std::borrow::Cow::into_owned),
             Expr::Number(operand) => {
                 let value = operand.value(scope)?;
@@ -189,8 +340,59 @@ impl Expr {
                 operators::to_number(&value).map_err(|rejection| operand.blame(rejection, at))
             }
             Expr::DateAdd(operands) => render_date_add(operands, scope),
+            Expr::Template(template) => template.tree.render(scope),
         }
     }
+
+    /// Appends the rendered value as compact JSON: byte for byte what
+    /// `serde_json` writes for [`Expr::render`]'s value, and the same error
+    /// (operators are met in the same order). On error `out` may hold a
+    /// partial rendering; the caller truncates it.
+    pub(crate) fn write_json(&self, scope: &Scope<'_>, out: &mut Vec<u8>) -> Result<(), CallError> {
+        match self {
+            Expr::Template(template) => {
+                for piece in template.pieces.iter() {
+                    match piece {
+                        Piece::Text(text) => out.extend_from_slice(text.as_bytes()),
+                        Piece::Hole(expr) => expr.write_json(scope, out)?,
+                    }
+                }
+            }
+            Expr::Reference(r) => write_value(out, &r.resolve(scope)?),
+            Expr::Array(items) => {
+                out.push(b'[');
+                for (i, item) in items.list.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    item.write_json(scope, out)?;
+                }
+                out.push(b']');
+            }
+            Expr::Object(fields) => {
+                out.push(b'{');
+                for (i, (key, value)) in fields.list.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_value(out, &**key);
+                    out.push(b':');
+                    value.write_json(scope, out)?;
+                }
+                out.push(b'}');
+            }
+            Expr::Literal(value) => write_value(out, value),
+            Expr::Number(_) | Expr::DateAdd(_) => {
+                write_value(out, &self.render(scope)?);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Compact JSON of a value into a buffer; writing into a `Vec` cannot fail.
+fn write_value<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    let _ = serde_json::to_writer(out, value);
 }
 
 fn render_date_add(operands: &[Option<Operand>; 3], scope: &Scope<'_>) -> Result<Value, CallError> {
@@ -233,14 +435,18 @@ pub(crate) struct ExprCompiler<'d> {
 }
 
 impl ExprCompiler<'_> {
-    /// Compiles the expression at `at` (a JSON pointer into the definition).
+    /// Compiles the root expression at `at` (a JSON pointer into the definition).
     pub(crate) fn compile(&mut self, value: &Value, at: &str) -> Expr {
+        Template::wrap(self.node(value, at))
+    }
+
+    fn node(&mut self, value: &Value, at: &str) -> Expr {
         match value {
             Value::Object(map) if map.keys().any(|k| k.starts_with('$')) => self.operator(map, at),
             Value::Object(map) => {
                 let fields: Vec<(Box<str>, Expr)> = map
                     .iter()
-                    .map(|(k, v)| (Box::from(k.as_str()), self.compile(v, &pointer_push(at, k))))
+                    .map(|(k, v)| (Box::from(k.as_str()), self.node(v, &pointer_push(at, k))))
                     .collect();
                 if fields.iter().all(|(_, e)| matches!(e, Expr::Literal(_))) {
                     // Folded operators (`{"$number": "5"}`) are literals now too,
@@ -252,21 +458,21 @@ impl ExprCompiler<'_> {
                             .collect(),
                     ))
                 } else {
-                    Expr::Object(fields.into_boxed_slice())
+                    Expr::Object(Box::new(Fields::new(fields)))
                 }
             }
             Value::Array(items) => {
                 let compiled: Vec<Expr> = items
                     .iter()
                     .enumerate()
-                    .map(|(i, v)| self.compile(v, &format!("{at}/{i}")))
+                    .map(|(i, v)| self.node(v, &format!("{at}/{i}")))
                     .collect();
                 if compiled.iter().all(|e| matches!(e, Expr::Literal(_))) {
                     Expr::Literal(Value::Array(
                         compiled.into_iter().map(Expr::into_literal).collect(),
                     ))
                 } else {
-                    Expr::Array(compiled.into_boxed_slice())
+                    Expr::Array(Box::new(Items::new(compiled)))
                 }
             }
             _ => Expr::Literal(value.clone()),

@@ -57,7 +57,10 @@ pub use compile::{
 pub use contract::{CompiledContract, SchemaError, compile_schema};
 pub use diagnostics::{Diagnostic, DiagnosticCode, Diagnostics};
 pub use error::{CallError, ErrorClass, Violation};
-pub use eval::{Call, Outcome, evaluate, evaluate_with_contract, json_equal, maps_equal};
+pub use eval::{
+    Call, JsonOutcome, Outcome, evaluate, evaluate_json, evaluate_with_contract, json_equal,
+    maps_equal,
+};
 
 #[cfg(test)]
 mod send_sync {

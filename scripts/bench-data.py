@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""Generates the benchmark data of toolmock's evaluator (docs/performance.md).
+
+    scripts/bench-data.py OUT_DIR [CALLS]
+
+writes into OUT_DIR:
+
+- realistic.mock.json / realistic.contract.json: 5 variants, 20 rules each
+  (2-3 conditions per rule), a ~1 KB result per variant with several
+  $input/$state references, and one example per variant;
+- large.mock.json / large.contract.json: a ~100 KB definition (compact form)
+  with 100 examples, every one of which passes the check;
+- calls.jsonl (only when CALLS is given): CALLS call lines for `toolmock eval`
+  against realistic.mock.json, cycling over inputs that reach different
+  variants, rules and the no-match fallback.
+
+The output is deterministic: the same arguments always write the same bytes.
+"""
+
+import json
+import sys
+
+VARIANTS = ["success", "not_found", "rate_limited", "partial", "server_error"]
+REGIONS = ["eu-west", "us-east", "ap-south"]
+# The realistic variant result renders to about 1 KB with this much padding.
+PAD = 0
+
+
+def compact(value):
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+# --- a tiny reference renderer, enough to compute the examples' expected values
+
+
+def resolve(root, path):
+    if path == "":
+        return True, root
+    value = root
+    for segment in path.split("."):
+        if isinstance(value, dict) and segment in value:
+            value = value[segment]
+        elif (
+            isinstance(value, list)
+            and segment.isdigit()
+            and (segment == "0" or not segment.startswith("0"))
+            and int(segment) < len(value)
+        ):
+            value = value[int(segment)]
+        else:
+            return False, None
+    return True, value
+
+
+def render(expr, input_, state):
+    if isinstance(expr, dict):
+        if len(expr) == 1 and "$input" in expr:
+            found, value = resolve(input_, expr["$input"])
+            assert found, expr
+            return value
+        if len(expr) == 1 and "$state" in expr:
+            found, value = resolve(state, expr["$state"])
+            assert found, expr
+            return value
+        assert not any(k.startswith("$") for k in expr), expr
+        return {k: render(v, input_, state) for k, v in expr.items()}
+    if isinstance(expr, list):
+        return [render(v, input_, state) for v in expr]
+    return expr
+
+
+def holds(cond, input_, state):
+    root = input_ if cond["source"] == "input" else state
+    found, value = resolve(root, cond["path"])
+    op, want = cond["op"], cond["value"]
+    if op == "eq":
+        return found and value == want
+    if op == "ne":
+        return not (found and value == want)
+    if op == "in":
+        return found and value in want
+    return found == want
+
+
+def call(definition, variant_name, input_, state):
+    variant = definition["variants"][variant_name or definition["default_variant"]]
+    for rule in variant.get("rules", []):
+        if all(holds(c, input_, state) for c in rule.get("when", [])):
+            result = rule.get("result", variant["result"])
+            set_state = rule.get("set_state", variant.get("set_state", {}))
+            break
+    else:
+        result = variant["result"]
+        set_state = variant.get("set_state", {})
+    rendered = render(result, input_, state)
+    post = dict(state)
+    for key, expr in set_state.items():
+        post[key] = render(expr, input_, state)
+    return rendered, post
+
+
+# --- the definitions
+
+
+def variant_result(name, pad):
+    """About 1 KB once rendered, with seven $input/$state references."""
+    return {
+        "status": name,
+        "order": {
+            "id": {"$input": "order.id"},
+            "state": "confirmed" if name == "success" else name,
+            "amount": {"$input": "order.amount"},
+            "currency": "EUR",
+            "lines": [
+                {"sku": "SKU-100%d" % i, "name": "Standard widget, size %d" % i,
+                 "quantity": i + 1, "unit_price": 19.99 + i, "tax_rate": 0.2}
+                for i in range(4)
+            ],
+        },
+        "customer": {
+            "id": {"$input": "customer.id"},
+            "tier": {"$input": "customer.tier"},
+            "display_name": "Jordan Example",
+            "email": "jordan@example.com",
+            "flags": {"vip": False, "newsletter": True, "verified": True},
+        },
+        "agent": {"$state": "session.user"},
+        "region": {"$state": "session.region"},
+        "locale": {"$state": "session.locale"},
+        "shipping": {
+            "carrier": "DHL",
+            "service": "express",
+            "estimated_days": 3,
+            "address": {"street": "1 Example Street", "city": "Springfield",
+                        "postcode": "SP1 2AB", "country": "GB"},
+        },
+        "links": ["https://example.invalid/orders", "https://example.invalid/help"],
+        "notes": "Generated by the toolmock benchmark; " + "x" * pad,
+    }
+
+
+def rule(variant_index, i, with_results):
+    when = [
+        {"source": "input", "path": "customer.tier", "op": "eq", "value": "tier-%d" % i},
+        {"source": "state", "path": "session.region", "op": "in", "value": REGIONS},
+    ]
+    if i % 2 == 0:
+        when.append({"source": "input", "path": "order.id", "op": "exists", "value": True})
+    out = {"when": when, "delay_ms": 10 * i}
+    if (with_results and i % 2 == 0) or i % 4 == 0:
+        out["result"] = {
+            "status": "rule-%d-%d" % (variant_index, i),
+            "order": {"id": {"$input": "order.id"}, "amount": {"$input": "order.amount"}},
+            "customer": {"id": {"$input": "customer.id"}, "tier": {"$input": "customer.tier"}},
+            "agent": {"$state": "session.user"},
+            "message": "Rule %d of variant %d answered this call." % (i, variant_index),
+        }
+    if i % 3 == 0:
+        out["set_state"] = {"last_rule": "rule-%d" % i}
+    return out
+
+
+def definition(with_results, pad):
+    variants = {}
+    for v, name in enumerate(VARIANTS):
+        variants[name] = {
+            "description": "The %s answer." % name,
+            "result": variant_result(name, pad),
+            "set_state": {
+                "last_order": {"$input": "order.id"},
+                "last_customer": {"$input": "customer.id"},
+            },
+            "delay_ms": 5 * v,
+            "rules": [rule(v, i, with_results) for i in range(20)],
+        }
+    return {
+        "schema_version": 1,
+        "description": "Benchmark definition: an order lookup.",
+        "default_variant": "success",
+        "initial_state": {
+            "session": {"user": "agent-7", "region": "eu-west", "locale": "en-GB"},
+            "last_order": None,
+            "last_customer": None,
+            "last_rule": None,
+        },
+        "variants": variants,
+        "examples": [],
+    }
+
+
+def call_input(n):
+    return {
+        "customer": {"id": "C-%06d" % (100000 + n), "tier": "tier-%d" % (n % 23)},
+        "order": {"id": "ORD-2026-%06d" % n, "amount": 100 + (n % 997) + 0.5},
+    }
+
+
+def add_examples(doc, count):
+    for n in range(count):
+        variant = VARIANTS[n % len(VARIANTS)]
+        # Mostly rules with their own results; every sixth falls through
+        # to the variant's ~1 KB result.
+        input_ = call_input(n)
+        input_["customer"]["tier"] = "tier-%d" % (2 * (n % 12))
+        state = doc["initial_state"]
+        expected, post = call(doc, variant, input_, state)
+        example = {"variant": variant, "input": input_, "expected": expected}
+        if n % 4 == 0:
+            example["expected_state"] = post
+        doc["examples"].append(example)
+
+
+def contract(name):
+    line = {
+        "type": "object",
+        "properties": {
+            "sku": {"type": "string"},
+            "name": {"type": "string"},
+            "quantity": {"type": "integer", "minimum": 1},
+            "unit_price": {"type": "number"},
+            "tax_rate": {"type": "number"},
+        },
+        "required": ["sku", "quantity", "unit_price"],
+    }
+    return {
+        "operation": {"source": "mcp", "name": name},
+        "description": "Look up an order and its customer",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "customer": {
+                    "type": "object",
+                    "properties": {"id": {"type": "string", "minLength": 1},
+                                   "tier": {"type": "string"}},
+                    "required": ["id", "tier"],
+                    "additionalProperties": False,
+                },
+                "order": {
+                    "type": "object",
+                    "properties": {"id": {"type": "string", "pattern": "^ORD-[0-9]{4}-[0-9]{6}$"},
+                                   "amount": {"type": "number", "minimum": 0}},
+                    "required": ["id", "amount"],
+                },
+            },
+            "required": ["customer", "order"],
+            "additionalProperties": False,
+        },
+        "output_schema": {
+            "type": "object",
+            "properties": {
+                "status": {"type": "string"},
+                "order": {
+                    "type": "object",
+                    "properties": {"id": {"type": "string"}, "amount": {"type": "number"},
+                                   "currency": {"type": "string", "enum": ["EUR", "USD", "GBP"]},
+                                   "lines": {"type": "array", "items": line}},
+                    "required": ["id", "amount"],
+                },
+                "customer": {
+                    "type": "object",
+                    "properties": {"id": {"type": "string"}, "tier": {"type": "string"},
+                                   "email": {"type": "string", "format": "email"}},
+                    "required": ["id"],
+                },
+                "agent": {"type": "string"},
+                "region": {"type": "string"},
+            },
+            "required": ["status", "order", "customer"],
+        },
+    }
+
+
+def realistic():
+    doc = definition(with_results=False, pad=PAD)
+    for v, name in enumerate(VARIANTS):
+        input_ = call_input(19)
+        expected, _ = call(doc, name, input_, doc["initial_state"])
+        doc["examples"].append({"variant": name, "input": input_, "expected": expected})
+    return doc
+
+
+def large():
+    # Pad the notes so that the compact document lands just under 100 KiB.
+    lo, hi = 0, 2000
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        doc = definition(with_results=True, pad=mid)
+        add_examples(doc, 100)
+        if len(compact(doc).encode()) <= 100_000:
+            lo = mid
+        else:
+            hi = mid - 1
+    doc = definition(with_results=True, pad=lo)
+    add_examples(doc, 100)
+    return doc
+
+
+def calls(count):
+    lines = []
+    for n in range(count):
+        line = {"input": call_input(n)}
+        if n % 7 == 3:
+            line["variant"] = VARIANTS[n % len(VARIANTS)]
+        lines.append(compact(line))
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    if len(sys.argv) not in (2, 3):
+        sys.exit("usage: bench-data.py OUT_DIR [CALLS]")
+    out = sys.argv[1]
+    files = {
+        "realistic.mock.json": realistic(),
+        "realistic.contract.json": contract("lookup_order"),
+        "large.mock.json": large(),
+        "large.contract.json": contract("lookup_order"),
+    }
+    for name, doc in files.items():
+        with open("%s/%s" % (out, name), "w", encoding="utf-8") as f:
+            f.write(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    if len(sys.argv) == 3:
+        with open("%s/calls.jsonl" % out, "w", encoding="utf-8") as f:
+            f.write(calls(int(sys.argv[2])))
+
+
+if __name__ == "__main__":
+    main()
