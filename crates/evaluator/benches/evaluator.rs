@@ -14,6 +14,11 @@
 //! The data files in `benches/data/` are written by `scripts/bench-data.py`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
+
+// The `toolmock` binary runs on mimalloc, so the benches measure under the
+// allocator it ships with.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use serde_json::{Value, json};
 use std::hint::black_box;
 use toolmock_contract::OperationContract;
