@@ -54,6 +54,9 @@ pub(crate) struct CompiledCondition {
     pub(crate) source: Source,
     pub(crate) path: Path,
     pub(crate) test: Test,
+    /// Conditions of one variant that read the same source and path share a
+    /// slot, so one call resolves each distinct path once.
+    pub(crate) slot: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -476,6 +479,17 @@ impl Walker {
         if self.diagnostics.len() != before {
             return None;
         }
+        let mut distinct: Vec<(Source, String)> = Vec::new();
+        for condition in rules.iter_mut().flat_map(|r| r.when.iter_mut()) {
+            let key = (condition.source, condition.path.as_str());
+            condition.slot = match distinct.iter().position(|(s, p)| (*s, p.as_str()) == key) {
+                Some(slot) => slot,
+                None => {
+                    distinct.push((condition.source, condition.path.as_str().to_owned()));
+                    distinct.len() - 1
+                }
+            };
+        }
         Some(CompiledVariant {
             name: name.into(),
             result: result?,
@@ -610,6 +624,7 @@ impl Walker {
             return None;
         }
         Some(CompiledCondition {
+            slot: 0,
             source: source?,
             path: path?,
             test: test?,

@@ -175,10 +175,11 @@ fn select<'d>(
         .ok_or_else(|| CallError::UnknownVariant {
             variant: call.variant.unwrap_or_default().to_owned(),
         })?;
+    let mut memo = [None; PATH_MEMO];
     let matched = variant
         .rules
         .iter()
-        .position(|rule| rule.when.iter().all(|c| holds(c, scope)));
+        .position(|rule| rule.when.iter().all(|c| holds(c, scope, &mut memo)));
     let rule = matched.map(|i| &variant.rules[i]);
     Ok(Selected {
         variant,
@@ -216,18 +217,45 @@ pub fn evaluate_with_contract<'d>(
     Ok(outcome)
 }
 
-fn holds(condition: &CompiledCondition, scope: &Scope<'_>) -> bool {
+/// How many distinct condition paths of one variant are remembered per call;
+/// conditions beyond that resolve their path each time.
+const PATH_MEMO: usize = 16;
+
+/// A remembered lookup: `None` not yet resolved, `Some(found)` resolved.
+type Memo<'a> = Option<Option<&'a Value>>;
+
+fn holds<'a>(condition: &CompiledCondition, scope: &Scope<'a>, memo: &mut [Memo<'a>]) -> bool {
     let state_whole;
     let found: Option<&Value> = match condition.source {
-        Source::Input => condition.path.resolve(scope.input),
-        Source::State => match condition.path.resolve_in_map(scope.state) {
-            Resolved::Found(v) => Some(v),
-            Resolved::Missing => None,
-            Resolved::Whole => {
-                state_whole = Value::Object(scope.state.clone());
-                Some(&state_whole)
-            }
+        Source::Input => match memo.get_mut(condition.slot) {
+            Some(Some(found)) => *found,
+            Some(slot) => *slot.insert(condition.path.resolve(scope.input)),
+            None => condition.path.resolve(scope.input),
         },
+        Source::State => {
+            let remembered = memo.get(condition.slot).copied().flatten();
+            match remembered {
+                Some(found) => found,
+                None => match condition.path.resolve_in_map(scope.state) {
+                    // The whole state is not a borrowed value; it is rebuilt
+                    // each time (a rare condition: `exists` on "").
+                    Resolved::Whole => {
+                        state_whole = Value::Object(scope.state.clone());
+                        Some(&state_whole)
+                    }
+                    resolved => {
+                        let found = match resolved {
+                            Resolved::Found(v) => Some(v),
+                            _ => None,
+                        };
+                        if let Some(slot) = memo.get_mut(condition.slot) {
+                            *slot = Some(found);
+                        }
+                        found
+                    }
+                },
+            }
+        }
     };
     match &condition.test {
         Test::Eq(want) => found.is_some_and(|v| json_equal(v, want)),

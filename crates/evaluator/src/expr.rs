@@ -319,13 +319,17 @@ impl Expr {
                 Ok(Value::Array(rendered))
             }
             Expr::Object(fields) => {
+                // The skeleton holds the fields in the list's order, so the
+                // holes are filled by position, without a key search.
                 let mut rendered = fields.skeleton.clone();
-                for &i in fields.holes.iter() {
-                    if let Some((key, expr)) = fields.list.get(i) {
-                        let value = expr.render(scope)?;
-                        if let Some(slot) = rendered.get_mut(&**key) {
-                            *slot = value;
-                        }
+                let mut holes = fields.holes.iter().copied().peekable();
+                for (i, slot) in rendered.values_mut().enumerate() {
+                    if holes.peek() != Some(&i) {
+                        continue;
+                    }
+                    holes.next();
+                    if let Some((_, expr)) = fields.list.get(i) {
+                        *slot = expr.render(scope)?;
                     }
                 }
                 Ok(Value::Object(rendered))
