@@ -866,57 +866,47 @@ impl<B: Backend> Dispatcher<B> {
         let clock = Instant::now();
         let token = capability.hash();
         let binding = self.binding(tenant, &token, call).await?;
-        let pins = match self.pin_set(&binding).await {
-            Ok(pins) => pins,
-            Err(StoreError::Corrupt { what, message }) => {
-                let fault = HarnessFault {
-                    code: "unreadable_pin".into(),
-                    message: format!("stored {what} is unreadable: {message}"),
-                    path: None,
-                };
-                return Err(self
-                    .fault_before_step(&binding, &token, call, None, fault)
-                    .await);
-            }
-            Err(e) => return Err(e.into()),
+        // Every way of not finding a usable pin is a harness fault, recorded
+        // before the call returns; only a storage failure is not.
+        let fault = |code: &str, message: String| HarnessFault {
+            code: code.into(),
+            message,
+            path: None,
         };
-        let pin = match pins.get(&call.tool, &call.operation) {
-            Some(PinEntry::Pinned(pin)) => pin.clone(),
-            Some(PinEntry::Unpinned(reason)) => {
-                let fault = HarnessFault {
-                    code: "missing_definition".into(),
-                    message: format!(
+        let found = match self.pin_set(&binding).await {
+            Ok(pins) => match pins.get(&call.tool, &call.operation) {
+                Some(PinEntry::Pinned(pin)) => Ok((pin.clone(), pins.mode)),
+                Some(PinEntry::Unpinned(reason)) => Err(fault(
+                    "missing_definition",
+                    format!(
                         "{}/{} has no pinned definition (it was {reason} at the start)",
                         call.tool, call.operation
                     ),
-                    path: None,
-                };
-                return Err(self
-                    .fault_before_step(&binding, &token, call, None, fault)
-                    .await);
-            }
-            Some(PinEntry::Unreadable(message)) => {
-                let fault = HarnessFault {
-                    code: "unreadable_pin".into(),
-                    message: format!(
+                )),
+                Some(PinEntry::Unreadable(message)) => Err(fault(
+                    "unreadable_pin",
+                    format!(
                         "the pin of {}/{} is unreadable: {message}",
                         call.tool, call.operation
                     ),
-                    path: None,
-                };
-                return Err(self
-                    .fault_before_step(&binding, &token, call, None, fault)
-                    .await);
-            }
-            None => {
-                let fault = HarnessFault {
-                    code: "unknown_tool".into(),
-                    message: format!(
+                )),
+                None => Err(fault(
+                    "unknown_tool",
+                    format!(
                         "{}/{} is not a tool operation this simulation can reach; it was not executed",
                         call.tool, call.operation
                     ),
-                    path: None,
-                };
+                )),
+            },
+            Err(StoreError::Corrupt { what, message }) => Err(fault(
+                "unreadable_pin",
+                format!("stored {what} is unreadable: {message}"),
+            )),
+            Err(e) => return Err(e.into()),
+        };
+        let (pin, mode) = match found {
+            Ok(found) => found,
+            Err(fault) => {
                 return Err(self
                     .fault_before_step(&binding, &token, call, None, fault)
                     .await);
@@ -926,7 +916,7 @@ impl<B: Backend> Dispatcher<B> {
             return Err(self.call_error(&binding, call, &pin.pin, error).await);
         }
         let variant = binding.variant_for(&call.tool, &call.operation);
-        let applied = match pins.mode {
+        let applied = match mode {
             SimulationMode::Sandbox => {
                 self.backend
                     .apply_call(&binding, &token, started_at, |state| {
