@@ -4,7 +4,7 @@ use crate::compile::{CompiledCondition, CompiledDefinition, CompiledVariant, Tes
 use crate::contract::CompiledContract;
 use crate::error::CallError;
 use crate::expr::{Expr, Scope, Source};
-use crate::path::Resolved;
+use crate::path::{Path, Resolved};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -176,10 +176,25 @@ fn select<'d>(
             variant: call.variant.unwrap_or_default().to_owned(),
         })?;
     let mut memo = [None; PATH_MEMO];
-    let matched = variant
-        .rules
-        .iter()
-        .position(|rule| rule.when.iter().all(|c| holds(c, scope, &mut memo)));
+    let matched = match &variant.index {
+        None => variant
+            .rules
+            .iter()
+            .position(|rule| rule.when.iter().all(|c| holds(c, scope, &mut memo))),
+        Some(index) => {
+            let found = match lookup(index.source, &index.path, index.slot, scope, &mut memo) {
+                Resolved::Found(v) => Some(v),
+                // An indexed path is never empty, so never the whole state.
+                Resolved::Missing | Resolved::Whole => None,
+            };
+            index.candidates(found).find(|&i| {
+                variant
+                    .rules
+                    .get(i)
+                    .is_some_and(|rule| rule.when.iter().all(|c| holds(c, scope, &mut memo)))
+            })
+        }
+    };
     let rule = matched.map(|i| &variant.rules[i]);
     Ok(Selected {
         variant,
@@ -224,37 +239,51 @@ const PATH_MEMO: usize = 16;
 /// A remembered lookup: `None` not yet resolved, `Some(found)` resolved.
 type Memo<'a> = Option<Option<&'a Value>>;
 
+/// The value at `path` of `source`, through the call's memo.
+fn lookup<'a>(
+    source: Source,
+    path: &Path,
+    slot: usize,
+    scope: &Scope<'a>,
+    memo: &mut [Memo<'a>],
+) -> Resolved<'a> {
+    let remembered = memo.get(slot).copied().flatten();
+    if let Some(found) = remembered {
+        return found.map_or(Resolved::Missing, Resolved::Found);
+    }
+    let resolved = match source {
+        Source::Input => path
+            .resolve(scope.input)
+            .map_or(Resolved::Missing, Resolved::Found),
+        Source::State => path.resolve_in_map(scope.state),
+    };
+    let found = match resolved {
+        // The whole state is not a borrowed value; it is not remembered.
+        Resolved::Whole => return Resolved::Whole,
+        Resolved::Found(v) => Some(v),
+        Resolved::Missing => None,
+    };
+    if let Some(slot) = memo.get_mut(slot) {
+        *slot = Some(found);
+    }
+    resolved
+}
+
 fn holds<'a>(condition: &CompiledCondition, scope: &Scope<'a>, memo: &mut [Memo<'a>]) -> bool {
     let state_whole;
-    let found: Option<&Value> = match condition.source {
-        Source::Input => match memo.get_mut(condition.slot) {
-            Some(Some(found)) => *found,
-            Some(slot) => *slot.insert(condition.path.resolve(scope.input)),
-            None => condition.path.resolve(scope.input),
-        },
-        Source::State => {
-            let remembered = memo.get(condition.slot).copied().flatten();
-            match remembered {
-                Some(found) => found,
-                None => match condition.path.resolve_in_map(scope.state) {
-                    // The whole state is not a borrowed value; it is rebuilt
-                    // each time (a rare condition: `exists` on "").
-                    Resolved::Whole => {
-                        state_whole = Value::Object(scope.state.clone());
-                        Some(&state_whole)
-                    }
-                    resolved => {
-                        let found = match resolved {
-                            Resolved::Found(v) => Some(v),
-                            _ => None,
-                        };
-                        if let Some(slot) = memo.get_mut(condition.slot) {
-                            *slot = Some(found);
-                        }
-                        found
-                    }
-                },
-            }
+    let found = match lookup(
+        condition.source,
+        &condition.path,
+        condition.slot,
+        scope,
+        memo,
+    ) {
+        Resolved::Found(v) => Some(v),
+        Resolved::Missing => None,
+        // Rebuilt each time: a rare condition (`exists` on state "").
+        Resolved::Whole => {
+            state_whole = Value::Object(scope.state.clone());
+            Some(&state_whole)
         }
     };
     match &condition.test {

@@ -335,14 +335,7 @@ impl Expr {
                 Ok(Value::Object(rendered))
             }
             Expr::Reference(r) => r.resolve(scope).map(std::borrow::Cow::into_owned),
-            Expr::Number(operand) => {
-                let value = operand.value(scope)?;
-                let at = match operand {
-                    Operand::Reference(r) => &*r.at,
-                    Operand::Literal(_) => "",
-                };
-                operators::to_number(&value).map_err(|rejection| operand.blame(rejection, at))
-            }
+            Expr::Number(operand) => render_number(operand, scope),
             Expr::DateAdd(operands) => render_date_add(operands, scope),
             Expr::Template(template) => template.tree.render(scope),
         }
@@ -399,6 +392,19 @@ fn write_value<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     let _ = serde_json::to_writer(out, value);
 }
 
+// The operators are kept out of line so that rendering the common parts
+// (literals, objects, arrays, references) runs in a small stack frame.
+#[inline(never)]
+fn render_number(operand: &Operand, scope: &Scope<'_>) -> Result<Value, CallError> {
+    let value = operand.value(scope)?;
+    let at = match operand {
+        Operand::Reference(r) => &*r.at,
+        Operand::Literal(_) => "",
+    };
+    operators::to_number(&value).map_err(|rejection| operand.blame(rejection, at))
+}
+
+#[inline(never)]
 fn render_date_add(operands: &[Option<Operand>; 3], scope: &Scope<'_>) -> Result<Value, CallError> {
     let mut values = [None, None, None];
     for (slot, operand) in values.iter_mut().zip(operands.iter()) {

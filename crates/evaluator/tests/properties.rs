@@ -6,6 +6,9 @@
 //! - A failed call leaves the state unchanged: no `Outcome` is produced, the
 //!   caller's state is untouched, and a state threaded through many calls only
 //!   ever changes by the updates of successful calls.
+//! - First match: the rule a call answers with is the first rule, in order,
+//!   whose conditions all hold, computed here independently — also for
+//!   variants with many rules keyed on one path, which the evaluator indexes.
 //! - `$number` agrees with Rust's own `str::parse::<f64>` on every string it
 //!   accepts, accepts only the grammar `-?[0-9]+(\.[0-9]+)?`, and writes an
 //!   integer exactly when the value is integral and below 2^53 in magnitude.
@@ -16,6 +19,7 @@ use toolmock_contract::OperationContract;
 use toolmock_evaluator::operators::{parse_decimal, to_number};
 use toolmock_evaluator::{
     Call, CompiledContract, CompiledDefinition, compile, evaluate, evaluate_with_contract,
+    json_equal,
 };
 
 // ------------------------------------------------------------------ generators
@@ -314,6 +318,109 @@ proptest! {
             prop_assert!(evaluate(&definition, &call).is_ok());
         }
         prop_assert_eq!(&state, &before);
+    }
+}
+
+// ------------------------------------------------------------------ first match
+
+/// Values a keyed condition and a call may hold: strings that key rules, and
+/// values equal to none of them (or equal only by number value).
+fn discriminant() -> impl Strategy<Value = Value> {
+    prop::sample::select(vec![
+        json!("a"),
+        json!("b"),
+        json!("c"),
+        json!("d"),
+        json!("e"),
+        json!(""),
+        json!(1),
+        json!(1.0),
+        json!(null),
+        json!(["a"]),
+        json!({"a": "a"}),
+    ])
+}
+
+/// Mostly `eq` on "k" against strings, so that most variants are indexed,
+/// mixed with every other op and with a second path.
+fn keyed_condition() -> impl Strategy<Value = Value> {
+    let op_value = prop_oneof![
+        6 => discriminant().prop_map(|v| ("eq", v)),
+        1 => discriminant().prop_map(|v| ("ne", v)),
+        1 => prop::collection::vec(discriminant(), 0..3).prop_map(|v| ("in", Value::Array(v))),
+        1 => any::<bool>().prop_map(|b| ("exists", Value::Bool(b))),
+    ];
+    let path = prop::sample::select(vec!["k", "k", "k", "j"]);
+    (any::<bool>(), path, op_value).prop_map(|(input, p, (op, value))| {
+        json!({"source": if input { "input" } else { "state" }, "path": p, "op": op, "value": value})
+    })
+}
+
+/// A rule's conditions: usually first an `eq` on input "k" against one of a
+/// few strings (the shape the index serves), then any others.
+fn keyed_rule() -> impl Strategy<Value = Vec<Value>> {
+    let key = prop::sample::select(vec!["a", "b", "c", "d", "e"]);
+    (
+        prop::option::weighted(0.75, key),
+        prop::collection::vec(keyed_condition(), 0..3),
+    )
+        .prop_map(|(key, mut others)| {
+            if let Some(key) = key {
+                let first = json!({"source": "input", "path": "k", "op": "eq", "value": key});
+                others.insert(0, first);
+            }
+            others
+        })
+}
+
+/// Whether a condition holds, by SPEC §5 and §6 step 2, on one-segment paths.
+fn oracle_holds(condition: &Value, input: &Value, state: &Map<String, Value>) -> bool {
+    let path = condition["path"].as_str().unwrap_or_default();
+    let found = match condition["source"].as_str() {
+        Some("input") => input.get(path),
+        _ => state.get(path),
+    };
+    let want = &condition["value"];
+    match condition["op"].as_str() {
+        Some("eq") => found.is_some_and(|v| json_equal(v, want)),
+        Some("ne") => !found.is_some_and(|v| json_equal(v, want)),
+        Some("in") => found.is_some_and(|v| {
+            want.as_array()
+                .is_some_and(|options| options.iter().any(|o| json_equal(v, o)))
+        }),
+        _ => found.is_some() == want.as_bool().unwrap_or_default(),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_first_rule_that_holds_answers(
+        rules in prop::collection::vec(keyed_rule(), 0..40),
+        input in prop::collection::btree_map(prop::sample::select(vec!["k", "j"]), discriminant(), 0..3),
+        state in prop::collection::btree_map(prop::sample::select(vec!["k", "j"]), discriminant(), 0..3),
+    ) {
+        let doc = json!({
+            "schema_version": 1, "default_variant": "v",
+            "variants": {"v": {
+                "result": "fallback",
+                "rules": rules.iter().enumerate()
+                    .map(|(i, when)| json!({"when": when, "result": i}))
+                    .collect::<Vec<_>>(),
+            }},
+            "examples": [{"variant": "v", "input": {}, "expected": null}]
+        });
+        let definition = compiled(&doc);
+        let input = Value::Object(input.into_iter().map(|(k, v)| (k.to_owned(), v)).collect());
+        let state: Map<String, Value> = state.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        let want = rules
+            .iter()
+            .position(|when| when.iter().all(|c| oracle_holds(c, &input, &state)));
+        let call = Call { input: &input, state: &state, variant: None };
+        let outcome = evaluate(&definition, &call).expect("nothing here can fail");
+        prop_assert_eq!(outcome.rule, want);
+        prop_assert_eq!(outcome.result, want.map_or(json!("fallback"), |i| json!(i)));
     }
 }
 
