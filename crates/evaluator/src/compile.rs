@@ -604,21 +604,37 @@ impl Walker {
         if self.diagnostics.len() != before {
             return None;
         }
+        let (mut result, mut set_state) = (result?, set_state?);
+        // One memo slot per distinct source and path: the conditions' first,
+        // so that the rule index and every condition share theirs, then the
+        // references' of the results and state updates.
         let mut distinct: Vec<(Source, String)> = Vec::new();
+        let mut slot_of = |key: (Source, &str)| match distinct
+            .iter()
+            .position(|(s, p)| (*s, p.as_str()) == key)
+        {
+            Some(slot) => slot,
+            None => {
+                distinct.push((key.0, key.1.to_owned()));
+                distinct.len() - 1
+            }
+        };
         for condition in rules.iter_mut().flat_map(|r| r.when.iter_mut()) {
-            let key = (condition.source, condition.path.as_str());
-            condition.slot = match distinct.iter().position(|(s, p)| (*s, p.as_str()) == key) {
-                Some(slot) => slot,
-                None => {
-                    distinct.push((condition.source, condition.path.as_str().to_owned()));
-                    distinct.len() - 1
-                }
-            };
+            condition.slot = slot_of((condition.source, condition.path.as_str()));
+        }
+        let rule_exprs = rules.iter_mut().flat_map(|r| {
+            let updates = r.set_state.iter_mut().flat_map(|u| u.iter_mut());
+            r.result.iter_mut().chain(updates.map(|(_, e)| e))
+        });
+        let variant_exprs =
+            std::iter::once(&mut result).chain(set_state.iter_mut().map(|(_, e)| e));
+        for expr in variant_exprs.chain(rule_exprs) {
+            expr.for_each_reference(&mut |r| r.slot = slot_of(r.key()));
         }
         Some(CompiledVariant {
             name: name.into(),
-            result: result?,
-            set_state: set_state?,
+            result,
+            set_state,
             delay_ms: delay_ms?,
             index: RuleIndex::build(&rules, &distinct),
             rules: rules.into_boxed_slice(),

@@ -3,8 +3,8 @@
 use crate::compile::{CompiledCondition, CompiledDefinition, CompiledVariant, Test};
 use crate::contract::CompiledContract;
 use crate::error::CallError;
-use crate::expr::{Expr, Scope, Source};
-use crate::path::{Path, Resolved};
+use crate::expr::{Expr, Memo, Scope};
+use crate::path::Resolved;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -67,10 +67,8 @@ pub fn evaluate<'d>(
     definition: &'d CompiledDefinition,
     call: &Call<'_>,
 ) -> Result<Outcome<'d>, CallError> {
-    let scope = Scope {
-        input: call.input,
-        state: call.state,
-    };
+    let memo = Memo::new();
+    let scope = Scope::new(call.input, call.state, &memo);
     let selected = select(definition, call, &scope)?;
     let result = selected.result.render(&scope)?;
     Ok(Outcome {
@@ -136,10 +134,8 @@ pub fn evaluate_json<'d>(
     call: &Call<'_>,
     out: &mut Vec<u8>,
 ) -> Result<JsonOutcome<'d>, CallError> {
-    let scope = Scope {
-        input: call.input,
-        state: call.state,
-    };
+    let memo = Memo::new();
+    let scope = Scope::new(call.input, call.state, &memo);
     let start = out.len();
     let answer = select(definition, call, &scope).and_then(|selected| {
         selected.result.write_json(&scope, out)?;
@@ -175,14 +171,13 @@ fn select<'d>(
         .ok_or_else(|| CallError::UnknownVariant {
             variant: call.variant.unwrap_or_default().to_owned(),
         })?;
-    let mut memo = [None; PATH_MEMO];
     let matched = match &variant.index {
         None => variant
             .rules
             .iter()
-            .position(|rule| rule.when.iter().all(|c| holds(c, scope, &mut memo))),
+            .position(|rule| rule.when.iter().all(|c| holds(c, scope))),
         Some(index) => {
-            let found = match lookup(index.source, &index.path, index.slot, scope, &mut memo) {
+            let found = match scope.lookup(index.source, &index.path, index.slot) {
                 Resolved::Found(v) => Some(v),
                 // An indexed path is never empty, so never the whole state.
                 Resolved::Missing | Resolved::Whole => None,
@@ -191,7 +186,7 @@ fn select<'d>(
                 variant
                     .rules
                     .get(i)
-                    .is_some_and(|rule| rule.when.iter().all(|c| holds(c, scope, &mut memo)))
+                    .is_some_and(|rule| rule.when.iter().all(|c| holds(c, scope)))
             })
         }
     };
@@ -213,10 +208,11 @@ fn render_updates<'d>(
     set_state: &'d [(Box<str>, Expr)],
     scope: &Scope<'_>,
 ) -> Result<Vec<(&'d str, Value)>, CallError> {
-    set_state
-        .iter()
-        .map(|(key, expr)| Ok((&**key, expr.render(scope)?)))
-        .collect()
+    let mut updates = Vec::with_capacity(set_state.len());
+    for (key, expr) in set_state {
+        updates.push((&**key, expr.render(scope)?));
+    }
+    Ok(updates)
 }
 
 /// Evaluates one call with the contract: the input is validated before the
@@ -232,52 +228,9 @@ pub fn evaluate_with_contract<'d>(
     Ok(outcome)
 }
 
-/// How many distinct condition paths of one variant are remembered per call;
-/// conditions beyond that resolve their path each time.
-const PATH_MEMO: usize = 16;
-
-/// A remembered lookup: `None` not yet resolved, `Some(found)` resolved.
-type Memo<'a> = Option<Option<&'a Value>>;
-
-/// The value at `path` of `source`, through the call's memo.
-fn lookup<'a>(
-    source: Source,
-    path: &Path,
-    slot: usize,
-    scope: &Scope<'a>,
-    memo: &mut [Memo<'a>],
-) -> Resolved<'a> {
-    let remembered = memo.get(slot).copied().flatten();
-    if let Some(found) = remembered {
-        return found.map_or(Resolved::Missing, Resolved::Found);
-    }
-    let resolved = match source {
-        Source::Input => path
-            .resolve(scope.input)
-            .map_or(Resolved::Missing, Resolved::Found),
-        Source::State => path.resolve_in_map(scope.state),
-    };
-    let found = match resolved {
-        // The whole state is not a borrowed value; it is not remembered.
-        Resolved::Whole => return Resolved::Whole,
-        Resolved::Found(v) => Some(v),
-        Resolved::Missing => None,
-    };
-    if let Some(slot) = memo.get_mut(slot) {
-        *slot = Some(found);
-    }
-    resolved
-}
-
-fn holds<'a>(condition: &CompiledCondition, scope: &Scope<'a>, memo: &mut [Memo<'a>]) -> bool {
+fn holds(condition: &CompiledCondition, scope: &Scope<'_>) -> bool {
     let state_whole;
-    let found = match lookup(
-        condition.source,
-        &condition.path,
-        condition.slot,
-        scope,
-        memo,
-    ) {
+    let found = match scope.lookup(condition.source, &condition.path, condition.slot) {
         Resolved::Found(v) => Some(v),
         Resolved::Missing => None,
         // Rebuilt each time: a rare condition (`exists` on state "").
@@ -431,6 +384,70 @@ mod tests {
             }
         }
         assert!(oks >= 20 && errors >= 10, "{oks} answers, {errors} errors");
+    }
+
+    /// Conditions and references that read the same path share one memo
+    /// slot per call; what a reference renders is still exactly the input's
+    /// or the state's value, a missing one is still an error, and paths
+    /// beyond the memo's slots are resolved each time.
+    #[test]
+    fn references_read_through_the_call_memo() {
+        let many: Vec<_> = (0..20).map(|i| json!({"source": "input", "path": format!("p{i}"), "op": "exists", "value": false})).collect();
+        let definition = crate::compile(&json!({
+            "schema_version": 1,
+            "default_variant": "v",
+            "initial_state": {"s": 1},
+            "variants": {
+                "v": {
+                    "result": {"many": [{"$input": "p18"}, {"$input": "p19"}], "whole": {"$state": ""}},
+                    "rules": [
+                        {"when": [{"source": "input", "path": "a.b", "op": "exists", "value": false}],
+                         "result": {"$input": "a.b"}},
+                        {"when": [{"source": "input", "path": "a.b", "op": "eq", "value": 1},
+                                  {"source": "state", "path": "", "op": "exists", "value": true}],
+                         "result": [{"$input": "a.b"}, {"$state": ""}, {"$state": "s"}],
+                         "set_state": {"s": {"$input": "a.b"}}},
+                        {"when": many}
+                    ]
+                }
+            },
+            "examples": [{"variant": "v", "input": {"a": {"b": 1}}, "expected": [1, {"s": 1}, 1]}]
+        }))
+        .expect("compiles");
+        let state = definition.initial_state().clone();
+        let call = |input: &serde_json::Value| {
+            evaluate(
+                &definition,
+                &Call {
+                    input,
+                    state: &state,
+                    variant: None,
+                },
+            )
+        };
+
+        let missing = call(&json!({"a": {}})).expect_err("a.b is absent");
+        assert_eq!(
+            (missing.code(), missing.path()),
+            ("missing_reference", Some("/a/b"))
+        );
+
+        let shared = call(&json!({"a": {"b": 1}})).expect("rule 1 answers");
+        assert_eq!(
+            (shared.rule, &shared.result),
+            (Some(1), &json!([1, {"s": 1}, 1]))
+        );
+        assert_eq!(shared.state_updates, vec![("s", json!(1))]);
+
+        let all = (0..18).map(|i| (format!("p{i}"), json!(i)));
+        let mut input: Map<_, _> = all.collect();
+        input.insert("a".into(), json!({"b": 2}));
+        let e = call(&json!({"a": {"b": 2}, "p18": 0})).expect_err("p19 is absent");
+        assert_eq!((e.code(), e.path()), ("missing_reference", Some("/p19")));
+        input.extend([("p18".into(), json!("x")), ("p19".into(), json!("y"))]);
+        let both = call(&serde_json::Value::Object(input)).expect("the fallback answers");
+        assert_eq!(both.rule, None);
+        assert_eq!(both.result, json!({"many": ["x", "y"], "whole": {"s": 1}}));
     }
 
     #[test]

@@ -5,6 +5,7 @@ use crate::error::CallError;
 use crate::operators::{self, DateAddError, OperandFault, Rejection, kind_of};
 use crate::path::{Path, Resolved};
 use serde_json::{Map, Value};
+use std::cell::Cell;
 
 /// Where a reference reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +29,8 @@ pub(crate) struct Reference {
     source: Source,
     path: Path,
     at: Box<str>,
+    /// The variant's memo slot for this source and path (see [`Memo`]).
+    pub(crate) slot: usize,
 }
 
 /// An operand of `$number` or `$dateAdd`: a literal or a reference, nothing deeper.
@@ -192,22 +195,82 @@ impl Template {
 }
 
 /// The data a call reads.
-#[derive(Debug, Clone, Copy)]
+/// How many distinct paths of one variant (read by its conditions and
+/// references) are remembered per call; paths beyond that are resolved each
+/// time they are read.
+const PATH_MEMO: usize = 16;
+
+/// The slot of a path that has none.
+pub(crate) const NO_SLOT: usize = usize::MAX;
+
+/// One call's remembered lookups, one slot per distinct source and path of
+/// the variant (slots are assigned when the definition is compiled): `None`
+/// not yet resolved, `Some(found)` resolved. The input and state do not change
+/// during a call, so a path resolved once serves every condition and
+/// reference that reads it.
+pub(crate) struct Memo<'a>([Cell<Option<Option<&'a Value>>>; PATH_MEMO]);
+
+impl<'a> Memo<'a> {
+    pub(crate) fn new() -> Memo<'a> {
+        Memo([const { Cell::new(None) }; PATH_MEMO])
+    }
+}
+
+/// What one call reads: the input, the pre-call state, and the memo of paths
+/// already resolved in them.
+#[derive(Clone, Copy)]
 pub(crate) struct Scope<'a> {
     pub(crate) input: &'a Value,
     pub(crate) state: &'a Map<String, Value>,
+    memo: &'a [Cell<Option<Option<&'a Value>>>],
+}
+
+impl<'a> Scope<'a> {
+    pub(crate) fn new(input: &'a Value, state: &'a Map<String, Value>, memo: &'a Memo<'a>) -> Self {
+        Scope {
+            input,
+            state,
+            memo: &memo.0,
+        }
+    }
+
+    /// The value at `path` of `source`, through the memo.
+    pub(crate) fn lookup(&self, source: Source, path: &Path, slot: usize) -> Resolved<'a> {
+        let memo = self.memo.get(slot);
+        if let Some(found) = memo.and_then(Cell::get) {
+            return found.map_or(Resolved::Missing, Resolved::Found);
+        }
+        let resolved = match source {
+            Source::Input => path
+                .resolve(self.input)
+                .map_or(Resolved::Missing, Resolved::Found),
+            Source::State => path.resolve_in_map(self.state),
+        };
+        let found = match resolved {
+            // The whole state is not a borrowed value; it is not remembered.
+            Resolved::Whole => return Resolved::Whole,
+            Resolved::Found(v) => Some(v),
+            Resolved::Missing => None,
+        };
+        if let Some(cell) = memo {
+            cell.set(Some(found));
+        }
+        resolved
+    }
 }
 
 impl Reference {
+    /// The source and path this reference reads, as written.
+    pub(crate) fn key(&self) -> (Source, &str) {
+        (self.source, self.path.as_str())
+    }
+
     fn resolve<'a>(&self, scope: &Scope<'a>) -> Result<std::borrow::Cow<'a, Value>, CallError> {
         use std::borrow::Cow;
-        let found = match self.source {
-            Source::Input => self.path.resolve(scope.input).map(Cow::Borrowed),
-            Source::State => match self.path.resolve_in_map(scope.state) {
-                Resolved::Whole => Some(Cow::Owned(Value::Object(scope.state.clone()))),
-                Resolved::Found(v) => Some(Cow::Borrowed(v)),
-                Resolved::Missing => None,
-            },
+        let found = match scope.lookup(self.source, &self.path, self.slot) {
+            Resolved::Whole => Some(Cow::Owned(Value::Object(scope.state.clone()))),
+            Resolved::Found(v) => Some(Cow::Borrowed(v)),
+            Resolved::Missing => None,
         };
         found.ok_or_else(|| CallError::MissingReference {
             path: self.data_pointer(),
@@ -245,7 +308,10 @@ impl Operand {
         }
     }
 
-    fn value<'a>(&'a self, scope: &Scope<'a>) -> Result<std::borrow::Cow<'a, Value>, CallError> {
+    fn value<'s, 'a: 's>(
+        &'s self,
+        scope: &Scope<'a>,
+    ) -> Result<std::borrow::Cow<'s, Value>, CallError> {
         match self {
             Operand::Literal(v) => Ok(std::borrow::Cow::Borrowed(v)),
             Operand::Reference(r) => r.resolve(scope),
@@ -287,6 +353,35 @@ fn blame(origin: Origin, pointer: Option<String>, rejection: Rejection, at: &str
 }
 
 impl Expr {
+    /// Calls `f` on every reference in the expression, the copies a
+    /// template keeps of its holes included.
+    pub(crate) fn for_each_reference(&mut self, f: &mut impl FnMut(&mut Reference)) {
+        let mut operand = |o: &mut Operand| {
+            if let Operand::Reference(r) = o {
+                f(r);
+            }
+        };
+        match self {
+            Expr::Literal(_) => {}
+            Expr::Array(items) => items.list.iter_mut().for_each(|e| e.for_each_reference(f)),
+            Expr::Object(fields) => fields
+                .list
+                .iter_mut()
+                .for_each(|(_, e)| e.for_each_reference(f)),
+            Expr::Reference(r) => f(r),
+            Expr::Number(o) => operand(o),
+            Expr::DateAdd(operands) => operands.iter_mut().flatten().for_each(operand),
+            Expr::Template(template) => {
+                template.tree.for_each_reference(f);
+                for piece in template.pieces.iter_mut() {
+                    if let Piece::Hole(e) = piece {
+                        e.for_each_reference(f);
+                    }
+                }
+            }
+        }
+    }
+
     /// A copy of a literal's value; `null` for anything else.
     fn literal_or_null(&self) -> Value {
         match self {
@@ -324,10 +419,11 @@ impl Expr {
                 let mut rendered = fields.skeleton.clone();
                 let mut holes = fields.holes.iter().copied().peekable();
                 for (i, slot) in rendered.values_mut().enumerate() {
-                    if holes.peek() != Some(&i) {
-                        continue;
-                    }
-                    holes.next();
+                    match holes.peek() {
+                        Some(&hole) if hole == i => holes.next(),
+                        Some(_) => continue,
+                        None => break,
+                    };
                     if let Some((_, expr)) = fields.list.get(i) {
                         *slot = expr.render(scope)?;
                     }
@@ -556,6 +652,7 @@ impl ExprCompiler<'_> {
                 source,
                 path,
                 at: at.into(),
+                slot: NO_SLOT,
             }),
             Err(e) => {
                 self.diagnostics
