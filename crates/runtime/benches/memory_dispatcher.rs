@@ -12,11 +12,9 @@
 //! warm-up calls.
 
 use serde_json::json;
-use std::time::{Duration, Instant};
-use toolmock_runtime::testkit::{Rig, library_ledger};
-use toolmock_runtime::{
-    AgentSpec, Catalog, MemoryStore, SimulationMode, StartRequest, TestCaseSpec, ToolCall, ToolRef,
-};
+use std::time::Instant;
+use toolmock_runtime::testkit::{Rig, ledger_simulation};
+use toolmock_runtime::{MemoryStore, ToolCall};
 
 fn percentile(sorted: &[u32], p: f64) -> u32 {
     if sorted.is_empty() {
@@ -36,37 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
     runtime.block_on(async move {
         let rig = Rig::new(MemoryStore::new());
-        let store = rig.dispatcher.backend();
-        let tenant = store.create_tenant("bench").await?;
-        let (tool, _) = library_ledger(store, tenant).await;
-        let agent = store
-            .create_agent(
-                tenant,
-                "bench",
-                &AgentSpec {
-                    tools: vec![ToolRef::Library { tool }],
-                    workflows: vec![],
-                },
-            )
-            .await?;
-        let started = rig
-            .dispatcher
-            .start(
-                tenant,
-                &StartRequest {
-                    agent,
-                    mode: SimulationMode::Sandbox,
-                    allow_incomplete: false,
-                    test_cases: vec![TestCaseSpec {
-                        name: "bench".into(),
-                        variants: vec![],
-                    }],
-                    attempts_per_case: 32,
-                    lease_owner: "bench".into(),
-                    lease: Duration::from_secs(3600),
-                },
-            )
-            .await?;
+        let (tenant, started) = ledger_simulation(&rig, "bench", 32).await;
         let capabilities: Vec<_> = started.attempts.iter().map(|a| a.capability.clone()).collect();
         let requests: Vec<ToolCall> = (0..64)
             .map(|i| ToolCall::new("ledger", "append", json!({ "id": format!("call-{i}") })))

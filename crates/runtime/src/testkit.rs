@@ -272,23 +272,29 @@ async fn tenant<B: Backend>(backend: &B, name: &str) -> TenantId {
     backend.create_tenant(name).await.expect("create a tenant")
 }
 
+/// The set-up most scenarios, benches and backend tests share: a tenant
+/// named `tenant_name` with the library ledger tool, an agent that uses it,
+/// and a started sandbox simulation of one test case with `attempts` attempts.
+pub async fn ledger_simulation<B: Backend>(
+    rig: &Rig<B>,
+    tenant_name: &str,
+    attempts: u32,
+) -> (TenantId, StartedSimulation) {
+    let tenant = tenant(rig.backend(), tenant_name).await;
+    let (tool, _) = library_ledger(rig.backend(), tenant).await;
+    let spec = AgentSpec {
+        tools: vec![ToolRef::Library { tool }],
+        workflows: vec![],
+    };
+    (tenant, start_agent(rig, tenant, spec, attempts).await)
+}
+
 /// `tasks` concurrent tasks × `calls` calls on one attempt: the evidence's
 /// state versions run 1…tasks×calls with no gap and no repeat, and each
 /// call's pre-call state is the previous call's post-call state.
 pub async fn linearizable_state<B: Backend + 'static>(backend: B, tasks: usize, calls: usize) {
     let rig = Rig::new(backend);
-    let tenant = tenant(rig.backend(), "acme").await;
-    let (tool, _) = library_ledger(rig.backend(), tenant).await;
-    let started = start_agent(
-        &rig,
-        tenant,
-        AgentSpec {
-            tools: vec![ToolRef::Library { tool }],
-            workflows: vec![],
-        },
-        1,
-    )
-    .await;
+    let (tenant, started) = ledger_simulation(&rig, "acme", 1).await;
     let attempt = started.attempts[0].clone();
     let mut handles = Vec::new();
     for task in 0..tasks {
@@ -356,18 +362,7 @@ pub async fn linearizable_state<B: Backend + 'static>(backend: B, tasks: usize, 
 /// Two attempts of one simulation never see each other's state.
 pub async fn attempts_are_isolated<B: Backend>(backend: B) {
     let rig = Rig::new(backend);
-    let tenant = tenant(rig.backend(), "acme").await;
-    let (tool, _) = library_ledger(rig.backend(), tenant).await;
-    let started = start_agent(
-        &rig,
-        tenant,
-        AgentSpec {
-            tools: vec![ToolRef::Library { tool }],
-            workflows: vec![],
-        },
-        2,
-    )
-    .await;
+    let (tenant, started) = ledger_simulation(&rig, "acme", 2).await;
     let (a, b) = (&started.attempts[0], &started.attempts[1]);
     let append = |id: &str| ToolCall::new("ledger", "append", json!({ "id": id }));
     let first = rig

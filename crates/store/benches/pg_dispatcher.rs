@@ -22,10 +22,8 @@ use std::process::Command;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolmock_runtime::testkit::{Rig, library_ledger};
-use toolmock_runtime::{
-    AgentSpec, Catalog, SimulationMode, StartRequest, TestCaseSpec, ToolCall, ToolRef,
-};
+use toolmock_runtime::ToolCall;
+use toolmock_runtime::testkit::{Rig, ledger_simulation};
 use toolmock_store::{PgStore, migrate};
 
 const ATTEMPTS: usize = 32;
@@ -98,37 +96,7 @@ async fn run(
         .await?;
     migrate(&pool).await?;
     let rig = Rig::new(PgStore::new(pool.clone()));
-    let store = rig.dispatcher.backend();
-    let tenant = store.create_tenant("bench").await?;
-    let (tool, _) = library_ledger(store, tenant).await;
-    let agent = store
-        .create_agent(
-            tenant,
-            "bench",
-            &AgentSpec {
-                tools: vec![ToolRef::Library { tool }],
-                workflows: vec![],
-            },
-        )
-        .await?;
-    let started = rig
-        .dispatcher
-        .start(
-            tenant,
-            &StartRequest {
-                agent,
-                mode: SimulationMode::Sandbox,
-                allow_incomplete: false,
-                test_cases: vec![TestCaseSpec {
-                    name: "bench".into(),
-                    variants: vec![],
-                }],
-                attempts_per_case: u32::try_from(ATTEMPTS)?,
-                lease_owner: "bench".into(),
-                lease: Duration::from_secs(3600),
-            },
-        )
-        .await?;
+    let (tenant, started) = ledger_simulation(&rig, "bench", u32::try_from(ATTEMPTS)?).await;
     let dispatcher = rig.dispatcher.clone();
 
     let warmup = Duration::from_secs(2);

@@ -759,18 +759,17 @@ impl EvidenceSink for PgStore {
     }
 
     async fn evidence(&self, tenant: TenantId, attempt: AttemptId) -> Db<Vec<EvidenceRecord>> {
-        let rows: Vec<EvidenceRow> = db(sqlx::query_as(
-            "SELECT attempt_id, tool_name, operation_name, pin_kind, tool_id, operation_id, \
-                 revision, definition_hash, executor, variant, rule, arguments, result, \
-                 state_before, state_after, state_version_before, state_version_after, delay_ms, \
-                 started_at, duration_us \
-             FROM evidence WHERE tenant_id = $1 AND attempt_id = $2 ORDER BY state_version_after",
-        )
-        .bind(tenant.as_uuid())
-        .bind(attempt.as_uuid())
-        .fetch_all(&self.pool)
-        .await)?;
-        self.require_attempt(tenant, attempt, rows.is_empty())
+        let rows: Vec<EvidenceRow> = self
+            .attempt_rows(
+                "SELECT attempt_id, tool_name, operation_name, pin_kind, tool_id, operation_id, \
+                     revision, definition_hash, executor, variant, rule, arguments, result, \
+                     state_before, state_after, state_version_before, state_version_after, \
+                     delay_ms, started_at, duration_us \
+                 FROM evidence WHERE tenant_id = $1 AND attempt_id = $2 \
+                 ORDER BY state_version_after",
+                tenant,
+                attempt,
+            )
             .await?;
         rows.into_iter().map(EvidenceRow::into_record).collect()
     }
@@ -780,17 +779,15 @@ impl EvidenceSink for PgStore {
         tenant: TenantId,
         attempt: AttemptId,
     ) -> Db<Vec<ToolInputErrorRecord>> {
-        let rows: Vec<ToolInputErrorRow> = db(sqlx::query_as(
-            "SELECT tenant_id, attempt_id, tool_name, operation_name, pin_kind, tool_id, \
-                 operation_id, revision, definition_hash, arguments, code, message, path, \
-                 violations, created_at \
-             FROM tool_input_errors WHERE tenant_id = $1 AND attempt_id = $2 ORDER BY id",
-        )
-        .bind(tenant.as_uuid())
-        .bind(attempt.as_uuid())
-        .fetch_all(&self.pool)
-        .await)?;
-        self.require_attempt(tenant, attempt, rows.is_empty())
+        let rows: Vec<ToolInputErrorRow> = self
+            .attempt_rows(
+                "SELECT tenant_id, attempt_id, tool_name, operation_name, pin_kind, tool_id, \
+                     operation_id, revision, definition_hash, arguments, code, message, path, \
+                     violations, created_at \
+                 FROM tool_input_errors WHERE tenant_id = $1 AND attempt_id = $2 ORDER BY id",
+                tenant,
+                attempt,
+            )
             .await?;
         rows.into_iter()
             .map(ToolInputErrorRow::into_record)
@@ -802,23 +799,43 @@ impl EvidenceSink for PgStore {
         tenant: TenantId,
         attempt: AttemptId,
     ) -> Db<Vec<HarnessErrorRecord>> {
-        let rows: Vec<HarnessErrorRow> = db(sqlx::query_as(
-            "SELECT tenant_id, attempt_id, tool_name, operation_name, pin_kind, tool_id, \
-                 operation_id, revision, definition_hash, arguments, code, message, path, \
-                 detail, created_at \
-             FROM harness_errors WHERE tenant_id = $1 AND attempt_id = $2 ORDER BY id",
-        )
-        .bind(tenant.as_uuid())
-        .bind(attempt.as_uuid())
-        .fetch_all(&self.pool)
-        .await)?;
-        self.require_attempt(tenant, attempt, rows.is_empty())
+        let rows: Vec<HarnessErrorRow> = self
+            .attempt_rows(
+                "SELECT tenant_id, attempt_id, tool_name, operation_name, pin_kind, tool_id, \
+                     operation_id, revision, definition_hash, arguments, code, message, path, \
+                     detail, created_at \
+                 FROM harness_errors WHERE tenant_id = $1 AND attempt_id = $2 ORDER BY id",
+                tenant,
+                attempt,
+            )
             .await?;
         rows.into_iter().map(HarnessErrorRow::into_record).collect()
     }
 }
 
 impl PgStore {
+    /// The rows of one of an attempt's listings (`sql` binds the tenant as
+    /// `$1` and the attempt as `$2`); "not found" when there are none because
+    /// the attempt is not this tenant's.
+    async fn attempt_rows<R>(
+        &self,
+        sql: &'static str,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> Db<Vec<R>>
+    where
+        R: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
+    {
+        let rows: Vec<R> = db(sqlx::query_as(sql)
+            .bind(tenant.as_uuid())
+            .bind(attempt.as_uuid())
+            .fetch_all(&self.pool)
+            .await)?;
+        self.require_attempt(tenant, attempt, rows.is_empty())
+            .await?;
+        Ok(rows)
+    }
+
     /// An empty listing is "not found" when the attempt is not this tenant's.
     async fn require_attempt(&self, tenant: TenantId, attempt: AttemptId, empty: bool) -> Db<()> {
         if !empty {

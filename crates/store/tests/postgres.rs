@@ -6,49 +6,13 @@
 
 use serde_json::json;
 use sqlx::PgPool;
-use std::time::Duration;
-use toolmock_runtime::testkit::{Rig, library_ledger};
-use toolmock_runtime::{
-    AgentSpec, Catalog, EvidenceSink, SimulationMode, StartRequest, StoreError, TestCaseSpec,
-    ToolCall, ToolRef,
-};
+use toolmock_runtime::testkit::{Rig, ledger_simulation};
+use toolmock_runtime::{EvidenceSink, StoreError, ToolCall};
 use toolmock_store::{APPEND_ONLY_SQLSTATE, PgStore, map_sqlx_error};
 
 async fn one_call(pool: &PgPool) -> (Rig<PgStore>, toolmock_runtime::StartedSimulation) {
     let rig = Rig::new(PgStore::new(pool.clone()));
-    let store = rig.dispatcher.backend();
-    let tenant = store.create_tenant("acme").await.unwrap();
-    let (tool, _) = library_ledger(store, tenant).await;
-    let agent = store
-        .create_agent(
-            tenant,
-            "agent",
-            &AgentSpec {
-                tools: vec![ToolRef::Library { tool }],
-                workflows: vec![],
-            },
-        )
-        .await
-        .unwrap();
-    let started = rig
-        .dispatcher
-        .start(
-            tenant,
-            &StartRequest {
-                agent,
-                mode: SimulationMode::Sandbox,
-                allow_incomplete: false,
-                test_cases: vec![TestCaseSpec {
-                    name: "c".into(),
-                    variants: vec![],
-                }],
-                attempts_per_case: 1,
-                lease_owner: "worker".into(),
-                lease: Duration::from_secs(60),
-            },
-        )
-        .await
-        .unwrap();
+    let (tenant, started) = ledger_simulation(&rig, "acme", 1).await;
     let attempt = &started.attempts[0];
     rig.dispatcher
         .call(
