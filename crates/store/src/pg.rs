@@ -7,8 +7,8 @@
 
 use crate::error::map_sqlx_error;
 use crate::rows::{
-    EvidenceRow, HarnessErrorRow, RevisionRow, ToolInputErrorRow, contract, contract_hash, corrupt,
-    pin_columns, to_i32, to_i64, to_u64,
+    EvidenceRow, HarnessErrorRow, PinRow, RevisionRow, ToolInputErrorRow, contract, contract_hash,
+    corrupt, pin_columns, to_i32, to_i64, to_u64,
 };
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
@@ -494,7 +494,7 @@ impl PinStore for PgStore {
             entity: "simulation",
         })?;
         #[derive(sqlx::FromRow)]
-        struct PinRow {
+        struct SimulationPinRow {
             tool_name: String,
             operation_name: String,
             kind: String,
@@ -507,7 +507,7 @@ impl PinStore for PgStore {
             revision_definition: Option<Json<Value>>,
             unpinned_reason: Option<String>,
         }
-        let rows: Vec<PinRow> = db(sqlx::query_as(
+        let rows: Vec<SimulationPinRow> = db(sqlx::query_as(
             "SELECT p.tool_name, p.operation_name, p.kind, p.tool_id, p.operation_id, p.revision, \
                  p.definition_hash, p.contract, p.definition, r.definition AS revision_definition, \
                  p.unpinned_reason \
@@ -528,13 +528,14 @@ impl PinStore for PgStore {
                     reason: row.unpinned_reason.unwrap_or_default(),
                 }
             } else {
-                let pin = crate::rows::pin_ref(
-                    Some(row.kind),
-                    row.tool_id,
-                    row.operation_id,
-                    row.revision,
-                    row.definition_hash,
-                )?
+                let pin = PinRow {
+                    pin_kind: Some(row.kind),
+                    tool_id: row.tool_id,
+                    operation_id: row.operation_id,
+                    revision: row.revision,
+                    definition_hash: row.definition_hash,
+                }
+                .into_pin()?
                 .ok_or_else(|| corrupt("pin", "no pin"))?;
                 let definition = row
                     .definition

@@ -46,7 +46,7 @@ pub(crate) fn to_i64(value: u64) -> Result<i64, StoreError> {
     i64::try_from(value).map_err(|e| corrupt("integer", e))
 }
 
-/// The pin columns of evidence and error rows.
+/// The pin columns of evidence and error rows as written.
 pub(crate) struct PinColumns {
     pub(crate) kind: Option<&'static str>,
     pub(crate) tool_id: Option<Uuid>,
@@ -86,33 +86,46 @@ pub(crate) fn pin_columns(pin: Option<&PinRef>) -> Result<PinColumns, StoreError
     })
 }
 
-pub(crate) fn pin_ref(
-    kind: Option<String>,
-    tool_id: Option<Uuid>,
-    operation_id: Option<Uuid>,
-    revision: Option<i32>,
-    hash: Option<String>,
-) -> Result<Option<PinRef>, StoreError> {
-    match kind.as_deref() {
-        None => Ok(None),
-        Some("library") => match (tool_id, operation_id, revision, hash) {
-            (Some(tool), Some(operation), Some(revision), Some(hash)) => {
-                Ok(Some(PinRef::Library {
-                    tool: ToolId(tool),
-                    operation: OperationId(operation),
-                    revision: to_u32(revision, "revision")?,
+/// The pin columns of evidence and error rows as read back (`pin_kind` is
+/// `library` or `inline`; all `NULL` where a fault came before any pin).
+#[derive(FromRow)]
+pub(crate) struct PinRow {
+    pub(crate) pin_kind: Option<String>,
+    pub(crate) tool_id: Option<Uuid>,
+    pub(crate) operation_id: Option<Uuid>,
+    pub(crate) revision: Option<i32>,
+    pub(crate) definition_hash: Option<String>,
+}
+
+impl PinRow {
+    /// The pin these columns record, `None` when they record none.
+    pub(crate) fn into_pin(self) -> Result<Option<PinRef>, StoreError> {
+        match self.pin_kind.as_deref() {
+            None => Ok(None),
+            Some("library") => match (
+                self.tool_id,
+                self.operation_id,
+                self.revision,
+                self.definition_hash,
+            ) {
+                (Some(tool), Some(operation), Some(revision), Some(hash)) => {
+                    Ok(Some(PinRef::Library {
+                        tool: ToolId(tool),
+                        operation: OperationId(operation),
+                        revision: to_u32(revision, "revision")?,
+                        definition_hash: definition_hash(hash)?,
+                    }))
+                }
+                _ => Err(corrupt("pin", "a library pin lacks a column")),
+            },
+            Some("inline") => match self.definition_hash {
+                Some(hash) => Ok(Some(PinRef::Inline {
                     definition_hash: definition_hash(hash)?,
-                }))
-            }
-            _ => Err(corrupt("pin", "a library pin lacks a column")),
-        },
-        Some("inline") => match hash {
-            Some(hash) => Ok(Some(PinRef::Inline {
-                definition_hash: definition_hash(hash)?,
-            })),
-            None => Err(corrupt("pin", "an inline pin lacks its hash")),
-        },
-        Some(other) => Err(corrupt("pin", format!("unknown pin kind {other:?}"))),
+                })),
+                None => Err(corrupt("pin", "an inline pin lacks its hash")),
+            },
+            Some(other) => Err(corrupt("pin", format!("unknown pin kind {other:?}"))),
+        }
     }
 }
 
@@ -158,11 +171,8 @@ pub(crate) struct EvidenceRow {
     pub(crate) attempt_id: Uuid,
     pub(crate) tool_name: String,
     pub(crate) operation_name: String,
-    pub(crate) pin_kind: String,
-    pub(crate) tool_id: Option<Uuid>,
-    pub(crate) operation_id: Option<Uuid>,
-    pub(crate) revision: Option<i32>,
-    pub(crate) definition_hash: String,
+    #[sqlx(flatten)]
+    pub(crate) pin: PinRow,
     pub(crate) executor: String,
     pub(crate) variant: Option<String>,
     pub(crate) rule: Option<i32>,
@@ -179,14 +189,10 @@ pub(crate) struct EvidenceRow {
 
 impl EvidenceRow {
     pub(crate) fn into_record(self) -> Result<EvidenceRecord, StoreError> {
-        let pin = pin_ref(
-            Some(self.pin_kind),
-            self.tool_id,
-            self.operation_id,
-            self.revision,
-            Some(self.definition_hash),
-        )?
-        .ok_or_else(|| corrupt("pin", "evidence without a pin"))?;
+        let pin = self
+            .pin
+            .into_pin()?
+            .ok_or_else(|| corrupt("pin", "evidence without a pin"))?;
         Ok(EvidenceRecord {
             attempt: AttemptId(self.attempt_id),
             tool: self.tool_name,
@@ -215,11 +221,8 @@ pub(crate) struct ToolInputErrorRow {
     pub(crate) attempt_id: Uuid,
     pub(crate) tool_name: String,
     pub(crate) operation_name: String,
-    pub(crate) pin_kind: Option<String>,
-    pub(crate) tool_id: Option<Uuid>,
-    pub(crate) operation_id: Option<Uuid>,
-    pub(crate) revision: Option<i32>,
-    pub(crate) definition_hash: Option<String>,
+    #[sqlx(flatten)]
+    pub(crate) pin: PinRow,
     pub(crate) arguments: Json<Value>,
     pub(crate) code: String,
     pub(crate) message: String,
@@ -235,13 +238,7 @@ impl ToolInputErrorRow {
             attempt: AttemptId(self.attempt_id),
             tool: self.tool_name,
             operation: self.operation_name,
-            pin: pin_ref(
-                self.pin_kind,
-                self.tool_id,
-                self.operation_id,
-                self.revision,
-                self.definition_hash,
-            )?,
+            pin: self.pin.into_pin()?,
             arguments: self.arguments.0,
             code: self.code,
             message: self.message,
@@ -258,11 +255,8 @@ pub(crate) struct HarnessErrorRow {
     pub(crate) attempt_id: Uuid,
     pub(crate) tool_name: Option<String>,
     pub(crate) operation_name: Option<String>,
-    pub(crate) pin_kind: Option<String>,
-    pub(crate) tool_id: Option<Uuid>,
-    pub(crate) operation_id: Option<Uuid>,
-    pub(crate) revision: Option<i32>,
-    pub(crate) definition_hash: Option<String>,
+    #[sqlx(flatten)]
+    pub(crate) pin: PinRow,
     pub(crate) arguments: Option<Json<Value>>,
     pub(crate) code: String,
     pub(crate) message: String,
@@ -278,13 +272,7 @@ impl HarnessErrorRow {
             attempt: AttemptId(self.attempt_id),
             tool: self.tool_name,
             operation: self.operation_name,
-            pin: pin_ref(
-                self.pin_kind,
-                self.tool_id,
-                self.operation_id,
-                self.revision,
-                self.definition_hash,
-            )?,
+            pin: self.pin.into_pin()?,
             arguments: self.arguments.map(|a| a.0),
             code: self.code,
             message: self.message,
