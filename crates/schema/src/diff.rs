@@ -107,6 +107,22 @@ pub fn diff(
     })
 }
 
+/// Appends the difference at `at`, where either side may lack the member.
+fn diff_member(old: Option<&Value>, new: Option<&Value>, at: String, out: &mut Vec<SchemaChange>) {
+    match (old, new) {
+        (Some(old), Some(new)) => diff_values(old, new, &at, out),
+        (Some(old), None) => out.push(SchemaChange::Removed {
+            path: at,
+            old: old.clone(),
+        }),
+        (None, Some(new)) => out.push(SchemaChange::Added {
+            path: at,
+            new: new.clone(),
+        }),
+        (None, None) => {}
+    }
+}
+
 /// Appends every difference between two JSON values, in key order.
 pub fn diff_values(old: &Value, new: &Value, path: &str, out: &mut Vec<SchemaChange>) {
     match (old, new) {
@@ -115,35 +131,13 @@ pub fn diff_values(old: &Value, new: &Value, path: &str, out: &mut Vec<SchemaCha
             let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
             for key in keys {
                 let at = pointer::push(path, key);
-                match (a.get(key), b.get(key)) {
-                    (Some(av), Some(bv)) => diff_values(av, bv, &at, out),
-                    (Some(av), None) => out.push(SchemaChange::Removed {
-                        path: at,
-                        old: av.clone(),
-                    }),
-                    (None, Some(bv)) => out.push(SchemaChange::Added {
-                        path: at,
-                        new: bv.clone(),
-                    }),
-                    (None, None) => {}
-                }
+                diff_member(a.get(key), b.get(key), at, out);
             }
         }
         (Value::Array(a), Value::Array(b)) => {
             for i in 0..a.len().max(b.len()) {
                 let at = pointer::index(path, i);
-                match (a.get(i), b.get(i)) {
-                    (Some(av), Some(bv)) => diff_values(av, bv, &at, out),
-                    (Some(av), None) => out.push(SchemaChange::Removed {
-                        path: at,
-                        old: av.clone(),
-                    }),
-                    (None, Some(bv)) => out.push(SchemaChange::Added {
-                        path: at,
-                        new: bv.clone(),
-                    }),
-                    (None, None) => {}
-                }
+                diff_member(a.get(i), b.get(i), at, out);
             }
         }
         (Value::Number(a), Value::Number(b)) if a.as_f64() == b.as_f64() => {}

@@ -811,10 +811,18 @@ impl<'r> Gen<'r> {
         });
     }
 
-    fn string(&mut self, map: &Map<String, Value>, ptr: &str) -> Option<Value> {
-        let min = self.size(map, ptr, "minLength")?;
+    /// A length or item-count range: `None` (with a problem reported) when
+    /// the minimum is unusable or exceeds the maximum.
+    fn size_bounds(
+        &mut self,
+        map: &Map<String, Value>,
+        ptr: &str,
+        min_keyword: &str,
+        max_keyword: &str,
+    ) -> Option<(usize, Option<usize>)> {
+        let min = self.size(map, ptr, min_keyword)?;
         let max = map
-            .get("maxLength")
+            .get(max_keyword)
             .and_then(Value::as_u64)
             .map(|m| m as usize);
         if let Some(max) = max
@@ -822,11 +830,16 @@ impl<'r> Gen<'r> {
         {
             self.contradiction(
                 ptr,
-                "minLength",
-                format!("minLength {min} exceeds maxLength {max}"),
+                min_keyword,
+                format!("{min_keyword} {min} exceeds {max_keyword} {max}"),
             );
             return None;
         }
+        Some((min, max))
+    }
+
+    fn string(&mut self, map: &Map<String, Value>, ptr: &str) -> Option<Value> {
+        let (min, max) = self.size_bounds(map, ptr, "minLength", "maxLength")?;
         let fits = |len: usize| len >= min && max.is_none_or(|m| len <= m);
         if let Some(Value::String(format)) = map.get("format")
             && let Some(sample) = format_sample(format)
@@ -1061,21 +1074,7 @@ impl<'r> Gen<'r> {
     }
 
     fn array(&mut self, map: &Map<String, Value>, ptr: &str) -> Option<Value> {
-        let min = self.size(map, ptr, "minItems")?;
-        let max = map
-            .get("maxItems")
-            .and_then(Value::as_u64)
-            .map(|m| m as usize);
-        if let Some(max) = max
-            && min > max
-        {
-            self.contradiction(
-                ptr,
-                "minItems",
-                format!("minItems {min} exceeds maxItems {max}"),
-            );
-            return None;
-        }
+        let (min, max) = self.size_bounds(map, ptr, "minItems", "maxItems")?;
         let unique = map.get("uniqueItems") == Some(&Value::Bool(true));
         // Tuples: prefixItems (2020-12) or an array of items (older drafts).
         let (tuple, tuple_key, rest, rest_key) = match (map.get("prefixItems"), map.get("items")) {
