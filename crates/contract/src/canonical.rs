@@ -1,13 +1,10 @@
 //! RFC 8785 canonical JSON and the hashes built on it.
 
-use crate::{ContractError, OperationContract};
+use crate::{ContractError, OperationContract, pointer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::fmt;
-
-/// The largest integer magnitude a double holds exactly (2^53).
-const EXACT_INTEGER_LIMIT: u64 = 1 << 53;
 
 /// The RFC 8785 (JCS) canonical form of a value: sorted keys (by UTF-16 code
 /// units), no whitespace, ECMAScript number formatting.
@@ -22,50 +19,11 @@ pub fn canonical_json(value: &Value) -> Result<Vec<u8>, ContractError> {
 /// Fails with [`ContractError::InexactNumber`] (naming its JSON pointer) on the
 /// first integer whose magnitude exceeds 2^53.
 pub fn check_exact_numbers(value: &Value) -> Result<(), ContractError> {
-    let mut path = String::new();
-    walk_numbers(value, &mut path)
-}
-
-fn walk_numbers(value: &Value, path: &mut String) -> Result<(), ContractError> {
-    match value {
-        Value::Number(n) => {
-            let exact = if let Some(u) = n.as_u64() {
-                u <= EXACT_INTEGER_LIMIT
-            } else if let Some(i) = n.as_i64() {
-                i.unsigned_abs() <= EXACT_INTEGER_LIMIT
-            } else {
-                true
-            };
-            if exact {
-                Ok(())
-            } else {
-                Err(ContractError::InexactNumber {
-                    path: path.clone(),
-                    number: n.to_string(),
-                })
-            }
-        }
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                let len = path.len();
-                path.push('/');
-                path.push_str(&i.to_string());
-                walk_numbers(item, path)?;
-                path.truncate(len);
-            }
-            Ok(())
-        }
-        Value::Object(map) => {
-            for (key, item) in map {
-                let len = path.len();
-                path.push('/');
-                push_pointer_token(path, key);
-                walk_numbers(item, path)?;
-                path.truncate(len);
-            }
-            Ok(())
-        }
-        _ => Ok(()),
+    let mut found = Vec::new();
+    pointer::inexact_numbers(value, "", &mut found);
+    match found.into_iter().next() {
+        Some((path, number)) => Err(ContractError::InexactNumber { path, number }),
+        None => Ok(()),
     }
 }
 
@@ -135,7 +93,7 @@ pub(crate) fn check_integer_literals(text: &[u8]) -> Result<(), ContractError> {
                     for frame in &stack {
                         path.push('/');
                         match frame {
-                            Frame::Object { key, .. } => push_pointer_token(&mut path, key),
+                            Frame::Object { key, .. } => pointer::push_token(&mut path, key),
                             Frame::Array(index) => path.push_str(&index.to_string()),
                         }
                     }
@@ -150,17 +108,6 @@ pub(crate) fn check_integer_literals(text: &[u8]) -> Result<(), ContractError> {
         i += 1;
     }
     Ok(())
-}
-
-/// Appends `key` escaped as a JSON-pointer token (`~` → `~0`, `/` → `~1`).
-pub(crate) fn push_pointer_token(path: &mut String, key: &str) {
-    for c in key.chars() {
-        match c {
-            '~' => path.push_str("~0"),
-            '/' => path.push_str("~1"),
-            c => path.push(c),
-        }
-    }
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {

@@ -82,7 +82,7 @@ impl<'de> Visitor<'de> for Finder<'_> {
         while let Some(key) = map.next_key::<String>()? {
             let mut child = path.clone();
             child.push('/');
-            crate::canonical::push_pointer_token(&mut child, &key);
+            crate::pointer::push_token(&mut child, &key);
             if !seen.insert(key) {
                 found.push(child.clone());
             }

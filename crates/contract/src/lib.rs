@@ -37,6 +37,7 @@
 mod canonical;
 mod definition;
 mod duplicates;
+pub mod pointer;
 
 pub use canonical::{
     ContractHash, DefinitionHash, InvalidHash, canonical_json, check_exact_numbers,

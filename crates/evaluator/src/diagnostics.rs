@@ -197,22 +197,4 @@ impl fmt::Display for Diagnostics {
 
 impl std::error::Error for Diagnostics {}
 
-/// Appends `key` to a JSON pointer, escaped (`~` → `~0`, `/` → `~1`).
-pub(crate) fn pointer_push(base: &str, key: &str) -> String {
-    let mut out = String::with_capacity(base.len() + key.len() + 1);
-    out.push_str(base);
-    out.push('/');
-    for c in key.chars() {
-        match c {
-            '~' => out.push_str("~0"),
-            '/' => out.push_str("~1"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Appends an array index to a JSON pointer.
-pub(crate) fn pointer_index(base: &str, index: usize) -> String {
-    format!("{base}/{index}")
-}
+pub(crate) use toolmock_contract::pointer::{index as pointer_index, push as pointer_push};
