@@ -44,6 +44,14 @@ async fn one_call(pool: &PgPool) -> (Rig<PgStore>, toolmock_runtime::StartedSimu
     (rig, started)
 }
 
+/// The SQLSTATE of a database error, if it is one.
+fn sqlstate(error: &sqlx::Error) -> Option<String> {
+    error
+        .as_database_error()
+        .and_then(|e| e.code())
+        .map(|c| c.into_owned())
+}
+
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn append_only_tables_reject_update_delete_truncate(pool: PgPool) {
     one_call(&pool).await;
@@ -69,10 +77,7 @@ async fn append_only_tables_reject_update_delete_truncate(pool: PgPool) {
                 .execute(&pool)
                 .await
                 .expect_err("the append-only trigger rejects it");
-            let code = error
-                .as_database_error()
-                .and_then(|e| e.code())
-                .map(|c| c.into_owned());
+            let code = sqlstate(&error);
             assert_eq!(
                 code.as_deref(),
                 Some(APPEND_ONLY_SQLSTATE),
@@ -116,10 +121,7 @@ async fn revision_numbers_cannot_skip_or_repeat(pool: PgPool) {
         .execute(&pool)
         .await
         .expect_err("only latest + 1 is accepted");
-        let code = error
-            .as_database_error()
-            .and_then(|e| e.code())
-            .map(|c| c.into_owned());
+        let code = sqlstate(&error);
         assert_eq!(
             code.as_deref(),
             Some(expected),
@@ -168,10 +170,7 @@ async fn the_database_refuses_a_pass_with_a_harness_error(pool: PgPool) {
             .execute(&pool)
             .await
             .expect_err("the check constraint holds");
-    let code = error
-        .as_database_error()
-        .and_then(|e| e.code())
-        .map(|c| c.into_owned());
+    let code = sqlstate(&error);
     assert_eq!(code.as_deref(), Some("23514"));
     let tenant: (uuid::Uuid,) = sqlx::query_as("SELECT tenant_id FROM attempts WHERE id = $1")
         .bind(attempt.as_uuid())
