@@ -439,6 +439,29 @@ fn matches_grammar(s: &str) -> bool {
 
 const TWO_TO_53: f64 = 9_007_199_254_740_992.0;
 
+/// `$number` accepts `text` exactly when it is in the grammar and finite,
+/// and what it accepts agrees with the f64 parse.
+fn accepted_exactly_in_the_grammar(text: &str) -> Result<(), TestCaseError> {
+    match parse_decimal(text) {
+        Ok(got) => {
+            prop_assert!(
+                matches_grammar(text),
+                "{:?} accepted outside the grammar",
+                text
+            );
+            assert_agrees(text, &got)
+        }
+        Err(_) => {
+            prop_assert!(
+                !matches_grammar(text) || !text.parse::<f64>().is_ok_and(f64::is_finite),
+                "{:?} rejected although it is in the grammar",
+                text
+            );
+            Ok(())
+        }
+    }
+}
+
 /// What an accepted string must produce: the f64 parse, as an integer exactly
 /// when integral and below 2^53.
 fn assert_agrees(text: &str, got: &serde_json::Number) -> Result<(), TestCaseError> {
@@ -487,30 +510,12 @@ proptest! {
 
     #[test]
     fn number_near_miss_strings_accepted_only_in_the_grammar(text in r"[-+.eE0-9 x,_]{0,10}") {
-        match parse_decimal(&text) {
-            Ok(got) => {
-                prop_assert!(matches_grammar(&text), "{:?} accepted outside the grammar", text);
-                assert_agrees(&text, &got)?;
-            }
-            Err(_) => prop_assert!(
-                !matches_grammar(&text) || !text.parse::<f64>().is_ok_and(f64::is_finite),
-                "{:?} rejected although it is in the grammar", text
-            ),
-        }
+        accepted_exactly_in_the_grammar(&text)?;
     }
 
     #[test]
     fn number_arbitrary_strings_accepted_only_in_the_grammar(text in any::<String>()) {
-        match parse_decimal(&text) {
-            Ok(got) => {
-                prop_assert!(matches_grammar(&text), "{:?} accepted outside the grammar", text);
-                assert_agrees(&text, &got)?;
-            }
-            Err(_) => prop_assert!(
-                !matches_grammar(&text) || !text.parse::<f64>().is_ok_and(f64::is_finite),
-                "{:?} rejected although it is in the grammar", text
-            ),
-        }
+        accepted_exactly_in_the_grammar(&text)?;
     }
 
     #[test]
