@@ -39,6 +39,33 @@ fn contract_json(c: &OperationContract) -> Value {
     serde_json::to_value(c).expect("a contract serializes")
 }
 
+/// The problems, as `(code, path, message)`, are exactly `want` (a list of
+/// `{code, path}`, in order), and every message names its path.
+fn expect_problems<'a>(
+    problems: impl Iterator<Item = (&'static str, &'a str, String)>,
+    want: &Value,
+) -> Result<(), String> {
+    let problems: Vec<_> = problems.collect();
+    let got: Vec<Value> = problems
+        .iter()
+        .map(|(code, path, _)| json!({"code": code, "path": path}))
+        .collect();
+    if Value::Array(got.clone()) != *want {
+        let messages: Vec<&str> = problems.iter().map(|(_, _, m)| m.as_str()).collect();
+        return Err(format!(
+            "problems differ\n got: {}\nwant: {want}\nmessages:\n{}",
+            Value::Array(got),
+            messages.join("\n")
+        ));
+    }
+    for (_, path, message) in &problems {
+        if !message.contains(path) {
+            return Err(format!("the message {message} does not name its path"));
+        }
+    }
+    Ok(())
+}
+
 fn run_case(case: &Value) -> Result<(), String> {
     let kind = case["kind"].as_str().ok_or("the case has no kind")?;
     match kind {
@@ -65,23 +92,10 @@ fn run_case(case: &Value) -> Result<(), String> {
             let errors = PlatformManifest::from_value(&case["manifest"])
                 .err()
                 .ok_or("the manifest was accepted")?;
-            let got: Vec<Value> = errors
-                .iter()
-                .map(|e| json!({"code": e.code(), "path": e.path()}))
-                .collect();
-            if Value::Array(got.clone()) != case["errors"] {
-                return Err(format!(
-                    "problems differ\n got: {}\nwant: {}\nmessages:\n{errors}",
-                    Value::Array(got),
-                    case["errors"]
-                ));
-            }
-            // Every message names its path.
-            for e in &errors {
-                if !e.to_string().contains(e.path()) {
-                    return Err(format!("the message {e} does not name its path"));
-                }
-            }
+            expect_problems(
+                errors.iter().map(|e| (e.code(), e.path(), e.to_string())),
+                &case["errors"],
+            )?;
         }
         "validate" => {
             let contracts = contracts(&case["manifest"]);
@@ -160,18 +174,10 @@ fn run_case(case: &Value) -> Result<(), String> {
             let errors = mcp::normalize_pages(pages, None)
                 .err()
                 .ok_or("the pages were accepted")?;
-            let got: Vec<Value> = errors
-                .0
-                .iter()
-                .map(|e| json!({"code": e.code(), "path": e.path()}))
-                .collect();
-            if Value::Array(got.clone()) != case["errors"] {
-                return Err(format!(
-                    "problems differ\n got: {}\nwant: {}",
-                    Value::Array(got),
-                    case["errors"]
-                ));
-            }
+            expect_problems(
+                errors.0.iter().map(|e| (e.code(), e.path(), e.to_string())),
+                &case["errors"],
+            )?;
         }
         other => return Err(format!("unknown kind {other:?}")),
     }
