@@ -497,19 +497,16 @@ impl PinStore for PgStore {
         struct SimulationPinRow {
             tool_name: String,
             operation_name: String,
-            kind: String,
-            tool_id: Option<Uuid>,
-            operation_id: Option<Uuid>,
-            revision: Option<i32>,
-            definition_hash: Option<String>,
+            #[sqlx(flatten)]
+            pin: PinRow,
             contract: Option<Json<Value>>,
             definition: Option<Json<Value>>,
             revision_definition: Option<Json<Value>>,
             unpinned_reason: Option<String>,
         }
         let rows: Vec<SimulationPinRow> = db(sqlx::query_as(
-            "SELECT p.tool_name, p.operation_name, p.kind, p.tool_id, p.operation_id, p.revision, \
-                 p.definition_hash, p.contract, p.definition, r.definition AS revision_definition, \
+            "SELECT p.tool_name, p.operation_name, p.kind AS pin_kind, p.tool_id, p.operation_id, \
+                 p.revision, p.definition_hash, p.contract, p.definition, r.definition AS revision_definition, \
                  p.unpinned_reason \
              FROM simulation_pins p \
              LEFT JOIN tool_mock_revisions r ON r.tenant_id = p.tenant_id \
@@ -523,20 +520,15 @@ impl PinStore for PgStore {
         .await)?;
         let mut pins = Vec::with_capacity(rows.len());
         for row in rows {
-            let pin = if row.kind == "unpinned" {
+            let pin = if row.pin.pin_kind.as_deref() == Some("unpinned") {
                 PinTarget::Unpinned {
                     reason: row.unpinned_reason.unwrap_or_default(),
                 }
             } else {
-                let pin = PinRow {
-                    pin_kind: Some(row.kind),
-                    tool_id: row.tool_id,
-                    operation_id: row.operation_id,
-                    revision: row.revision,
-                    definition_hash: row.definition_hash,
-                }
-                .into_pin()?
-                .ok_or_else(|| corrupt("pin", "no pin"))?;
+                let pin = row
+                    .pin
+                    .into_pin()?
+                    .ok_or_else(|| corrupt("pin", "no pin"))?;
                 let definition = row
                     .definition
                     .or(row.revision_definition)

@@ -86,8 +86,9 @@ pub(crate) fn pin_columns(pin: Option<&PinRef>) -> Result<PinColumns, StoreError
     })
 }
 
-/// The pin columns of evidence and error rows as read back (`pin_kind` is
-/// `library` or `inline`; all `NULL` where a fault came before any pin).
+/// The pin columns of evidence, error and simulation-pin rows as read back
+/// (`pin_kind` is `library` or `inline`; all `NULL` where a fault came before
+/// any pin; a simulation pin's `unpinned` is handled before [`PinRow::into_pin`]).
 #[derive(FromRow)]
 pub(crate) struct PinRow {
     pub(crate) pin_kind: Option<String>,
