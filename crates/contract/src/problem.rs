@@ -2,7 +2,7 @@
 //! sentence, kept apart.
 //!
 //! Each domain (the definition check, manifest and MCP normalization, draft
-//! generation, …) declares its codes as an enum with [`problem_codes!`]; a
+//! generation, …) declares its codes as an enum with [`problem_codes!`](crate::problem_codes); a
 //! problem of that domain is a [`Problem<C>`] and every problem found is a
 //! [`Problems<C>`]. The path is never inside the message, so a caller prints
 //! it (or not) the way it wants, and nobody has to strip it again.
@@ -31,7 +31,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 /// A domain's code enum: a closed list of stable, snake_case strings.
-/// Implemented by [`problem_codes!`].
+/// Implemented by [`problem_codes!`](crate::problem_codes).
 pub trait ProblemCode: Copy + Eq + fmt::Debug + 'static {
     /// Every code, in declaration order (what `docs/error-codes.md` lists).
     const ALL: &'static [Self];
