@@ -4,16 +4,19 @@ use crate::{Failure, check, input};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
+use std::sync::mpsc;
 use toolmock_evaluator::{
     Call, CallError, CompiledContract, CompiledDefinition, evaluate_json, evaluate_with_contract,
 };
 
 /// Evaluate calls against a mock definition, threading the state from call to call.
 ///
-/// CALLS is JSON Lines: one {"input": {...}, "variant": "name"?} per line
-/// (blank lines are skipped). Each call prints one line:
+/// CALLS is JSON Lines: one {"input": {...}, "variant": "name"?} object per
+/// line (blank lines are skipped; any other line, an array included, is an
+/// error naming its line number); `--calls -` reads standard input. Each
+/// call prints one line:
 ///   {"ok": {"variant", "rule", "result", "state", "delay_ms"}}
 ///   {"error": {"class": "tool_input_error"|"harness_error", "code", "message", "path"?}}
 /// The definition is checked first; if it fails, its diagnostics are printed
@@ -31,7 +34,7 @@ use toolmock_evaluator::{
 pub(crate) struct EvalArgs {
     /// The mock definition (version 1).
     definition: PathBuf,
-    /// The calls, one JSON object per line.
+    /// The calls, one JSON object per line; `-` for standard input.
     #[arg(long)]
     calls: PathBuf,
     /// The operation contract: validates every input and result.
@@ -50,6 +53,19 @@ struct CallLine {
     #[serde(default)]
     variant: Option<String>,
 }
+
+/// A call read and parsed, ready to evaluate.
+struct ParsedCall {
+    input: Value,
+    variant: Option<String>,
+}
+
+/// How many calls the reading thread parses before handing them over.
+const BATCH: usize = 256;
+
+/// Parsed calls in file order; a line that is not a call ends the batch (and
+/// the stream) with its error.
+type Batch = Vec<Result<ParsedCall, Failure>>;
 
 #[derive(Serialize)]
 struct ErrorLine<'a> {
@@ -92,8 +108,20 @@ pub(crate) fn run(args: &EvalArgs) -> Result<u8, Failure> {
         }
         None => None,
     };
-    let calls = std::fs::File::open(&args.calls)
-        .map_err(|e| Failure::usage(format!("{}: cannot read: {e}", args.calls.display())))?;
+    let stdin = args.calls.as_os_str() == "-";
+    let calls_name = if stdin {
+        "standard input".to_owned()
+    } else {
+        args.calls.display().to_string()
+    };
+    let calls: Box<dyn Read + Send> = if stdin {
+        Box::new(std::io::stdin())
+    } else {
+        Box::new(
+            std::fs::File::open(&args.calls)
+                .map_err(|e| Failure::usage(format!("{calls_name}: cannot read: {e}")))?,
+        )
+    };
     let definition = match check::check_file(&args.definition, contract.as_ref())? {
         Ok(definition) => definition,
         Err(diagnostics) => {
@@ -111,7 +139,7 @@ pub(crate) fn run(args: &EvalArgs) -> Result<u8, Failure> {
         &definition,
         contract.as_ref(),
         &mut state,
-        &args.calls,
+        &calls_name,
     );
     let flushed = out.flush();
     result?;
@@ -119,62 +147,151 @@ pub(crate) fn run(args: &EvalArgs) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// Evaluates every call in order, writing one line each.
+///
+/// Reading and parsing the calls is a third of the work, so a second thread
+/// does it (and frees the calls afterwards) while this one evaluates in file
+/// order: the state is threaded exactly as before and the output is the same,
+/// byte for byte.
 fn stream(
-    calls: impl BufRead,
+    calls: impl BufRead + Send,
     out: &mut impl Write,
     definition: &CompiledDefinition,
     contract: Option<&CompiledContract>,
     state: &mut Map<String, Value>,
-    calls_path: &std::path::Path,
+    calls_name: &str,
+) -> Result<(), Failure> {
+    std::thread::scope(|scope| {
+        let (batches, parsed) = mpsc::sync_channel::<Batch>(4);
+        let (spent, to_free) = mpsc::channel::<Batch>();
+        scope.spawn(move || read_calls(calls, calls_name, &batches, &to_free));
+        let mut result = Vec::with_capacity(1 << 12);
+        for batch in parsed {
+            for call in &batch {
+                let call = call.as_ref().map_err(Clone::clone)?;
+                evaluate_one(call, out, definition, contract, state, &mut result)?;
+            }
+            // Freed on the reading thread; if it has stopped, freed here.
+            let _ = spent.send(batch);
+        }
+        Ok(())
+    })
+}
+
+/// Reads and parses every line, sending batches in order; stops at the first
+/// line that is not a call (after sending it) or when the evaluating side
+/// has stopped listening.
+fn read_calls(
+    mut calls: impl BufRead,
+    calls_name: &str,
+    batches: &mpsc::SyncSender<Batch>,
+    to_free: &mpsc::Receiver<Batch>,
+) {
+    let mut line = Vec::with_capacity(1 << 10);
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut number = 0usize;
+    loop {
+        line.clear();
+        let read = calls.read_until(b'\n', &mut line);
+        number += 1;
+        let item = match read {
+            Ok(0) => break,
+            Ok(_) => match parse_line(&line, calls_name, number) {
+                Some(item) => item,
+                None => continue,
+            },
+            Err(e) => Err(Failure::usage(format!("{calls_name}: cannot read: {e}"))),
+        };
+        let last = item.is_err();
+        batch.push(item);
+        if last || batch.len() == BATCH {
+            if batches.send(std::mem::take(&mut batch)).is_err() || last {
+                return;
+            }
+            batch.reserve(BATCH);
+            while let Ok(spent) = to_free.try_recv() {
+                drop(spent);
+            }
+        }
+    }
+    if !batch.is_empty() {
+        let _ = batches.send(batch);
+    }
+}
+
+/// One line: `None` when blank, else the call or why it is not one.
+fn parse_line(line: &[u8], calls_name: &str, number: usize) -> Option<Result<ParsedCall, Failure>> {
+    let first = line.iter().find(|b| !b.is_ascii_whitespace())?;
+    let not_a_call = |why: String| {
+        Failure::usage(format!(
+            "{calls_name}:{number}: not a call ({{\"input\": {{...}}, \"variant\"?: \"name\"}}): {why}"
+        ))
+    };
+    // serde would also read a struct from an array (`[{…}, "variant"]`);
+    // SPEC §11 reads one object per line, nothing else.
+    if *first != b'{' {
+        return Some(Err(not_a_call(format!(
+            "the line must be a JSON object, not {}",
+            match first {
+                b'[' => "an array",
+                b'"' => "a string",
+                b'-' | b'0'..=b'9' => "a number",
+                b't' | b'f' => "a boolean",
+                b'n' => "null",
+                _ => "something else",
+            }
+        ))));
+    }
+    Some(
+        serde_json::from_slice::<CallLine>(line)
+            .map(|call| ParsedCall {
+                input: Value::Object(call.input),
+                variant: call.variant,
+            })
+            .map_err(|e| not_a_call(e.to_string())),
+    )
+}
+
+/// Evaluates one call and writes its line.
+fn evaluate_one(
+    call: &ParsedCall,
+    out: &mut impl Write,
+    definition: &CompiledDefinition,
+    contract: Option<&CompiledContract>,
+    state: &mut Map<String, Value>,
+    result: &mut Vec<u8>,
 ) -> Result<(), Failure> {
     let write_failed = |e: std::io::Error| Failure::usage(format!("cannot write the output: {e}"));
-    let mut result = Vec::with_capacity(1 << 12);
-    for (number, line) in calls.split(b'\n').enumerate() {
-        let line = line
-            .map_err(|e| Failure::usage(format!("{}: cannot read: {e}", calls_path.display())))?;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
+    let request = Call {
+        input: &call.input,
+        state,
+        variant: call.variant.as_deref(),
+    };
+    result.clear();
+    let answer = match contract {
+        // The result must exist as a `Value` to be schema-validated.
+        Some(contract) => evaluate_with_contract(definition, contract, &request).map(|o| {
+            let head = (o.variant, o.rule, o.delay_ms);
+            let rendered = o.commit_to(state);
+            // Writing a `Value` into a `Vec` cannot fail.
+            let _ = serde_json::to_writer(&mut *result, &rendered);
+            head
+        }),
+        // Without a contract the result is written straight from the
+        // compiled definition, without building it as a `Value`.
+        None => evaluate_json(definition, &request, result).map(|o| {
+            let head = (o.variant, o.rule, o.delay_ms);
+            o.commit_to(state);
+            head
+        }),
+    };
+    match answer {
+        Ok((variant, rule, delay_ms)) => {
+            write_ok(out, variant, rule, result, state, delay_ms).map_err(write_failed)?;
         }
-        let call: CallLine = serde_json::from_slice(&line).map_err(|e| {
-            Failure::usage(format!(
-                "{}:{}: not a call ({{\"input\": {{...}}, \"variant\"?: \"name\"}}): {e}",
-                calls_path.display(),
-                number + 1
-            ))
-        })?;
-        let input = Value::Object(call.input);
-        let request = Call {
-            input: &input,
-            state,
-            variant: call.variant.as_deref(),
-        };
-        result.clear();
-        let answer = match contract {
-            // The result must exist as a `Value` to be schema-validated.
-            Some(contract) => evaluate_with_contract(definition, contract, &request).map(|o| {
-                let head = (o.variant, o.rule, o.delay_ms);
-                let rendered = o.commit_to(state);
-                // Writing a `Value` into a `Vec` cannot fail.
-                let _ = serde_json::to_writer(&mut result, &rendered);
-                head
-            }),
-            // Without a contract the result is written straight from the
-            // compiled definition, without building it as a `Value`.
-            None => evaluate_json(definition, &request, &mut result).map(|o| {
-                let head = (o.variant, o.rule, o.delay_ms);
-                o.commit_to(state);
-                head
-            }),
-        };
-        match answer {
-            Ok((variant, rule, delay_ms)) => {
-                write_ok(out, variant, rule, &result, state, delay_ms).map_err(write_failed)?;
-            }
-            Err(error) => write_error(out, &error).map_err(write_failed)?,
-        }
-        out.write_all(b"\n").map_err(write_failed)?;
+        Err(error) => write_error(out, &error).map_err(write_failed)?,
     }
-    Ok(())
+    out.write_all(b"\n").map_err(write_failed)
 }
 
 /// `{"ok": {"variant", "rule", "result", "state", "delay_ms"}}`, compact,

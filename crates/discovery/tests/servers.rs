@@ -86,7 +86,26 @@ fn by_name<'a>(discovery: &'a Discovery, name: &str) -> &'a toolmock_schema::Dis
         .unwrap_or_else(|| panic!("{name} was not discovered"))
 }
 
+/// Every ready contract compiles, within the schema complexity bound (issue
+/// 11.1); tools without an output schema are compiled with `{}` as one.
+fn every_contract_compiles(discovery: &Discovery) {
+    for op in &discovery.operations {
+        let contract = op
+            .contract()
+            .unwrap_or_else(|| toolmock_contract::OperationContract {
+                operation: op.operation.clone(),
+                description: op.description.clone(),
+                input_schema: op.input_schema.clone(),
+                output_schema: json!({}),
+            });
+        if let Err(e) = toolmock_evaluator::CompiledContract::new(contract) {
+            panic!("{}: {e}", op.operation.name);
+        }
+    }
+}
+
 fn check_fixture(discovery: &Discovery) {
+    every_contract_compiles(discovery);
     // Four tools over two pages of two: the client followed nextCursor.
     assert_eq!(discovery.pages, 2);
     let names: Vec<&str> = discovery
@@ -284,6 +303,7 @@ fn server_everything_over_stdio() {
     assert_eq!(echo.status(), DiscoveryStatus::NeedsOutputSchema);
     let structured = by_name(&discovery, "get-structured-content");
     assert_eq!(structured.status(), DiscoveryStatus::Ready);
+    every_contract_compiles(&discovery);
     let contract = structured.contract().expect("ready");
     contract.hash().expect("hashable");
     toolmock_evaluator::CompiledContract::new(contract.clone()).expect("its schemas compile");

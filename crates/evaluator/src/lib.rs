@@ -42,6 +42,7 @@
 
 mod check;
 mod compile;
+mod complexity;
 mod contract;
 mod diagnostics;
 mod error;
@@ -60,6 +61,7 @@ pub use check::{check, compile, compile_checked, compile_slice, parse_definition
 pub use compile::{
     CompiledDefinition, MAX_DEFINITION_BYTES, MAX_DELAY_MS, MAX_EXAMPLES, MAX_RULES, MAX_VARIANTS,
 };
+pub use complexity::MAX_SCHEMA_SIZE;
 pub use contract::SchemaCode;
 pub use contract::{CompiledContract, SchemaError, compile_schema};
 pub use diagnostics::{Diagnostic, DiagnosticCode, Diagnostics};
