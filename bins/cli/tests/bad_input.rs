@@ -571,9 +571,15 @@ fn contracts_with_wrong_shapes_are_refused() {
     }
 }
 
+/// SPEC §2: an integer literal is refused only when no double holds it, in
+/// `hash`, `check` and `eval` alike. (The hashes of exact big integers are
+/// checked against an independent JCS implementation by the vectors
+/// `hash_exact_big_integers` and `hasheq_exact_big_integer_and_float_forms_equal`.)
 #[test]
 fn contract_integers_a_double_cannot_hold_are_refused() {
     let s = Scratch::new();
+    let d = s.json("d.json", &definition());
+    let calls = s.file("calls.jsonl", "{\"input\":{\"x\":1}}\n");
     for number in [
         "9007199254740993",
         "-9007199254740993",
@@ -588,6 +594,35 @@ fn contract_integers_a_double_cannot_hold_are_refused() {
             ),
         );
         toolmock(&[&"hash", &c]).refused(2, "inexact_number");
+        toolmock(&[&"check", &d, &"--contract", &c]).refused(2, "inexact_number");
+        toolmock(&[&"eval", &d, &"--calls", &calls, &"--contract", &c])
+            .refused(2, "inexact_number")
+            .no_call_output();
+    }
+    // Integers a double holds exactly are accepted at any size.
+    for number in [
+        "100000000000000000000",
+        "18446744073709551616",
+        "-18446744073709551616",
+        "1152921504606846976",
+    ] {
+        let c = s.file(
+            "c.json",
+            format!(
+                "{{\"operation\":{{\"source\":\"mcp\",\"name\":\"x\"}},\"input_schema\":{{\"maximum\":{number}}},\"output_schema\":{{}}}}"
+            ),
+        );
+        let ran = toolmock(&[&"hash", &c]);
+        assert_eq!(ran.code, 0, "{number}: {}", ran.stderr);
+        let ran = toolmock(&[&"check", &d, &"--contract", &c]);
+        assert_eq!(ran.code, 0, "{number}: {}", ran.stderr);
+        let ran = toolmock(&[&"eval", &d, &"--calls", &calls, &"--contract", &c]);
+        assert_eq!(ran.code, 0, "{number}: {}", ran.stderr);
+        assert!(
+            ran.stdout.starts_with("{\"ok\""),
+            "{number}: {}",
+            ran.stdout
+        );
     }
     // 2^53 itself is exact and hashes.
     let c = s.file(
