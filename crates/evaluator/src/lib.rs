@@ -56,6 +56,7 @@ pub mod operators;
 #[allow(unreachable_pub, dead_code)]
 mod operators;
 mod path;
+mod warnings;
 
 pub use check::{check, compile, compile_checked, compile_slice, parse_definition};
 pub use compile::{
@@ -70,6 +71,7 @@ pub use eval::{
     Call, JsonOutcome, Outcome, evaluate, evaluate_json, evaluate_with_contract, json_equal,
     maps_equal,
 };
+pub use warnings::{WarningCode, Warnings, warnings};
 
 #[cfg(test)]
 mod send_sync {
@@ -90,6 +92,7 @@ mod error_codes {
         let mut codes = toolmock_contract::code_strings::<crate::DiagnosticCode>();
         codes.extend(toolmock_contract::code_strings::<crate::CallCode>());
         codes.extend(toolmock_contract::code_strings::<crate::SchemaCode>());
+        codes.extend(toolmock_contract::code_strings::<crate::WarningCode>());
         toolmock_contract::check_documented_codes(doc, "toolmock-evaluator", &codes)
             .unwrap_or_else(|e| panic!("{e}"));
     }
