@@ -11,7 +11,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/test-env.sh
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/work/target-runtime}"
 command -v pgbench >/dev/null || { echo "pgbench missing: apt-get install -y postgresql-contrib" >&2; exit 1; }
 
 echo "== in-memory dispatcher =="
