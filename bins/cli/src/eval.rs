@@ -60,7 +60,7 @@ struct ParsedCall {
     variant: Option<String>,
 }
 
-/// How many calls the reading thread parses before handing them over.
+/// How many lines go to one parsing thread at a time.
 const BATCH: usize = 256;
 
 /// Parsed calls in file order; a line that is not a call ends the batch (and
@@ -149,10 +149,12 @@ pub(crate) fn run(args: &EvalArgs) -> Result<u8, Failure> {
 
 /// Evaluates every call in order, writing one line each.
 ///
-/// Reading and parsing the calls is a third of the work, so a second thread
-/// does it (and frees the calls afterwards) while this one evaluates in file
-/// order: the state is threaded exactly as before and the output is the same,
-/// byte for byte.
+/// Reading and parsing the calls is nearly half of the work, so it happens
+/// beside the evaluation: one thread reads raw lines in chunks and deals them
+/// out in turn to the parsing threads; this thread takes the parsed chunks
+/// back in that same turn, so it evaluates in file order and the state and
+/// the output are exactly those of one thread doing everything. Parsed calls
+/// are freed by the thread that parsed them.
 fn stream(
     calls: impl BufRead + Send,
     out: &mut impl Write,
@@ -161,61 +163,118 @@ fn stream(
     state: &mut Map<String, Value>,
     calls_name: &str,
 ) -> Result<(), Failure> {
+    let parsers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(2, 4);
     std::thread::scope(|scope| {
-        let (batches, parsed) = mpsc::sync_channel::<Batch>(4);
-        let (spent, to_free) = mpsc::channel::<Batch>();
-        scope.spawn(move || read_calls(calls, calls_name, &batches, &to_free));
+        let mut raw_senders = Vec::with_capacity(parsers);
+        let mut parsed_receivers = Vec::with_capacity(parsers);
+        let mut spent_senders = Vec::with_capacity(parsers);
+        for _ in 0..parsers {
+            let (raw_tx, raw_rx) = mpsc::sync_channel::<Chunk>(2);
+            let (parsed_tx, parsed_rx) = mpsc::sync_channel::<Batch>(2);
+            let (spent_tx, spent_rx) = mpsc::channel::<Batch>();
+            scope.spawn(move || parse_chunks(&raw_rx, &parsed_tx, &spent_rx, calls_name));
+            raw_senders.push(raw_tx);
+            parsed_receivers.push(parsed_rx);
+            spent_senders.push(spent_tx);
+        }
+        scope.spawn(move || read_chunks(calls, calls_name, &raw_senders));
         let mut result = Vec::with_capacity(1 << 12);
-        for batch in parsed {
+        for turn in 0.. {
+            let worker = turn % parsers;
+            let Ok(batch) = parsed_receivers[worker].recv() else {
+                break;
+            };
             for call in &batch {
                 let call = call.as_ref().map_err(Clone::clone)?;
                 evaluate_one(call, out, definition, contract, state, &mut result)?;
             }
-            // Freed on the reading thread; if it has stopped, freed here.
-            let _ = spent.send(batch);
+            // Freed by the thread that parsed it; if it has stopped, here.
+            let _ = spent_senders[worker].send(batch);
         }
         Ok(())
     })
 }
 
-/// Reads and parses every line, sending batches in order; stops at the first
-/// line that is not a call (after sending it) or when the evaluating side
-/// has stopped listening.
-fn read_calls(
-    mut calls: impl BufRead,
-    calls_name: &str,
-    batches: &mpsc::SyncSender<Batch>,
-    to_free: &mpsc::Receiver<Batch>,
-) {
-    let mut line = Vec::with_capacity(1 << 10);
-    let mut batch = Vec::with_capacity(BATCH);
-    let mut number = 0usize;
-    loop {
-        line.clear();
-        let read = calls.read_until(b'\n', &mut line);
-        number += 1;
-        let item = match read {
-            Ok(0) => break,
-            Ok(_) => match parse_line(&line, calls_name, number) {
-                Some(item) => item,
-                None => continue,
-            },
-            Err(e) => Err(Failure::usage(format!("{calls_name}: cannot read: {e}"))),
+/// Raw lines for one parsing thread: the text, where each line ends, and the
+/// number of the first line; or why reading stopped.
+struct Chunk {
+    first_line: usize,
+    text: Vec<u8>,
+    ends: Vec<usize>,
+    failure: Option<Failure>,
+}
+
+/// Reads lines in chunks of [`BATCH`] and deals them out in turn; after the
+/// last chunk (or a read error, sent as the last chunk), every parser's
+/// channel is closed, which ends the evaluating loop at the right turn.
+fn read_chunks(mut calls: impl BufRead, calls_name: &str, parsers: &[mpsc::SyncSender<Chunk>]) {
+    let mut number = 1usize;
+    for turn in 0.. {
+        let mut chunk = Chunk {
+            first_line: number,
+            text: Vec::with_capacity(BATCH * 160),
+            ends: Vec::with_capacity(BATCH),
+            failure: None,
         };
-        let last = item.is_err();
-        batch.push(item);
-        if last || batch.len() == BATCH {
-            if batches.send(std::mem::take(&mut batch)).is_err() || last {
-                return;
-            }
-            batch.reserve(BATCH);
-            while let Ok(spent) = to_free.try_recv() {
-                drop(spent);
+        while chunk.ends.len() < BATCH {
+            match calls.read_until(b'\n', &mut chunk.text) {
+                Ok(0) => break,
+                Ok(_) => chunk.ends.push(chunk.text.len()),
+                Err(e) => {
+                    chunk.failure = Some(Failure::usage(format!("{calls_name}: cannot read: {e}")));
+                    break;
+                }
             }
         }
+        number += chunk.ends.len();
+        let last = chunk.ends.len() < BATCH;
+        if chunk.ends.is_empty() && chunk.failure.is_none() {
+            return;
+        }
+        if parsers[turn % parsers.len()].send(chunk).is_err() || last {
+            return;
+        }
     }
-    if !batch.is_empty() {
-        let _ = batches.send(batch);
+}
+
+/// Parses the chunks one parsing thread is dealt, in order; stops at the
+/// first line that is not a call (after sending it) or when the evaluating
+/// side has stopped listening.
+fn parse_chunks(
+    raw: &mpsc::Receiver<Chunk>,
+    parsed: &mpsc::SyncSender<Batch>,
+    spent: &mpsc::Receiver<Batch>,
+    calls_name: &str,
+) {
+    for chunk in raw {
+        while let Ok(batch) = spent.try_recv() {
+            drop(batch);
+        }
+        let mut batch = Vec::with_capacity(chunk.ends.len() + 1);
+        let mut start = 0;
+        let mut stop = false;
+        for (i, &end) in chunk.ends.iter().enumerate() {
+            let line = &chunk.text[start..end];
+            start = end;
+            match parse_line(line, calls_name, chunk.first_line + i) {
+                Some(Ok(call)) => batch.push(Ok(call)),
+                Some(Err(failure)) => {
+                    batch.push(Err(failure));
+                    stop = true;
+                    break;
+                }
+                None => {}
+            }
+        }
+        if !stop && let Some(failure) = chunk.failure {
+            batch.push(Err(failure));
+            stop = true;
+        }
+        if parsed.send(batch).is_err() || stop {
+            return;
+        }
     }
 }
 
