@@ -1,6 +1,6 @@
 //! Mapping database errors to the runtime's [`StoreError`].
 
-use toolmock_runtime::StoreError;
+use toolmock_runtime::error::StoreError;
 
 /// The SQLSTATE the append-only triggers raise.
 pub const APPEND_ONLY_SQLSTATE: &str = "TM001";

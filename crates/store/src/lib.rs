@@ -22,7 +22,8 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use toolmock_runtime::{Catalog, Dispatcher};
+//! use toolmock_runtime::Dispatcher;
+//! use toolmock_runtime::backend::Catalog;
 //! use toolmock_store::{PgStore, connect, migrate};
 //!
 //! # #[tokio::main(flavor = "current_thread")]

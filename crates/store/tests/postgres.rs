@@ -6,11 +6,14 @@
 
 use serde_json::json;
 use sqlx::PgPool;
+use toolmock_runtime::ToolCall;
+use toolmock_runtime::backend::EvidenceSink;
+use toolmock_runtime::dispatcher::StartedSimulation;
+use toolmock_runtime::error::{HarnessCode, StoreError};
 use toolmock_runtime::testkit::{Rig, ledger_simulation};
-use toolmock_runtime::{EvidenceSink, StoreError, ToolCall};
 use toolmock_store::{APPEND_ONLY_SQLSTATE, PgStore, map_sqlx_error};
 
-async fn one_call(pool: &PgPool) -> (Rig<PgStore>, toolmock_runtime::StartedSimulation) {
+async fn one_call(pool: &PgPool) -> (Rig<PgStore>, StartedSimulation) {
     let rig = Rig::new(PgStore::new(pool.clone()));
     let (tenant, started) = ledger_simulation(&rig, "acme", 1).await;
     let attempt = &started.attempts[0];
@@ -184,7 +187,7 @@ async fn the_database_refuses_a_pass_with_a_harness_error(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(errors.len(), 1);
-    assert_eq!(errors[0].code, "unknown_tool");
+    assert_eq!(errors[0].code, HarnessCode::UnknownTool);
 }
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]

@@ -6,17 +6,16 @@
 //! for revisions, evidence and errors, and tenant checks on every lookup.
 //! Nothing is persisted.
 
-use crate::capability::TokenHash;
+use super::revision::check_revision;
+use super::{AttemptStore, Catalog, Clock, EvidenceSink, FixtureStore, PinStore, SystemClock};
 use crate::error::{ApplyError, FinishError, SaveRevisionError, StoreError};
-use crate::ids::{AgentId, AttemptId, OperationId, SimulationId, TenantId, TestCaseId, ToolId};
 use crate::model::{
-    AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptOutcome, AttemptRecord,
-    CapabilityCheck, EvidenceDraft, EvidenceRecord, HarnessErrorRecord, LibraryTool, NewOperation,
-    NewSimulation, NewTool, OperationView, RevisionRecord, SaveRevision, SimulationPins,
-    StateSnapshot, Step, ToolInputErrorRecord, Verdict, effective_contract,
+    AgentId, AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptId, AttemptOutcome,
+    AttemptRecord, CapabilityCheck, EvidenceDraft, EvidenceRecord, HarnessErrorRecord, LibraryTool,
+    NewOperation, NewSimulation, NewTool, OperationId, OperationView, RevisionRecord, SaveRevision,
+    SimulationId, SimulationPins, StateSnapshot, Step, TenantId, TestCaseId, TokenHash, ToolId,
+    ToolInputErrorRecord, Verdict, effective_contract,
 };
-use crate::revision::check_revision;
-use crate::traits::{AttemptStore, Catalog, EvidenceSink, FixtureStore, PinStore};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -25,9 +24,22 @@ use toolmock_contract::{ContractHash, OperationContract};
 use toolmock_evaluator::CallError;
 
 /// The in-memory backend. Cloning shares the same data.
-#[derive(Clone, Default)]
+///
+/// It reads time only through its [`Clock`] (the system clock unless
+/// [`MemoryStore::with_clock`] replaces it), like the dispatcher.
+#[derive(Clone)]
 pub struct MemoryStore {
     inner: Arc<Inner>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self {
+            inner: Arc::default(),
+            clock: Arc::new(SystemClock),
+        }
+    }
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -40,6 +52,14 @@ impl MemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store that stamps what it writes (revision times) with `clock`.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        Self {
+            inner: Arc::default(),
+            clock,
+        }
     }
 }
 
@@ -338,7 +358,7 @@ impl Catalog for MemoryStore {
             definition_hash,
             author: save.author.clone(),
             provenance: save.provenance.clone(),
-            created_at: Utc::now(),
+            created_at: self.clock.now(),
         };
         op.revisions.push(record.clone());
         Ok(record)
