@@ -748,3 +748,72 @@ impl AttemptStore for MemoryStore {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{NewTool, Provenance, ToolKind};
+    use chrono::TimeZone;
+    use serde_json::json;
+    use toolmock_contract::{OperationIdentity, OperationSource};
+
+    struct FixedClock(DateTime<Utc>);
+
+    impl Clock for FixedClock {
+        fn now(&self) -> DateTime<Utc> {
+            self.0
+        }
+    }
+
+    /// The store stamps what it writes with its injected clock, never the
+    /// system's (a revision saved "in 2001" says 2001).
+    #[tokio::test]
+    async fn time_comes_from_the_injected_clock() -> Result<(), Box<dyn std::error::Error>> {
+        let then = Utc
+            .with_ymd_and_hms(2001, 2, 3, 4, 5, 6)
+            .single()
+            .ok_or("a valid date")?;
+        let store = MemoryStore::with_clock(Arc::new(FixedClock(then)));
+        let tenant = store.create_tenant("acme").await?;
+        let tool = store
+            .create_tool(
+                tenant,
+                &NewTool {
+                    name: "calendar".into(),
+                    kind: ToolKind::Custom,
+                    source_config: json!({}),
+                    output_schema: None,
+                },
+            )
+            .await?;
+        let operation = NewOperation {
+            operation: OperationIdentity {
+                source: OperationSource::Custom,
+                name: "book".into(),
+            },
+            description: "Book".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: Some(json!({"type": "object"})),
+        };
+        let view = store.upsert_operation(tenant, tool, &operation).await?;
+        let saved = store
+            .save_revision(
+                tenant,
+                view.id,
+                &SaveRevision {
+                    contract_hash: view.contract_hash.ok_or("a contract hash")?,
+                    definition: json!({
+                        "schema_version": 1,
+                        "default_variant": "success",
+                        "variants": {"success": {"result": {}}},
+                        "examples": [{"variant": "success", "input": {}, "expected": {}}]
+                    }),
+                    author: "tester".into(),
+                    provenance: Provenance::Authored,
+                },
+            )
+            .await?;
+        assert_eq!(saved.created_at, then);
+        Ok(())
+    }
+}
