@@ -47,6 +47,7 @@ mod diagnostics;
 mod error;
 mod eval;
 mod expr;
+mod nul;
 pub mod operators;
 mod path;
 

@@ -368,13 +368,6 @@ pub(crate) struct CapabilityRow {
     pub(crate) live: bool,
 }
 
-/// An attempt row as `finish_attempt` locks it.
-#[derive(FromRow)]
-pub(crate) struct FinishingAttemptRow {
-    pub(crate) status: String,
-    pub(crate) has_harness_error: bool,
-}
-
 #[derive(FromRow)]
 pub(crate) struct AttemptRow {
     pub(crate) simulation_id: Uuid,

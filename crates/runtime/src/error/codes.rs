@@ -78,6 +78,11 @@ code_enum! {
         InvalidFixtureLiteral => "invalid_fixture_literal",
         /// The rendered (or real) result fails the output schema.
         OutputSchemaViolation => "output_schema_violation",
+        /// The real external handler failed, or returned what cannot be recorded (real-tools runs).
+        ExternalFailed => "external_failed",
+        /// Storage failed during the call (the cause is in the record's detail), or
+        /// the attempt's records fall short of the calls the dispatcher answered.
+        StorageFailed => "storage_failed",
     }
 }
 
@@ -223,8 +228,6 @@ code_enum! {
     DispatchCode, class "dispatch" {
         /// The capability is unknown or belongs to another tenant.
         CapabilityRejected => "capability_rejected",
-        /// The real external handler failed (real-tools runs only).
-        ExternalFailed => "external_failed",
     }
 }
 

@@ -295,7 +295,7 @@ pub async fn tenancy_is_total<B: Backend>(backend: B) {
         "revoke_capabilities",
     );
     match b
-        .finish_attempt(other, attempt.id, Verdict::Passed, now)
+        .finish_attempt(other, attempt.id, Verdict::Passed, now, 0)
         .await
     {
         Err(FinishError::Store(e)) if e.is_not_found() => {}
