@@ -254,3 +254,260 @@ async fn migrations_apply_to_an_empty_database(pool: PgPool) {
         .collect();
     assert_eq!(applied, expected, "every migration is recorded as applied");
 }
+
+/// The migration the seed below was written against: the schema an older
+/// release left. When a migration is added, this becomes the one before it
+/// and the seed is rewritten against it (the test says so when they drift).
+const PREVIOUS_MIGRATION: i64 = 20261202150000;
+
+const SEED_TOKEN: &str = "seed-capability-token";
+
+/// Rows in every table as a release at [`PREVIOUS_MIGRATION`] wrote them, in
+/// that schema's columns: a tenant, a library tool with one operation and
+/// revision, an agent, a simulation with its pin and test case, two attempts
+/// (one running with one call of evidence, a tool input error and its
+/// capability; one finished `harness_error` with its harness error).
+async fn seed_previous_schema(pool: &PgPool) -> (uuid::Uuid, uuid::Uuid) {
+    use toolmock_runtime::testkit::{ledger_definition, ledger_operation};
+    let contract = toolmock_runtime::model::effective_contract(&ledger_operation(), None).unwrap();
+    let contract_hash = contract.hash().unwrap();
+    let definition = ledger_definition();
+    let definition_hash = toolmock_contract::DefinitionHash::of(&definition).unwrap();
+    let id = |n: u128| uuid::Uuid::from_u128(n);
+    let (tenant, tool, operation, agent, simulation, case, running, finished) =
+        (id(1), id(2), id(3), id(4), id(5), id(6), id(7), id(8));
+    let statements: Vec<(&str, Vec<serde_json::Value>)> = vec![
+        (
+            "INSERT INTO tenants (id, name) VALUES ($1::uuid, 'seeded')",
+            vec![json!(tenant)],
+        ),
+        (
+            "INSERT INTO tools (tenant_id, id, name, kind) VALUES ($1::uuid, $2::uuid, 'ledger', 'custom')",
+            vec![json!(tenant), json!(tool)],
+        ),
+        (
+            "INSERT INTO tool_operations (tenant_id, id, tool_id, source, name, input_schema, \
+                 output_schema, contract, contract_hash) \
+             VALUES ($1::uuid, $2::uuid, $3::uuid, 'custom', 'append', $4::jsonb -> 'input_schema', \
+                 $4::jsonb -> 'output_schema', $4::jsonb, $5::text)",
+            vec![
+                json!(tenant),
+                json!(operation),
+                json!(tool),
+                serde_json::to_value(&contract).unwrap(),
+                json!(contract_hash.as_str()),
+            ],
+        ),
+        (
+            "INSERT INTO tool_mock_revisions (tenant_id, tool_id, operation_id, revision, \
+                 contract_hash, definition, definition_hash, author, provenance) \
+             VALUES ($1::uuid, $2::uuid, $3::uuid, 1, $4::text, $5::jsonb, $6::text, 'seed', 'authored')",
+            vec![
+                json!(tenant),
+                json!(tool),
+                json!(operation),
+                json!(contract_hash.as_str()),
+                definition.clone(),
+                json!(definition_hash.as_str()),
+            ],
+        ),
+        (
+            "INSERT INTO agents (tenant_id, id, name, spec) VALUES ($1::uuid, $2::uuid, 'agent', $3::jsonb)",
+            vec![
+                json!(tenant),
+                json!(agent),
+                json!({"tools": [{"type": "library", "tool": tool}], "workflows": []}),
+            ],
+        ),
+        (
+            "INSERT INTO simulations (tenant_id, id, agent_id, mode, allow_incomplete, created_at) \
+             VALUES ($1::uuid, $2::uuid, $3::uuid, 'sandbox', false, now())",
+            vec![json!(tenant), json!(simulation), json!(agent)],
+        ),
+        (
+            "INSERT INTO simulation_pins (tenant_id, simulation_id, tool_name, operation_name, kind, \
+                 tool_id, operation_id, revision, definition_hash, contract) \
+             VALUES ($1::uuid, $2::uuid, 'ledger', 'append', 'library', $3::uuid, $4::uuid, 1, $5::text, $6::jsonb)",
+            vec![
+                json!(tenant),
+                json!(simulation),
+                json!(tool),
+                json!(operation),
+                json!(definition_hash.as_str()),
+                serde_json::to_value(&contract).unwrap(),
+            ],
+        ),
+        (
+            "INSERT INTO test_cases (tenant_id, id, simulation_id, position, name) \
+             VALUES ($1::uuid, $2::uuid, $3::uuid, 0, 'case')",
+            vec![json!(tenant), json!(case), json!(simulation)],
+        ),
+        (
+            "INSERT INTO attempts (tenant_id, id, simulation_id, test_case_id, number, lease_owner, \
+                 lease_expires_at, created_at) \
+             VALUES ($1::uuid, $2::uuid, $3::uuid, $4::uuid, 1, 'worker-1', now() + interval '1 hour', now()), \
+                    ($1::uuid, $5::uuid, $3::uuid, $4::uuid, 2, 'worker-1', now() + interval '1 hour', now())",
+            vec![
+                json!(tenant),
+                json!(running),
+                json!(simulation),
+                json!(case),
+                json!(finished),
+            ],
+        ),
+        (
+            "INSERT INTO attempt_capabilities (token_hash, tenant_id, attempt_id, created_at) \
+             VALUES (sha256(convert_to($1::text, 'UTF8')), $2::uuid, $3::uuid, now())",
+            vec![json!(SEED_TOKEN), json!(tenant), json!(running)],
+        ),
+        (
+            "INSERT INTO attempt_state (attempt_id, tenant_id, state, version, updated_at) \
+             VALUES ($1::uuid, $2::uuid, '{\"last\": \"s1\"}', 1, now()), \
+                    ($3::uuid, $2::uuid, '{\"last\": \"start\"}', 0, now())",
+            vec![json!(running), json!(tenant), json!(finished)],
+        ),
+        (
+            "INSERT INTO evidence (tenant_id, attempt_id, tool_name, operation_name, pin_kind, tool_id, \
+                 operation_id, revision, definition_hash, executor, variant, arguments, result, \
+                 state_before, state_after, state_version_before, state_version_after, delay_ms, \
+                 started_at, duration_us) \
+             VALUES ($1::uuid, $2::uuid, 'ledger', 'append', 'library', $3::uuid, $4::uuid, 1, $5::text, \
+                 'mock', 'success', '{\"id\": \"s1\"}', '{\"previous\": \"start\", \"id\": \"s1\"}', \
+                 '{\"last\": \"start\"}', '{\"last\": \"s1\"}', 0, 1, 0, now(), 10)",
+            vec![
+                json!(tenant),
+                json!(running),
+                json!(tool),
+                json!(operation),
+                json!(definition_hash.as_str()),
+            ],
+        ),
+        (
+            "INSERT INTO tool_input_errors (tenant_id, attempt_id, tool_name, operation_name, arguments, \
+                 code, message, created_at) \
+             VALUES ($1::uuid, $2::uuid, 'ledger', 'append', '{\"id\": 7}', 'invalid_arguments', 'seeded', now())",
+            vec![json!(tenant), json!(running)],
+        ),
+        (
+            "INSERT INTO harness_errors (tenant_id, attempt_id, code, message, created_at) \
+             VALUES ($1::uuid, $2::uuid, 'unknown_tool', 'seeded', now())",
+            vec![json!(tenant), json!(finished)],
+        ),
+        (
+            "UPDATE attempts SET status = 'finished', outcome = 'harness_error', finished_at = now() \
+             WHERE id = $1::uuid",
+            vec![json!(finished)],
+        ),
+    ];
+    for (sql, binds) in statements {
+        let mut query = sqlx::query(sql);
+        for bind in binds {
+            query = match bind {
+                serde_json::Value::String(text) => query.bind(text),
+                other => query.bind(other),
+            };
+        }
+        query
+            .execute(pool)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    (tenant, running)
+}
+
+/// Every row of every table, as JSON, by table.
+async fn every_row(pool: &PgPool) -> Vec<(String, Vec<serde_json::Value>)> {
+    let mut all = Vec::new();
+    for table in TABLES {
+        let rows: Vec<serde_json::Value> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT to_jsonb(t) FROM {table} t"
+        )))
+        .fetch_all(pool)
+        .await
+        .unwrap();
+        all.push(((*table).to_owned(), rows));
+    }
+    all
+}
+
+/// A database migrated by the previous release, with rows in every table,
+/// upgrades to the current schema with each row intact (every old column
+/// keeps its value), and the upgraded data works: the running attempt takes a
+/// call (as the application role) and continues its state, and the finished
+/// one stays `harness_error`.
+#[sqlx::test(migrations = false)]
+async fn an_older_database_upgrades_with_its_rows_intact(pool: PgPool) {
+    let versions: Vec<i64> = toolmock_store::MIGRATOR.iter().map(|m| m.version).collect();
+    assert!(
+        versions.len() >= 2,
+        "there is a previous migration to upgrade from"
+    );
+    assert_eq!(
+        versions[versions.len() - 2],
+        PREVIOUS_MIGRATION,
+        "a migration was added: rewrite seed_previous_schema against the one before it"
+    );
+    toolmock_store::MIGRATOR
+        .run_to(PREVIOUS_MIGRATION, &pool)
+        .await
+        .unwrap();
+    let (tenant, running) = seed_previous_schema(&pool).await;
+    let before = every_row(&pool).await;
+    assert!(
+        before.iter().all(|(_, rows)| !rows.is_empty()),
+        "every table has rows"
+    );
+
+    toolmock_store::migrate(&pool).await.unwrap();
+    for (table, rows) in &before {
+        for row in rows {
+            let kept: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT count(*) FROM {table} t WHERE to_jsonb(t) @> $1"
+            )))
+            .bind(row)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            assert_eq!(kept, 1, "{table}: {row} is intact");
+        }
+    }
+
+    let app = app_pool(&pool).await;
+    let rig = Rig::new(PgStore::new(app.clone()));
+    let tenant = toolmock_runtime::model::TenantId(tenant);
+    let result = rig
+        .dispatcher
+        .call(
+            tenant,
+            &toolmock_runtime::model::Capability::from_token(SEED_TOKEN),
+            &ToolCall::new("ledger", "append", json!({"id": "s2"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result, json!({"previous": "s1", "id": "s2"}));
+    use toolmock_runtime::backend::FixtureStore;
+    let state = rig
+        .dispatcher
+        .backend()
+        .state(tenant, toolmock_runtime::model::AttemptId(running))
+        .await
+        .unwrap();
+    assert_eq!(state.version, 2);
+    let finished: String = sqlx::query_scalar("SELECT outcome FROM attempts WHERE id = $1")
+        .bind(uuid::Uuid::from_u128(8))
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(finished, "harness_error");
+    app.close().await;
+}
+
+/// A pool on the same database connected as the application role.
+async fn app_pool(pool: &PgPool) -> PgPool {
+    let options = toolmock_store::as_app_role((*pool.connect_options()).clone());
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(4)
+        .connect_with(options)
+        .await
+        .unwrap()
+}
