@@ -6,7 +6,7 @@ mod codes;
 
 pub use codes::{
     CallCode, DispatchCode, FinishCode, HarnessCode, IncompleteStatus, SaveRevisionCode, StartCode,
-    StartProblemCode, StoreCode, ToolInputCode, all_codes,
+    StartProblemCode, StoreCode, ToolInputCode, all_codes, parse_code,
 };
 
 use serde::Serialize;
