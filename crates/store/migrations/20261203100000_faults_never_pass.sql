@@ -52,4 +52,3 @@ GRANT SELECT, INSERT ON tenants, tools, tool_operations, tool_mock_revisions, ag
 -- fixture state.
 GRANT UPDATE ON tool_operations, attempts, attempt_capabilities, attempt_state TO toolmock_app;
 GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO toolmock_app;
-UPDATE attempts SET lease_owner = 'someone else';

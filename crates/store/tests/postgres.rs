@@ -10,11 +10,15 @@ use toolmock_runtime::ToolCall;
 use toolmock_runtime::backend::EvidenceSink;
 use toolmock_runtime::dispatcher::StartedSimulation;
 use toolmock_runtime::error::{HarnessCode, StoreError};
+use toolmock_runtime::model::{AttemptOutcome, Verdict};
 use toolmock_runtime::testkit::{Rig, ledger_simulation};
 use toolmock_store::{PgStore, SqlState, map_sqlx_error};
 
+/// A simulation with one call of evidence, one tool input error and one
+/// harness error, made as the application role (the rig's pool; close it at
+/// the end of the test so that the test database can be dropped).
 async fn one_call(pool: &PgPool) -> (Rig<PgStore>, StartedSimulation) {
-    let rig = Rig::new(PgStore::new(pool.clone()));
+    let rig = Rig::new(PgStore::new(app_pool(pool).await));
     let (tenant, started) = ledger_simulation(&rig, "acme", 1).await;
     let attempt = &started.attempts[0];
     rig.dispatcher
@@ -57,7 +61,7 @@ fn sqlstate(error: &sqlx::Error) -> Option<String> {
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn append_only_tables_reject_update_delete_truncate(pool: PgPool) {
-    one_call(&pool).await;
+    let (rig, _) = one_call(&pool).await;
     for table in [
         "tool_mock_revisions",
         "evidence",
@@ -101,11 +105,12 @@ async fn append_only_tables_reject_update_delete_truncate(pool: PgPool) {
                 .unwrap();
         assert_eq!(after, count, "{table} is unchanged");
     }
+    rig.dispatcher.backend().pool().close().await;
 }
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn revision_numbers_cannot_skip_or_repeat(pool: PgPool) {
-    one_call(&pool).await;
+    let (rig, _) = one_call(&pool).await;
     let (tenant, tool, operation): (uuid::Uuid, uuid::Uuid, uuid::Uuid) =
         sqlx::query_as("SELECT tenant_id, tool_id, operation_id FROM tool_mock_revisions")
             .fetch_one(&pool)
@@ -131,11 +136,12 @@ async fn revision_numbers_cannot_skip_or_repeat(pool: PgPool) {
             "revision {revision}: {error}"
         );
     }
+    rig.dispatcher.backend().pool().close().await;
 }
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn capabilities_are_stored_only_as_sha256(pool: PgPool) {
-    let (_, started) = one_call(&pool).await;
+    let (rig, started) = one_call(&pool).await;
     let token = started.attempts[0].capability.token().to_owned();
     let rows: Vec<(Vec<u8>,)> = sqlx::query_as("SELECT token_hash FROM attempt_capabilities")
         .fetch_all(&pool)
@@ -160,39 +166,142 @@ async fn capabilities_are_stored_only_as_sha256(pool: PgPool) {
     .await
     .unwrap();
     assert!(!dump.0.contains(&token));
+    rig.dispatcher.backend().pool().close().await;
 }
 
+/// The SQLSTATE of `sql` run on `pool` (which must fail).
+async fn refused(pool: &PgPool, sql: &str, bind: Option<uuid::Uuid>) -> String {
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()));
+    if let Some(id) = bind {
+        query = query.bind(id);
+    }
+    let error = query
+        .execute(pool)
+        .await
+        .expect_err(&format!("{sql} is refused"));
+    sqlstate(&error).unwrap_or_else(|| panic!("{sql}: {error}"))
+}
+
+/// Even the owner, in raw SQL, cannot make an attempt with a harness error
+/// pass: resetting the flag with the outcome is refused (the flag is derived
+/// from the harness_errors rows), and resetting the flag alone does not stick.
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn the_database_refuses_a_pass_with_a_harness_error(pool: PgPool) {
     let (rig, started) = one_call(&pool).await;
-    let attempt = started.attempts[0].id;
-    // The database itself refuses to let an attempt with a harness error pass.
-    let error =
-        sqlx::query("UPDATE attempts SET status = 'finished', outcome = 'passed' WHERE id = $1")
-            .bind(attempt.as_uuid())
-            .execute(&pool)
-            .await
-            .expect_err("the check constraint holds");
-    let code = sqlstate(&error);
-    assert_eq!(code.as_deref(), Some("23514"));
-    let tenant: (uuid::Uuid,) = sqlx::query_as("SELECT tenant_id FROM attempts WHERE id = $1")
-        .bind(attempt.as_uuid())
+    let attempt = started.attempts[0].id.as_uuid();
+    for sql in [
+        "UPDATE attempts SET status = 'finished', outcome = 'passed' WHERE id = $1",
+        "UPDATE attempts SET has_harness_error = false, status = 'finished', outcome = 'passed' \
+         WHERE id = $1",
+    ] {
+        assert_eq!(refused(&pool, sql, Some(attempt)).await, "23514", "{sql}");
+    }
+    sqlx::query("UPDATE attempts SET has_harness_error = false WHERE id = $1")
+        .bind(attempt)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let flag: bool = sqlx::query_scalar("SELECT has_harness_error FROM attempts WHERE id = $1")
+        .bind(attempt)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(flag, "the flag is derived from the harness_errors rows");
+    let tenant: uuid::Uuid = sqlx::query_scalar("SELECT tenant_id FROM attempts WHERE id = $1")
+        .bind(attempt)
         .fetch_one(&pool)
         .await
         .unwrap();
     let errors = rig
         .dispatcher
         .backend()
-        .harness_errors(tenant.0.into(), attempt)
+        .harness_errors(tenant.into(), started.attempts[0].id)
         .await
         .unwrap();
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].code, HarnessCode::UnknownTool);
+    assert_eq!(
+        rig.dispatcher
+            .finish_attempt(tenant.into(), started.attempts[0].id, Verdict::Passed)
+            .await
+            .unwrap(),
+        AttemptOutcome::HarnessError
+    );
+    rig.dispatcher.backend().pool().close().await;
+}
+
+/// The application role, in raw SQL: not a superuser and owner of nothing,
+/// so it cannot switch the triggers off (`session_replication_role`,
+/// `ALTER TABLE … DISABLE TRIGGER`); it has no UPDATE, DELETE or TRUNCATE on
+/// the append-only tables; and it cannot make an attempt with a harness
+/// error pass.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn the_application_role_cannot_make_a_fault_pass(pool: PgPool) {
+    let (rig, started) = one_call(&pool).await;
+    let app = rig.dispatcher.backend().pool().clone();
+    let attempt = started.attempts[0].id.as_uuid();
+    let (superuser, owned): (bool, i64) = sqlx::query_as(
+        "SELECT (SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user), \
+                (SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tableowner = current_user)",
+    )
+    .fetch_one(&app)
+    .await
+    .unwrap();
+    assert!(!superuser, "the application role is no superuser");
+    assert_eq!(owned, 0, "the application role owns no table");
+
+    let mut tx = app.begin().await.unwrap();
+    let error = sqlx::query("SET LOCAL session_replication_role = replica")
+        .execute(&mut *tx)
+        .await
+        .expect_err("only a superuser may switch the triggers off");
+    assert_eq!(sqlstate(&error).as_deref(), Some("42501"), "{error}");
+    drop(tx);
+
+    for sql in [
+        "ALTER TABLE attempts DISABLE TRIGGER attempts_derive_harness_error",
+        "ALTER TABLE harness_errors DISABLE TRIGGER ALL",
+    ] {
+        assert_eq!(refused(&app, sql, None).await, "42501", "{sql}");
+    }
+    for table in [
+        "tool_mock_revisions",
+        "evidence",
+        "tool_input_errors",
+        "harness_errors",
+        "simulation_pins",
+    ] {
+        for sql in [
+            format!("UPDATE {table} SET tenant_id = tenant_id"),
+            format!("DELETE FROM {table}"),
+            format!("TRUNCATE {table}"),
+        ] {
+            assert_eq!(refused(&app, &sql, None).await, "42501", "{sql}");
+        }
+    }
+    for sql in [
+        "UPDATE attempts SET has_harness_error = false, status = 'finished', outcome = 'passed' \
+         WHERE id = $1",
+        "UPDATE attempts SET status = 'finished', outcome = 'failed' WHERE id = $1",
+    ] {
+        assert_eq!(refused(&app, sql, Some(attempt)).await, "23514", "{sql}");
+    }
+    let tenant: uuid::Uuid = sqlx::query_scalar("SELECT tenant_id FROM attempts WHERE id = $1")
+        .bind(attempt)
+        .fetch_one(&app)
+        .await
+        .unwrap();
+    let outcome = rig
+        .dispatcher
+        .finish_attempt(tenant.into(), started.attempts[0].id, Verdict::Passed)
+        .await;
+    assert_eq!(outcome.unwrap(), AttemptOutcome::HarnessError);
+    app.close().await;
 }
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn evidence_versions_are_unique_per_attempt(pool: PgPool) {
-    one_call(&pool).await;
+    let (rig, _) = one_call(&pool).await;
     let error = sqlx::query(
         "INSERT INTO evidence (tenant_id, attempt_id, tool_name, operation_name, pin_kind, \
              definition_hash, executor, arguments, result, state_before, state_after, \
@@ -205,6 +314,7 @@ async fn evidence_versions_are_unique_per_attempt(pool: PgPool) {
     .await
     .expect_err("a second row for one state version");
     assert!(matches!(map_sqlx_error(error), StoreError::Conflict { .. }));
+    rig.dispatcher.backend().pool().close().await;
 }
 
 /// The tables the migrations create (docs/data-model.md lists each).
