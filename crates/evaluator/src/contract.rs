@@ -154,6 +154,7 @@ impl CompiledContract {
 
     /// `Err(InvalidArguments)` listing every violation when the input fails its schema.
     pub fn validate_input(&self, input: &Value) -> Result<(), CallError> {
+        crate::nul::refuse_nul_arguments(input)?;
         if self.input.is_valid(input) {
             return Ok(());
         }

@@ -166,6 +166,7 @@ fn select<'d>(
     call: &Call<'_>,
     scope: &Scope<'_>,
 ) -> Result<Selected<'d>, CallError> {
+    crate::nul::refuse_nul_arguments(call.input)?;
     let variant = definition
         .variant(call.variant)
         .ok_or_else(|| CallError::UnknownVariant {

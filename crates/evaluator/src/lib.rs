@@ -48,6 +48,7 @@ mod diagnostics;
 mod error;
 mod eval;
 mod expr;
+mod nul;
 // The operators are an API only for parity tests and fuzzing; without the
 // feature they are the evaluator's own, and what only that API uses is unused.
 #[cfg(feature = "operators")]

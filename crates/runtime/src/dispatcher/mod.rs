@@ -1,0 +1,274 @@
+//! The dispatcher (SPEC §8): the one path every tool call takes, and the
+//! simulation start that pins what it will answer with.
+//!
+//! `start` (in `start.rs`) runs as named phases: reach the agent's tools and
+//! workflows, resolve pins, merge the initial state, create the attempts.
+//! `call` (in `call.rs`) is the call pipeline and the recording of its
+//! faults; `pins.rs` holds the compiled pins and their caches.
+
+mod call;
+mod pins;
+mod start;
+
+use crate::backend::{
+    Backend, Clock, ExternalExecutor, NoExternalExecutor, Sleeper, SystemClock, TokioSleeper,
+};
+use crate::error::{FinishError, StoreError};
+use crate::model::{
+    AgentId, AttemptBinding, AttemptId, AttemptOutcome, Capability, PinRecord, SimulationId,
+    SimulationMode, TenantId, TestCaseId, TestCaseSpec, TokenHash, Verdict,
+};
+use pins::{DefinitionKey, PinSet};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+use toolmock_contract::ContractHash;
+use toolmock_evaluator::{CompiledContract, CompiledDefinition};
+
+/// One tool call as the agent (or a nested service) makes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The tool's name.
+    pub tool: String,
+    /// The operation's runtime name.
+    pub operation: String,
+    /// The arguments.
+    pub input: Value,
+}
+
+impl ToolCall {
+    /// A call.
+    pub fn new(tool: impl Into<String>, operation: impl Into<String>, input: Value) -> Self {
+        Self {
+            tool: tool.into(),
+            operation: operation.into(),
+            input,
+        }
+    }
+}
+
+/// A request to start a simulation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartRequest {
+    /// The agent under test.
+    pub agent: AgentId,
+    /// Sandbox or real tools.
+    pub mode: SimulationMode,
+    /// Accept stale or missing operations; calls to them then fail closed.
+    pub allow_incomplete: bool,
+    /// The test cases (at least one).
+    pub test_cases: Vec<TestCaseSpec>,
+    /// Attempts per test case (at least one).
+    pub attempts_per_case: u32,
+    /// The worker that holds the attempts' leases.
+    pub lease_owner: String,
+    /// How long the leases last from now.
+    pub lease: Duration,
+}
+
+/// A started simulation.
+#[derive(Debug, Clone)]
+pub struct StartedSimulation {
+    /// Its id.
+    pub id: SimulationId,
+    /// Every reachable operation and its pin.
+    pub pins: Vec<PinRecord>,
+    /// The attempts, with their capabilities (shown only here, never stored).
+    pub attempts: Vec<StartedAttempt>,
+}
+
+/// One attempt of a started simulation.
+#[derive(Debug, Clone)]
+pub struct StartedAttempt {
+    /// Its id.
+    pub id: AttemptId,
+    /// Its test case.
+    pub test_case: TestCaseId,
+    /// The test case's name.
+    pub test_case_name: String,
+    /// 1, 2, … within its test case.
+    pub number: u32,
+    /// The capability nested services use for it.
+    pub capability: Capability,
+}
+
+/// A capability's attempt, with the count of its calls this dispatcher
+/// answered (shared by every capability of the attempt).
+#[derive(Debug)]
+struct Bound {
+    binding: AttemptBinding,
+    answered: Arc<AtomicU64>,
+}
+
+/// The dispatcher: starts simulations and runs every call of their attempts.
+///
+/// Compiled contracts are cached by contract hash, compiled definitions by
+/// (definition hash, contract hash), pin sets by simulation and capability
+/// bindings by token hash: nothing is recompiled per call. Share it with an
+/// `Arc`; every method takes `&self`.
+///
+/// It also keeps each running attempt's ledger: how many calls it answered
+/// for it (results, tool input errors, harness errors, and calls whose
+/// record could not be written), and the capabilities it could not even
+/// resolve because storage failed. `finish_attempt` hands the count to the
+/// backend, which refuses a pass when the attempt's records fall short of it.
+pub struct Dispatcher<B> {
+    backend: B,
+    clock: Arc<dyn Clock>,
+    sleeper: Arc<dyn Sleeper>,
+    executor: Arc<dyn ExternalExecutor>,
+    contracts: RwLock<HashMap<ContractHash, Arc<CompiledContract>>>,
+    definitions: RwLock<HashMap<DefinitionKey, Arc<CompiledDefinition>>>,
+    simulations: RwLock<HashMap<SimulationId, Arc<PinSet>>>,
+    bindings: RwLock<HashMap<TokenHash, Arc<Bound>>>,
+    ledger: Mutex<HashMap<AttemptId, Arc<AtomicU64>>>,
+    unresolved: Mutex<HashMap<TokenHash, (TenantId, u64)>>,
+}
+
+impl<B> std::fmt::Debug for Dispatcher<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatcher").finish_non_exhaustive()
+    }
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl<B: Backend> Dispatcher<B> {
+    /// A dispatcher over `backend` with the system clock, real sleeps and no
+    /// external executor (sandbox runs only).
+    pub fn new(backend: B) -> Self {
+        Self {
+            backend,
+            clock: Arc::new(SystemClock),
+            sleeper: Arc::new(TokioSleeper),
+            executor: Arc::new(NoExternalExecutor),
+            contracts: RwLock::default(),
+            definitions: RwLock::default(),
+            simulations: RwLock::default(),
+            bindings: RwLock::default(),
+            ledger: Mutex::default(),
+            unresolved: Mutex::default(),
+        }
+    }
+
+    /// Replaces the clock (tests expire leases with it).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Replaces the sleeper that applies `delay_ms` (tests record instead of waiting).
+    pub fn with_sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
+        self.sleeper = sleeper;
+        self
+    }
+
+    /// Sets the real external handlers of real-tools runs.
+    pub fn with_executor(mut self, executor: Arc<dyn ExternalExecutor>) -> Self {
+        self.executor = executor;
+        self
+    }
+
+    /// The storage backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// Ends an attempt. Its outcome is `harness_error` whenever any harness
+    /// error was recorded for it, whatever `verdict` says — and whenever its
+    /// records (evidence, tool input errors, harness errors) are fewer than
+    /// the calls this dispatcher answered for it: a call whose record could
+    /// not be written is then recorded as `storage_failed` by the finish.
+    /// When the attempt's calls cannot be accounted for (storage still
+    /// failing), the finish fails instead of passing.
+    pub async fn finish_attempt(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        verdict: Verdict,
+    ) -> Result<AttemptOutcome, FinishError> {
+        let unresolved = self.unresolved_calls_of(tenant, attempt).await?;
+        let answered = lock(&self.ledger)
+            .get(&attempt)
+            .map_or(0, |count| count.load(Ordering::Relaxed));
+        let outcome = self
+            .backend
+            .finish_attempt(
+                tenant,
+                attempt,
+                verdict,
+                self.clock.now(),
+                answered + unresolved,
+            )
+            .await?;
+        write(&self.bindings)
+            .retain(|_, b| !(b.binding.attempt == attempt && b.binding.tenant == tenant));
+        lock(&self.ledger).remove(&attempt);
+        Ok(outcome)
+    }
+
+    /// Drops the cached pins of a finished simulation (they are reloaded if
+    /// it is called again).
+    pub fn forget_simulation(&self, simulation: SimulationId) {
+        write(&self.simulations).remove(&simulation);
+        write(&self.bindings).retain(|_, b| b.binding.simulation != simulation);
+    }
+
+    /// The shared answered-calls counter of an attempt.
+    fn ledger_of(&self, attempt: AttemptId) -> Arc<AtomicU64> {
+        lock(&self.ledger).entry(attempt).or_default().clone()
+    }
+
+    /// Remembers a call whose capability storage could not resolve: its
+    /// attempt is found (and charged with it) when an attempt of the tenant
+    /// finishes.
+    fn note_unresolved(&self, tenant: TenantId, token: TokenHash) {
+        lock(&self.unresolved).entry(token).or_insert((tenant, 0)).1 += 1;
+    }
+
+    /// How many calls with unresolved capabilities were `attempt`'s. Tokens
+    /// that turn out to be unknown are forgotten, others' kept for their own
+    /// finish; while storage still cannot resolve one, nothing can finish.
+    async fn unresolved_calls_of(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> Result<u64, StoreError> {
+        let pending: Vec<(TokenHash, u64)> = lock(&self.unresolved)
+            .iter()
+            .filter(|(_, (t, _))| *t == tenant)
+            .map(|(token, (_, count))| (*token, *count))
+            .collect();
+        let mut ours = 0;
+        for (token, count) in pending {
+            match self
+                .backend
+                .resolve_capability(tenant, &token, self.clock.now())
+                .await
+            {
+                Ok(check) if check.binding.attempt == attempt => {
+                    ours += count;
+                    lock(&self.unresolved).remove(&token);
+                }
+                Ok(_) => {}
+                Err(StoreError::NotFound { .. }) => {
+                    lock(&self.unresolved).remove(&token);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(ours)
+    }
+}

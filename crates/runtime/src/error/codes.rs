@@ -1,0 +1,290 @@
+//! The runtime's stable codes, one enum per family, so that a typo is a
+//! compile error and the API, the worker and the UI match on variants.
+//!
+//! Every enum is declared with `toolmock_contract::problem_codes!` (as every
+//! crate's codes are), so it lists its variants in `ALL` and cannot miss one;
+//! `tests` compares them, with their classes, with the `toolmock-runtime`
+//! section of `docs/error-codes.md`, both ways.
+
+use toolmock_contract::{ProblemCode, problem_codes};
+use toolmock_evaluator::CallError;
+
+problem_codes! {
+    /// A harness fault: the harness (pin, definition, fixture state, lease,
+    /// storage) is at fault; recorded in `harness_errors`, and the attempt
+    /// can never pass.
+    pub enum HarnessCode {
+        /// The operation was left unpinned at the start (`allow_incomplete`).
+        MissingDefinition => "missing_definition",
+        /// The tool or operation is not one the simulation can reach; never executed.
+        UnknownTool => "unknown_tool",
+        /// The stored pin cannot be read or compiled.
+        UnreadablePin => "unreadable_pin",
+        /// The attempt is finished, its lease expired or its capability was revoked.
+        LeaseExpired => "lease_expired",
+        /// A `$input` or `$state` reference does not resolve.
+        MissingReference => "missing_reference",
+        /// The test case chose a variant the definition lacks.
+        UnknownVariant => "unknown_variant",
+        /// A fixture-state value is refused by `$number` or `$dateAdd`.
+        InvalidFixtureLiteral => "invalid_fixture_literal",
+        /// The rendered (or real) result fails the output schema.
+        OutputSchemaViolation => "output_schema_violation",
+        /// The real external handler failed, or returned what cannot be recorded (real-tools runs).
+        ExternalFailed => "external_failed",
+        /// Storage failed during the call (the cause is in the record's detail), or
+        /// the attempt's records fall short of the calls the dispatcher answered.
+        StorageFailed => "storage_failed",
+    }
+}
+
+problem_codes! {
+    /// A tool input error: the agent's arguments are wrong; recorded in
+    /// `tool_input_errors`, returned to the agent as an ordinary tool error.
+    pub enum ToolInputCode {
+        /// The arguments fail the input schema.
+        InvalidArguments => "invalid_arguments",
+        /// A value given to `$number` (or as a `$dateAdd` offset) is not an accepted number.
+        InvalidNumber => "invalid_number",
+        /// A value given to `$dateAdd` is not a date or date-time.
+        InvalidDate => "invalid_date",
+        /// A `$dateAdd` offset is beyond ±3660 days or ±24 hours.
+        OffsetOutOfRange => "offset_out_of_range",
+        /// An input date, or a date computed from input, lies outside years 1…9999.
+        DateOutOfRange => "date_out_of_range",
+    }
+}
+
+/// What a failed evaluation is, in the runtime's terms: the evaluator's
+/// `CallError` codes, each mapped onto exactly one runtime code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CallCode {
+    /// The agent's fault.
+    ToolInput(ToolInputCode),
+    /// The harness's fault.
+    Harness(HarnessCode),
+}
+
+impl CallCode {
+    /// The runtime code of an evaluator error (an exhaustive match: a new
+    /// `CallError` variant does not compile until it is classified here).
+    pub fn of(error: &CallError) -> Self {
+        match error {
+            CallError::InvalidArguments { .. } => {
+                CallCode::ToolInput(ToolInputCode::InvalidArguments)
+            }
+            CallError::InvalidNumber { .. } => CallCode::ToolInput(ToolInputCode::InvalidNumber),
+            CallError::InvalidDate { .. } => CallCode::ToolInput(ToolInputCode::InvalidDate),
+            CallError::OffsetOutOfRange { .. } => {
+                CallCode::ToolInput(ToolInputCode::OffsetOutOfRange)
+            }
+            CallError::DateOutOfRange { .. } => CallCode::ToolInput(ToolInputCode::DateOutOfRange),
+            CallError::InvalidFixtureLiteral { .. } => {
+                CallCode::Harness(HarnessCode::InvalidFixtureLiteral)
+            }
+            CallError::MissingReference { .. } => CallCode::Harness(HarnessCode::MissingReference),
+            CallError::UnknownVariant { .. } => CallCode::Harness(HarnessCode::UnknownVariant),
+            CallError::OutputSchemaViolation { .. } => {
+                CallCode::Harness(HarnessCode::OutputSchemaViolation)
+            }
+        }
+    }
+
+    /// The stable text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallCode::ToolInput(code) => code.as_str(),
+            CallCode::Harness(code) => code.as_str(),
+        }
+    }
+}
+
+problem_codes! {
+    /// Why an operation could not be pinned at a start: the `status` of a
+    /// `StartProblem::Incomplete`, and the reason an unpinned operation
+    /// records under `allow_incomplete`.
+    pub enum IncompleteStatus {
+        /// The latest revision was saved against another contract.
+        Stale => "stale",
+        /// No revision (or no inline testing definition) exists.
+        Missing => "missing",
+        /// Neither discovery nor the tool gives an output schema.
+        NeedsOutputSchema => "needs_output_schema",
+        /// The pinned definition fails its check against the contract.
+        InvalidDefinition => "invalid_definition",
+    }
+}
+
+problem_codes! {
+    /// A storage failure, the same for every backend.
+    pub enum StoreCode {
+        /// No such row for this tenant (a row of another tenant reads exactly so).
+        NotFound => "not_found",
+        /// The database refused to change or remove a row of an append-only table.
+        AppendOnly => "append_only",
+        /// A uniqueness rule was broken.
+        Conflict => "conflict",
+        /// A stored value could not be read back.
+        CorruptRow => "corrupt_row",
+        /// The backend itself failed (connection, I/O, SQL).
+        BackendFailed => "backend_failed",
+    }
+}
+
+problem_codes! {
+    /// Why a revision was not saved.
+    pub enum SaveRevisionCode {
+        /// The operation's contract changed since the caller checked (the API's 409).
+        ContractChanged => "contract_changed",
+        /// The operation has no output schema, so it cannot be mocked.
+        NeedsOutputSchema => "needs_output_schema",
+        /// The definition fails its check against the current contract (the API's 422).
+        InvalidDefinition => "invalid_definition",
+        /// The operation's contract itself cannot be compiled.
+        UnusableContract => "unusable_contract",
+        /// The definition cannot be hashed reproducibly.
+        UnhashableDefinition => "unhashable_definition",
+    }
+}
+
+problem_codes! {
+    /// One reason a simulation start is refused.
+    pub enum StartProblemCode {
+        /// A library tool the agent references does not exist for this tenant.
+        UnknownTool => "unknown_tool",
+        /// A workflow the agent references does not exist.
+        UnknownWorkflow => "unknown_workflow",
+        /// Two reachable tools share one name.
+        DuplicateTool => "duplicate_tool",
+        /// An operation is stale, missing, unmockable or invalid (see its status).
+        Incomplete => "incomplete",
+        /// Two pinned definitions give one initial-state key different values.
+        StateConflict => "state_conflict",
+        /// A workflow node causes an effect without the dispatcher (sandbox only).
+        EffectNode => "effect_node",
+    }
+}
+
+problem_codes! {
+    /// Why a simulation did not start (besides storage failures).
+    pub enum StartCode {
+        /// The start is refused; every problem is listed.
+        StartRefused => "start_refused",
+        /// The request itself is unusable (no test case, zero attempts, …).
+        InvalidRequest => "invalid_request",
+    }
+}
+
+problem_codes! {
+    /// Why a call returned no result without anything being recorded.
+    pub enum DispatchCode {
+        /// The capability is unknown or belongs to another tenant.
+        CapabilityRejected => "capability_rejected",
+    }
+}
+
+problem_codes! {
+    /// Why an attempt could not be finished (besides storage failures).
+    pub enum FinishCode {
+        /// It was already finished.
+        AlreadyFinished => "already_finished",
+    }
+}
+
+/// Reads a code of family `C` back from its text (e.g. a stored code).
+pub fn parse_code<C: ProblemCode>(text: &str) -> Option<C> {
+    C::ALL.iter().copied().find(|code| code.as_str() == text)
+}
+
+/// Every `(code, class)` pair of the runtime, for the documentation test:
+/// each family with the class column `docs/error-codes.md` gives it.
+pub fn all_codes() -> Vec<(&'static str, &'static str)> {
+    fn family<C: ProblemCode>(class: &'static str) -> Vec<(&'static str, &'static str)> {
+        C::ALL.iter().map(|c| (c.as_str(), class)).collect()
+    }
+    [
+        family::<HarnessCode>("harness_error"),
+        family::<ToolInputCode>("tool_input_error"),
+        family::<IncompleteStatus>("incomplete_status"),
+        family::<StoreCode>("storage"),
+        family::<SaveRevisionCode>("save_revision"),
+        family::<StartProblemCode>("start_problem"),
+        family::<StartCode>("start"),
+        family::<DispatchCode>("dispatch"),
+        family::<FinishCode>("finish"),
+    ]
+    .concat()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// The `(code, class)` rows of one crate's section of docs/error-codes.md.
+    fn documented(section: &str) -> BTreeSet<(String, String)> {
+        let doc = include_str!("../../../../docs/error-codes.md");
+        let heading = format!("## {section}");
+        let mut rows = BTreeSet::new();
+        let mut inside = false;
+        for line in doc.lines() {
+            if line.starts_with("## ") {
+                inside = line.trim() == heading;
+                continue;
+            }
+            if !inside || !line.starts_with('|') || line.starts_with("|---") {
+                continue;
+            }
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let (code, class) = (cells[1].trim_matches('`'), cells[2]);
+            if code == "code" {
+                continue;
+            }
+            assert!(
+                rows.insert((code.to_owned(), class.to_owned())),
+                "{code} ({class}) is listed twice"
+            );
+        }
+        rows
+    }
+
+    #[test]
+    fn every_code_is_documented_and_every_documented_code_exists() {
+        let documented = documented("toolmock-runtime");
+        let actual: BTreeSet<(String, String)> = all_codes()
+            .into_iter()
+            .map(|(code, class)| (code.to_owned(), class.to_owned()))
+            .collect();
+        let undocumented: Vec<_> = actual.difference(&documented).collect();
+        let stale: Vec<_> = documented.difference(&actual).collect();
+        assert!(
+            undocumented.is_empty(),
+            "codes missing from docs/error-codes.md: {undocumented:?}"
+        );
+        assert!(
+            stale.is_empty(),
+            "docs/error-codes.md lists codes the runtime does not have: {stale:?}"
+        );
+    }
+
+    #[test]
+    fn codes_round_trip_through_their_text() {
+        for code in HarnessCode::ALL {
+            assert_eq!(parse_code::<HarnessCode>(code.as_str()), Some(*code));
+            assert_eq!(
+                serde_json::to_value(code).unwrap_or_default(),
+                serde_json::Value::from(code.as_str())
+            );
+        }
+        for code in ToolInputCode::ALL {
+            assert_eq!(parse_code::<ToolInputCode>(code.as_str()), Some(*code));
+        }
+        for status in IncompleteStatus::ALL {
+            assert_eq!(
+                parse_code::<IncompleteStatus>(status.as_str()),
+                Some(*status)
+            );
+        }
+        assert_eq!(parse_code::<HarnessCode>("no_such_code"), None);
+    }
+}
