@@ -94,9 +94,11 @@ mod ids;
 mod memory;
 mod model;
 mod revision;
+pub mod simulation;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 mod traits;
+pub mod workflow;
 
 pub use capability::{Capability, TokenHash};
 pub use dispatcher::{Dispatcher, StartRequest, StartedAttempt, StartedSimulation, ToolCall};
