@@ -21,6 +21,7 @@ mod generate;
 mod hash;
 mod input;
 mod normalize;
+mod run;
 
 /// Test AI agents against tool contracts with checked, deterministic mocks.
 #[derive(Debug, Parser)]
@@ -39,6 +40,7 @@ enum Command {
     Discover(discover::DiscoverArgs),
     Generate(generate::GenerateArgs),
     Diff(diff::DiffArgs),
+    Run(run::RunArgs),
 }
 
 /// A failure of the command itself (not a failed check or a failed call).
@@ -69,6 +71,7 @@ fn main() -> ExitCode {
         Command::Discover(args) => discover::run(&args),
         Command::Generate(args) => generate::run(&args),
         Command::Diff(args) => diff::run(&args),
+        Command::Run(args) => run::run(&args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),
