@@ -10,10 +10,9 @@ shared := justfile_directory() / ".." / "shared"
 default:
     @just --list
 
-# The main job: check and run the worked example with the embedded evaluator.
-run: build
-    target/debug/toolmock check fixtures/examples/book-appointment/mock.json --contract fixtures/examples/book-appointment/contract.json
-    target/debug/toolmock eval fixtures/examples/book-appointment/mock.json --contract fixtures/examples/book-appointment/contract.json --calls fixtures/examples/book-appointment/calls.jsonl
+# The main job: run the HealthPlus agent test suite (or FILE) on the embedded runtime.
+run file="fixtures/healthplus/simulation.json" *args="": build
+    target/debug/toolmock run {{file}} {{args}}
 
 # Build every package (debug).
 build:
@@ -23,6 +22,7 @@ build:
 setup:
     scripts/start-postgres.sh
     if [ -x scripts/install-mcp-servers.sh ]; then scripts/install-mcp-servers.sh; fi
+    scripts/install-test-tools.sh
 
 # Run every test: unit, integration (real PostgreSQL, real MCP servers), doc tests, conformance vectors.
 test: setup

@@ -515,3 +515,253 @@ pub fn judge_attempt(
     }
     unmet
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(tool: &str, operation: &str, arguments: Value, status: CallStatus) -> RecordedCall {
+        RecordedCall {
+            tool: tool.into(),
+            operation: operation.into(),
+            arguments,
+            status,
+            code: None,
+            path: None,
+            result: None,
+            variant: None,
+            rule: None,
+            delay_ms: 0,
+            at: DateTime::<Utc>::MIN_UTC,
+        }
+    }
+
+    fn recorded() -> Vec<RecordedCall> {
+        vec![
+            call(
+                "sf",
+                "query",
+                json!({"soql": "a", "limit": 1}),
+                CallStatus::Ok,
+            ),
+            call(
+                "sf",
+                "create",
+                json!({"object_type": "X"}),
+                CallStatus::ToolInputError,
+            ),
+            call(
+                "sf",
+                "create",
+                json!({"object_type": "Case"}),
+                CallStatus::Ok,
+            ),
+        ]
+    }
+
+    /// Every trajectory expectation kind, each once holding and once not.
+    #[test]
+    fn trajectory_expectations_hold_and_fail() {
+        let table: Vec<(Value, Option<&str>)> = vec![
+            (
+                json!({"kind": "used", "call": {"tool": "sf", "operation": "query"}}),
+                None,
+            ),
+            (
+                json!({"kind": "used", "call": {"tool": "sf", "operation": "delete"}}),
+                Some("not_used"),
+            ),
+            (
+                json!({"kind": "not_used", "call": {"tool": "sf", "operation": "delete"}}),
+                None,
+            ),
+            (
+                json!({"kind": "not_used", "call": {"tool": "sf", "status": "tool_input_error"}}),
+                Some("used"),
+            ),
+            (
+                json!({"kind": "count", "call": {"tool": "sf", "operation": "create"}, "exactly": 2}),
+                None,
+            ),
+            (
+                json!({"kind": "count", "call": {"tool": "sf"}, "at_least": 1, "at_most": 2}),
+                Some("call_count"),
+            ),
+            (
+                json!({"kind": "used", "call": {"tool": "sf", "arguments": {"soql": "a"}}}),
+                None,
+            ),
+            (
+                json!({"kind": "used", "call": {"tool": "sf", "arguments": {"soql": "a"}, "arguments_match": "exact"}}),
+                Some("not_used"),
+            ),
+            (
+                json!({"kind": "used", "call": {"tool": "sf", "arguments": {"soql": "a", "limit": 1.0}, "arguments_match": "exact"}}),
+                None,
+            ),
+            (
+                json!({"kind": "sequence", "mode": "strict", "calls": [
+                {"tool": "sf", "operation": "query"}, {"tool": "sf", "status": "tool_input_error"}, {"tool": "sf", "operation": "create"}]}),
+                None,
+            ),
+            (
+                json!({"kind": "sequence", "mode": "strict", "calls": [
+                {"tool": "sf", "operation": "create"}, {"tool": "sf", "operation": "query"}, {"tool": "sf"}]}),
+                Some("sequence_mismatch"),
+            ),
+            (
+                json!({"kind": "sequence", "mode": "strict", "calls": [{"tool": "sf", "operation": "query"}]}),
+                Some("sequence_mismatch"),
+            ),
+            (
+                json!({"kind": "sequence", "mode": "unordered", "calls": [
+                {"tool": "sf", "operation": "create"}, {"tool": "sf", "operation": "create"}, {"tool": "sf", "operation": "query"}]}),
+                None,
+            ),
+            (
+                json!({"kind": "sequence", "mode": "unordered", "calls": [
+                {"tool": "sf", "operation": "create"}, {"tool": "sf", "operation": "query"}]}),
+                Some("sequence_mismatch"),
+            ),
+            (
+                json!({"kind": "sequence", "mode": "superset", "calls": [{"tool": "sf", "operation": "query"}]}),
+                None,
+            ),
+            (
+                json!({"kind": "sequence", "mode": "superset", "calls": [
+                {"tool": "sf", "operation": "query"}, {"tool": "sf", "operation": "query"}]}),
+                Some("sequence_mismatch"),
+            ),
+            (
+                json!({"kind": "sequence", "mode": "subset", "calls": [
+                {"tool": "sf"}, {"tool": "sf"}, {"tool": "sf"}, {"tool": "other"}]}),
+                None,
+            ),
+            (
+                json!({"kind": "sequence", "mode": "subset", "calls": [{"tool": "sf"}, {"tool": "sf"}]}),
+                Some("sequence_mismatch"),
+            ),
+        ];
+        let calls = recorded();
+        for (i, (expect, want)) in table.iter().enumerate() {
+            let expect: TrajectoryExpect = serde_json::from_value(expect.clone()).unwrap();
+            let got = judge_trajectory(&expect, &calls, &format!("/t/{i}"));
+            assert_eq!(
+                got.as_ref().map(|u| u.code.as_str()),
+                *want,
+                "row {i}: {expect:?} gave {got:?}"
+            );
+            if let Some(u) = got {
+                assert_eq!(u.at, format!("/t/{i}"));
+            }
+        }
+    }
+
+    /// Matching is a maximum matching, not greedy: a broad pattern first must
+    /// not steal the only call a narrow pattern can match.
+    #[test]
+    fn unordered_sequences_use_a_maximum_matching() {
+        let calls = recorded();
+        let expect: TrajectoryExpect = serde_json::from_value(json!({"kind": "sequence", "mode": "unordered",
+            "calls": [{"tool": "sf"}, {"tool": "sf", "operation": "query"}, {"tool": "sf", "status": "ok"}]}))
+        .unwrap();
+        assert_eq!(judge_trajectory(&expect, &calls, ""), None);
+    }
+
+    /// Every step expectation kind, each once holding and once not.
+    #[test]
+    fn step_expectations_hold_and_fail() {
+        let ok = StepOutcome::Ok(json!({"a": 1, "b": [1, 2, {"c": "x"}]}));
+        let input_error = StepOutcome::Error {
+            class: CallStatus::ToolInputError,
+            code: "invalid_arguments".into(),
+            message: "m".into(),
+        };
+        let harness = StepOutcome::Error {
+            class: CallStatus::HarnessError,
+            code: "missing_reference".into(),
+            message: "m".into(),
+        };
+        type Row<'a> = (Option<Value>, &'a StepOutcome, Option<(&'a str, &'a str)>);
+        let table: Vec<Row> = vec![
+            (None, &ok, None),
+            (None, &input_error, Some(("step_failed", "/s"))),
+            (
+                Some(json!({"result": {"b": [1.0, 2, {"c": "x"}], "a": 1}})),
+                &ok,
+                None,
+            ),
+            (
+                Some(json!({"result": {"a": 1}})),
+                &ok,
+                Some(("result_mismatch", "/s/result")),
+            ),
+            (
+                Some(json!({"result": {"a": 1}})),
+                &harness,
+                Some(("step_failed", "/s")),
+            ),
+            (Some(json!({"result_subset": {"b": [1, 2, {}]}})), &ok, None),
+            (
+                Some(json!({"result_subset": {"b": [2]}})),
+                &ok,
+                Some(("result_subset_mismatch", "/s/result_subset")),
+            ),
+            (
+                Some(json!({"tool_input_error": "invalid_arguments"})),
+                &input_error,
+                None,
+            ),
+            (
+                Some(json!({"tool_input_error": "invalid_number"})),
+                &input_error,
+                Some(("expected_tool_input_error", "/s/tool_input_error")),
+            ),
+            (
+                Some(json!({"tool_input_error": "invalid_arguments"})),
+                &ok,
+                Some(("expected_tool_input_error", "/s/tool_input_error")),
+            ),
+            (
+                Some(json!({"harness_error": "missing_reference"})),
+                &harness,
+                None,
+            ),
+            (
+                Some(json!({"harness_error": "missing_reference"})),
+                &input_error,
+                Some(("expected_harness_error", "/s/harness_error")),
+            ),
+        ];
+        for (i, (expect, outcome, want)) in table.into_iter().enumerate() {
+            let expect: Option<StepExpect> = expect.map(|e| serde_json::from_value(e).unwrap());
+            let got = judge_step(expect.as_ref(), outcome, "/s");
+            assert_eq!(
+                got.as_ref().map(|u| (u.code.as_str(), u.at.as_str())),
+                want,
+                "row {i}: {got:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn final_state_exact_and_subset() {
+        let state = json!({"a": 1, "b": {"c": [1, 2]}});
+        let state = state.as_object().unwrap();
+        let judge = |e: Value| {
+            let e: StateExpect = serde_json::from_value(e).unwrap();
+            judge_state(&e, state, "/fs").map(|u| (u.at, u.message))
+        };
+        assert_eq!(judge(json!({"exact": {"a": 1, "b": {"c": [1, 2]}}})), None);
+        assert_eq!(
+            judge(json!({"exact": {"a": 1}})),
+            Some(("/fs/exact".into(), "state/b is not expected".into()))
+        );
+        assert_eq!(judge(json!({"subset": {"b": {"c": [1]}}})), None);
+        assert_eq!(
+            judge(json!({"subset": {"b": {"c": [2]}}})),
+            Some(("/fs/subset".into(), "state/b/c/0 is 1, expected 2".into()))
+        );
+    }
+}

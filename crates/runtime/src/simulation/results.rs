@@ -1,10 +1,11 @@
 //! The results document (`toolmock run --json`) and the coverage report.
 //! Nothing in it depends on ids, the clock or the number of jobs.
 
+use super::document::CallStatus;
 use super::expect::{RecordedCall, Unmet};
 use crate::model::{
     AttemptOutcome, EvidenceRecord, HarnessErrorRecord, PinRecord, PinRef, PinTarget,
-    SimulationMode, ToolInputErrorRecord,
+    SimulationMode, ToolInputErrorRecord, VariantChoice,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -198,7 +199,7 @@ pub struct OperationCoverage {
     pub operation: String,
     /// `revision N` or `inline HASH`; `unpinned (REASON)`.
     pub pin: String,
-    /// Calls answered by it.
+    /// Calls answered by it (failed calls not included).
     pub calls: u64,
     /// Per variant.
     pub variants: Vec<VariantCoverage>,
@@ -214,20 +215,34 @@ pub struct VariantCoverage {
     pub name: String,
     /// Calls it answered.
     pub calls: u64,
+    /// Calls under it that ended in an error (their rule is unknown).
+    pub failed: u64,
     /// Calls answered by its own fields (no rule matched).
     pub own: u64,
     /// Calls answered by each rule, by index.
     pub rules: Vec<u64>,
 }
 
-/// The coverage of every pinned definition over the given attempts.
+/// The coverage of every pinned definition over the given attempts, each
+/// with its case's variant choices. A call that failed (no evidence, so no
+/// recorded variant) counts for the variant its case chose, or the default.
 pub fn coverage<'a>(
     pins: &[PinRecord],
-    attempts: impl Iterator<Item = &'a AttemptResult>,
+    attempts: impl Iterator<Item = (&'a AttemptResult, &'a [VariantChoice])>,
 ) -> Vec<OperationCoverage> {
+    let defaults: BTreeMap<(&str, &str), &str> = pins
+        .iter()
+        .filter_map(|p| match &p.pin {
+            PinTarget::Pinned { definition, .. } => Some((
+                (p.tool.as_str(), p.operation.as_str()),
+                definition.get("default_variant")?.as_str()?,
+            )),
+            PinTarget::Unpinned { .. } => None,
+        })
+        .collect();
     let mut used: BTreeMap<(&str, &str, &str), BTreeMap<Option<u32>, u64>> = BTreeMap::new();
-    let attempts: Vec<&AttemptResult> = attempts.collect();
-    for a in &attempts {
+    let mut failed: BTreeMap<(&str, &str, &str), u64> = BTreeMap::new();
+    for (a, choices) in attempts {
         for c in &a.calls {
             if let Some(v) = &c.variant {
                 *used
@@ -235,6 +250,21 @@ pub fn coverage<'a>(
                     .or_default()
                     .entry(c.rule)
                     .or_default() += 1;
+            } else if c.status != CallStatus::Ok {
+                let chosen = choices
+                    .iter()
+                    .find(|v| v.tool == c.tool && v.operation == c.operation)
+                    .map(|v| v.variant.as_str())
+                    .or_else(|| {
+                        defaults
+                            .get(&(c.tool.as_str(), c.operation.as_str()))
+                            .copied()
+                    });
+                if let Some(v) = chosen {
+                    *failed
+                        .entry((c.tool.as_str(), c.operation.as_str(), v))
+                        .or_default() += 1;
+                }
             }
         }
     }
@@ -271,8 +301,15 @@ pub fn coverage<'a>(
                         .map(|r| count(Some(u32::try_from(r).unwrap_or(u32::MAX))))
                         .collect();
                     let own = count(None);
+                    let errors = failed
+                        .get(&(p.tool.as_str(), p.operation.as_str(), name.as_str()))
+                        .copied()
+                        .unwrap_or(0);
                     let calls = own + rules.iter().sum::<u64>();
-                    if calls == 0 {
+                    if calls == 0 && errors > 0 {
+                        // Only failing calls: the variant ran, its rules and
+                        // own fields cannot be told apart.
+                    } else if calls == 0 {
                         never.push(name.clone());
                     } else {
                         for (r, n) in rules.iter().enumerate() {
@@ -287,6 +324,7 @@ pub fn coverage<'a>(
                     variants.push(VariantCoverage {
                         name: name.clone(),
                         calls,
+                        failed: errors,
                         own,
                         rules,
                     });

@@ -536,7 +536,15 @@ pub async fn run<B: Backend + 'static>(
             per_case[c].push(result);
         }
     }
-    let coverage = coverage(&started.pins, per_case.iter().flatten());
+    let coverage = coverage(
+        &started.pins,
+        loaded
+            .document
+            .cases
+            .iter()
+            .zip(&per_case)
+            .flat_map(|(case, attempts)| attempts.iter().map(|a| (a, case.variants.as_slice()))),
+    );
     let cases: Vec<CaseResult> = loaded
         .document
         .cases
