@@ -48,6 +48,7 @@ bench:
     cargo bench --workspace --locked
     if [ -x scripts/bench-eval.sh ]; then scripts/bench-eval.sh; fi
     if [ -x scripts/bench-dispatcher.sh ]; then scripts/bench-dispatcher.sh; fi
+    scripts/bench-simulation.sh
 
 # Fuzz one target or all of them (default 600 s each); not run by CI.
 fuzz target="all" seconds="600":
