@@ -7,7 +7,8 @@ use super::document::{
 };
 use super::problem::{LoadCode, Problem};
 use super::reference::{BadReference, FoundReference, Scope, resolve_path, scan, split_head};
-use crate::model::{AttemptOutcome, NewOperation, ToolKind};
+use crate::ids::ToolId;
+use crate::model::{AttemptOutcome, NewOperation, SimulationMode, ToolKind};
 use crate::workflow::{NodeDoc, WorkflowDoc};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -94,6 +95,8 @@ pub struct LoadedSimulation {
     pub document: SimulationDocument,
     /// Its tools (library tools of the API are not here).
     pub tools: Vec<LoadedTool>,
+    /// The API's library tools, by name: already in the tenant's catalog.
+    pub library: HashMap<String, ToolId>,
 }
 
 impl LoadedSimulation {
@@ -175,6 +178,7 @@ pub fn load_value(
         file: file.to_owned(),
         files: files.clone(),
         problems: Vec::new(),
+        library: HashMap::new(),
     }
     .load(document)
 }
@@ -241,6 +245,7 @@ struct Loader {
     file: String,
     files: Files,
     problems: Vec<Problem>,
+    library: HashMap<String, ToolId>,
 }
 
 /// Operations of a tool the static checks know: names and, where a definition
@@ -312,6 +317,13 @@ impl Loader {
     }
 
     fn load(mut self, document: SimulationDocument) -> Result<LoadedSimulation, Vec<Problem>> {
+        if document.mode == SimulationMode::RealTools && matches!(self.files, Files::Relative(_)) {
+            self.problem(
+                "/mode",
+                LoadCode::RealToolsNotEmbedded,
+                "the embedded runtime has no real tool handlers; real_tools runs go through the API's worker",
+            );
+        }
         if document.simulation_version != 1 {
             self.problem(
                 "/simulation_version",
@@ -390,6 +402,7 @@ impl Loader {
                 file: self.file,
                 document,
                 tools,
+                library: self.library,
             })
         } else {
             Err(self.problems)
@@ -442,6 +455,17 @@ impl Loader {
                         LoadCode::LibraryToolNotEmbedded,
                         "library tools are referenced by id only in the API; give the tool's manifest, contracts or operations here",
                     );
+                } else {
+                    match spec.id.as_deref().map(uuid::Uuid::parse_str) {
+                        Some(Ok(id)) => {
+                            self.library.insert(spec.name.clone(), ToolId(id));
+                        }
+                        _ => self.problem(
+                            pointer::push(at, "id"),
+                            LoadCode::InvalidValue,
+                            "a library tool's id is its UUID",
+                        ),
+                    }
                 }
                 return (None, KnownTool { operations: None });
             }

@@ -54,6 +54,8 @@ pub enum LoadCode {
     WorkflowCycle,
     /// A tool node that names both or neither of `tool`+`operation` and `workflow`.
     InvalidNode,
+    /// `mode: real_tools` in an embedded run, which has no real tool handlers.
+    RealToolsNotEmbedded,
 }
 
 impl LoadCode {
@@ -82,11 +84,12 @@ impl LoadCode {
             LoadCode::UnknownNode => "unknown_node",
             LoadCode::WorkflowCycle => "workflow_cycle",
             LoadCode::InvalidNode => "invalid_node",
+            LoadCode::RealToolsNotEmbedded => "real_tools_not_embedded",
         }
     }
 
     /// Every code, for documentation tests.
-    pub const ALL: [LoadCode; 22] = [
+    pub const ALL: [LoadCode; 23] = [
         LoadCode::InvalidJson,
         LoadCode::MissingFile,
         LoadCode::FileNotAllowed,
@@ -109,6 +112,7 @@ impl LoadCode {
         LoadCode::UnknownNode,
         LoadCode::WorkflowCycle,
         LoadCode::InvalidNode,
+        LoadCode::RealToolsNotEmbedded,
     ];
 }
 
@@ -166,5 +170,33 @@ impl fmt::Display for Problem {
             &self.path
         };
         write!(f, "{}: {path}: {}: {}", self.file, self.code, self.message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LoadCode;
+
+    /// Every loader code is documented for users, and nothing else is listed
+    /// as one.
+    #[test]
+    fn every_code_is_documented() {
+        let docs = include_str!("../../../../docs/simulations.md");
+        let section = docs
+            .split("Codes of the loader:")
+            .nth(1)
+            .and_then(|rest| rest.split("\n\n").nth(1))
+            .expect("the loader's code table in docs/simulations.md");
+        let mut listed: Vec<&str> = section
+            .lines()
+            .filter_map(|line| line.strip_prefix("| `"))
+            .flat_map(|cell| cell.split(" |").next())
+            .flat_map(|cell| cell.split(", "))
+            .map(|code| code.trim_matches('`'))
+            .collect();
+        listed.sort_unstable();
+        let mut codes: Vec<&str> = LoadCode::ALL.iter().map(|c| c.as_str()).collect();
+        codes.sort_unstable();
+        assert_eq!(listed, codes);
     }
 }

@@ -205,7 +205,7 @@ pub async fn install<B: Backend>(
     let agent = &loaded.document.agent;
     let workflow_names: Vec<&str> = agent.workflows.iter().map(|w| w.name.as_str()).collect();
     let reference = |name: &str| -> Option<ToolRef> {
-        if let Some(id) = ids.get(name) {
+        if let Some(id) = ids.get(name).or_else(|| loaded.library.get(name)) {
             Some(ToolRef::Library { tool: *id })
         } else if workflow_names.contains(&name) {
             Some(ToolRef::Workflow {
