@@ -159,7 +159,8 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
     let out_error = |e: std::io::Error| Failure::usage(format!("cannot write the output: {e}"));
     {
         let stdout = std::io::stdout();
-        let mut out = stdout.lock();
+        // Stdout is line-buffered: the results document has a line per value.
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
         if args.json {
             serde_json::to_writer_pretty(&mut out, &results)
                 .map_err(|e| Failure::usage(format!("cannot write the results: {e}")))?;
@@ -168,6 +169,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
             out.write_all(table::render(&results).as_bytes())
                 .map_err(out_error)?;
         }
+        out.flush().map_err(out_error)?;
     }
     let _ = writeln!(
         std::io::stderr(),
