@@ -23,8 +23,8 @@ pub use load::{
 };
 pub use problem::{LoadCode, Problem};
 pub use results::{
-    AttemptResult, CaseResult, ErrorEntry, OperationCoverage, PassK, RawAttempt, RunResults,
-    Summary, VariantCoverage, coverage,
+    AttemptResult, CallReport, CaseResult, ErrorEntry, OperationCoverage, PassK, RawAttempt,
+    RunResults, Summary, VariantCoverage, coverage,
 };
 pub use runner::{
     Installed, RunError, RunOptions, SequenceClock, VirtualSleeper, check, install, run,

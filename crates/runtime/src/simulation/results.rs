@@ -8,6 +8,7 @@ use crate::model::{
     SimulationMode, ToolInputErrorRecord, VariantChoice,
 };
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -96,7 +97,7 @@ pub struct AttemptResult {
     /// The sum of its calls' `delay_ms`.
     pub virtual_time_ms: u64,
     /// Its calls, in order (the evidence, trimmed of ids and timestamps).
-    pub calls: Vec<RecordedCall>,
+    pub calls: Vec<CallReport>,
     /// Wall time (not in the document: it differs from run to run).
     #[serde(skip)]
     pub wall: Duration,
@@ -119,6 +120,60 @@ impl AttemptResult {
             return Some(format!("{at}: {}: {}", u.code, u.message));
         }
         self.harness_errors.first().map(ErrorEntry::describe)
+    }
+}
+
+/// One recorded call as the results document keeps it: arguments and result
+/// as compact JSON text (a 10,000-attempt run keeps 100,000 of them; a small
+/// JSON object as a tree costs ten times its text).
+#[derive(Debug, Clone, Serialize)]
+pub struct CallReport {
+    /// Tool name.
+    pub tool: String,
+    /// Operation name.
+    pub operation: String,
+    /// The arguments.
+    pub arguments: Box<RawValue>,
+    /// How it ended.
+    pub status: CallStatus,
+    /// The error code, for errors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// The error's JSON pointer, for errors that have one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The result returned, for successes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Box<RawValue>>,
+    /// The variant used, for successes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    /// The matched rule, for successes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<u32>,
+    /// The simulated delay.
+    pub delay_ms: u32,
+}
+
+fn raw(value: &Value) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value)
+        .unwrap_or_else(|_| serde_json::value::to_raw_value(&Value::Null).expect("null serializes"))
+}
+
+impl From<RecordedCall> for CallReport {
+    fn from(c: RecordedCall) -> Self {
+        CallReport {
+            arguments: raw(&c.arguments),
+            result: c.result.as_ref().map(raw),
+            tool: c.tool,
+            operation: c.operation,
+            status: c.status,
+            code: c.code,
+            path: c.path,
+            variant: c.variant,
+            rule: c.rule,
+            delay_ms: c.delay_ms,
+        }
     }
 }
 

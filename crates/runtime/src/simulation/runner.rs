@@ -7,7 +7,8 @@ use super::expect::{RecordedCall, Unmet, judge_attempt, recorded_calls};
 use super::load::LoadedSimulation;
 use super::problem::{LoadCode, Problem};
 use super::results::{
-    AttemptResult, CaseResult, ErrorEntry, PassK, RawAttempt, RunResults, Summary, coverage,
+    AttemptResult, CallReport, CaseResult, ErrorEntry, PassK, RawAttempt, RunResults, Summary,
+    coverage,
 };
 use crate::dispatcher::{Dispatcher, StartRequest, StartedAttempt, StartedSimulation};
 use crate::error::{DispatchError, FinishError, StartError, StartProblem, StoreError};
@@ -446,7 +447,7 @@ pub async fn run_attempt<B: Backend + 'static>(
             .map(ErrorEntry::tool_input)
             .collect(),
         virtual_time_ms,
-        calls,
+        calls: calls.into_iter().map(CallReport::from).collect(),
         wall: began.elapsed(),
         raw: keep_raw.then_some(RawAttempt {
             evidence,
