@@ -4,10 +4,10 @@
 use serde_json::{Value, json};
 use std::sync::Arc;
 use toolmock_contract::{ContractHash, OperationIdentity, OperationSource};
+use toolmock_runtime::backend::Catalog;
+use toolmock_runtime::model::{NewOperation, NewTool, Provenance, SaveRevision, ToolKind};
 use toolmock_runtime::simulation::{self, Files, RunOptions, SequenceClock, VirtualSleeper};
-use toolmock_runtime::{
-    Catalog, Dispatcher, MemoryStore, NewOperation, NewTool, Provenance, SaveRevision, ToolKind,
-};
+use toolmock_runtime::{Dispatcher, MemoryStore};
 
 fn document(tool_id: &str) -> Value {
     json!({

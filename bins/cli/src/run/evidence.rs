@@ -7,7 +7,7 @@ use crate::Failure;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::Path;
-use toolmock_runtime::PinRef;
+use toolmock_runtime::model::PinRef;
 use toolmock_runtime::simulation::RunResults;
 
 fn pin(p: &PinRef) -> Value {

@@ -3,7 +3,7 @@
 //! passed unexpectedly, an `<error>` when it hit an unexpected harness error.
 
 use std::fmt::Write as _;
-use toolmock_runtime::AttemptOutcome;
+use toolmock_runtime::model::AttemptOutcome;
 use toolmock_runtime::simulation::RunResults;
 
 /// Escapes text for XML attributes and character data; drops characters XML 1.0 forbids.

@@ -10,10 +10,11 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
+use toolmock_runtime::backend::{Catalog, TokioSleeper};
 use toolmock_runtime::simulation::{
     self, Problem, RunError, RunOptions, RunResults, SequenceClock, VirtualSleeper,
 };
-use toolmock_runtime::{Catalog, Dispatcher, MemoryStore, TokioSleeper};
+use toolmock_runtime::{Dispatcher, MemoryStore};
 
 /// Run a simulation file: every case's attempts against pinned mocks, on the
 /// embedded in-memory runtime (no database).

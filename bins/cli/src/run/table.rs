@@ -2,7 +2,7 @@
 //! (no timings): the wall time goes to stderr.
 
 use std::fmt::Write as _;
-use toolmock_runtime::AttemptOutcome;
+use toolmock_runtime::model::AttemptOutcome;
 use toolmock_runtime::simulation::{CaseResult, RunResults};
 
 fn outcomes(case: &CaseResult) -> String {

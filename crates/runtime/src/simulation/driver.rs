@@ -3,8 +3,8 @@
 use super::document::{CaseDoc, DriverDoc, StepDoc};
 use super::expect::{StepOutcome, Unmet, judge_step};
 use super::reference::{render, resolve_path, split_head};
+use crate::backend::Backend;
 use crate::error::DispatchError;
-use crate::traits::Backend;
 use crate::workflow::{AttemptContext, CallFailure};
 use serde_json::{Map, Value, json};
 use toolmock_contract::pointer;
@@ -32,7 +32,10 @@ async fn call_step<B: Backend + 'static>(
         (None, Some(tool), Some(operation)) => ctx.call_tool(tool, operation, arguments).await,
         // The loader refuses such steps.
         _ => Err(ctx
-            .harness_error("invalid_step", "a step names no call".into())
+            .harness_error(
+                crate::error::HarnessCode::InvalidWorkflow,
+                "a step names no call".into(),
+            )
             .await),
     }
 }

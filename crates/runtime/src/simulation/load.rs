@@ -7,7 +7,7 @@ use super::document::{
 };
 use super::problem::{LoadCode, Problem};
 use super::reference::{BadReference, FoundReference, Scope, resolve_path, scan, split_head};
-use crate::ids::ToolId;
+use crate::model::ToolId;
 use crate::model::{AttemptOutcome, NewOperation, SimulationMode, ToolKind};
 use crate::workflow::{NodeDoc, WorkflowDoc};
 use serde_json::Value;
@@ -494,13 +494,11 @@ impl Loader {
                     }
                     Err(errors) => {
                         for e in errors.iter() {
-                            let text = e.to_string();
-                            let message = text
-                                .strip_prefix(&format!("{}: ", e.path()))
-                                .unwrap_or(&text)
-                                .to_owned();
-                            self.problems
-                                .push(origin.problem(e.path(), e.code(), message));
+                            self.problems.push(origin.problem(
+                                &e.path,
+                                e.code.as_str(),
+                                e.message.clone(),
+                            ));
                         }
                         return (None, KnownTool::default());
                     }

@@ -10,14 +10,14 @@ use super::results::{
     AttemptResult, CallReport, CaseResult, ErrorEntry, PassK, RawAttempt, RunResults, Summary,
     coverage,
 };
+use crate::backend::{Backend, BoxFuture, Clock, Sleeper};
 use crate::dispatcher::{Dispatcher, StartRequest, StartedAttempt, StartedSimulation};
 use crate::error::{DispatchError, FinishError, StartError, StartProblem, StoreError};
-use crate::ids::{AgentId, TenantId, ToolId};
+use crate::model::{AgentId, TenantId, ToolId};
 use crate::model::{
     AgentSpec, AttemptOutcome, NewTool, NodeKind, Provenance, SaveRevision, TestCaseSpec, ToolRef,
     Verdict, Workflow, WorkflowNode,
 };
-use crate::traits::{Backend, BoxFuture, Clock, Sleeper};
 use crate::workflow::{AttemptContext, NodeDoc, WorkflowDoc};
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -313,7 +313,7 @@ pub fn start_problems(loaded: &LoadedSimulation, refused: &[StartProblem]) -> Ve
             } => Problem::foreign(
                 file.clone(),
                 definition_at(loaded, tool, operation),
-                status.clone(),
+                status.as_str(),
                 format!("{tool}/{operation} is {status}: {message}"),
             ),
             StartProblem::StateConflict { key, first, second } => {

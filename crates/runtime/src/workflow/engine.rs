@@ -4,14 +4,14 @@
 //! recorded on the attempt — even when a `catch` node handles it.
 
 use super::model::{ConditionSource, DEFAULT_MAX_STEPS, NodeDoc, WorkflowDoc};
-use crate::capability::Capability;
+use crate::backend::{Backend, BoxFuture};
 use crate::dispatcher::{Dispatcher, ToolCall};
-use crate::error::DispatchError;
-use crate::ids::{AttemptId, TenantId};
+use crate::error::{DispatchError, HarnessCode};
+use crate::model::Capability;
 use crate::model::HarnessErrorRecord;
+use crate::model::{AttemptId, TenantId};
 use crate::simulation::document::CallStatus;
 use crate::simulation::reference::{render, resolve_path, split_head};
-use crate::traits::{Backend, BoxFuture};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 
@@ -97,7 +97,7 @@ impl<B: Backend> AttemptContext<'_, B> {
 
     /// Records a harness error of the workflow engine itself (a run-away
     /// loop, an unresolvable reference): the attempt can no longer pass.
-    pub async fn harness_error(&self, code: &str, message: String) -> CallFailure {
+    pub async fn harness_error(&self, code: HarnessCode, message: String) -> CallFailure {
         let record = HarnessErrorRecord {
             tenant: self.tenant,
             attempt: self.attempt,
@@ -105,7 +105,7 @@ impl<B: Backend> AttemptContext<'_, B> {
             operation: None,
             pin: None,
             arguments: None,
-            code: code.into(),
+            code,
             message: message.clone(),
             path: None,
             detail: json!({}),
@@ -119,7 +119,7 @@ impl<B: Backend> AttemptContext<'_, B> {
         {
             Ok(()) => CallFailure::Recorded {
                 class: CallStatus::HarnessError,
-                code: code.to_owned(),
+                code: code.as_str().to_owned(),
                 message,
                 violations: Value::Array(vec![]),
             },
@@ -142,7 +142,7 @@ impl<B: Backend> AttemptContext<'_, B> {
             let Some(workflow) = self.workflows.get(name) else {
                 return Err(self
                     .harness_error(
-                        "unknown_workflow",
+                        HarnessCode::InvalidWorkflow,
                         format!("the agent has no workflow {name}"),
                     )
                     .await);
@@ -158,7 +158,7 @@ impl<B: Backend> AttemptContext<'_, B> {
                 if *budget == 0 {
                     return Err(self
                         .harness_error(
-                            "workflow_step_limit",
+                            HarnessCode::WorkflowStepLimit,
                             format!(
                                 "workflow {name} ran more nodes than its step limit allows (at node {id})"
                             ),
@@ -168,7 +168,10 @@ impl<B: Backend> AttemptContext<'_, B> {
                 *budget -= 1;
                 let Some(node) = workflow.node(&id) else {
                     return Err(self
-                        .harness_error("unknown_node", format!("workflow {name} has no node {id}"))
+                        .harness_error(
+                            HarnessCode::InvalidWorkflow,
+                            format!("workflow {name} has no node {id}"),
+                        )
                         .await);
                 };
                 let lookup = |operator: &str, path: &str| -> Option<Value> {
@@ -196,7 +199,7 @@ impl<B: Backend> AttemptContext<'_, B> {
                             Err(unresolved) => {
                                 return Err(self
                                     .harness_error(
-                                        "workflow_reference_unresolved",
+                                        HarnessCode::WorkflowReferenceUnresolved,
                                         format!("workflow {name}, node {id}: {unresolved}"),
                                     )
                                     .await);
@@ -212,7 +215,7 @@ impl<B: Backend> AttemptContext<'_, B> {
                             }
                             _ => Err(self
                                 .harness_error(
-                                    "invalid_node",
+                                    HarnessCode::InvalidWorkflow,
                                     format!("workflow {name}, node {id} names no call"),
                                 )
                                 .await),
@@ -258,7 +261,7 @@ impl<B: Backend> AttemptContext<'_, B> {
                             Ok(v) => Ok(v),
                             Err(unresolved) => Err(self
                                 .harness_error(
-                                    "workflow_reference_unresolved",
+                                    HarnessCode::WorkflowReferenceUnresolved,
                                     format!("workflow {name}, node {id}: {unresolved}"),
                                 )
                                 .await),
@@ -269,7 +272,7 @@ impl<B: Backend> AttemptContext<'_, B> {
                         // runtime has no real handlers for real-tools runs either.
                         return Err(self
                             .harness_error(
-                                "effect_not_executed",
+                                HarnessCode::EffectNotExecuted,
                                 format!(
                                     "workflow {name}, node {id}: no handler executes {} effects here",
                                     effect.as_str()
