@@ -10,10 +10,9 @@ shared := justfile_directory() / ".." / "shared"
 default:
     @just --list
 
-# The main job: check and run the worked example with the embedded evaluator.
-run: build
-    target/debug/toolmock check fixtures/examples/book-appointment/mock.json --contract fixtures/examples/book-appointment/contract.json
-    target/debug/toolmock eval fixtures/examples/book-appointment/mock.json --contract fixtures/examples/book-appointment/contract.json --calls fixtures/examples/book-appointment/calls.jsonl
+# The main job: run the HealthPlus agent test suite (or FILE) on the embedded runtime.
+run file="fixtures/healthplus/simulation.json" *args="": build
+    target/debug/toolmock run {{file}} {{args}}
 
 # Build every package (debug).
 build:
@@ -23,6 +22,7 @@ build:
 setup:
     scripts/start-postgres.sh
     if [ -x scripts/install-mcp-servers.sh ]; then scripts/install-mcp-servers.sh; fi
+    scripts/install-test-tools.sh
 
 # Run every test: unit, integration (real PostgreSQL, real MCP servers), doc tests, conformance vectors.
 test: setup
@@ -48,6 +48,7 @@ bench:
     cargo bench --workspace --locked
     if [ -x scripts/bench-eval.sh ]; then scripts/bench-eval.sh; fi
     if [ -x scripts/bench-dispatcher.sh ]; then scripts/bench-dispatcher.sh; fi
+    scripts/bench-simulation.sh
 
 # Fuzz one target or all of them (default 600 s each); not run by CI.
 fuzz target="all" seconds="600":

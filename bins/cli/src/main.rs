@@ -22,6 +22,7 @@ mod hash;
 mod input;
 mod normalize;
 mod output;
+mod run;
 
 /// Test AI agents against tool contracts with checked, deterministic mocks.
 #[derive(Debug, Parser)]
@@ -40,6 +41,7 @@ enum Command {
     Discover(discover::DiscoverArgs),
     Generate(generate::GenerateArgs),
     Diff(diff::DiffArgs),
+    Run(run::RunArgs),
 }
 
 toolmock_contract::problem_codes! {
@@ -79,6 +81,7 @@ fn main() -> ExitCode {
         Command::Discover(args) => discover::run(&args),
         Command::Generate(args) => generate::run(&args),
         Command::Diff(args) => diff::run(&args),
+        Command::Run(args) => run::run(&args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

@@ -760,6 +760,15 @@ fn conformance_vectors() {
     for p in &project {
         all.push((format!("fixtures/{}", stem(p)), p.clone()));
     }
+    // The HealthPlus call sequences (healthplus_vectors.rs keeps them current).
+    let healthplus = vectors_in(&root.join("fixtures/conformance/healthplus"));
+    assert!(
+        !healthplus.is_empty(),
+        "no vectors in fixtures/conformance/healthplus"
+    );
+    for p in &healthplus {
+        all.push((format!("fixtures/healthplus/{}", stem(p)), p.clone()));
+    }
     for p in &shared {
         all.push((format!("shared/{}", stem(p)), p.clone()));
     }

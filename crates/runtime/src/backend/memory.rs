@@ -133,7 +133,15 @@ impl Fixture {
         match self.evidence.last_mut() {
             Some(chunk) if chunk.len() < EVIDENCE_CHUNK => chunk.push(evidence),
             _ => {
-                let mut chunk = Vec::with_capacity(EVIDENCE_CHUNK);
+                // The first chunk grows as needed: most attempts make a few
+                // calls, and a full chunk each would cost ~150 KB per attempt
+                // (1.5 GB for a 10,000-attempt `toolmock run`).
+                let capacity = if self.evidence.is_empty() {
+                    8
+                } else {
+                    EVIDENCE_CHUNK
+                };
+                let mut chunk = Vec::with_capacity(capacity);
                 chunk.push(evidence);
                 self.evidence.push(chunk);
             }

@@ -35,6 +35,14 @@ problem_codes! {
         /// Storage failed during the call (the cause is in the record's detail), or
         /// the attempt's records fall short of the calls the dispatcher answered.
         StorageFailed => "storage_failed",
+        /// A workflow ran more nodes than its `max_steps` allows (a run-away loop).
+        WorkflowStepLimit => "workflow_step_limit",
+        /// A workflow's `$input` or `$node` reference does not resolve.
+        WorkflowReferenceUnresolved => "workflow_reference_unresolved",
+        /// A workflow reached an effect node with no handler to execute it.
+        EffectNotExecuted => "effect_not_executed",
+        /// A call names a workflow or node the agent lacks (unchecked documents only).
+        InvalidWorkflow => "invalid_workflow",
     }
 }
 

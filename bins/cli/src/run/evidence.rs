@@ -1,0 +1,112 @@
+//! `--evidence DIR`: per attempt, JSON Lines of everything it recorded, in
+//! the order it happened: `evidence`, `tool_input_error` and `harness_error`
+//! lines, then one `final_state` line.
+//! Files: `DIR/NN-CASE/attempt-N.jsonl` (NN the case's position from 01).
+
+use crate::Failure;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::Path;
+use toolmock_runtime::model::PinRef;
+use toolmock_runtime::simulation::RunResults;
+
+fn pin(p: &PinRef) -> Value {
+    match p {
+        PinRef::Library {
+            revision,
+            definition_hash,
+            ..
+        } => {
+            json!({"kind": "library", "revision": revision, "definition_hash": definition_hash.as_str()})
+        }
+        PinRef::Inline { definition_hash } => {
+            json!({"kind": "inline", "definition_hash": definition_hash.as_str()})
+        }
+    }
+}
+
+fn slug(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(80)
+        .collect();
+    if s.is_empty() { "case".into() } else { s }
+}
+
+/// Writes every attempt's records under `dir`.
+pub(crate) fn write(dir: &Path, results: &RunResults) -> Result<(), Failure> {
+    let fail = |path: &Path, e: std::io::Error| {
+        Failure::usage(format!("{}: cannot write: {e}", path.display()))
+    };
+    for (i, case) in results.cases.iter().enumerate() {
+        let folder = dir.join(format!("{:02}-{}", i + 1, slug(&case.name)));
+        std::fs::create_dir_all(&folder).map_err(|e| fail(&folder, e))?;
+        for attempt in &case.attempts {
+            let Some(raw) = &attempt.raw else { continue };
+            let mut lines: Vec<(Option<i64>, Value)> = Vec::new();
+            for e in &raw.evidence {
+                lines.push((
+                    e.started_at.timestamp_nanos_opt(),
+                    json!({
+                        "kind": "evidence",
+                        "tool": e.tool, "operation": e.operation, "pin": pin(&e.pin),
+                        "executor": e.executor.as_str(), "variant": e.variant, "rule": e.rule,
+                        "arguments": e.arguments, "result": e.result,
+                        "state_before": e.state_before, "state_after": e.state_after,
+                        "version_before": e.version_before, "version_after": e.version_after,
+                        "delay_ms": e.delay_ms, "started_at": e.started_at.to_rfc3339(),
+                        "duration_us": e.duration_us,
+                    }),
+                ));
+            }
+            for e in &raw.tool_input_errors {
+                lines.push((
+                    e.at.timestamp_nanos_opt(),
+                    json!({
+                        "kind": "tool_input_error",
+                        "tool": e.tool, "operation": e.operation,
+                        "pin": e.pin.as_ref().map(pin), "arguments": e.arguments,
+                        "code": e.code.to_string(), "message": e.message, "path": e.path,
+                        "violations": e.violations, "at": e.at.to_rfc3339(),
+                    }),
+                ));
+            }
+            for e in &raw.harness_errors {
+                lines.push((
+                    e.at.timestamp_nanos_opt(),
+                    json!({
+                        "kind": "harness_error",
+                        "tool": e.tool, "operation": e.operation,
+                        "pin": e.pin.as_ref().map(pin), "arguments": e.arguments,
+                        "code": e.code.to_string(), "message": e.message, "path": e.path,
+                        "detail": e.detail, "at": e.at.to_rfc3339(),
+                    }),
+                ));
+            }
+            lines.sort_by_key(|line| line.0);
+            let path = folder.join(format!("attempt-{}.jsonl", attempt.number));
+            let file = std::fs::File::create(&path).map_err(|e| fail(&path, e))?;
+            let mut out = std::io::BufWriter::new(file);
+            for (_, line) in &lines {
+                serde_json::to_writer(&mut out, line)
+                    .map_err(|e| fail(&path, std::io::Error::other(e)))?;
+                writeln!(out).map_err(|e| fail(&path, e))?;
+            }
+            serde_json::to_writer(
+                &mut out,
+                &json!({"kind": "final_state", "state": raw.final_state}),
+            )
+            .map_err(|e| fail(&path, std::io::Error::other(e)))?;
+            writeln!(out).map_err(|e| fail(&path, e))?;
+            out.flush().map_err(|e| fail(&path, e))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,102 @@
+//! JUnit XML: one testsuite per case, one testcase per attempt; an attempt
+//! that ended otherwise than expected is a `<failure>` when it failed or
+//! passed unexpectedly, an `<error>` when it hit an unexpected harness error.
+
+use std::fmt::Write as _;
+use toolmock_runtime::model::AttemptOutcome;
+use toolmock_runtime::simulation::RunResults;
+
+/// Escapes text for XML attributes and character data; drops characters XML 1.0 forbids.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Renders the report.
+pub(crate) fn render(results: &RunResults) -> String {
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let (mut failures, mut errors) = (0, 0);
+    let mut suites = String::new();
+    let mut all_time = 0.0;
+    for case in &results.cases {
+        let (mut f, mut e) = (0, 0);
+        let mut cases = String::new();
+        let mut time = 0.0;
+        for a in &case.attempts {
+            let secs = a.wall.as_secs_f64();
+            time += secs;
+            let _ = write!(
+                cases,
+                "    <testcase classname=\"{}\" name=\"{} #{}\" time=\"{secs:.6}\"",
+                escape(&format!("{}.{}", results.simulation, case.name)),
+                escape(&case.name),
+                a.number
+            );
+            if a.as_expected {
+                cases.push_str("/>\n");
+                continue;
+            }
+            let why = a.first_problem().unwrap_or_else(|| {
+                format!(
+                    "ended {} but the case expects {}",
+                    a.outcome.as_str(),
+                    case.expected_outcome.as_str()
+                )
+            });
+            let details: Vec<String> = a
+                .unmet
+                .iter()
+                .map(|u| format!("{}: {}: {}", u.at, u.code, u.message))
+                .chain(a.harness_errors.iter().map(|h| h.describe()))
+                .collect();
+            let (tag, kind) = if a.outcome == AttemptOutcome::HarnessError {
+                e += 1;
+                ("error", "harness_error")
+            } else {
+                f += 1;
+                (
+                    "failure",
+                    if a.outcome == AttemptOutcome::Passed {
+                        "unexpected_pass"
+                    } else {
+                        "failed"
+                    },
+                )
+            };
+            let _ = write!(
+                cases,
+                ">\n      <{tag} message=\"{}\" type=\"{kind}\">{}</{tag}>\n    </testcase>\n",
+                escape(&why),
+                escape(&details.join("\n"))
+            );
+        }
+        failures += f;
+        errors += e;
+        all_time += time;
+        let _ = write!(
+            suites,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{f}\" errors=\"{e}\" skipped=\"0\" time=\"{time:.6}\">\n{cases}  </testsuite>\n",
+            escape(&case.name),
+            case.attempts.len()
+        );
+    }
+    let _ = write!(
+        out,
+        "<testsuites name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{all_time:.6}\">\n{suites}</testsuites>\n",
+        escape(&results.simulation),
+        results.summary.attempts
+    );
+    out
+}

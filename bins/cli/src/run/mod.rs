@@ -1,0 +1,214 @@
+//! `toolmock run`: a whole simulation on the embedded in-memory runtime.
+
+mod evidence;
+mod junit;
+mod table;
+
+use crate::Failure;
+use clap::Args;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+use toolmock_runtime::backend::{Catalog, TokioSleeper};
+use toolmock_runtime::simulation::{
+    self, Problem, RunError, RunOptions, RunResults, SequenceClock, VirtualSleeper,
+};
+use toolmock_runtime::{Dispatcher, MemoryStore};
+
+/// Run a simulation file: every case's attempts against pinned mocks, on the
+/// embedded in-memory runtime (no database).
+///
+/// Prints a table of cases and attempts (or, with --json, the results
+/// document) and the coverage of every pinned definition. Exit status: 0 when
+/// every attempt ended as its case expects (or, with --min-pass-rate, when
+/// every case's pass rate reaches it), 1 otherwise, 2 when the file is
+/// unusable (its problems are printed as FILE: /json/pointer: code: message).
+///
+/// delay_ms runs on a virtual clock: it is summed per attempt and reported,
+/// not slept, unless --real-delays.
+///
+/// Example:
+///   toolmock run fixtures/healthplus/simulation.json
+///   toolmock run sim.json --jobs 8 --json > results.json --junit junit.xml
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub(crate) struct RunArgs {
+    /// The simulation file.
+    simulation: PathBuf,
+    /// Attempts run at once (default: the number of cores).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    jobs: Option<u32>,
+    /// Print the results document (JSON) instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Also write JUnit XML (one testcase per attempt) to FILE.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Also write each attempt's evidence, tool input errors and harness
+    /// errors as JSON Lines under DIR.
+    #[arg(long, value_name = "DIR")]
+    evidence: Option<PathBuf>,
+    /// Validate everything (schema, definitions, the start) without running.
+    #[arg(long)]
+    check: bool,
+    /// Pass when every case's pass rate (attempts as expected / attempts) is
+    /// at least RATE (0 to 1), instead of requiring every attempt.
+    #[arg(long, value_name = "RATE")]
+    min_pass_rate: Option<f64>,
+    /// Sleep each call's delay_ms for real instead of on the virtual clock.
+    #[arg(long)]
+    real_delays: bool,
+}
+
+fn print_problems(file: &str, problems: &[Problem]) {
+    let stderr = std::io::stderr();
+    let mut err = stderr.lock();
+    for p in problems {
+        let _ = writeln!(err, "{p}");
+    }
+    let n = problems.len();
+    let _ = writeln!(err, "{file}: {n} problem{}", if n == 1 { "" } else { "s" });
+}
+
+pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
+    if let Some(rate) = args.min_pass_rate
+        && !(0.0..=1.0).contains(&rate)
+    {
+        return Err(Failure::usage("--min-pass-rate must lie between 0 and 1"));
+    }
+    let file = args.simulation.display().to_string();
+    let loaded = match simulation::load_file(&args.simulation) {
+        Ok(loaded) => Arc::new(loaded),
+        Err(problems) => {
+            print_problems(&file, &problems);
+            return Ok(2);
+        }
+    };
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(jobs)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::usage(format!("cannot start the runtime: {e}")))?;
+    let store = MemoryStore::new();
+    let mut dispatcher = Dispatcher::new(store).with_clock(Arc::new(SequenceClock::default()));
+    dispatcher = if args.real_delays {
+        dispatcher.with_sleeper(Arc::new(TokioSleeper))
+    } else {
+        dispatcher.with_sleeper(Arc::new(VirtualSleeper))
+    };
+    let dispatcher = Arc::new(dispatcher);
+    let began = Instant::now();
+    let outcome: Result<Option<RunResults>, RunError> = runtime.block_on(async {
+        let tenant = dispatcher.backend().create_tenant("toolmock-run").await?;
+        if args.check {
+            let pinned = simulation::check(&dispatcher, tenant, &loaded).await?;
+            println!(
+                "{file}: ok: {} case{}, {pinned} operation{} pinned",
+                loaded.document.cases.len(),
+                if loaded.document.cases.len() == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                if pinned == 1 { "" } else { "s" }
+            );
+            return Ok(None);
+        }
+        let total = loaded.document.cases.len() as u64 * u64::from(loaded.document.attempts);
+        let bar = progress_bar(total);
+        let tick = bar.clone();
+        let results = simulation::run(
+            dispatcher.clone(),
+            tenant,
+            loaded.clone(),
+            &RunOptions {
+                jobs,
+                keep_raw: args.evidence.is_some(),
+            },
+            Arc::new(move || {
+                if let Some(bar) = &tick {
+                    bar.inc(1);
+                }
+            }),
+        )
+        .await;
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        results.map(Some)
+    });
+    let results = match outcome {
+        Ok(Some(results)) => results,
+        Ok(None) => return Ok(0),
+        Err(RunError::Problems(problems)) => {
+            print_problems(&file, &problems);
+            return Ok(2);
+        }
+        Err(other) => {
+            return Err(Failure {
+                message: format!("{file}: {}: {other}", other.code()),
+                exit: 1,
+            });
+        }
+    };
+    let elapsed = began.elapsed();
+    let out_error = |e: std::io::Error| Failure::usage(format!("cannot write the output: {e}"));
+    {
+        let stdout = std::io::stdout();
+        // Stdout is line-buffered: the results document has a line per value.
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+        if args.json {
+            serde_json::to_writer_pretty(&mut out, &results)
+                .map_err(|e| Failure::usage(format!("cannot write the results: {e}")))?;
+            writeln!(out).map_err(out_error)?;
+        } else {
+            out.write_all(table::render(&results).as_bytes())
+                .map_err(out_error)?;
+        }
+        out.flush().map_err(out_error)?;
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "toolmock: ran {} attempt{} in {:.3} s with {jobs} job{}",
+        results.summary.attempts,
+        if results.summary.attempts == 1 {
+            ""
+        } else {
+            "s"
+        },
+        elapsed.as_secs_f64(),
+        if jobs == 1 { "" } else { "s" },
+    );
+    if let Some(path) = &args.junit {
+        std::fs::write(path, junit::render(&results))
+            .map_err(|e| Failure::usage(format!("{}: cannot write: {e}", path.display())))?;
+    }
+    if let Some(dir) = &args.evidence {
+        evidence::write(dir, &results)?;
+    }
+    let ok = match args.min_pass_rate {
+        Some(rate) => results.cases.iter().all(|c| c.pass_rate >= rate),
+        None => results.ok,
+    };
+    Ok(if ok { 0 } else { 1 })
+}
+
+/// A progress bar on stderr when both stdout and stderr are terminals; none
+/// when output is piped or redirected.
+fn progress_bar(total: u64) -> Option<indicatif::ProgressBar> {
+    if !(std::io::stderr().is_terminal() && std::io::stdout().is_terminal()) {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} attempts {elapsed}")
+    {
+        bar.set_style(style);
+    }
+    Some(bar)
+}

@@ -1,0 +1,146 @@
+//! The human report: cases × attempts, failures, coverage. Deterministic
+//! (no timings): the wall time goes to stderr.
+
+use std::fmt::Write as _;
+use toolmock_runtime::model::AttemptOutcome;
+use toolmock_runtime::simulation::{CaseResult, RunResults};
+
+fn outcomes(case: &CaseResult) -> String {
+    let mut counts: Vec<(AttemptOutcome, usize)> = Vec::new();
+    for a in &case.attempts {
+        match counts.iter_mut().find(|(o, _)| *o == a.outcome) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((a.outcome, 1)),
+        }
+    }
+    if case.attempts.len() == 1 {
+        return counts
+            .first()
+            .map_or_else(String::new, |(o, _)| o.as_str().to_owned());
+    }
+    counts
+        .iter()
+        .map(|(o, n)| format!("{} x{n}", o.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn plural(n: u64, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
+/// Renders the table.
+pub(crate) fn render(results: &RunResults) -> String {
+    let mut out = String::new();
+    let s = &results.summary;
+    let _ = writeln!(
+        out,
+        "{}: {} x {} ({})",
+        results.simulation,
+        plural(u64::from(s.cases), "case"),
+        plural(u64::from(results.attempts_per_case), "attempt"),
+        results.mode.as_str()
+    );
+    let _ = writeln!(out);
+    let width = results
+        .cases
+        .iter()
+        .map(|c| c.name.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let outcome_width = results
+        .cases
+        .iter()
+        .map(|c| outcomes(c).len())
+        .max()
+        .unwrap_or(7)
+        .max(7);
+    let _ = writeln!(
+        out,
+        "     {:<width$}  {:<outcome_width$}  {:<13}  {:>9}  pass^k",
+        "case", "outcome", "expected", "pass rate"
+    );
+    for case in &results.cases {
+        let ok = case.as_expected as usize == case.attempts.len();
+        let _ = writeln!(
+            out,
+            "{}  {:<width$}  {:<outcome_width$}  {:<13}  {:>9}  {}",
+            if ok { " ok " } else { "FAIL" },
+            case.name,
+            outcomes(case),
+            case.expected_outcome.as_str(),
+            format!("{:.0}%", case.pass_rate * 100.0),
+            if case.pass_k.passed { "yes" } else { "no" },
+        );
+    }
+    let failures: Vec<(&CaseResult, String)> = results
+        .cases
+        .iter()
+        .flat_map(|c| {
+            c.attempts.iter().filter(|a| !a.as_expected).map(move |a| {
+                let why = a.first_problem().unwrap_or_else(|| {
+                    format!(
+                        "ended {} but the case expects {}",
+                        a.outcome.as_str(),
+                        c.expected_outcome.as_str()
+                    )
+                });
+                (c, format!("attempt {}: {why}", a.number))
+            })
+        })
+        .collect();
+    if !failures.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "failures:");
+        for (case, line) in failures {
+            let _ = writeln!(out, "  {}, {line}", case.name);
+        }
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{} as expected of {} (passed {}, failed {}, harness_error {}); virtual time {:.3} s",
+        s.as_expected,
+        plural(u64::from(s.attempts), "attempt"),
+        s.passed,
+        s.failed,
+        s.harness_error,
+        s.virtual_time_ms as f64 / 1000.0
+    );
+    let total: usize = results
+        .coverage
+        .iter()
+        .map(|c| c.variants.iter().map(|v| v.rules.len() + 1).sum::<usize>())
+        .sum();
+    let never: usize = results.coverage.iter().map(|c| c.never.len()).sum();
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "coverage: {}, {} of {} variant/rule branches exercised",
+        plural(results.coverage.len() as u64, "pinned operation"),
+        total.saturating_sub(never),
+        total
+    );
+    let name_width = results
+        .coverage
+        .iter()
+        .map(|c| c.tool.len() + c.operation.len() + 1)
+        .max()
+        .unwrap_or(0);
+    for c in &results.coverage {
+        let name = format!("{}/{}", c.tool, c.operation);
+        let _ = write!(
+            out,
+            "  {name:<name_width$}  {:<11}  {:>9}",
+            c.pin,
+            plural(c.calls, "call")
+        );
+        if c.never.is_empty() {
+            let _ = writeln!(out, "  all exercised");
+        } else {
+            let _ = writeln!(out, "  never: {}", c.never.join(", "));
+        }
+    }
+    out
+}

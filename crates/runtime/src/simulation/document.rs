@@ -1,0 +1,373 @@
+//! The simulation document (version 1), as written by hand or sent to
+//! `POST /api/simulations`. Every struct refuses unknown fields.
+
+use crate::model::{AttemptOutcome, SimulationMode, VariantChoice};
+use crate::workflow::WorkflowDoc;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// The whole document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimulationDocument {
+    /// The schema's address, for editors; no meaning.
+    #[serde(default, rename = "$schema", skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// Exactly `1`.
+    pub simulation_version: u32,
+    /// A name for reports.
+    pub name: String,
+    /// No meaning.
+    #[serde(default)]
+    pub description: String,
+    /// `sandbox` (default) or `real_tools`.
+    #[serde(default = "sandbox")]
+    pub mode: SimulationMode,
+    /// Start even when operations are stale or missing; their calls fail closed.
+    #[serde(default)]
+    pub allow_incomplete: bool,
+    /// Attempts per test case (default 1).
+    #[serde(default = "one")]
+    pub attempts: u32,
+    /// The tools the agent and its workflows can reach.
+    pub tools: Vec<ToolSpec>,
+    /// The agent under test.
+    pub agent: AgentDoc,
+    /// The test cases.
+    pub cases: Vec<CaseDoc>,
+}
+
+fn sandbox() -> SimulationMode {
+    SimulationMode::Sandbox
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Where a tool's operations come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolFrom {
+    /// A platform manifest (SPEC §9), in `manifest`.
+    Manifest,
+    /// The JSON array `toolmock normalize` / `toolmock discover` print, in `contracts`.
+    Contracts,
+    /// Hand-written operation contracts, in `operations`.
+    Custom,
+    /// An existing library tool, by `id` (the API; not the embedded run).
+    Library,
+}
+
+impl ToolFrom {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolFrom::Manifest => "manifest",
+            ToolFrom::Contracts => "contracts",
+            ToolFrom::Custom => "custom",
+            ToolFrom::Library => "library",
+        }
+    }
+}
+
+/// A JSON document given inline or by a path relative to the simulation file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Source {
+    /// A path relative to the simulation file.
+    Path(String),
+    /// The document itself.
+    Inline(Value),
+}
+
+/// One tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    /// The name agents call it by (unique).
+    pub name: String,
+    /// Where its operations come from.
+    pub from: ToolFrom,
+    /// `from: manifest`: the platform manifest.
+    #[serde(default)]
+    pub manifest: Option<Source>,
+    /// `from: contracts`: the `normalize`/`discover` array.
+    #[serde(default)]
+    pub contracts: Option<Source>,
+    /// `from: custom`: the operations.
+    #[serde(default)]
+    pub operations: Option<Vec<CustomOperation>>,
+    /// `from: library`: the library tool's id.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// The tool's fallback output schema (SPEC §9).
+    #[serde(default)]
+    pub output_schema: Option<Value>,
+    /// Each operation's mock definition, by runtime name.
+    #[serde(default)]
+    pub definitions: BTreeMap<String, Source>,
+}
+
+/// A hand-written operation contract.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomOperation {
+    /// Its runtime name.
+    pub name: String,
+    /// Shown to the agent.
+    #[serde(default)]
+    pub description: String,
+    /// Input JSON Schema.
+    pub input_schema: Value,
+    /// Output JSON Schema (else the tool's `output_schema`).
+    #[serde(default)]
+    pub output_schema: Option<Value>,
+}
+
+/// The agent under test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentDoc {
+    /// Its name.
+    pub name: String,
+    /// Its system prompt: opaque text for drivers that play a real agent.
+    #[serde(default)]
+    pub prompt: String,
+    /// Prerequisite guards ("verify the member before discussing claims"):
+    /// opaque text for drivers and judges.
+    #[serde(default)]
+    pub guards: Vec<String>,
+    /// What it calls directly: tool names and workflow names.
+    pub tools: Vec<String>,
+    /// Its workflows.
+    #[serde(default)]
+    pub workflows: Vec<WorkflowDoc>,
+}
+
+/// One test case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseDoc {
+    /// Unique.
+    pub name: String,
+    /// No meaning.
+    #[serde(default)]
+    pub description: String,
+    /// The case's own data (`{"$case": P}` reads it).
+    #[serde(default)]
+    pub data: Map<String, Value>,
+    /// Variant choices; other operations use their default variant.
+    #[serde(default)]
+    pub variants: Vec<VariantChoice>,
+    /// Who plays the agent.
+    pub driver: DriverDoc,
+    /// What must hold of the attempt.
+    #[serde(default)]
+    pub expect: CaseExpect,
+}
+
+/// Who plays the agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum DriverDoc {
+    /// An ordered list of steps.
+    Scripted {
+        /// The steps.
+        steps: Vec<StepDoc>,
+    },
+}
+
+/// One scripted tool call (or workflow call).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepDoc {
+    /// Names the step for `{"$step": "ID.…"}` (unique in its case).
+    #[serde(default)]
+    pub id: Option<String>,
+    /// No meaning.
+    #[serde(default)]
+    pub description: String,
+    /// The tool (with `operation`).
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// The operation's runtime name.
+    #[serde(default)]
+    pub operation: Option<String>,
+    /// A workflow of the agent, called as a tool (instead of tool/operation).
+    #[serde(default)]
+    pub workflow: Option<String>,
+    /// The arguments, with typed references.
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+    /// Values added (top-level keys) when the call fails with
+    /// `invalid_arguments` because required fields are missing.
+    #[serde(default)]
+    pub repair: Option<Map<String, Value>>,
+    /// What the call must produce (default: any successful result).
+    #[serde(default)]
+    pub expect: Option<StepExpect>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+/// What one step must produce.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum StepExpect {
+    /// Exactly this result (SPEC §5 equality).
+    Result(Value),
+    /// A result containing this: objects by key, arrays by position.
+    ResultSubset(Value),
+    /// A tool input error with this code.
+    ToolInputError(String),
+    /// A harness error with this code (negative cases).
+    HarnessError(String),
+}
+
+/// What must hold of a whole attempt, for any driver.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseExpect {
+    /// How the attempt must end (default `passed`).
+    #[serde(default = "passed")]
+    pub outcome: AttemptOutcome,
+    /// The fixture state after the last call.
+    #[serde(default)]
+    pub final_state: Option<StateExpect>,
+    /// Expectations over the recorded calls.
+    #[serde(default)]
+    pub trajectory: Vec<TrajectoryExpect>,
+}
+
+impl Default for CaseExpect {
+    fn default() -> Self {
+        Self {
+            outcome: AttemptOutcome::Passed,
+            final_state: None,
+            trajectory: Vec::new(),
+        }
+    }
+}
+
+fn passed() -> AttemptOutcome {
+    AttemptOutcome::Passed
+}
+
+/// The final fixture state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum StateExpect {
+    /// Exactly this state.
+    Exact(Map<String, Value>),
+    /// A state containing this (objects by key, arrays by position).
+    Subset(Map<String, Value>),
+}
+
+/// One expectation over the attempt's recorded calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TrajectoryExpect {
+    /// At least one recorded call matches.
+    Used {
+        /// The call.
+        call: CallMatcher,
+    },
+    /// No recorded call matches.
+    NotUsed {
+        /// The call.
+        call: CallMatcher,
+    },
+    /// The recorded calls against a reference sequence.
+    Sequence {
+        /// `strict`, `unordered`, `subset` or `superset`.
+        mode: SequenceMode,
+        /// The reference calls.
+        calls: Vec<CallMatcher>,
+    },
+    /// How many recorded calls match.
+    Count {
+        /// The call.
+        call: CallMatcher,
+        /// Exactly this many.
+        #[serde(default)]
+        exactly: Option<u32>,
+        /// At least.
+        #[serde(default)]
+        at_least: Option<u32>,
+        /// At most.
+        #[serde(default)]
+        at_most: Option<u32>,
+    },
+}
+
+/// How a recorded sequence is compared with a reference sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SequenceMode {
+    /// The same calls in the same order, nothing else.
+    Strict,
+    /// The same calls in any order, nothing else.
+    Unordered,
+    /// Every recorded call matches a distinct reference call (no extra calls).
+    Subset,
+    /// Every reference call matches a distinct recorded call (extra calls allowed).
+    Superset,
+}
+
+/// A pattern for one recorded call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallMatcher {
+    /// Tool name.
+    pub tool: String,
+    /// Operation name (any when absent).
+    #[serde(default)]
+    pub operation: Option<String>,
+    /// The arguments (any when absent).
+    #[serde(default)]
+    pub arguments: Option<Value>,
+    /// `subset` (default) or `exact`.
+    #[serde(default)]
+    pub arguments_match: ArgumentsMatch,
+    /// `ok`, `tool_input_error` or `harness_error` (any when absent).
+    #[serde(default)]
+    pub status: Option<CallStatus>,
+}
+
+/// How arguments are compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArgumentsMatch {
+    /// Objects by key, arrays by position.
+    #[default]
+    Subset,
+    /// SPEC §5 equality.
+    Exact,
+}
+
+/// How a recorded call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    /// A result was returned.
+    Ok,
+    /// A tool input error.
+    ToolInputError,
+    /// A harness error.
+    HarnessError,
+}
+
+impl CallStatus {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallStatus::Ok => "ok",
+            CallStatus::ToolInputError => "tool_input_error",
+            CallStatus::HarnessError => "harness_error",
+        }
+    }
+}

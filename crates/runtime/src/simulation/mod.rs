@@ -1,0 +1,32 @@
+//! Simulations you can run: the simulation document (`docs/simulations.md`),
+//! its loader with compiler-style problems, the scripted driver, expectations
+//! judged over the recorded evidence, and the runner that installs the
+//! document's tools as library tools with revisions, starts it through
+//! [`crate::Dispatcher::start`] and runs its attempts concurrently.
+//!
+//! The expectation code ([`expect`]) reads only what an attempt recorded, so
+//! a worker that plays a real agent can judge its attempts with it too.
+
+pub mod document;
+mod driver;
+pub mod expect;
+mod load;
+mod problem;
+pub mod reference;
+mod results;
+mod runner;
+
+pub use driver::run_script;
+pub use load::{
+    Files, LoadedDefinition, LoadedSimulation, LoadedTool, Origin, SIMULATION_SCHEMA, load_file,
+    load_slice, load_value, schema_problems,
+};
+pub use problem::{LoadCode, Problem};
+pub use results::{
+    AttemptResult, CallReport, CaseResult, ErrorEntry, OperationCoverage, PassK, RawAttempt,
+    RunResults, Summary, VariantCoverage, coverage,
+};
+pub use runner::{
+    Installed, RunError, RunOptions, SequenceClock, VirtualSleeper, check, install, run,
+    run_attempt, start, start_problems, start_request,
+};

@@ -1,0 +1,405 @@
+//! The results document (`toolmock run --json`) and the coverage report.
+//! Nothing in it depends on ids, the clock or the number of jobs.
+
+use super::document::CallStatus;
+use super::expect::{RecordedCall, Unmet};
+use crate::model::{
+    AttemptOutcome, EvidenceRecord, HarnessErrorRecord, PinRecord, PinRef, PinTarget,
+    SimulationMode, ToolInputErrorRecord, VariantChoice,
+};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResults {
+    /// Exactly 1.
+    pub results_version: u32,
+    /// The simulation's name.
+    pub simulation: String,
+    /// Sandbox or real tools.
+    pub mode: SimulationMode,
+    /// Attempts per case.
+    pub attempts_per_case: u32,
+    /// Whether every attempt ended as its case expects.
+    pub ok: bool,
+    /// Counts.
+    pub summary: Summary,
+    /// Per case, in document order.
+    pub cases: Vec<CaseResult>,
+    /// Per pinned operation: which variants and rules ran.
+    pub coverage: Vec<OperationCoverage>,
+}
+
+/// Counts over every attempt.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    /// Cases.
+    pub cases: u32,
+    /// Attempts.
+    pub attempts: u32,
+    /// Attempts that ended as their case expects.
+    pub as_expected: u32,
+    /// Attempts that ended `passed`.
+    pub passed: u32,
+    /// … `failed`.
+    pub failed: u32,
+    /// … `harness_error`.
+    pub harness_error: u32,
+    /// The sum of every call's `delay_ms` (the virtual clock).
+    pub virtual_time_ms: u64,
+}
+
+/// One case.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseResult {
+    /// Its name.
+    pub name: String,
+    /// How its attempts must end.
+    pub expected_outcome: AttemptOutcome,
+    /// How many did.
+    pub as_expected: u32,
+    /// `as_expected / attempts`.
+    pub pass_rate: f64,
+    /// pass^k: whether all k attempts ended as expected.
+    pub pass_k: PassK,
+    /// Its attempts, by number.
+    pub attempts: Vec<AttemptResult>,
+}
+
+/// pass^k (τ-bench's reliability measure) for k = the case's attempts.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PassK {
+    /// The number of attempts.
+    pub k: u32,
+    /// Whether all of them ended as expected.
+    pub passed: bool,
+}
+
+/// One attempt.
+#[derive(Debug, Clone, Serialize)]
+pub struct AttemptResult {
+    /// 1, 2, … within its case.
+    pub number: u32,
+    /// How it ended.
+    pub outcome: AttemptOutcome,
+    /// Whether that is what the case expects.
+    pub as_expected: bool,
+    /// Every expectation that did not hold, the first first.
+    pub unmet: Vec<Unmet>,
+    /// Its harness errors.
+    pub harness_errors: Vec<ErrorEntry>,
+    /// Its tool input errors.
+    pub tool_input_errors: Vec<ErrorEntry>,
+    /// The sum of its calls' `delay_ms`.
+    pub virtual_time_ms: u64,
+    /// Its calls, in order (the evidence, trimmed of ids and timestamps).
+    pub calls: Vec<CallReport>,
+    /// Wall time (not in the document: it differs from run to run).
+    #[serde(skip)]
+    pub wall: Duration,
+    /// The full records, when asked for (`--evidence`).
+    #[serde(skip)]
+    pub raw: Option<RawAttempt>,
+}
+
+impl AttemptResult {
+    /// What to show for a failure: the first unmet expectation, else the first harness error.
+    pub fn first_problem(&self) -> Option<String> {
+        if let Some(h) = self.harness_errors.first()
+            && self.outcome == AttemptOutcome::HarnessError
+            && !self.as_expected
+        {
+            return Some(h.describe());
+        }
+        if let Some(u) = self.unmet.first() {
+            let at = if u.at.is_empty() { "/" } else { &u.at };
+            return Some(format!("{at}: {}: {}", u.code, u.message));
+        }
+        self.harness_errors.first().map(ErrorEntry::describe)
+    }
+}
+
+/// One recorded call as the results document keeps it: arguments and result
+/// as compact JSON text (a 10,000-attempt run keeps 100,000 of them; a small
+/// JSON object as a tree costs ten times its text).
+#[derive(Debug, Clone, Serialize)]
+pub struct CallReport {
+    /// Tool name.
+    pub tool: String,
+    /// Operation name.
+    pub operation: String,
+    /// The arguments.
+    pub arguments: Box<RawValue>,
+    /// How it ended.
+    pub status: CallStatus,
+    /// The error code, for errors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// The error's JSON pointer, for errors that have one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The result returned, for successes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Box<RawValue>>,
+    /// The variant used, for successes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    /// The matched rule, for successes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<u32>,
+    /// The simulated delay.
+    pub delay_ms: u32,
+}
+
+fn raw(value: &Value) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value)
+        .unwrap_or_else(|_| serde_json::value::to_raw_value(&Value::Null).expect("null serializes"))
+}
+
+impl From<RecordedCall> for CallReport {
+    fn from(c: RecordedCall) -> Self {
+        CallReport {
+            arguments: raw(&c.arguments),
+            result: c.result.as_ref().map(raw),
+            tool: c.tool,
+            operation: c.operation,
+            status: c.status,
+            code: c.code,
+            path: c.path,
+            variant: c.variant,
+            rule: c.rule,
+            delay_ms: c.delay_ms,
+        }
+    }
+}
+
+/// Everything an attempt recorded, for `--evidence`.
+#[derive(Debug, Clone)]
+pub struct RawAttempt {
+    /// Evidence rows.
+    pub evidence: Vec<EvidenceRecord>,
+    /// Tool input errors.
+    pub tool_input_errors: Vec<ToolInputErrorRecord>,
+    /// Harness errors.
+    pub harness_errors: Vec<HarnessErrorRecord>,
+    /// The state after the last call.
+    pub final_state: Map<String, Value>,
+}
+
+/// A recorded error, trimmed of ids and timestamps.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ErrorEntry {
+    /// Tool name, when a call caused it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Operation name, when a call caused it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operation: Option<String>,
+    /// Its code.
+    pub code: String,
+    /// Its message.
+    pub message: String,
+    /// Its JSON pointer, where one applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+impl ErrorEntry {
+    /// From a harness error record.
+    pub fn harness(r: &HarnessErrorRecord) -> Self {
+        ErrorEntry {
+            tool: r.tool.clone(),
+            operation: r.operation.clone(),
+            code: r.code.to_string(),
+            message: r.message.clone(),
+            path: r.path.clone(),
+        }
+    }
+
+    /// From a tool input error record.
+    pub fn tool_input(r: &ToolInputErrorRecord) -> Self {
+        ErrorEntry {
+            tool: Some(r.tool.clone()),
+            operation: Some(r.operation.clone()),
+            code: r.code.to_string(),
+            message: r.message.clone(),
+            path: r.path.clone(),
+        }
+    }
+
+    /// `harness_error CODE at TOOL/OP PATH: MESSAGE`.
+    pub fn describe(&self) -> String {
+        let mut text = format!("harness_error {}", self.code);
+        if let (Some(t), Some(o)) = (&self.tool, &self.operation) {
+            text.push_str(&format!(" in {t}/{o}"));
+        }
+        if let Some(p) = &self.path {
+            text.push_str(&format!(" at {}", if p.is_empty() { "/" } else { p }));
+        }
+        text.push_str(&format!(": {}", self.message));
+        text
+    }
+}
+
+/// Coverage of one pinned definition.
+#[derive(Debug, Clone, Serialize)]
+pub struct OperationCoverage {
+    /// Tool name.
+    pub tool: String,
+    /// Operation name.
+    pub operation: String,
+    /// `revision N` or `inline HASH`; `unpinned (REASON)`.
+    pub pin: String,
+    /// Calls answered by it (failed calls not included).
+    pub calls: u64,
+    /// Per variant.
+    pub variants: Vec<VariantCoverage>,
+    /// Everything never exercised: `VARIANT` (never used), `VARIANT/rules/N`,
+    /// `VARIANT/own` (the variant's own fields never answered).
+    pub never: Vec<String>,
+}
+
+/// Coverage of one variant.
+#[derive(Debug, Clone, Serialize)]
+pub struct VariantCoverage {
+    /// Its name.
+    pub name: String,
+    /// Calls it answered.
+    pub calls: u64,
+    /// Calls under it that ended in an error (their rule is unknown).
+    pub failed: u64,
+    /// Calls answered by its own fields (no rule matched).
+    pub own: u64,
+    /// Calls answered by each rule, by index.
+    pub rules: Vec<u64>,
+}
+
+/// The coverage of every pinned definition over the given attempts, each
+/// with its case's variant choices. A call that failed (no evidence, so no
+/// recorded variant) counts for the variant its case chose, or the default.
+pub fn coverage<'a>(
+    pins: &[PinRecord],
+    attempts: impl Iterator<Item = (&'a AttemptResult, &'a [VariantChoice])>,
+) -> Vec<OperationCoverage> {
+    let defaults: BTreeMap<(&str, &str), &str> = pins
+        .iter()
+        .filter_map(|p| match &p.pin {
+            PinTarget::Pinned { definition, .. } => Some((
+                (p.tool.as_str(), p.operation.as_str()),
+                definition.get("default_variant")?.as_str()?,
+            )),
+            PinTarget::Unpinned { .. } => None,
+        })
+        .collect();
+    let mut used: BTreeMap<(&str, &str, &str), BTreeMap<Option<u32>, u64>> = BTreeMap::new();
+    let mut failed: BTreeMap<(&str, &str, &str), u64> = BTreeMap::new();
+    for (a, choices) in attempts {
+        for c in &a.calls {
+            if let Some(v) = &c.variant {
+                *used
+                    .entry((c.tool.as_str(), c.operation.as_str(), v.as_str()))
+                    .or_default()
+                    .entry(c.rule)
+                    .or_default() += 1;
+            } else if c.status != CallStatus::Ok {
+                let chosen = choices
+                    .iter()
+                    .find(|v| v.tool == c.tool && v.operation == c.operation)
+                    .map(|v| v.variant.as_str())
+                    .or_else(|| {
+                        defaults
+                            .get(&(c.tool.as_str(), c.operation.as_str()))
+                            .copied()
+                    });
+                if let Some(v) = chosen {
+                    *failed
+                        .entry((c.tool.as_str(), c.operation.as_str(), v))
+                        .or_default() += 1;
+                }
+            }
+        }
+    }
+    let mut out: Vec<OperationCoverage> = pins
+        .iter()
+        .map(|p| match &p.pin {
+            PinTarget::Unpinned { reason } => OperationCoverage {
+                tool: p.tool.clone(),
+                operation: p.operation.clone(),
+                pin: format!("unpinned ({reason})"),
+                calls: 0,
+                variants: vec![],
+                never: vec![],
+            },
+            PinTarget::Pinned {
+                pin, definition, ..
+            } => {
+                let mut variants = Vec::new();
+                let mut never = Vec::new();
+                for (name, variant) in definition
+                    .get("variants")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                {
+                    let rule_count = variant
+                        .get("rules")
+                        .and_then(Value::as_array)
+                        .map_or(0, Vec::len);
+                    let counts = used.get(&(p.tool.as_str(), p.operation.as_str(), name.as_str()));
+                    let count =
+                        |rule: Option<u32>| counts.and_then(|c| c.get(&rule)).copied().unwrap_or(0);
+                    let rules: Vec<u64> = (0..rule_count)
+                        .map(|r| count(Some(u32::try_from(r).unwrap_or(u32::MAX))))
+                        .collect();
+                    let own = count(None);
+                    let errors = failed
+                        .get(&(p.tool.as_str(), p.operation.as_str(), name.as_str()))
+                        .copied()
+                        .unwrap_or(0);
+                    let calls = own + rules.iter().sum::<u64>();
+                    if calls == 0 && errors > 0 {
+                        // Only failing calls: the variant ran, its rules and
+                        // own fields cannot be told apart.
+                    } else if calls == 0 {
+                        never.push(name.clone());
+                    } else {
+                        for (r, n) in rules.iter().enumerate() {
+                            if *n == 0 {
+                                never.push(format!("{name}/rules/{r}"));
+                            }
+                        }
+                        if own == 0 {
+                            never.push(format!("{name}/own"));
+                        }
+                    }
+                    variants.push(VariantCoverage {
+                        name: name.clone(),
+                        calls,
+                        failed: errors,
+                        own,
+                        rules,
+                    });
+                }
+                OperationCoverage {
+                    tool: p.tool.clone(),
+                    operation: p.operation.clone(),
+                    pin: match pin {
+                        PinRef::Library { revision, .. } => format!("revision {revision}"),
+                        PinRef::Inline { definition_hash } => {
+                            format!("inline {}", definition_hash.as_str())
+                        }
+                    },
+                    calls: variants.iter().map(|v| v.calls).sum(),
+                    variants,
+                    never,
+                }
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| (&a.tool, &a.operation).cmp(&(&b.tool, &b.operation)));
+    out
+}

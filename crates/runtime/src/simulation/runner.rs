@@ -1,0 +1,621 @@
+//! Installing a loaded simulation in a backend, starting it, running its
+//! attempts concurrently, and judging them.
+
+use super::document::{CaseDoc, SimulationDocument};
+use super::driver::run_script;
+use super::expect::{RecordedCall, Unmet, judge_attempt, recorded_calls};
+use super::load::LoadedSimulation;
+use super::problem::{LoadCode, Problem};
+use super::results::{
+    AttemptResult, CallReport, CaseResult, ErrorEntry, PassK, RawAttempt, RunResults, Summary,
+    coverage,
+};
+use crate::backend::{Backend, BoxFuture, Clock, Sleeper};
+use crate::dispatcher::{Dispatcher, StartRequest, StartedAttempt, StartedSimulation};
+use crate::error::{DispatchError, FinishError, StartError, StartProblem, StoreError};
+use crate::model::{AgentId, TenantId, ToolId};
+use crate::model::{
+    AgentSpec, AttemptOutcome, NewTool, NodeKind, Provenance, SaveRevision, TestCaseSpec, ToolRef,
+    Verdict, Workflow, WorkflowNode,
+};
+use crate::workflow::{AttemptContext, NodeDoc, WorkflowDoc};
+use chrono::{DateTime, Utc};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use toolmock_contract::pointer;
+
+/// A clock whose every reading is later than the one before, so that the
+/// evidence and error records of one attempt sort into the order the calls
+/// happened (the trajectory depends on it).
+#[derive(Debug, Default)]
+pub struct SequenceClock {
+    last: AtomicI64,
+}
+
+impl Clock for SequenceClock {
+    fn now(&self) -> DateTime<Utc> {
+        let wall = Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
+        let mut prev = self.last.load(Ordering::Relaxed);
+        loop {
+            let next = wall.max(prev + 1);
+            match self
+                .last
+                .compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return DateTime::from_timestamp_nanos(next),
+                Err(seen) => prev = seen,
+            }
+        }
+    }
+}
+
+/// The virtual clock's sleeper: a `delay_ms` costs no wall time; the
+/// attempt's simulated time is the sum of its evidence's `delay_ms`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct VirtualSleeper;
+
+impl Sleeper for VirtualSleeper {
+    fn sleep(&self, _delay: Duration) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
+}
+
+/// Why a run did not produce results.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The document cannot be installed or started; every problem is listed.
+    #[error("the simulation cannot start ({} problem(s))", .0.len())]
+    Problems(Vec<Problem>),
+    /// Storage failed, or a call could not be recorded.
+    #[error("the run failed: {0}")]
+    Storage(String),
+}
+
+impl RunError {
+    /// A stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            RunError::Problems(_) => "start_refused",
+            RunError::Storage(_) => "storage_failed",
+        }
+    }
+}
+
+impl From<StoreError> for RunError {
+    fn from(e: StoreError) -> Self {
+        RunError::Storage(e.to_string())
+    }
+}
+
+impl From<DispatchError> for RunError {
+    fn from(e: DispatchError) -> Self {
+        RunError::Storage(e.to_string())
+    }
+}
+
+impl From<FinishError> for RunError {
+    fn from(e: FinishError) -> Self {
+        RunError::Storage(e.to_string())
+    }
+}
+
+/// What an installed simulation needs to start.
+#[derive(Debug, Clone)]
+pub struct Installed {
+    /// The tenant it was installed in.
+    pub tenant: TenantId,
+    /// The agent.
+    pub agent: AgentId,
+    /// Library tool ids by name.
+    pub tools: HashMap<String, ToolId>,
+}
+
+fn definition_at(loaded: &LoadedSimulation, tool: &str, operation: &str) -> String {
+    match loaded.tools.iter().find(|t| t.name == tool) {
+        Some(t) => {
+            let at = pointer::index("/tools", t.index);
+            if loaded.document.tools[t.index]
+                .definitions
+                .contains_key(operation)
+            {
+                pointer::push(&pointer::push(&at, "definitions"), operation)
+            } else {
+                pointer::push(&at, "definitions")
+            }
+        }
+        None => "/tools".into(),
+    }
+}
+
+/// Loads every tool as a library tool with its definitions as revisions
+/// (checked against their contracts by the store, as any save is), then
+/// creates the agent. Every problem is reported.
+pub async fn install<B: Backend>(
+    dispatcher: &Dispatcher<B>,
+    tenant: TenantId,
+    loaded: &LoadedSimulation,
+) -> Result<Installed, RunError> {
+    let store = dispatcher.backend();
+    let mut problems = Vec::new();
+    let mut ids: HashMap<String, ToolId> = HashMap::new();
+    for tool in &loaded.tools {
+        let id = store
+            .create_tool(
+                tenant,
+                &NewTool {
+                    name: tool.name.clone(),
+                    kind: tool.kind,
+                    source_config: tool.source_config.clone(),
+                    output_schema: tool.output_schema.clone(),
+                },
+            )
+            .await?;
+        ids.insert(tool.name.clone(), id);
+        let mut views = HashMap::new();
+        for op in &tool.operations {
+            let view = store.upsert_operation(tenant, id, op).await?;
+            views.insert(op.operation.name.clone(), view);
+        }
+        for def in &tool.definitions {
+            let Some(view) = views.get(&def.operation) else {
+                continue;
+            };
+            let Some(contract_hash) = view.contract_hash.clone() else {
+                problems.push(def.origin.problem(
+                    "",
+                    "needs_output_schema",
+                    format!(
+                        "{}/{} has no output schema (neither its contract nor the tool's output_schema), so it cannot be mocked",
+                        tool.name, def.operation
+                    ),
+                ));
+                continue;
+            };
+            let saved = store
+                .save_revision(
+                    tenant,
+                    view.id,
+                    &SaveRevision {
+                        contract_hash,
+                        definition: def.definition.clone(),
+                        author: "toolmock run".into(),
+                        provenance: Provenance::Authored,
+                    },
+                )
+                .await;
+            match saved {
+                Ok(_) => {}
+                Err(crate::error::SaveRevisionError::InvalidDefinition(diagnostics)) => {
+                    for d in diagnostics.iter() {
+                        problems.push(def.origin.problem(
+                            &d.path,
+                            d.code.as_str(),
+                            d.message.clone(),
+                        ));
+                    }
+                }
+                Err(crate::error::SaveRevisionError::Store(e)) => return Err(e.into()),
+                Err(other) => {
+                    problems.push(def.origin.problem("", other.code(), other.to_string()))
+                }
+            }
+        }
+    }
+    let agent = &loaded.document.agent;
+    let workflow_names: Vec<&str> = agent.workflows.iter().map(|w| w.name.as_str()).collect();
+    let reference = |name: &str| -> Option<ToolRef> {
+        if let Some(id) = ids.get(name).or_else(|| loaded.library.get(name)) {
+            Some(ToolRef::Library { tool: *id })
+        } else if workflow_names.contains(&name) {
+            Some(ToolRef::Workflow {
+                workflow: name.to_owned(),
+            })
+        } else {
+            None
+        }
+    };
+    let spec = AgentSpec {
+        tools: agent.tools.iter().filter_map(|t| reference(t)).collect(),
+        workflows: agent
+            .workflows
+            .iter()
+            .map(|w| Workflow {
+                name: w.name.clone(),
+                nodes: w
+                    .nodes
+                    .iter()
+                    .map(|n| WorkflowNode {
+                        id: n.id().to_owned(),
+                        kind: node_kind(n, &reference),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    };
+    if !problems.is_empty() {
+        return Err(RunError::Problems(problems));
+    }
+    let agent = store.create_agent(tenant, &agent.name, &spec).await?;
+    Ok(Installed {
+        tenant,
+        agent,
+        tools: ids,
+    })
+}
+
+/// How the start sees a workflow node: what it reaches, or what it causes.
+fn node_kind(node: &NodeDoc, reference: &dyn Fn(&str) -> Option<ToolRef>) -> NodeKind {
+    match node {
+        NodeDoc::Tool { tool, workflow, .. } => {
+            let target = workflow
+                .as_deref()
+                .map(|w| ToolRef::Workflow {
+                    workflow: w.to_owned(),
+                })
+                .or_else(|| tool.as_deref().and_then(reference));
+            match target {
+                Some(tool) => NodeKind::Tool { tool },
+                None => NodeKind::Control,
+            }
+        }
+        NodeDoc::Branch { .. } | NodeDoc::Return { .. } => NodeKind::Control,
+        NodeDoc::Effect { effect, .. } => NodeKind::Effect {
+            effect: effect.as_str().to_owned(),
+        },
+    }
+}
+
+/// The start request of a document.
+pub fn start_request(document: &SimulationDocument, agent: AgentId) -> StartRequest {
+    StartRequest {
+        agent,
+        mode: document.mode,
+        allow_incomplete: document.allow_incomplete,
+        test_cases: document
+            .cases
+            .iter()
+            .map(|c| TestCaseSpec {
+                name: c.name.clone(),
+                variants: c.variants.clone(),
+            })
+            .collect(),
+        attempts_per_case: document.attempts,
+        lease_owner: "toolmock run".into(),
+        lease: Duration::from_secs(24 * 3600),
+    }
+}
+
+/// Start refusals as problems pointing into the simulation file.
+pub fn start_problems(loaded: &LoadedSimulation, refused: &[StartProblem]) -> Vec<Problem> {
+    let file = loaded.file.clone();
+    let workflow_at = |workflow: &str| {
+        loaded
+            .document
+            .agent
+            .workflows
+            .iter()
+            .position(|w| w.name == workflow)
+            .map_or_else(
+                || "/agent/workflows".to_owned(),
+                |i| pointer::index("/agent/workflows", i),
+            )
+    };
+    refused
+        .iter()
+        .map(|p| match p {
+            StartProblem::Incomplete {
+                tool,
+                operation,
+                status,
+                message,
+            } => Problem::foreign(
+                file.clone(),
+                definition_at(loaded, tool, operation),
+                status.as_str(),
+                format!("{tool}/{operation} is {status}: {message}"),
+            ),
+            StartProblem::StateConflict { key, first, second } => {
+                let (tool, rest) = second.split_once('/').unwrap_or((second, ""));
+                let operation = rest.split('@').next().unwrap_or_default();
+                Problem::foreign(
+                    file.clone(),
+                    definition_at(loaded, tool, operation),
+                    p.code(),
+                    format!("initial_state key {key:?} differs between {first} and {second}"),
+                )
+            }
+            StartProblem::EffectNode {
+                workflow,
+                node,
+                effect,
+            } => {
+                let w = workflow_at(workflow);
+                let at = loaded
+                    .document
+                    .agent
+                    .workflows
+                    .iter()
+                    .find(|x| &x.name == workflow)
+                    .and_then(|x| x.nodes.iter().position(|n| n.id() == node))
+                    .map_or(w.clone(), |n| pointer::index(&pointer::push(&w, "nodes"), n));
+                Problem::foreign(
+                    file.clone(),
+                    at,
+                    p.code(),
+                    format!(
+                        "node {node} of workflow {workflow} causes an effect ({effect}) without the dispatcher; a sandbox run refuses it"
+                    ),
+                )
+            }
+            StartProblem::UnknownWorkflow { workflow } => Problem::new(
+                file.clone(),
+                "/agent",
+                LoadCode::UnknownWorkflow,
+                format!("the agent has no workflow {workflow:?}"),
+            ),
+            other => Problem::foreign(file.clone(), "", other.code(), format!("{other:?}")),
+        })
+        .collect()
+}
+
+/// Starts an installed simulation.
+pub async fn start<B: Backend>(
+    dispatcher: &Dispatcher<B>,
+    loaded: &LoadedSimulation,
+    installed: &Installed,
+) -> Result<StartedSimulation, RunError> {
+    match dispatcher
+        .start(
+            installed.tenant,
+            &start_request(&loaded.document, installed.agent),
+        )
+        .await
+    {
+        Ok(started) => Ok(started),
+        Err(StartError::Refused { problems }) => {
+            Err(RunError::Problems(start_problems(loaded, &problems)))
+        }
+        Err(StartError::InvalidRequest(message)) => Err(RunError::Problems(vec![Problem::new(
+            loaded.file.clone(),
+            "",
+            LoadCode::InvalidValue,
+            message,
+        )])),
+        Err(StartError::Store(e)) => Err(e.into()),
+    }
+}
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Attempts run at once.
+    pub jobs: usize,
+    /// Keep every attempt's raw records (for `--evidence`).
+    pub keep_raw: bool,
+}
+
+/// Runs one attempt: the script, then the judgement over what was recorded.
+pub async fn run_attempt<B: Backend + 'static>(
+    dispatcher: &Dispatcher<B>,
+    tenant: TenantId,
+    workflows: &HashMap<String, WorkflowDoc>,
+    case: &CaseDoc,
+    case_at: &str,
+    attempt: &StartedAttempt,
+    keep_raw: bool,
+) -> Result<AttemptResult, RunError> {
+    let began = Instant::now();
+    let ctx = AttemptContext {
+        dispatcher,
+        tenant,
+        attempt: attempt.id,
+        capability: &attempt.capability,
+        workflows,
+    };
+    let mut unmet: Vec<Unmet> = run_script(&ctx, case, case_at).await?;
+    let store = dispatcher.backend();
+    let evidence = store.evidence(tenant, attempt.id).await?;
+    let tool_input_errors = store.tool_input_errors(tenant, attempt.id).await?;
+    let harness_errors = store.harness_errors(tenant, attempt.id).await?;
+    let state = store.state(tenant, attempt.id).await?;
+    let calls: Vec<RecordedCall> = recorded_calls(&evidence, &tool_input_errors, &harness_errors);
+    unmet.extend(judge_attempt(
+        &case.expect,
+        &calls,
+        &state.state,
+        &pointer::push(case_at, "expect"),
+    ));
+    let verdict = if unmet.is_empty() {
+        Verdict::Passed
+    } else {
+        Verdict::Failed
+    };
+    let outcome = dispatcher
+        .finish_attempt(tenant, attempt.id, verdict)
+        .await?;
+    let virtual_time_ms = evidence.iter().map(|e| u64::from(e.delay_ms)).sum();
+    Ok(AttemptResult {
+        number: attempt.number,
+        outcome,
+        as_expected: outcome == case.expect.outcome,
+        unmet,
+        harness_errors: harness_errors.iter().map(ErrorEntry::harness).collect(),
+        tool_input_errors: tool_input_errors
+            .iter()
+            .map(ErrorEntry::tool_input)
+            .collect(),
+        virtual_time_ms,
+        calls: calls.into_iter().map(CallReport::from).collect(),
+        wall: began.elapsed(),
+        raw: keep_raw.then_some(RawAttempt {
+            evidence,
+            tool_input_errors,
+            harness_errors,
+            final_state: state.state,
+        }),
+    })
+}
+
+/// Installs, starts and runs a loaded simulation in `dispatcher`'s backend,
+/// `options.jobs` attempts at a time; `progress` is told of each finished
+/// attempt. Outcomes and the results document do not depend on `jobs`.
+pub async fn run<B: Backend + 'static>(
+    dispatcher: Arc<Dispatcher<B>>,
+    tenant: TenantId,
+    loaded: Arc<LoadedSimulation>,
+    options: &RunOptions,
+    progress: Arc<dyn Fn() + Send + Sync>,
+) -> Result<RunResults, RunError> {
+    let installed = install(&dispatcher, tenant, &loaded).await?;
+    let started = start(&dispatcher, &loaded, &installed).await?;
+    let workflows = Arc::new(loaded.workflows());
+    let attempts = Arc::new(started.attempts.clone());
+    let case_index: Arc<HashMap<String, usize>> = Arc::new(
+        loaded
+            .document
+            .cases
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.name.clone(), i))
+            .collect(),
+    );
+    let slots: Arc<Mutex<Vec<Option<AttemptResult>>>> =
+        Arc::new(Mutex::new(vec![None; attempts.len()]));
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..options.jobs.max(1).min(attempts.len().max(1)) {
+        let (dispatcher, loaded, workflows, attempts, case_index, slots, next, progress) = (
+            dispatcher.clone(),
+            loaded.clone(),
+            workflows.clone(),
+            attempts.clone(),
+            case_index.clone(),
+            slots.clone(),
+            next.clone(),
+            progress.clone(),
+        );
+        let keep_raw = options.keep_raw;
+        workers.spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(attempt) = attempts.get(i) else {
+                    return Ok::<(), RunError>(());
+                };
+                let c = case_index
+                    .get(&attempt.test_case_name)
+                    .copied()
+                    .unwrap_or_default();
+                let result = run_attempt(
+                    &dispatcher,
+                    tenant,
+                    &workflows,
+                    &loaded.document.cases[c],
+                    &pointer::index("/cases", c),
+                    attempt,
+                    keep_raw,
+                )
+                .await?;
+                slots.lock().unwrap_or_else(PoisonError::into_inner)[i] = Some(result);
+                progress();
+            }
+        });
+    }
+    while let Some(joined) = workers.join_next().await {
+        joined.map_err(|e| RunError::Storage(format!("a worker failed: {e}")))??;
+    }
+    dispatcher.forget_simulation(started.id);
+    let slots = std::mem::take(&mut *slots.lock().unwrap_or_else(PoisonError::into_inner));
+    let mut per_case: Vec<Vec<AttemptResult>> = vec![Vec::new(); loaded.document.cases.len()];
+    for (attempt, slot) in started.attempts.iter().zip(slots) {
+        let c = case_index
+            .get(&attempt.test_case_name)
+            .copied()
+            .unwrap_or_default();
+        if let Some(result) = slot {
+            per_case[c].push(result);
+        }
+    }
+    let coverage = coverage(
+        &started.pins,
+        loaded
+            .document
+            .cases
+            .iter()
+            .zip(&per_case)
+            .flat_map(|(case, attempts)| attempts.iter().map(|a| (a, case.variants.as_slice()))),
+    );
+    let cases: Vec<CaseResult> = loaded
+        .document
+        .cases
+        .iter()
+        .zip(per_case)
+        .map(|(case, attempts)| CaseResult::new(case, attempts))
+        .collect();
+    let mut summary = Summary::default();
+    for case in &cases {
+        for a in &case.attempts {
+            summary.attempts += 1;
+            summary.as_expected += u32::from(a.as_expected);
+            match a.outcome {
+                AttemptOutcome::Passed => summary.passed += 1,
+                AttemptOutcome::Failed => summary.failed += 1,
+                AttemptOutcome::HarnessError => summary.harness_error += 1,
+            }
+            summary.virtual_time_ms += a.virtual_time_ms;
+        }
+    }
+    summary.cases = u32::try_from(cases.len()).unwrap_or(u32::MAX);
+    Ok(RunResults {
+        results_version: 1,
+        simulation: loaded.document.name.clone(),
+        mode: loaded.document.mode,
+        attempts_per_case: loaded.document.attempts,
+        ok: summary.as_expected == summary.attempts,
+        summary,
+        cases,
+        coverage,
+    })
+}
+
+/// Installs and starts without running (`toolmock run --check`): every
+/// definition is checked against its contract and the start's refusals are
+/// reported. Returns the number of pinned operations.
+pub async fn check<B: Backend>(
+    dispatcher: &Dispatcher<B>,
+    tenant: TenantId,
+    loaded: &LoadedSimulation,
+) -> Result<usize, RunError> {
+    let installed = install(dispatcher, tenant, loaded).await?;
+    let started = start(dispatcher, loaded, &installed).await?;
+    dispatcher.forget_simulation(started.id);
+    Ok(started.pins.len())
+}
+
+impl PassK {
+    fn of(attempts: &[AttemptResult]) -> Self {
+        let k = u32::try_from(attempts.len()).unwrap_or(u32::MAX);
+        PassK {
+            k,
+            passed: !attempts.is_empty() && attempts.iter().all(|a| a.as_expected),
+        }
+    }
+}
+
+impl CaseResult {
+    fn new(case: &CaseDoc, attempts: Vec<AttemptResult>) -> Self {
+        let n = attempts.len();
+        let good = attempts.iter().filter(|a| a.as_expected).count();
+        #[allow(clippy::cast_precision_loss)]
+        let pass_rate = if n == 0 { 0.0 } else { good as f64 / n as f64 };
+        CaseResult {
+            name: case.name.clone(),
+            expected_outcome: case.expect.outcome,
+            as_expected: u32::try_from(good).unwrap_or(u32::MAX),
+            pass_rate,
+            pass_k: PassK::of(&attempts),
+            attempts,
+        }
+    }
+}

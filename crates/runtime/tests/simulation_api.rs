@@ -1,0 +1,139 @@
+//! The simulation document as the API will take it: inline only, library
+//! tools referenced by id, installed and run on the same runtime.
+
+use serde_json::{Value, json};
+use std::sync::Arc;
+use toolmock_contract::{ContractHash, OperationIdentity, OperationSource};
+use toolmock_runtime::backend::Catalog;
+use toolmock_runtime::model::{NewOperation, NewTool, Provenance, SaveRevision, ToolKind};
+use toolmock_runtime::simulation::{self, Files, RunOptions, SequenceClock, VirtualSleeper};
+use toolmock_runtime::{Dispatcher, MemoryStore};
+
+fn document(tool_id: &str) -> Value {
+    json!({
+        "simulation_version": 1,
+        "name": "api",
+        "tools": [{"name": "calendar", "from": "library", "id": tool_id}],
+        "agent": {"name": "receptionist", "tools": ["calendar"]},
+        "cases": [{"name": "books", "driver": {"type": "scripted", "steps": [
+            {"tool": "calendar", "operation": "book", "arguments": {"day": "2026-12-04"},
+             "expect": {"result": {"reference": "TEST-742"}}}]},
+            "expect": {"final_state": {"exact": {"reference": "TEST-742", "booked": true}}}}]
+    })
+}
+
+#[tokio::test]
+async fn library_tools_by_id_run_on_the_same_runtime() {
+    let store = MemoryStore::new();
+    let tenant = store.create_tenant("acme").await.expect("tenant");
+    let tool = store
+        .create_tool(
+            tenant,
+            &NewTool {
+                name: "calendar".into(),
+                kind: ToolKind::Custom,
+                source_config: json!({}),
+                output_schema: None,
+            },
+        )
+        .await
+        .expect("tool");
+    let op = store
+        .upsert_operation(
+            tenant,
+            tool,
+            &NewOperation {
+                operation: OperationIdentity {
+                    source: OperationSource::Custom,
+                    name: "book".into(),
+                },
+                description: String::new(),
+                input_schema: json!({"type": "object"}),
+                output_schema: Some(json!({"type": "object"})),
+            },
+        )
+        .await
+        .expect("operation");
+    let hash: ContractHash = op.contract_hash.clone().expect("hash");
+    store
+        .save_revision(
+            tenant,
+            op.id,
+            &SaveRevision {
+                contract_hash: hash,
+                definition: json!({
+                    "schema_version": 1, "default_variant": "ok",
+                    "initial_state": {"reference": "TEST-742"},
+                    "variants": {"ok": {"result": {"reference": {"$state": "reference"}}, "set_state": {"booked": true}}},
+                    "examples": [{"variant": "ok", "input": {}, "expected": {"reference": "TEST-742"}}]
+                }),
+                author: "test".into(),
+                provenance: Provenance::Authored,
+            },
+        )
+        .await
+        .expect("revision");
+
+    let body = document(&tool.to_string());
+    let loaded = simulation::load_value(&body, "request body", &Files::InlineOnly).expect("loads");
+    let dispatcher = Arc::new(
+        Dispatcher::new(store)
+            .with_clock(Arc::new(SequenceClock::default()))
+            .with_sleeper(Arc::new(VirtualSleeper)),
+    );
+    let results = simulation::run(
+        dispatcher,
+        tenant,
+        Arc::new(loaded),
+        &RunOptions {
+            jobs: 2,
+            keep_raw: false,
+        },
+        Arc::new(|| {}),
+    )
+    .await
+    .expect("runs");
+    assert!(
+        results.ok,
+        "{:#}",
+        serde_json::to_value(&results).expect("json")
+    );
+    assert_eq!(results.coverage[0].pin, "revision 1");
+}
+
+#[test]
+fn api_bodies_take_no_file_paths_and_the_cli_takes_no_library_ids() {
+    let mut body = document("7d0f3c7e-0000-4000-8000-000000000000");
+    body["tools"].as_array_mut().expect("tools").push(json!({
+        "name": "notes", "from": "manifest", "manifest": "notes.manifest.json"}));
+    let problems = simulation::load_value(&body, "body", &Files::InlineOnly).expect_err("refused");
+    let found: Vec<(&str, &str)> = problems
+        .iter()
+        .map(|p| (p.path.as_str(), p.code.as_str()))
+        .collect();
+    assert_eq!(found, vec![("/tools/1/manifest", "file_not_allowed")]);
+
+    let problems = simulation::load_value(&document("not-a-uuid"), "body", &Files::InlineOnly)
+        .expect_err("refused");
+    assert_eq!(problems[0].code, "invalid_value");
+
+    let embedded = Files::Relative(std::path::PathBuf::from("."));
+    let problems = simulation::load_value(
+        &document("7d0f3c7e-0000-4000-8000-000000000000"),
+        "sim.json",
+        &embedded,
+    )
+    .expect_err("refused");
+    assert_eq!(
+        (problems[0].path.as_str(), problems[0].code.as_str()),
+        ("/tools/0/id", "library_tool_not_embedded")
+    );
+    let mut real = document("7d0f3c7e-0000-4000-8000-000000000000");
+    real["mode"] = json!("real_tools");
+    let problems = simulation::load_value(&real, "sim.json", &embedded).expect_err("refused");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.path == "/mode" && p.code == "real_tools_not_embedded")
+    );
+}
