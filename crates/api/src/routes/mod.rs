@@ -1,0 +1,178 @@
+//! Every route of the API, in one table ([`ROUTES`]) that says who may call
+//! it. The router is built from this table and nothing else, and the OpenAPI
+//! document from the same handlers, so the tests that walk the table (the
+//! permission and tenant matrices, the OpenAPI completeness check) cover
+//! every route there is.
+
+mod attempts;
+mod health;
+mod testing;
+mod tools;
+
+use crate::AppState;
+use crate::auth::MANAGE_TOOLS;
+use axum::Router;
+use utoipa::Modify;
+use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
+use utoipa_axum::routes;
+
+/// Who may call a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone (health, readiness, the OpenAPI document).
+    Public,
+    /// A bearer JWT holding this permission, scoped to its tenant.
+    Permission(&'static str),
+    /// The capability of the attempt named in the path.
+    Capability,
+}
+
+/// One route.
+#[derive(Debug)]
+pub struct Route {
+    /// `GET`, `POST`, …
+    pub method: &'static str,
+    /// The path template, as in the OpenAPI document (`/api/tools/{id}`).
+    pub path: &'static str,
+    /// Who may call it.
+    pub access: Access,
+    register: fn() -> UtoipaMethodRouter<AppState>,
+}
+
+/// Every route of the API.
+pub const ROUTES: &[Route] = &[
+    Route {
+        method: "GET",
+        path: "/healthz",
+        access: Access::Public,
+        register: || routes!(health::healthz),
+    },
+    Route {
+        method: "GET",
+        path: "/readyz",
+        access: Access::Public,
+        register: || routes!(health::readyz),
+    },
+    Route {
+        method: "POST",
+        path: "/api/tools",
+        access: Access::Permission(MANAGE_TOOLS),
+        register: || routes!(tools::create_tool),
+    },
+    Route {
+        method: "GET",
+        path: "/api/tools/{id}",
+        access: Access::Permission(MANAGE_TOOLS),
+        register: || routes!(tools::get_tool),
+    },
+    Route {
+        method: "PUT",
+        path: "/api/tools/{id}",
+        access: Access::Permission(MANAGE_TOOLS),
+        register: || routes!(tools::update_tool),
+    },
+    Route {
+        method: "GET",
+        path: "/api/tools/{id}/testing",
+        access: Access::Permission(MANAGE_TOOLS),
+        register: || routes!(testing::get_testing),
+    },
+    Route {
+        method: "POST",
+        path: "/api/tools/{id}/testing",
+        access: Access::Permission(MANAGE_TOOLS),
+        register: || routes!(testing::post_testing),
+    },
+    Route {
+        method: "GET",
+        path: "/api/tools/{id}/operations/{operation_id}/revisions",
+        access: Access::Permission(MANAGE_TOOLS),
+        register: || routes!(testing::list_revisions),
+    },
+    Route {
+        method: "GET",
+        path: "/api/tools/{id}/operations/{operation_id}/revisions/{revision}",
+        access: Access::Permission(MANAGE_TOOLS),
+        register: || routes!(testing::get_revision),
+    },
+    Route {
+        method: "POST",
+        path: "/api/tools/testing",
+        access: Access::Permission(MANAGE_TOOLS),
+        register: || routes!(testing::post_inline_testing),
+    },
+    Route {
+        method: "POST",
+        path: "/api/attempts/{id}/tool-calls",
+        access: Access::Capability,
+        register: || routes!(attempts::tool_call),
+    },
+];
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "toolmock API",
+        description = "Tool mock contracts: library tools, their operations and mock revisions, \
+                       simulations and the dispatcher endpoint. Errors are \
+                       `{\"error\": {\"code\", \"message\", \"details\"?}}`.",
+    ),
+    modifiers(&SecuritySchemes),
+    components(schemas(crate::ErrorEnvelope, crate::ErrorBody))
+)]
+struct ApiDoc;
+
+struct SecuritySchemes;
+
+impl Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some(
+                        "A JWT with `sub`, `tenant`, `permissions` and `exp` claims.",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "capability",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("The attempt's capability token (64 hex digits)."))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The routes with their documentation.
+pub(crate) fn openapi_router() -> OpenApiRouter<AppState> {
+    ROUTES.iter().fold(
+        OpenApiRouter::with_openapi(ApiDoc::openapi()),
+        |router, route| router.routes((route.register)()),
+    )
+}
+
+/// The routes, plus the OpenAPI document at `/api/openapi.json`.
+pub(crate) fn api_router() -> Router<AppState> {
+    let (router, openapi) = openapi_router().split_for_parts();
+    let document = std::sync::Arc::new(openapi);
+    router.route(
+        OPENAPI_PATH,
+        axum::routing::get(move || {
+            let document = document.clone();
+            async move { axum::Json(document.as_ref().clone()) }
+        }),
+    )
+}
+
+/// Where the OpenAPI document is served.
+pub const OPENAPI_PATH: &str = "/api/openapi.json";
