@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use toolmock_api::{ApiConfig, AppState, AuthConfig, Claims};
+use toolmock_api::{ApiConfig, AppState, AuthConfig, ChatCompletions, Claims, Generator};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -74,6 +74,22 @@ struct ServeArgs {
     /// Requests served at once (more: 503 `overloaded`).
     #[arg(long, env = "TOOLMOCK_CONCURRENCY_LIMIT", default_value_t = 1024)]
     concurrency_limit: usize,
+    /// An OpenAI-compatible chat-completions base URL (e.g. http://127.0.0.1:8000/v1)
+    /// that drafts mocks for `generate`; without it drafts are schema-derived.
+    #[arg(long, env = "TOOLMOCK_GENERATOR_URL")]
+    generator_url: Option<String>,
+    /// The model the generator asks for.
+    #[arg(long, env = "TOOLMOCK_GENERATOR_MODEL", default_value = "gpt-4o-mini")]
+    generator_model: String,
+    /// The generator's API key (sent as a bearer token).
+    #[arg(long, env = "TOOLMOCK_GENERATOR_API_KEY", hide_env_values = true)]
+    generator_api_key: Option<String>,
+    /// Drafts requested (with the diagnostics fed back) before giving up.
+    #[arg(long, env = "TOOLMOCK_GENERATOR_MAX_ATTEMPTS", default_value_t = 3)]
+    generator_max_attempts: u32,
+    /// How long one completion may take, in seconds.
+    #[arg(long, env = "TOOLMOCK_GENERATOR_TIMEOUT_SECS", default_value_t = 60)]
+    generator_timeout_secs: u64,
     /// Log line format.
     #[arg(long, env = "TOOLMOCK_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: LogFormat,
@@ -173,7 +189,18 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         toolmock_store::migrate(&pool)
             .await
             .map_err(|e| format!("migrations failed: {e}"))?;
+        let generator = match args.generator_url {
+            Some(base_url) => Generator::ChatCompletions(ChatCompletions {
+                base_url,
+                model: args.generator_model,
+                api_key: args.generator_api_key,
+                max_attempts: args.generator_max_attempts,
+                timeout: Duration::from_secs(args.generator_timeout_secs),
+            }),
+            None => Generator::Schema,
+        };
         let config = ApiConfig {
+            generator,
             body_limit: args.body_limit,
             request_timeout: Duration::from_secs(args.request_timeout_secs),
             concurrency_limit: args.concurrency_limit,

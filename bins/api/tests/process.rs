@@ -195,6 +195,8 @@ fn configuration_errors_are_clear() {
         "--request-timeout-secs",
         "--concurrency-limit",
         "--log-format",
+        "--generator-url",
+        "--generator-max-attempts",
     ] {
         assert!(help.contains(flag), "{flag} missing from --help");
     }

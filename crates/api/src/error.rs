@@ -142,6 +142,13 @@ pub enum ApiError {
     /// The real external tool failed (real-tools runs only).
     #[error("the external tool failed: {0}")]
     ExternalFailed(String),
+    /// The configured chat-completions generator failed (unreachable, an
+    /// error status, an answer without content).
+    #[error("the generator failed: {message}")]
+    GeneratorFailed {
+        /// What went wrong.
+        message: String,
+    },
     /// The request took longer than the configured timeout.
     #[error("the request timed out")]
     Timeout,
@@ -212,7 +219,9 @@ impl ApiError {
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::ContractChanged { .. } | ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::Harness(_) => StatusCode::FAILED_DEPENDENCY,
-            ApiError::ExternalFailed(_) => StatusCode::BAD_GATEWAY,
+            ApiError::ExternalFailed(_) | ApiError::GeneratorFailed { .. } => {
+                StatusCode::BAD_GATEWAY
+            }
             ApiError::Timeout | ApiError::Overloaded | ApiError::NotReady { .. } => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -245,6 +254,7 @@ impl ApiError {
             ApiError::ToolInput(fault) => &fault.code,
             ApiError::Harness(fault) => &fault.code,
             ApiError::ExternalFailed(_) => "external_failed",
+            ApiError::GeneratorFailed { .. } => "generator_failed",
             ApiError::Timeout => "timeout",
             ApiError::Overloaded => "overloaded",
             ApiError::NotReady { .. } => "not_ready",

@@ -36,11 +36,13 @@
 pub mod auth;
 mod error;
 mod extract;
+mod generator;
 mod middleware;
 pub mod routes;
 
 pub use auth::{AuthConfig, AuthConfigError, Claims, Principal, mint_hs256};
 pub use error::{ApiError, ErrorBody, ErrorEnvelope};
+pub use generator::{ChatCompletions, Generator};
 
 use axum::Router;
 use sqlx::PgPool;
@@ -54,6 +56,8 @@ use toolmock_store::PgStore;
 /// The tunables of the HTTP layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiConfig {
+    /// Which generator answers `generate` (default: schema-derived).
+    pub generator: Generator,
     /// The largest request body accepted, in bytes (larger: 413).
     pub body_limit: usize,
     /// How long one request may take (longer: 503 `timeout`).
@@ -65,6 +69,7 @@ pub struct ApiConfig {
 impl Default for ApiConfig {
     fn default() -> Self {
         Self {
+            generator: Generator::Schema,
             body_limit: 1024 * 1024,
             request_timeout: Duration::from_secs(30),
             concurrency_limit: 1024,

@@ -6,13 +6,14 @@ use crate::AppState;
 use crate::auth::{Authorized, ManageTools};
 use crate::error::ApiError;
 use crate::extract::{ApiJson, ApiPath};
+use crate::generator::GenerateResult;
 use crate::routes::tools::source_name;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use toolmock_contract::{ContractHash, OperationContract};
+use toolmock_contract::ContractHash;
 use toolmock_evaluator::{CompiledContract, compile_checked};
 use toolmock_runtime::{
     Catalog, InlineTool, OperationId, OperationView, Provenance, RevisionRecord, SaveRevision,
@@ -127,34 +128,6 @@ pub(crate) enum TestingRequest {
     },
 }
 
-/// What `generate` produced.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
-pub(crate) enum GenerateResult {
-    /// A draft that passes the check of SPEC §7 against the contract.
-    Draft {
-        /// The contract it was derived from (send it back with `save`).
-        contract_hash: String,
-        /// Which generator: `schema`.
-        backend: String,
-        /// The instructions the draft was asked with (send them back with a
-        /// generated `save`).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        instructions: Option<String>,
-        /// The definition.
-        #[schema(value_type = Object)]
-        definition: Value,
-    },
-    /// The schemas cannot be honestly satisfied: write the mock by hand.
-    NeedsAuthoredMock {
-        /// The contract.
-        contract_hash: String,
-        /// Each schema path at fault: `{code, path, message}`.
-        #[schema(value_type = Vec<Object>)]
-        problems: Vec<Value>,
-    },
-}
-
 /// `POST /api/tools/testing`: an inline (agent-local) tool, no row.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
@@ -261,33 +234,6 @@ async fn find_operation(
         })
 }
 
-fn generate_for(
-    contract: &OperationContract,
-    instructions: Option<String>,
-) -> Result<GenerateResult, ApiError> {
-    let contract_hash = contract
-        .hash()
-        .map_err(|e| ApiError::Internal(e.to_string()))?
-        .to_string();
-    Ok(match toolmock_schema::generate(contract) {
-        Ok(draft) => GenerateResult::Draft {
-            contract_hash,
-            backend: "schema".into(),
-            instructions,
-            definition: serde_json::to_value(draft)
-                .map_err(|e| ApiError::Internal(e.to_string()))?,
-        },
-        Err(needs) => GenerateResult::NeedsAuthoredMock {
-            contract_hash,
-            problems: needs
-                .problems
-                .iter()
-                .map(|p| json!({"code": p.code(), "path": p.pointer(), "message": p.to_string()}))
-                .collect(),
-        },
-    })
-}
-
 /// Per operation: contract, current hash, latest revision and status.
 #[utoipa::path(get, path = "/api/tools/{id}/testing", tag = "testing",
     params(("id" = Uuid, Path, description = "The tool's id")),
@@ -322,7 +268,7 @@ pub(crate) async fn get_testing(
     request_body = TestingRequest,
     security(("bearer" = ["AIManager:ManageTools"])),
     responses(
-        (status = 200, description = "`generate`: a checked draft or `needs_authored_mock`", body = GenerateResult),
+        (status = 200, description = "`generate`: a checked draft, `needs_authored_mock`, or (model backend) `generation_failed` with the last diagnostics", body = GenerateResult),
         (status = 201, description = "`save`: the new revision", body = RevisionView),
         (status = 404, description = "No such tool or operation for this tenant", body = crate::ErrorEnvelope),
         (status = 409, description = "`contract_changed`: `details.current_hash` is the current hash", body = crate::ErrorEnvelope),
@@ -343,7 +289,14 @@ pub(crate) async fn post_testing(
         } => {
             let op = find_operation(&state, tenant, id, operation_id).await?;
             let contract = op.contract.as_ref().ok_or(ApiError::NeedsOutputSchema)?;
-            Ok(Json(generate_for(contract, instructions)?).into_response())
+            Ok(Json(
+                state
+                    .config()
+                    .generator
+                    .generate(contract, instructions)
+                    .await?,
+            )
+            .into_response())
         }
         TestingRequest::Save {
             operation_id,
@@ -456,6 +409,7 @@ pub(crate) async fn get_revision(
     ))]
 pub(crate) async fn post_inline_testing(
     _auth: Authorized<ManageTools>,
+    State(state): State<AppState>,
     ApiJson(body): ApiJson<InlineRequest>,
 ) -> Result<Json<InlineResult>, ApiError> {
     let (tool, operation_id) = match &body {
@@ -507,7 +461,11 @@ pub(crate) async fn post_inline_testing(
             })))
         }
         InlineRequest::Generate { instructions, .. } => Ok(Json(InlineResult::Generate(
-            generate_for(&contract, instructions)?,
+            state
+                .config()
+                .generator
+                .generate(&contract, instructions)
+                .await?,
         ))),
     }
 }

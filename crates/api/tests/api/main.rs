@@ -6,6 +6,7 @@
 mod common;
 mod dispatcher;
 mod errors;
+mod generator;
 mod matrix;
 mod openapi;
 mod testing_flow;
