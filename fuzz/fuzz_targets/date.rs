@@ -12,7 +12,7 @@
 use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
-use toolmock_evaluator::operators::{DateAddError, date_add, parse_utc_date};
+use toolmock_evaluator::operators::{DateAddError, DateAddOperand, date_add, parse_utc_date};
 
 fn num(b: &[u8]) -> Option<u32> {
     b.iter().try_fold(0u32, |acc, c| {
@@ -143,14 +143,14 @@ fuzz_target!(|data: &[u8]| {
             assert!((1..=9999).contains(&at.year()));
         }
         Err(DateAddError::Operand {
-            index: 0,
+            operand: DateAddOperand::Value,
             rejection,
         }) => {
             assert_eq!(Err(rejection), parsed.map(|_| ()));
         }
-        Err(DateAddError::Operand { index, rejection }) => {
+        Err(DateAddError::Operand { operand, rejection }) => {
             assert!(parsed.is_ok());
-            let want = if index == 1 {
+            let want = if operand == DateAddOperand::Days {
                 d.expect_err("days rejected")
             } else {
                 assert!(d.is_ok(), "days are checked before hours");

@@ -56,13 +56,7 @@ pub(crate) fn print_human(
     file: &Path,
     diagnostics: &Diagnostics,
 ) -> std::io::Result<()> {
-    let name = file.display();
-    for d in diagnostics {
-        let path = if d.path.is_empty() { "/" } else { &d.path };
-        writeln!(out, "{name}: {path}: {}: {}", d.code, d.message)?;
-    }
-    let n = diagnostics.len();
-    writeln!(out, "{name}: {n} problem{}", if n == 1 { "" } else { "s" })
+    crate::output::print_problems(out, &file.display().to_string(), diagnostics)
 }
 
 pub(crate) fn run(args: &CheckArgs) -> Result<u8, Failure> {

@@ -1,10 +1,10 @@
 //! `toolmock discover`.
 
-use crate::{Failure, input};
+use crate::{Failure, input, output};
 use clap::{ArgGroup, Args};
 use serde_json::Value;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 use toolmock_discovery::{Endpoint, Options};
 use toolmock_schema::ContractEntry;
@@ -71,23 +71,7 @@ pub(crate) fn run(args: &DiscoverArgs) -> Result<u8, Failure> {
     let discovery = match toolmock_discovery::discover_blocking(&endpoint, &options) {
         Ok(discovery) => discovery,
         Err(toolmock_discovery::DiscoveryError::InvalidTools(errors)) => {
-            let stderr = std::io::stderr();
-            let mut err = stderr.lock();
-            for e in &errors.0 {
-                let path = if e.path().is_empty() { "/" } else { e.path() };
-                let _ = writeln!(
-                    err,
-                    "toolmock: {path}: {}: {}",
-                    e.code(),
-                    crate::normalize::without_path(e, e.path())
-                );
-            }
-            let n = errors.0.len();
-            let _ = writeln!(
-                err,
-                "toolmock: {n} problem{}",
-                if n == 1 { "" } else { "s" }
-            );
+            let _ = output::print_problems(&mut std::io::stderr().lock(), "toolmock", &errors);
             return Ok(1);
         }
         Err(e) => return Err(Failure::usage(format!("{}: {e}", e.code()))),
@@ -126,52 +110,8 @@ pub(crate) fn run(args: &DiscoverArgs) -> Result<u8, Failure> {
         entries.push(entry);
     }
     if let Some(dir) = &args.out {
-        write_contracts(dir, entries.iter().filter(|e| e.contract_hash.is_some()))?;
+        output::write_contracts(dir, entries.iter().filter(|e| e.contract_hash.is_some()))?;
     }
-    print_entries(&entries)?;
+    output::print_entries(&entries)?;
     Ok(0)
-}
-
-/// Prints entries as a pretty JSON array and a newline.
-pub(crate) fn print_entries(entries: &[ContractEntry]) -> Result<(), Failure> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    serde_json::to_writer_pretty(&mut out, entries)
-        .map_err(|e| Failure::usage(format!("cannot write the output: {e}")))?;
-    writeln!(out).map_err(|e| Failure::usage(format!("cannot write the output: {e}")))
-}
-
-/// Writes each entry's contract to DIR/NAME.contract.json.
-pub(crate) fn write_contracts<'a>(
-    dir: &Path,
-    entries: impl Iterator<Item = &'a ContractEntry>,
-) -> Result<(), Failure> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Failure::usage(format!("{}: cannot create: {e}", dir.display())))?;
-    for entry in entries {
-        let name = entry.contract["operation"]["name"]
-            .as_str()
-            .unwrap_or_default();
-        if !is_safe_file_stem(name) {
-            return Err(Failure::usage(format!(
-                "the operation name {name:?} cannot be used as a file name; leave out --out"
-            )));
-        }
-        let path = dir.join(format!("{name}.contract.json"));
-        let mut text = serde_json::to_string_pretty(&entry.contract)
-            .map_err(|e| Failure::usage(format!("cannot serialize {name}: {e}")))?;
-        text.push('\n');
-        std::fs::write(&path, text)
-            .map_err(|e| Failure::usage(format!("{}: cannot write: {e}", path.display())))?;
-    }
-    Ok(())
-}
-
-fn is_safe_file_stem(name: &str) -> bool {
-    !name.is_empty()
-        && !name.starts_with('.')
-        && name.len() <= 128
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }

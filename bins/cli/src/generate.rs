@@ -1,6 +1,6 @@
 //! `toolmock generate`.
 
-use crate::{Failure, input};
+use crate::{CliCode, Failure, input, output};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
@@ -49,19 +49,9 @@ pub(crate) fn run(args: &GenerateArgs) -> Result<u8, Failure> {
             let _ = writeln!(
                 err,
                 "{name}: {}: the schemas cannot be satisfied by a derived draft; author the mock by hand",
-                needs.code()
+                CliCode::NeedsAuthoredMock
             );
-            for p in &needs.problems {
-                let _ = writeln!(
-                    err,
-                    "{name}: {}: {}: {}",
-                    p.pointer(),
-                    p.code(),
-                    crate::normalize::without_path(p, p.pointer())
-                );
-            }
-            let n = needs.problems.len();
-            let _ = writeln!(err, "{name}: {n} problem{}", if n == 1 { "" } else { "s" });
+            let _ = output::print_problems(&mut err, &name.to_string(), &needs);
             Ok(1)
         }
     }

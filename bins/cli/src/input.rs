@@ -26,13 +26,34 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, Failure> {
 /// Reads a contract file (SPEC §2 form).
 pub(crate) fn read_contract(path: &Path) -> Result<OperationContract, Failure> {
     let bytes = read_file(path)?;
-    OperationContract::from_json_slice(&bytes)
-        .map_err(|e| Failure::usage(format!("{}: {}: {e}", path.display(), e.code())))
+    OperationContract::from_json_slice(&bytes).map_err(|e| {
+        Failure::usage(format!(
+            "{}: {}{}: {e}",
+            path.display(),
+            at(e.path()),
+            e.code()
+        ))
+    })
 }
 
 /// Reads a contract file and compiles its schemas.
 pub(crate) fn read_compiled_contract(path: &Path) -> Result<CompiledContract, Failure> {
     let contract = read_contract(path)?;
-    CompiledContract::new(contract)
-        .map_err(|e| Failure::usage(format!("{}: {}: {e}", path.display(), e.code())))
+    CompiledContract::new(contract).map_err(|e| {
+        Failure::usage(format!(
+            "{}: {}{}: {e}",
+            path.display(),
+            at(e.path()),
+            e.code()
+        ))
+    })
+}
+
+/// `PATH: ` when an error names a JSON pointer, else nothing.
+fn at(path: Option<&str>) -> String {
+    match path {
+        Some("") => "/: ".to_owned(),
+        Some(path) => format!("{path}: "),
+        None => String::new(),
+    }
 }

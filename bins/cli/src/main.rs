@@ -21,6 +21,7 @@ mod generate;
 mod hash;
 mod input;
 mod normalize;
+mod output;
 
 /// Test AI agents against tool contracts with checked, deterministic mocks.
 #[derive(Debug, Parser)]
@@ -39,6 +40,15 @@ enum Command {
     Discover(discover::DiscoverArgs),
     Generate(generate::GenerateArgs),
     Diff(diff::DiffArgs),
+}
+
+toolmock_contract::problem_codes! {
+    /// The codes the CLI prints itself (beyond those of the libraries).
+    pub(crate) enum CliCode {
+        /// `generate`: the contract's schemas cannot honestly be satisfied by
+        /// a derived draft; the problems that follow say where.
+        NeedsAuthoredMock => "needs_authored_mock",
+    }
 }
 
 /// A failure of the command itself (not a failed check or a failed call).
@@ -76,5 +86,16 @@ fn main() -> ExitCode {
             let _ = writeln!(std::io::stderr(), "toolmock: {}", failure.message);
             ExitCode::from(failure.exit)
         }
+    }
+}
+
+#[cfg(test)]
+mod error_codes {
+    #[test]
+    fn every_code_is_documented_and_every_documented_code_exists() {
+        let doc = include_str!("../../../docs/error-codes.md");
+        let codes = toolmock_contract::code_strings::<crate::CliCode>();
+        toolmock_contract::check_documented_codes(doc, "toolmock", &codes)
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 }

@@ -1,8 +1,7 @@
 //! `toolmock normalize`.
 
-use crate::{Failure, input};
+use crate::{Failure, input, output};
 use clap::Args;
-use std::io::Write;
 use std::path::PathBuf;
 use toolmock_schema::{ContractEntry, PlatformManifest};
 
@@ -36,20 +35,8 @@ pub(crate) fn run(args: &NormalizeArgs) -> Result<u8, Failure> {
     let manifest = match PlatformManifest::from_json_slice(&bytes) {
         Ok(manifest) => manifest,
         Err(errors) => {
-            let name = args.manifest.display();
-            let stderr = std::io::stderr();
-            let mut err = stderr.lock();
-            for e in &errors {
-                let path = if e.path().is_empty() { "/" } else { e.path() };
-                let _ = writeln!(
-                    err,
-                    "{name}: {path}: {}: {}",
-                    e.code(),
-                    without_path(e, e.path())
-                );
-            }
-            let n = errors.len();
-            let _ = writeln!(err, "{name}: {n} problem{}", if n == 1 { "" } else { "s" });
+            let name = args.manifest.display().to_string();
+            let _ = output::print_problems(&mut std::io::stderr().lock(), &name, &errors);
             return Ok(1);
         }
     };
@@ -67,17 +54,8 @@ pub(crate) fn run(args: &NormalizeArgs) -> Result<u8, Failure> {
         entries.push(entry);
     }
     if let Some(dir) = &args.out {
-        crate::discover::write_contracts(dir, entries.iter())?;
+        output::write_contracts(dir, entries.iter())?;
     }
-    crate::discover::print_entries(&entries)?;
+    output::print_entries(&entries)?;
     Ok(0)
-}
-
-/// An error's message without the leading `PATH: ` its `Display` starts with.
-pub(crate) fn without_path(error: &impl std::fmt::Display, path: &str) -> String {
-    let text = error.to_string();
-    match text.strip_prefix(&format!("{path}: ")) {
-        Some(rest) => rest.to_owned(),
-        None => text,
-    }
 }

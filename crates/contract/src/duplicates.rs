@@ -113,6 +113,6 @@ mod tests {
                         "input_schema": {}, "output_schema": {}}"#;
         let err = crate::OperationContract::from_json_slice(text).unwrap_err();
         assert_eq!(err.code(), "duplicate_key");
-        assert!(err.to_string().contains("/operation/name"), "{err}");
+        assert_eq!(err.path(), Some("/operation/name"));
     }
 }

@@ -38,6 +38,8 @@ mod canonical;
 mod definition;
 mod duplicates;
 pub mod pointer;
+#[macro_use]
+mod problem;
 
 pub use canonical::{
     ContractHash, DefinitionHash, InvalidHash, canonical_json, check_exact_numbers,
@@ -46,6 +48,13 @@ pub use definition::{
     Condition, ConditionOp, ConditionSource, Example, MockDefinition, Rule, SCHEMA_VERSION, Variant,
 };
 pub use duplicates::duplicate_keys;
+pub use problem::{
+    Problem, ProblemCode, Problems, check_documented_codes, code_strings, documented_codes,
+};
+
+// For `problem_codes!` in other crates: they need not name serde themselves.
+#[doc(hidden)]
+pub use serde as __serde;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -120,9 +129,9 @@ pub enum ContractError {
         /// `input_schema` or `output_schema`.
         member: &'static str,
     },
-    /// A number a double cannot hold exactly: hashing it would not be reproducible.
+    /// An integer no double holds exactly: hashing it would not be reproducible.
     #[error(
-        "{path}: the number {number} cannot be represented exactly; integers must lie within ±2^53"
+        "the integer {number} cannot be represented exactly by a double, so its canonical form would be another number"
     )]
     InexactNumber {
         /// JSON pointer of the number.
@@ -131,7 +140,7 @@ pub enum ContractError {
         number: String,
     },
     /// An object repeats a key, so readers could disagree on its value.
-    #[error("{path}: the key appears more than once in its object")]
+    #[error("the key appears more than once in its object")]
     DuplicateKey {
         /// JSON pointer of the repeated key.
         path: String,
@@ -141,16 +150,54 @@ pub enum ContractError {
     Canonicalization(#[source] serde_json::Error),
 }
 
+problem_codes! {
+    /// The codes of [`ContractError`].
+    pub enum ContractCode {
+        /// The bytes are not JSON (or not UTF-8).
+        InvalidJson => "invalid_json",
+        /// The JSON does not have the contract's shape.
+        WrongShape => "wrong_shape",
+        /// `input_schema` or `output_schema` is neither an object nor a boolean.
+        SchemaNotAnObject => "schema_not_an_object",
+        /// An integer no double holds exactly.
+        InexactNumber => "inexact_number",
+        /// An object repeats a key.
+        DuplicateKey => "duplicate_key",
+        /// Canonical serialization failed.
+        CanonicalizationFailed => "canonicalization_failed",
+    }
+}
+
+impl From<&ContractError> for ContractCode {
+    fn from(error: &ContractError) -> Self {
+        match error {
+            ContractError::InvalidJson(_) => ContractCode::InvalidJson,
+            ContractError::WrongShape(_) => ContractCode::WrongShape,
+            ContractError::SchemaNotAnObject { .. } => ContractCode::SchemaNotAnObject,
+            ContractError::InexactNumber { .. } => ContractCode::InexactNumber,
+            ContractError::DuplicateKey { .. } => ContractCode::DuplicateKey,
+            ContractError::Canonicalization(_) => ContractCode::CanonicalizationFailed,
+        }
+    }
+}
+
 impl ContractError {
     /// A stable, machine-readable code for this error.
     pub fn code(&self) -> &'static str {
+        ContractCode::from(self).as_str()
+    }
+
+    /// The JSON pointer at fault, when the error is about one place.
+    pub fn path(&self) -> Option<&str> {
         match self {
-            ContractError::InvalidJson(_) => "invalid_json",
-            ContractError::WrongShape(_) => "wrong_shape",
-            ContractError::SchemaNotAnObject { .. } => "invalid_schema",
-            ContractError::InexactNumber { .. } => "inexact_number",
-            ContractError::DuplicateKey { .. } => "duplicate_key",
-            ContractError::Canonicalization(_) => "canonicalization_failed",
+            ContractError::InexactNumber { path, .. } | ContractError::DuplicateKey { path } => {
+                Some(path)
+            }
+            ContractError::SchemaNotAnObject { member } => Some(match *member {
+                "input_schema" => "/input_schema",
+                _ => "/output_schema",
+            }),
+            _ => None,
         }
     }
 }
@@ -192,5 +239,16 @@ impl OperationContract {
     /// The contract hash of SPEC §2.
     pub fn hash(&self) -> Result<ContractHash, ContractError> {
         ContractHash::of(self)
+    }
+}
+
+#[cfg(test)]
+mod error_codes {
+    #[test]
+    fn every_code_is_documented_and_every_documented_code_exists() {
+        let doc = include_str!("../../../docs/error-codes.md");
+        let codes = crate::code_strings::<crate::ContractCode>();
+        crate::check_documented_codes(doc, "toolmock-contract", &codes)
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 }

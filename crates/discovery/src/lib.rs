@@ -5,7 +5,7 @@
 //! only) to a server, either a spawned command speaking stdio
 //! ([`Endpoint::Stdio`]) or a streamable HTTP endpoint ([`Endpoint::Http`]),
 //! lists every tool by following `nextCursor` page by page, and hands the
-//! pages to [`toolmock_schema::mcp`], which normalizes each tool to an
+//! pages to [`toolmock_schema::normalize_pages`], which normalizes each tool to an
 //! operation with source `mcp`: input schema as discovered, output schema as
 //! discovered, else the library tool's own ([`Options::fallback_output_schema`]),
 //! else status `needs_output_schema`. Fields the contract does not use
@@ -63,7 +63,8 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
-use toolmock_schema::mcp::{self, DiscoveredOperation, McpErrors};
+use toolmock_contract::problem_codes;
+use toolmock_schema::{DiscoveredOperation, NormalizeProblems};
 
 /// The most `tools/list` pages one discovery reads before refusing the server.
 pub const MAX_PAGES: usize = 1000;
@@ -220,7 +221,7 @@ pub enum DiscoveryError {
     },
     /// The tools the server listed cannot be normalized (every problem listed).
     #[error("the server's tools cannot be normalized:\n{0}")]
-    InvalidTools(#[source] McpErrors),
+    InvalidTools(#[source] NormalizeProblems),
     /// A page could not be turned into JSON (never expected).
     #[error("a tools/list page could not be read as JSON: {0}")]
     Page(#[source] serde_json::Error),
@@ -229,22 +230,56 @@ pub enum DiscoveryError {
     Runtime(#[source] std::io::Error),
 }
 
+problem_codes! {
+    /// The codes of [`DiscoveryError`].
+    pub enum DiscoveryCode {
+        /// The `--stdio` command line cannot be split into words.
+        InvalidCommand => "invalid_command",
+        /// The URL is not `http://` or `https://`.
+        InvalidUrl => "invalid_url",
+        /// The server process could not be started.
+        SpawnFailed => "spawn_failed",
+        /// The MCP handshake failed.
+        ConnectFailed => "connect_failed",
+        /// A `tools/list` request failed.
+        ListToolsFailed => "list_tools_failed",
+        /// The server repeated a cursor.
+        RepeatedCursor => "repeated_cursor",
+        /// The server listed more than 1000 pages.
+        TooManyPages => "too_many_pages",
+        /// The discovery did not finish within its timeout.
+        Timeout => "timeout",
+        /// The tools the server listed cannot be normalized.
+        InvalidTools => "invalid_tools",
+        /// A page could not be turned into JSON.
+        InvalidPage => "invalid_page",
+        /// The async runtime could not be started.
+        RuntimeFailed => "runtime_failed",
+    }
+}
+
+impl From<&DiscoveryError> for DiscoveryCode {
+    fn from(error: &DiscoveryError) -> Self {
+        match error {
+            DiscoveryError::InvalidCommand { .. } => DiscoveryCode::InvalidCommand,
+            DiscoveryError::InvalidUrl { .. } => DiscoveryCode::InvalidUrl,
+            DiscoveryError::Spawn { .. } => DiscoveryCode::SpawnFailed,
+            DiscoveryError::Connect { .. } => DiscoveryCode::ConnectFailed,
+            DiscoveryError::ListTools { .. } => DiscoveryCode::ListToolsFailed,
+            DiscoveryError::RepeatedCursor { .. } => DiscoveryCode::RepeatedCursor,
+            DiscoveryError::TooManyPages => DiscoveryCode::TooManyPages,
+            DiscoveryError::Timeout { .. } => DiscoveryCode::Timeout,
+            DiscoveryError::InvalidTools(_) => DiscoveryCode::InvalidTools,
+            DiscoveryError::Page(_) => DiscoveryCode::InvalidPage,
+            DiscoveryError::Runtime(_) => DiscoveryCode::RuntimeFailed,
+        }
+    }
+}
+
 impl DiscoveryError {
     /// A stable, machine-readable code.
     pub fn code(&self) -> &'static str {
-        match self {
-            DiscoveryError::InvalidCommand { .. } => "invalid_command",
-            DiscoveryError::InvalidUrl { .. } => "invalid_url",
-            DiscoveryError::Spawn { .. } => "spawn_failed",
-            DiscoveryError::Connect { .. } => "connect_failed",
-            DiscoveryError::ListTools { .. } => "list_tools_failed",
-            DiscoveryError::RepeatedCursor { .. } => "repeated_cursor",
-            DiscoveryError::TooManyPages => "too_many_pages",
-            DiscoveryError::Timeout { .. } => "timeout",
-            DiscoveryError::InvalidTools(_) => "invalid_tools",
-            DiscoveryError::Page(_) => "invalid_page",
-            DiscoveryError::Runtime(_) => "runtime_failed",
-        }
+        DiscoveryCode::from(self).as_str()
     }
 }
 
@@ -376,8 +411,9 @@ async fn discover_untimed(
         }
         Err(ListFailure::Other(e)) => return Err(e),
     };
-    let operations = mcp::normalize_pages(&pages, options.fallback_output_schema.as_ref())
-        .map_err(DiscoveryError::InvalidTools)?;
+    let operations =
+        toolmock_schema::normalize_pages(&pages, options.fallback_output_schema.as_ref())
+            .map_err(DiscoveryError::InvalidTools)?;
     Ok(Discovery {
         server,
         pages: pages.len(),
@@ -438,5 +474,16 @@ fn describe(client: &RunningService<RoleClient, ClientConfig>) -> ServerDescript
             protocol_version: Some(info.protocol_version.to_string()),
         },
         None => ServerDescription::default(),
+    }
+}
+
+#[cfg(test)]
+mod error_codes {
+    #[test]
+    fn every_code_is_documented_and_every_documented_code_exists() {
+        let doc = include_str!("../../../docs/error-codes.md");
+        let codes = toolmock_contract::code_strings::<crate::DiscoveryCode>();
+        toolmock_contract::check_documented_codes(doc, "toolmock-discovery", &codes)
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 }

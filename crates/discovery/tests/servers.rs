@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use toolmock_discovery::{Discovery, DiscoveryError, Endpoint, Options, discover_blocking};
-use toolmock_schema::{ContractEntry, OperationStatus, OutputSchemaSource};
+use toolmock_schema::{ContractEntry, DiscoveryStatus, OutputSchemaSource};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -111,7 +111,7 @@ fn check_fixture(discovery: &Discovery) {
     );
 
     let lookup = by_name(discovery, "lookup_patient");
-    assert_eq!(lookup.status(), OperationStatus::Ready);
+    assert_eq!(lookup.status(), DiscoveryStatus::Ready);
     assert_eq!(lookup.description, "Find a patient by member id");
     assert_eq!(lookup.hints.title.as_deref(), Some("Look up a patient"));
     assert_eq!(
@@ -143,7 +143,7 @@ fn check_fixture(discovery: &Discovery) {
     );
 
     let reminder = by_name(discovery, "send_reminder");
-    assert_eq!(reminder.status(), OperationStatus::NeedsOutputSchema);
+    assert_eq!(reminder.status(), DiscoveryStatus::NeedsOutputSchema);
     assert!(reminder.contract().is_none());
 
     // Nothing the contract does not use leaks into it.
@@ -281,9 +281,9 @@ fn server_everything_over_stdio() {
             .as_ref()
             .is_some_and(|a| a.contains_key("readOnlyHint"))
     );
-    assert_eq!(echo.status(), OperationStatus::NeedsOutputSchema);
+    assert_eq!(echo.status(), DiscoveryStatus::NeedsOutputSchema);
     let structured = by_name(&discovery, "get-structured-content");
-    assert_eq!(structured.status(), OperationStatus::Ready);
+    assert_eq!(structured.status(), DiscoveryStatus::Ready);
     let contract = structured.contract().expect("ready");
     contract.hash().expect("hashable");
     toolmock_evaluator::CompiledContract::new(contract.clone()).expect("its schemas compile");

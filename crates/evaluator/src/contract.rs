@@ -2,7 +2,7 @@
 
 use crate::error::{CallError, Violation};
 use serde_json::Value;
-use toolmock_contract::{ContractError, ContractHash, OperationContract};
+use toolmock_contract::{ContractError, ContractHash, OperationContract, problem_codes};
 
 /// Why a contract's schemas could not be compiled.
 #[derive(Debug, thiserror::Error)]
@@ -22,12 +22,33 @@ pub enum SchemaError {
     },
 }
 
+problem_codes! {
+    /// The code of [`SchemaError::InvalidSchema`] (a [`SchemaError::Contract`]
+    /// keeps its contract code).
+    pub enum SchemaCode {
+        /// A contract schema does not compile as JSON Schema (or has a `$ref`
+        /// that cannot be resolved inside the document).
+        InvalidSchema => "invalid_schema",
+    }
+}
+
 impl SchemaError {
     /// A stable, machine-readable code.
     pub fn code(&self) -> &'static str {
         match self {
             SchemaError::Contract(e) => e.code(),
-            SchemaError::InvalidSchema { .. } => "invalid_schema",
+            SchemaError::InvalidSchema { .. } => SchemaCode::InvalidSchema.as_str(),
+        }
+    }
+
+    /// The JSON pointer at fault, when there is one.
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            SchemaError::Contract(e) => e.path(),
+            SchemaError::InvalidSchema { member, .. } => Some(match *member {
+                "input_schema" => "/input_schema",
+                _ => "/output_schema",
+            }),
         }
     }
 }

@@ -3,6 +3,7 @@
 use crate::operators::OperandFault;
 use serde::Serialize;
 use std::fmt;
+use toolmock_contract::problem_codes;
 
 /// Who is to blame for a failed call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -139,32 +140,12 @@ impl CallError {
 
     /// Whose fault the failure is.
     pub fn class(&self) -> ErrorClass {
-        match self {
-            CallError::InvalidArguments { .. }
-            | CallError::InvalidNumber { .. }
-            | CallError::InvalidDate { .. }
-            | CallError::OffsetOutOfRange { .. }
-            | CallError::DateOutOfRange { .. } => ErrorClass::ToolInputError,
-            CallError::InvalidFixtureLiteral { .. }
-            | CallError::MissingReference { .. }
-            | CallError::UnknownVariant { .. }
-            | CallError::OutputSchemaViolation { .. } => ErrorClass::HarnessError,
-        }
+        CallCode::from(self).class()
     }
 
     /// The stable code, e.g. `invalid_arguments` or `missing_reference`.
     pub fn code(&self) -> &'static str {
-        match self {
-            CallError::InvalidArguments { .. } => "invalid_arguments",
-            CallError::InvalidNumber { .. } => "invalid_number",
-            CallError::InvalidDate { .. } => "invalid_date",
-            CallError::OffsetOutOfRange { .. } => "offset_out_of_range",
-            CallError::DateOutOfRange { .. } => "date_out_of_range",
-            CallError::InvalidFixtureLiteral { .. } => "invalid_fixture_literal",
-            CallError::MissingReference { .. } => "missing_reference",
-            CallError::UnknownVariant { .. } => "unknown_variant",
-            CallError::OutputSchemaViolation { .. } => "output_schema_violation",
-        }
+        CallCode::from(self).as_str()
     }
 
     /// A JSON pointer into the input (tool input errors, `$input` references)
@@ -192,6 +173,63 @@ impl CallError {
             CallError::InvalidArguments { violations }
             | CallError::OutputSchemaViolation { violations } => violations,
             _ => &[],
+        }
+    }
+}
+
+problem_codes! {
+    /// The codes of [`CallError`]: why one call failed.
+    pub enum CallCode {
+        /// The input fails the contract's input schema.
+        InvalidArguments => "invalid_arguments",
+        /// An input value given to `$number` (or as a `$dateAdd` offset) is not an accepted number.
+        InvalidNumber => "invalid_number",
+        /// An input value given to `$dateAdd` is not a date or date-time.
+        InvalidDate => "invalid_date",
+        /// An input offset of `$dateAdd` beyond ±3660 days or ±24 hours.
+        OffsetOutOfRange => "offset_out_of_range",
+        /// An input date, or a result computed from input, outside years 1…9999.
+        DateOutOfRange => "date_out_of_range",
+        /// A value from the fixture state is rejected by `$number` or `$dateAdd`.
+        InvalidFixtureLiteral => "invalid_fixture_literal",
+        /// A `$input` or `$state` reference does not resolve.
+        MissingReference => "missing_reference",
+        /// The call names a variant the definition lacks.
+        UnknownVariant => "unknown_variant",
+        /// The rendered result fails the contract's output schema.
+        OutputSchemaViolation => "output_schema_violation",
+    }
+}
+
+impl From<&CallError> for CallCode {
+    fn from(error: &CallError) -> Self {
+        match error {
+            CallError::InvalidArguments { .. } => CallCode::InvalidArguments,
+            CallError::InvalidNumber { .. } => CallCode::InvalidNumber,
+            CallError::InvalidDate { .. } => CallCode::InvalidDate,
+            CallError::OffsetOutOfRange { .. } => CallCode::OffsetOutOfRange,
+            CallError::DateOutOfRange { .. } => CallCode::DateOutOfRange,
+            CallError::InvalidFixtureLiteral { .. } => CallCode::InvalidFixtureLiteral,
+            CallError::MissingReference { .. } => CallCode::MissingReference,
+            CallError::UnknownVariant { .. } => CallCode::UnknownVariant,
+            CallError::OutputSchemaViolation { .. } => CallCode::OutputSchemaViolation,
+        }
+    }
+}
+
+impl CallCode {
+    /// Whose fault a failure of this code is.
+    pub fn class(self) -> ErrorClass {
+        match self {
+            CallCode::InvalidArguments
+            | CallCode::InvalidNumber
+            | CallCode::InvalidDate
+            | CallCode::OffsetOutOfRange
+            | CallCode::DateOutOfRange => ErrorClass::ToolInputError,
+            CallCode::InvalidFixtureLiteral
+            | CallCode::MissingReference
+            | CallCode::UnknownVariant
+            | CallCode::OutputSchemaViolation => ErrorClass::HarnessError,
         }
     }
 }

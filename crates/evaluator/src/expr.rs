@@ -512,8 +512,8 @@ fn render_date_add(operands: &[Option<Operand>; 3], scope: &Scope<'_>) -> Result
     let value = value.as_deref().unwrap_or(&Value::Null);
     match operators::date_add(value, days.as_deref(), hours.as_deref()) {
         Ok(text) => Ok(Value::String(text)),
-        Err(DateAddError::Operand { index, rejection }) => {
-            let operand = operands[index].as_ref();
+        Err(DateAddError::Operand { operand, rejection }) => {
+            let operand = operands[operand.position()].as_ref();
             let origin = operand.map_or(Origin::Literal, Operand::origin);
             let pointer = operand.and_then(Operand::pointer);
             Err(blame(origin, pointer, rejection, "$dateAdd"))

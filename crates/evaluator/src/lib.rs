@@ -47,16 +47,23 @@ mod diagnostics;
 mod error;
 mod eval;
 mod expr;
+// The operators are an API only for parity tests and fuzzing; without the
+// feature they are the evaluator's own, and what only that API uses is unused.
+#[cfg(feature = "operators")]
 pub mod operators;
+#[cfg(not(feature = "operators"))]
+#[allow(unreachable_pub, dead_code)]
+mod operators;
 mod path;
 
 pub use check::{check, compile, compile_checked, compile_slice, parse_definition};
 pub use compile::{
     CompiledDefinition, MAX_DEFINITION_BYTES, MAX_DELAY_MS, MAX_EXAMPLES, MAX_RULES, MAX_VARIANTS,
 };
+pub use contract::SchemaCode;
 pub use contract::{CompiledContract, SchemaError, compile_schema};
 pub use diagnostics::{Diagnostic, DiagnosticCode, Diagnostics};
-pub use error::{CallError, ErrorClass, Violation};
+pub use error::{CallCode, CallError, ErrorClass, Violation};
 pub use eval::{
     Call, JsonOutcome, Outcome, evaluate, evaluate_json, evaluate_with_contract, json_equal,
     maps_equal,
@@ -70,5 +77,18 @@ mod send_sync {
     fn compiled_forms_are_shareable() {
         assert_send_sync::<super::CompiledDefinition>();
         assert_send_sync::<super::CompiledContract>();
+    }
+}
+
+#[cfg(test)]
+mod error_codes {
+    #[test]
+    fn every_code_is_documented_and_every_documented_code_exists() {
+        let doc = include_str!("../../../docs/error-codes.md");
+        let mut codes = toolmock_contract::code_strings::<crate::DiagnosticCode>();
+        codes.extend(toolmock_contract::code_strings::<crate::CallCode>());
+        codes.extend(toolmock_contract::code_strings::<crate::SchemaCode>());
+        toolmock_contract::check_documented_codes(doc, "toolmock-evaluator", &codes)
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 }

@@ -1,7 +1,8 @@
 //! The two bounded operators, `$number` and `$dateAdd`, as pure functions.
 //!
-//! They are public so that other runtimes can test parity against them and so
-//! that fuzz targets reach them directly; the evaluator calls the same code.
+//! With the `operators` feature they are public, so that other runtimes can
+//! test parity against them and fuzz targets reach them directly; the
+//! evaluator calls the same code either way.
 
 use chrono::{Duration, NaiveDate, NaiveDateTime, NaiveTime};
 use serde_json::{Number, Value};
@@ -139,8 +140,8 @@ fn is_decimal(text: &str) -> bool {
 
 /// `$dateAdd`: the UTC date of `value` at midnight, plus `days` and `hours`,
 /// written `YYYY-MM-DDTHH:MM:SS.000Z`. The first operand at fault is
-/// reported with its index (0 = value, 1 = days, 2 = hours); a result out of
-/// range is reported with index `None` (the caller decides whom to blame).
+/// reported as [`DateAddError::Operand`] naming it; a result out of range as
+/// [`DateAddError::Result`] (the caller decides whom to blame).
 ///
 /// ```
 /// use serde_json::json;
@@ -164,15 +165,15 @@ pub fn date_add(
         )),
     }
     .map_err(|rejection| DateAddError::Operand {
-        index: 0,
+        operand: DateAddOperand::Value,
         rejection,
     })?;
     let days = offset(days, "days", MAX_DAYS).map_err(|rejection| DateAddError::Operand {
-        index: 1,
+        operand: DateAddOperand::Days,
         rejection,
     })?;
     let hours = offset(hours, "hours", MAX_HOURS).map_err(|rejection| DateAddError::Operand {
-        index: 2,
+        operand: DateAddOperand::Hours,
         rejection,
     })?;
     let result =
@@ -188,18 +189,66 @@ pub fn date_add(
     })
 }
 
+/// One operand of `$dateAdd`: `[value, days, hours]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DateAddOperand {
+    /// The date or date-time (first).
+    Value,
+    /// The day offset (second).
+    Days,
+    /// The hour offset (third).
+    Hours,
+}
+
+impl DateAddOperand {
+    /// Its position in the operand array.
+    pub fn position(self) -> usize {
+        match self {
+            DateAddOperand::Value => 0,
+            DateAddOperand::Days => 1,
+            DateAddOperand::Hours => 2,
+        }
+    }
+
+    /// `value`, `days` or `hours`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DateAddOperand::Value => "value",
+            DateAddOperand::Days => "days",
+            DateAddOperand::Hours => "hours",
+        }
+    }
+}
+
 /// Why `$dateAdd` failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DateAddError {
-    /// One operand was rejected: 0 = value, 1 = days, 2 = hours.
+    /// One operand was rejected.
+    #[error("$dateAdd {}: {}", operand.as_str(), rejection.message)]
     Operand {
         /// Which operand.
-        index: usize,
+        operand: DateAddOperand,
         /// Why.
         rejection: Rejection,
     },
     /// The operands were fine but the result lies outside years 1…9999.
+    #[error("$dateAdd: {}", .0.message)]
     Result(Rejection),
+}
+
+impl DateAddError {
+    /// The stable code of the fault (`invalid_date`, `invalid_number`,
+    /// `offset_out_of_range`, `date_out_of_range`).
+    pub fn code(&self) -> &'static str {
+        self.rejection().fault.code()
+    }
+
+    /// The rejection, whichever operand (or the result) it is about.
+    pub fn rejection(&self) -> &Rejection {
+        match self {
+            DateAddError::Operand { rejection, .. } | DateAddError::Result(rejection) => rejection,
+        }
+    }
 }
 
 fn offset(value: Option<&Value>, name: &str, bound: i64) -> Result<i64, Rejection> {
@@ -460,7 +509,7 @@ mod tests {
         assert!(matches!(
             date_add(&json!("2026-01-01"), Some(&json!(7.5)), None),
             Err(DateAddError::Operand {
-                index: 1,
+                operand: DateAddOperand::Days,
                 rejection: Rejection {
                     fault: OperandFault::InvalidNumber,
                     ..
@@ -470,7 +519,7 @@ mod tests {
         assert!(matches!(
             date_add(&json!("2026-01-01"), Some(&json!(7.0)), Some(&json!(25))),
             Err(DateAddError::Operand {
-                index: 2,
+                operand: DateAddOperand::Hours,
                 rejection: Rejection {
                     fault: OperandFault::OffsetOutOfRange,
                     ..

@@ -9,10 +9,13 @@
 //! contract and its hash.
 
 use crate::pointer::{self, type_name};
+use crate::problems::{
+    NormalizeCode, NormalizeProblems, inexact_numbers, missing_field, wrong_type,
+};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::fmt;
+use toolmock_contract::Problem;
 use toolmock_contract::{ContractHash, OperationContract, OperationIdentity, OperationSource};
 
 /// One tool of a `tools/list` page, as the contract needs it.
@@ -59,138 +62,25 @@ pub struct ToolsPage {
     pub next_cursor: Option<String>,
 }
 
-/// One problem of a `tools/list` result, with a JSON pointer into the page
-/// (or, for problems across pages, into the concatenated tool list).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum McpError {
-    /// A member has the wrong JSON type.
-    #[error("{path}: expected {expected}, found {found}")]
-    WrongType {
-        /// Where.
-        path: String,
-        /// What MCP requires.
-        expected: &'static str,
-        /// What was there.
-        found: &'static str,
-    },
-    /// A required member (`tools`, `name`, `inputSchema`) is absent.
-    #[error("{path}: the member {field:?} is required")]
-    MissingField {
-        /// The object that lacks it.
-        path: String,
-        /// Its name.
-        field: &'static str,
-    },
-    /// A tool's name is the empty string.
-    #[error("{path}: a tool name must not be empty")]
-    EmptyName {
-        /// The `name` member.
-        path: String,
-    },
-    /// Two tools share a name (within a page or across pages).
-    #[error("{path}: the tool {name:?} is listed twice (first at {first})")]
-    DuplicateTool {
-        /// The second one's `name`.
-        path: String,
-        /// The name.
-        name: String,
-        /// The first one's `name`.
-        first: String,
-    },
-    /// An integer a double cannot hold exactly (the hash would not be reproducible).
-    #[error(
-        "{path}: the number {number} cannot be represented exactly; integers must lie within ±2^53"
-    )]
-    InexactNumber {
-        /// Where.
-        path: String,
-        /// The number as written.
-        number: String,
-    },
-    /// The library tool's fallback output schema is not an object or a boolean.
-    #[error(
-        "the fallback output schema must be a JSON Schema (an object or a boolean), found {found}"
-    )]
-    InvalidFallback {
-        /// What was given.
-        found: &'static str,
-    },
-}
-
-impl McpError {
-    /// A stable, machine-readable code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            McpError::WrongType { .. } => "wrong_type",
-            McpError::MissingField { .. } => "missing_field",
-            McpError::EmptyName { .. } => "empty_name",
-            McpError::DuplicateTool { .. } => "duplicate_tool",
-            McpError::InexactNumber { .. } => "inexact_number",
-            McpError::InvalidFallback { .. } => "invalid_fallback",
-        }
-    }
-
-    /// The JSON pointer of the problem.
-    pub fn path(&self) -> &str {
-        match self {
-            McpError::WrongType { path, .. }
-            | McpError::MissingField { path, .. }
-            | McpError::EmptyName { path }
-            | McpError::DuplicateTool { path, .. }
-            | McpError::InexactNumber { path, .. } => path,
-            McpError::InvalidFallback { .. } => "",
-        }
-    }
-}
-
-/// Every problem of a `tools/list` result. Never empty.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpErrors(pub Vec<McpError>);
-
-impl fmt::Display for McpErrors {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, e) in self.0.iter().enumerate() {
-            if i > 0 {
-                writeln!(f)?;
-            }
-            write!(f, "{}: {e}", e.code())?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for McpErrors {}
-
-fn wrong(path: &str, expected: &'static str, found: &Value) -> McpError {
-    McpError::WrongType {
-        path: path.to_owned(),
-        expected,
-        found: type_name(found),
-    }
-}
-
 impl ToolsPage {
     /// Reads one `tools/list` result (`{"tools": […], "nextCursor"?: "…"}`),
     /// reporting every problem.
-    pub fn from_value(value: &Value) -> Result<Self, McpErrors> {
-        let mut errors = Vec::new();
+    pub fn from_value(value: &Value) -> Result<Self, NormalizeProblems> {
+        let mut errors = NormalizeProblems::new();
         let Value::Object(map) = value else {
-            return Err(McpErrors(vec![wrong("", "an object", value)]));
+            return Err(NormalizeProblems::from(wrong_type("", "an object", value)));
         };
         let next_cursor = match map.get("nextCursor") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
             Some(other) => {
-                errors.push(wrong("/nextCursor", "a string", other));
+                errors.push_problem(wrong_type("/nextCursor", "a string", other));
                 None
             }
         };
         let mut tools = Vec::new();
         match map.get("tools") {
-            None => errors.push(McpError::MissingField {
-                path: String::new(),
-                field: "tools",
-            }),
+            None => errors.push_problem(missing_field("", "tools")),
             Some(Value::Array(items)) => {
                 for (i, item) in items.iter().enumerate() {
                     if let Some(tool) = read_tool(item, &pointer::index("/tools", i), &mut errors) {
@@ -198,39 +88,38 @@ impl ToolsPage {
                     }
                 }
             }
-            Some(other) => errors.push(wrong("/tools", "an array", other)),
+            Some(other) => errors.push_problem(wrong_type("/tools", "an array", other)),
         }
         if errors.is_empty() {
             Ok(ToolsPage { tools, next_cursor })
         } else {
-            Err(McpErrors(errors))
+            Err(errors)
         }
     }
 }
 
-fn read_tool(value: &Value, path: &str, errors: &mut Vec<McpError>) -> Option<McpTool> {
+fn read_tool(value: &Value, path: &str, errors: &mut NormalizeProblems) -> Option<McpTool> {
     let Value::Object(map) = value else {
-        errors.push(wrong(path, "a tool object", value));
+        errors.push_problem(wrong_type(path, "a tool object", value));
         return None;
     };
     let before = errors.len();
     let name = match map.get("name") {
         None => {
-            errors.push(McpError::MissingField {
-                path: path.to_owned(),
-                field: "name",
-            });
+            errors.push_problem(missing_field(path, "name"));
             None
         }
         Some(Value::String(s)) if s.is_empty() => {
-            errors.push(McpError::EmptyName {
-                path: pointer::push(path, "name"),
-            });
+            errors.push_problem(Problem::new(
+                NormalizeCode::EmptyName,
+                pointer::push(path, "name"),
+                "a tool name must not be empty",
+            ));
             None
         }
         Some(Value::String(s)) => Some(s.clone()),
         Some(other) => {
-            errors.push(wrong(&pointer::push(path, "name"), "a string", other));
+            errors.push_problem(wrong_type(&pointer::push(path, "name"), "a string", other));
             None
         }
     };
@@ -238,15 +127,12 @@ fn read_tool(value: &Value, path: &str, errors: &mut Vec<McpError>) -> Option<Mc
     let title = optional_string(map, "title", path, errors);
     let input_schema = match map.get("inputSchema") {
         None => {
-            errors.push(McpError::MissingField {
-                path: path.to_owned(),
-                field: "inputSchema",
-            });
+            errors.push_problem(missing_field(path, "inputSchema"));
             None
         }
         Some(v @ Value::Object(_)) => Some(v.clone()),
         Some(other) => {
-            errors.push(wrong(
+            errors.push_problem(wrong_type(
                 &pointer::push(path, "inputSchema"),
                 "a JSON Schema object",
                 other,
@@ -258,7 +144,7 @@ fn read_tool(value: &Value, path: &str, errors: &mut Vec<McpError>) -> Option<Mc
         None | Some(Value::Null) => None,
         Some(v @ Value::Object(_)) => Some(v.clone()),
         Some(other) => {
-            errors.push(wrong(
+            errors.push_problem(wrong_type(
                 &pointer::push(path, "outputSchema"),
                 "a JSON Schema object",
                 other,
@@ -270,7 +156,7 @@ fn read_tool(value: &Value, path: &str, errors: &mut Vec<McpError>) -> Option<Mc
         None | Some(Value::Null) => None,
         Some(Value::Object(a)) => Some(a.clone()),
         Some(other) => {
-            errors.push(wrong(
+            errors.push_problem(wrong_type(
                 &pointer::push(path, "annotations"),
                 "an object",
                 other,
@@ -283,13 +169,7 @@ fn read_tool(value: &Value, path: &str, errors: &mut Vec<McpError>) -> Option<Mc
         ("outputSchema", output_schema.as_ref()),
     ] {
         if let Some(schema) = schema {
-            let mut found = Vec::new();
-            pointer::inexact_numbers(schema, &pointer::push(path, member), &mut found);
-            errors.extend(
-                found
-                    .into_iter()
-                    .map(|(path, number)| McpError::InexactNumber { path, number }),
-            );
+            errors.extend(inexact_numbers(schema, &pointer::push(path, member)));
         }
     }
     if errors.len() > before {
@@ -308,13 +188,13 @@ fn optional_string(
     map: &Map<String, Value>,
     field: &str,
     path: &str,
-    errors: &mut Vec<McpError>,
+    errors: &mut NormalizeProblems,
 ) -> Option<String> {
     match map.get(field) {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
         Some(other) => {
-            errors.push(wrong(&pointer::push(path, field), "a string", other));
+            errors.push_problem(wrong_type(&pointer::push(path, field), "a string", other));
             None
         }
     }
@@ -333,7 +213,7 @@ pub enum OutputSchemaSource {
 /// Whether an operation can be mocked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum OperationStatus {
+pub enum DiscoveryStatus {
     /// Both schemas are known: the contract can be hashed, mocked and pinned.
     Ready,
     /// No output schema was discovered and there is no fallback: not mockable,
@@ -341,12 +221,12 @@ pub enum OperationStatus {
     NeedsOutputSchema,
 }
 
-impl OperationStatus {
+impl DiscoveryStatus {
     /// The wire name.
     pub fn as_str(self) -> &'static str {
         match self {
-            OperationStatus::Ready => "ready",
-            OperationStatus::NeedsOutputSchema => "needs_output_schema",
+            DiscoveryStatus::Ready => "ready",
+            DiscoveryStatus::NeedsOutputSchema => "needs_output_schema",
         }
     }
 }
@@ -368,11 +248,11 @@ pub struct DiscoveredOperation {
 
 impl DiscoveredOperation {
     /// `ready` or `needs_output_schema`.
-    pub fn status(&self) -> OperationStatus {
+    pub fn status(&self) -> DiscoveryStatus {
         if self.output.is_some() {
-            OperationStatus::Ready
+            DiscoveryStatus::Ready
         } else {
-            OperationStatus::NeedsOutputSchema
+            DiscoveryStatus::NeedsOutputSchema
         }
     }
 
@@ -395,21 +275,13 @@ impl DiscoveredOperation {
 pub fn normalize_tools(
     tools: &[McpTool],
     fallback: Option<&Value>,
-) -> Result<Vec<DiscoveredOperation>, McpErrors> {
-    let mut errors = Vec::new();
+) -> Result<Vec<DiscoveredOperation>, NormalizeProblems> {
+    let mut errors = NormalizeProblems::new();
     if let Some(f) = fallback {
         if !(f.is_object() || f.is_boolean()) {
-            errors.push(McpError::InvalidFallback {
-                found: type_name(f),
-            });
+            errors.push_problem(Problem::new(NormalizeCode::InvalidFallback, "", format!("the fallback output schema must be a JSON Schema (an object or a boolean), found {found}", found = type_name(f))));
         } else {
-            let mut found = Vec::new();
-            pointer::inexact_numbers(f, "/fallback_output_schema", &mut found);
-            errors.extend(
-                found
-                    .into_iter()
-                    .map(|(path, number)| McpError::InexactNumber { path, number }),
-            );
+            errors.extend(inexact_numbers(f, "/fallback_output_schema"));
         }
     }
     let mut seen: BTreeMap<&str, String> = BTreeMap::new();
@@ -417,11 +289,14 @@ pub fn normalize_tools(
     for (i, tool) in tools.iter().enumerate() {
         let path = pointer::push(&pointer::index("/tools", i), "name");
         if let Some(first) = seen.get(tool.name.as_str()) {
-            errors.push(McpError::DuplicateTool {
+            errors.push_problem(Problem::new(
+                NormalizeCode::DuplicateTool,
                 path,
-                name: tool.name.clone(),
-                first: first.clone(),
-            });
+                format!(
+                    "the tool {name:?} is listed twice (first at {first})",
+                    name = tool.name
+                ),
+            ));
             continue;
         }
         seen.insert(&tool.name, path);
@@ -441,62 +316,33 @@ pub fn normalize_tools(
             hints: tool.hints.clone(),
         });
     }
-    if errors.is_empty() {
-        Ok(out)
-    } else {
-        Err(McpErrors(errors))
-    }
+    errors.into_result(out)
 }
 
-/// Reads every page (in order) and normalizes their tools; see [`normalize_tools`].
+/// Reads every page (in order) and normalizes their tools; see
+/// [`normalize_tools`]. A page's problems are reported under `/pages/N`.
 pub fn normalize_pages(
     pages: &[Value],
     fallback: Option<&Value>,
-) -> Result<Vec<DiscoveredOperation>, McpErrors> {
+) -> Result<Vec<DiscoveredOperation>, NormalizeProblems> {
     let mut tools = Vec::new();
-    let mut errors = Vec::new();
+    let mut errors = NormalizeProblems::new();
     for (p, page) in pages.iter().enumerate() {
         match ToolsPage::from_value(page) {
             Ok(page) => tools.extend(page.tools),
-            Err(McpErrors(e)) => errors.extend(e.into_iter().map(|e| prefix(e, p))),
+            Err(problems) => {
+                let base = pointer::index("/pages", p);
+                errors.extend(problems.into_iter().map(|mut problem| {
+                    problem.path.insert_str(0, &base);
+                    problem
+                }));
+            }
         }
     }
     if !errors.is_empty() {
-        return Err(McpErrors(errors));
+        return Err(errors);
     }
     normalize_tools(&tools, fallback)
-}
-
-/// Prefixes a page's pointer with `/pages/N` when several pages are read.
-fn prefix(error: McpError, page: usize) -> McpError {
-    let base = pointer::index("/pages", page);
-    let re = |path: String| format!("{base}{path}");
-    match error {
-        McpError::WrongType {
-            path,
-            expected,
-            found,
-        } => McpError::WrongType {
-            path: re(path),
-            expected,
-            found,
-        },
-        McpError::MissingField { path, field } => McpError::MissingField {
-            path: re(path),
-            field,
-        },
-        McpError::EmptyName { path } => McpError::EmptyName { path: re(path) },
-        McpError::DuplicateTool { path, name, first } => McpError::DuplicateTool {
-            path: re(path),
-            name,
-            first,
-        },
-        McpError::InexactNumber { path, number } => McpError::InexactNumber {
-            path: re(path),
-            number,
-        },
-        e @ McpError::InvalidFallback { .. } => e,
-    }
 }
 
 /// One entry of the JSON array `toolmock normalize` and `toolmock discover`
@@ -507,7 +353,7 @@ fn prefix(error: McpError, page: usize) -> McpError {
 pub struct ContractEntry {
     /// `ready` or `needs_output_schema` (absent for platform operations, always ready).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<OperationStatus>,
+    pub status: Option<DiscoveryStatus>,
     /// The contract in SPEC §2's form (without `output_schema` when there is none).
     pub contract: Value,
     /// The contract hash, when the contract is complete.

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use toolmock_contract::{OperationContract, OperationIdentity, OperationSource};
 use toolmock_evaluator::CompiledContract;
-use toolmock_schema::{NeedsAuthoredMock, generate};
+use toolmock_schema::{DraftProblems, generate};
 
 fn contract(input: Value, output: Value) -> OperationContract {
     OperationContract {
@@ -23,7 +23,7 @@ fn contract(input: Value, output: Value) -> OperationContract {
 fn draft_for(
     input: Value,
     output: Value,
-) -> Result<toolmock_contract::MockDefinition, NeedsAuthoredMock> {
+) -> Result<toolmock_contract::MockDefinition, DraftProblems> {
     let c = contract(input, output);
     let draft = generate(&c)?;
     let compiled = CompiledContract::new(c).expect("the contract compiles");
@@ -49,9 +49,8 @@ fn problems(input: Value, output: Value) -> Vec<(String, String)> {
             draft.to_value()
         ),
         Err(e) => e
-            .problems
             .iter()
-            .map(|p| (p.code().to_owned(), p.pointer().to_owned()))
+            .map(|p| (p.code.as_str().to_owned(), p.path.clone()))
             .collect(),
     }
 }
@@ -618,8 +617,8 @@ proptest! {
         match generate(&c) {
             Ok(draft) => prop_assert!(false, "expected an authored mock for {}, got {}", want, draft.to_value()),
             Err(e) => prop_assert!(
-                e.problems.iter().any(|p| p.pointer() == want),
-                "{} not among {:?}", want, e.problems.iter().map(|p| p.pointer()).collect::<Vec<_>>()
+                e.iter().any(|p| p.path == want),
+                "{} not among {:?}", want, e.iter().map(|p| p.path.as_str()).collect::<Vec<_>>()
             ),
         }
     }

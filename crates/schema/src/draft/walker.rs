@@ -1,408 +1,17 @@
-//! Schema-derived draft definitions (SPEC §9, "Schema-derived defaults").
-//!
-//! [`generate`] derives one `success` variant whose result comes from the
-//! output schema, and one example whose input comes from the input schema.
-//! At every schema node the value is taken from `default`, then the first of
-//! `examples`, then `const`, then the first `enum` member of the declared
-//! type, and otherwise built from the type, honouring `required`,
-//! `minimum`/`maximum` (inclusive and exclusive), `multipleOf`,
-//! `minLength`/`maxLength`, `minItems`/`maxItems`, `minProperties`/
-//! `maxProperties`, local `$ref`/`$defs`, `anyOf`/`oneOf` (a non-null branch
-//! first, so nullable values get a real value), `allOf` of objects, and the
-//! formats date, date-time, time, email, uuid, uri and a few more.
-//!
-//! Every draft is validated against both schemas and run through the whole
-//! check of SPEC §7 before it is returned. A schema the generator cannot
-//! honestly satisfy yields [`NeedsAuthoredMock`] naming each schema pointer at
-//! fault (`/output_schema/properties/code/pattern`), never an invalid draft.
+//! The walker: derives a value from one schema node by node, and says at
+//! which keyword it cannot.
 
+use super::errors::DraftCode;
+use super::{MAX_DEPTH, MAX_SIZE};
 use crate::pointer::{self, type_name};
 use serde_json::{Map, Number, Value, json};
-use std::collections::BTreeMap;
-use std::fmt;
-use toolmock_contract::{Example, MockDefinition, OperationContract, SCHEMA_VERSION, Variant};
-use toolmock_evaluator::CompiledContract;
-
-/// The variant every draft has.
-pub const DRAFT_VARIANT: &str = "success";
-
-/// The largest `minLength`, `minItems` or `minProperties` a draft honours:
-/// anything larger could not fit a definition (102,400 bytes).
-pub const MAX_SIZE: u64 = 102_400;
-
-/// How deep the generator follows nested schemas before giving up.
-pub const MAX_DEPTH: usize = 48;
-
-/// One reason a schema needs an authored mock, with the JSON pointer at fault.
-///
-/// Pointers are rooted at the contract: `/input_schema/…` or `/output_schema/…`
-/// (for [`DraftProblem::CheckFailed`], at the draft definition).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DraftProblem {
-    /// A keyword no generated value can be shown to satisfy (`pattern`, `not`,
-    /// `if`, `dependentSchemas`, `contains`, `propertyNames`, …).
-    #[error("{pointer}: {keyword} cannot be satisfied by a derived value: {reason}")]
-    UnsupportedKeyword {
-        /// The keyword's pointer.
-        pointer: String,
-        /// The keyword.
-        keyword: String,
-        /// Why.
-        reason: String,
-    },
-    /// A string `format` the generator has no honest value for under the other constraints.
-    #[error("{pointer}: no value of format {format:?} can be derived: {reason}")]
-    UnsupportedFormat {
-        /// The `format` keyword's pointer.
-        pointer: String,
-        /// The format.
-        format: String,
-        /// Why.
-        reason: String,
-    },
-    /// A `$ref` to another document (nothing is ever fetched).
-    #[error(
-        "{pointer}: the $ref {reference:?} points outside the schema (remote references are never fetched)"
-    )]
-    RemoteRef {
-        /// The `$ref` keyword's pointer.
-        pointer: String,
-        /// The reference.
-        reference: String,
-    },
-    /// A local `$ref` that names nothing in the schema.
-    #[error("{pointer}: the $ref {reference:?} does not resolve inside the schema")]
-    UnresolvableRef {
-        /// The `$ref` keyword's pointer.
-        pointer: String,
-        /// The reference.
-        reference: String,
-    },
-    /// A `$ref` that, on a required path, leads back to itself: no finite value.
-    #[error(
-        "{pointer}: the $ref {reference:?} is cyclic on a required path; no finite value can be derived"
-    )]
-    CyclicRef {
-        /// The `$ref` keyword's pointer.
-        pointer: String,
-        /// The reference.
-        reference: String,
-    },
-    /// Bounds that no value satisfies (`minimum` above `maximum`, no multiple in range, …).
-    #[error("{pointer}: contradictory bounds: {detail}")]
-    ContradictoryBounds {
-        /// The keyword's pointer.
-        pointer: String,
-        /// Which bounds and why.
-        detail: String,
-    },
-    /// A schema nothing satisfies (`false`, an empty `enum`, every branch failing).
-    #[error("{pointer}: unsatisfiable: {detail}")]
-    Unsatisfiable {
-        /// The schema's pointer.
-        pointer: String,
-        /// Why.
-        detail: String,
-    },
-    /// The input schema does not describe an object (MCP and platform inputs are objects).
-    #[error(
-        "{pointer}: the input schema must describe an object, but the derived input is {found}"
-    )]
-    InputNotObject {
-        /// `/input_schema`.
-        pointer: String,
-        /// The derived value's type.
-        found: &'static str,
-    },
-    /// A schema that does not compile.
-    #[error("{pointer}: not a usable JSON Schema: {message}")]
-    InvalidSchema {
-        /// `/input_schema` or `/output_schema`.
-        pointer: String,
-        /// The validator's explanation.
-        message: String,
-    },
-    /// `minLength`, `minItems` or `minProperties` asks for more than a
-    /// definition can hold (100 KB).
-    #[error("{pointer}: {requested} is more than a draft definition can hold (100 KB)")]
-    TooLarge {
-        /// The keyword's pointer.
-        pointer: String,
-        /// The size asked for.
-        requested: u64,
-    },
-    /// The schema nests deeper than [`MAX_DEPTH`].
-    #[error("{pointer}: the schema nests deeper than {MAX_DEPTH} levels")]
-    TooDeep {
-        /// Where the generator stopped.
-        pointer: String,
-    },
-    /// The derived value fails the schema at this keyword (a `default` or
-    /// `example` that is itself invalid, or a combination the generator
-    /// cannot reconcile).
-    #[error("{pointer}: the derived value at {instance_path} fails this keyword: {message}")]
-    SchemaViolation {
-        /// The failing keyword's pointer.
-        pointer: String,
-        /// Where in the derived value (`/` is the whole value).
-        instance_path: String,
-        /// The validator's explanation.
-        message: String,
-    },
-    /// The check of SPEC §7 refused the draft (for example it exceeds 100 KB).
-    #[error("{path}: the draft fails its check: {code}: {message}")]
-    CheckFailed {
-        /// JSON pointer into the draft definition.
-        path: String,
-        /// The diagnostic code.
-        code: String,
-        /// The diagnostic message.
-        message: String,
-    },
-}
-
-impl DraftProblem {
-    /// A stable, machine-readable code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            DraftProblem::UnsupportedKeyword { .. } => "unsupported_keyword",
-            DraftProblem::UnsupportedFormat { .. } => "unsupported_format",
-            DraftProblem::RemoteRef { .. } => "remote_ref",
-            DraftProblem::UnresolvableRef { .. } => "unresolvable_ref",
-            DraftProblem::CyclicRef { .. } => "cyclic_ref",
-            DraftProblem::ContradictoryBounds { .. } => "contradictory_bounds",
-            DraftProblem::Unsatisfiable { .. } => "unsatisfiable",
-            DraftProblem::InputNotObject { .. } => "input_not_object",
-            DraftProblem::InvalidSchema { .. } => "invalid_schema",
-            DraftProblem::TooLarge { .. } => "too_large",
-            DraftProblem::TooDeep { .. } => "too_deep",
-            DraftProblem::SchemaViolation { .. } => "schema_violation",
-            DraftProblem::CheckFailed { .. } => "check_failed",
-        }
-    }
-
-    /// The JSON pointer at fault.
-    pub fn pointer(&self) -> &str {
-        match self {
-            DraftProblem::UnsupportedKeyword { pointer, .. }
-            | DraftProblem::UnsupportedFormat { pointer, .. }
-            | DraftProblem::RemoteRef { pointer, .. }
-            | DraftProblem::UnresolvableRef { pointer, .. }
-            | DraftProblem::CyclicRef { pointer, .. }
-            | DraftProblem::ContradictoryBounds { pointer, .. }
-            | DraftProblem::Unsatisfiable { pointer, .. }
-            | DraftProblem::InputNotObject { pointer, .. }
-            | DraftProblem::InvalidSchema { pointer, .. }
-            | DraftProblem::TooLarge { pointer, .. }
-            | DraftProblem::TooDeep { pointer }
-            | DraftProblem::SchemaViolation { pointer, .. } => pointer,
-            DraftProblem::CheckFailed { path, .. } => path,
-        }
-    }
-}
-
-/// "Needs an authored mock": the schemas cannot honestly be satisfied by a
-/// derived draft. Lists every problem found (never empty).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NeedsAuthoredMock {
-    /// Each schema pointer at fault, and why.
-    pub problems: Vec<DraftProblem>,
-}
-
-impl NeedsAuthoredMock {
-    /// The stable code of the whole outcome.
-    pub fn code(&self) -> &'static str {
-        "needs_authored_mock"
-    }
-}
-
-impl fmt::Display for NeedsAuthoredMock {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the operation needs an authored mock:")?;
-        for p in &self.problems {
-            write!(f, "\n  {}: {p}", p.code())?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for NeedsAuthoredMock {}
-
-/// Derives a checked draft definition from a contract's schemas.
-///
-/// ```
-/// use toolmock_contract::OperationContract;
-/// let contract = OperationContract::from_json_str(r#"{
-///     "operation": {"source": "mcp", "name": "book"},
-///     "input_schema": {"type": "object", "properties": {"day": {"type": "string", "format": "date"}}, "required": ["day"]},
-///     "output_schema": {"type": "object", "properties": {"reference": {"type": "string", "minLength": 3}}, "required": ["reference"]}
-/// }"#).unwrap();
-/// let draft = toolmock_schema::generate(&contract).unwrap();
-/// assert_eq!(draft.examples[0].input["day"], "2026-01-15");
-///
-/// let strict = OperationContract::from_json_str(r#"{
-///     "operation": {"source": "mcp", "name": "code"},
-///     "input_schema": {"type": "object"},
-///     "output_schema": {"type": "string", "pattern": "^[A-Z]{3}$"}
-/// }"#).unwrap();
-/// let needs = toolmock_schema::generate(&strict).unwrap_err();
-/// assert_eq!(needs.problems[0].pointer(), "/output_schema/pattern");
-/// ```
-pub fn generate(contract: &OperationContract) -> Result<MockDefinition, NeedsAuthoredMock> {
-    match CompiledContract::new(contract.clone()) {
-        Ok(compiled) => generate_compiled(&compiled),
-        Err(e) => {
-            // A schema that does not compile (a remote or broken `$ref`, …):
-            // the derivation names the keyword at fault when it can.
-            let mut problems = Vec::new();
-            derive(&contract.input_schema, "/input_schema", &mut problems);
-            derive(&contract.output_schema, "/output_schema", &mut problems);
-            if problems.is_empty() {
-                let (pointer, message) = match &e {
-                    toolmock_evaluator::SchemaError::InvalidSchema { member, message } => {
-                        (format!("/{member}"), message.clone())
-                    }
-                    other => (String::new(), other.to_string()),
-                };
-                problems.push(DraftProblem::InvalidSchema { pointer, message });
-            }
-            Err(NeedsAuthoredMock { problems })
-        }
-    }
-}
-
-/// [`generate`] for a contract whose schemas are already compiled.
-pub fn generate_compiled(compiled: &CompiledContract) -> Result<MockDefinition, NeedsAuthoredMock> {
-    let contract = compiled.contract();
-    let mut problems = Vec::new();
-    let input = derive(&contract.input_schema, "/input_schema", &mut problems);
-    let output = derive(&contract.output_schema, "/output_schema", &mut problems);
-    let input = match input {
-        Some(Value::Object(map)) => Some(map),
-        Some(other) => {
-            problems.push(DraftProblem::InputNotObject {
-                pointer: "/input_schema".into(),
-                found: type_name(&other),
-            });
-            None
-        }
-        None => None,
-    };
-    let (Some(input), Some(output)) = (input, output) else {
-        return Err(NeedsAuthoredMock { problems });
-    };
-    let input_value = Value::Object(input);
-    for (base, violations) in [
-        ("/input_schema", compiled.input_violations(&input_value)),
-        ("/output_schema", compiled.output_violations(&output)),
-    ] {
-        for v in violations {
-            problems.push(DraftProblem::SchemaViolation {
-                pointer: format!("{base}{}", v.schema_path),
-                instance_path: if v.path.is_empty() {
-                    "/".into()
-                } else {
-                    v.path
-                },
-                message: v.message,
-            });
-        }
-    }
-    if !problems.is_empty() {
-        return Err(NeedsAuthoredMock { problems });
-    }
-    let Value::Object(input) = input_value else {
-        return Err(NeedsAuthoredMock { problems });
-    };
-    let draft = assemble(&contract.operation.name, input, output);
-    let diagnostics = toolmock_evaluator::check(&draft.to_value(), Some(compiled));
-    if !diagnostics.is_empty() {
-        return Err(NeedsAuthoredMock {
-            problems: diagnostics
-                .iter()
-                .map(|d| DraftProblem::CheckFailed {
-                    path: d.path.clone(),
-                    code: d.code.as_str().to_owned(),
-                    message: d.message.clone(),
-                })
-                .collect(),
-        });
-    }
-    Ok(draft)
-}
-
-/// The draft document: one `success` variant returning `output`, one example.
-fn assemble(name: &str, input: Map<String, Value>, output: Value) -> MockDefinition {
-    // A literal object with `$` keys would be read as an operator in a
-    // result; such a result is kept in the state (where it is plain data)
-    // and returned by reference.
-    let mut initial_state = Map::new();
-    let result = if has_dollar_key(&output) {
-        let key = state_key(name);
-        initial_state.insert(key.clone(), output.clone());
-        json!({"$state": key})
-    } else {
-        output.clone()
-    };
-    let mut variants = BTreeMap::new();
-    variants.insert(
-        DRAFT_VARIANT.to_owned(),
-        Variant {
-            description: Some("Derived from the output schema; edit to taste.".into()),
-            result,
-            set_state: Map::new(),
-            delay_ms: 0,
-            rules: Vec::new(),
-        },
-    );
-    MockDefinition {
-        schema_version: SCHEMA_VERSION,
-        description: Some(format!(
-            "Draft for {name}, derived from its contract's schemas by toolmock generate."
-        )),
-        default_variant: DRAFT_VARIANT.to_owned(),
-        initial_state,
-        variants,
-        examples: vec![Example {
-            description: Some("Input derived from the input schema.".into()),
-            variant: DRAFT_VARIANT.to_owned(),
-            input,
-            state: None,
-            expected: output,
-            expected_state: None,
-        }],
-    }
-}
-
-fn state_key(name: &str) -> String {
-    let clean: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("{clean}__draft_result")
-}
-
-fn has_dollar_key(value: &Value) -> bool {
-    match value {
-        Value::Object(map) => map
-            .iter()
-            .any(|(k, v)| k.starts_with('$') || has_dollar_key(v)),
-        Value::Array(items) => items.iter().any(has_dollar_key),
-        _ => false,
-    }
-}
+use toolmock_contract::Problem;
 
 /// Derives a value from one schema, appending problems with pointers under `base`.
-pub(crate) fn derive(
+pub(super) fn derive(
     schema: &Value,
     base: &str,
-    problems: &mut Vec<DraftProblem>,
+    problems: &mut Vec<Problem<DraftCode>>,
 ) -> Option<Value> {
     let mut generator = Gen {
         root: schema,
@@ -469,7 +78,7 @@ fn format_padding(format: &str, sample: &str, extra: usize) -> Option<String> {
 struct Gen<'r> {
     root: &'r Value,
     base: &'r str,
-    problems: Vec<DraftProblem>,
+    problems: Vec<Problem<DraftCode>>,
     /// Pointers of the `$ref` targets being expanded.
     refs: Vec<String>,
     depth: usize,
@@ -484,7 +93,7 @@ impl<'r> Gen<'r> {
     fn attempt<T>(
         &mut self,
         f: impl FnOnce(&mut Self) -> Option<T>,
-    ) -> Result<T, Vec<DraftProblem>> {
+    ) -> Result<T, Vec<Problem<DraftCode>>> {
         let mark = self.problems.len();
         match f(self) {
             Some(v) => {
@@ -497,9 +106,11 @@ impl<'r> Gen<'r> {
 
     fn value(&mut self, schema: &Value, ptr: &str) -> Option<Value> {
         if self.depth >= MAX_DEPTH {
-            self.problems.push(DraftProblem::TooDeep {
-                pointer: self.at(ptr),
-            });
+            self.problems.push(Problem::new(
+                DraftCode::TooDeep,
+                self.at(ptr),
+                format!("the schema nests deeper than {MAX_DEPTH} levels"),
+            ));
             return None;
         }
         self.depth += 1;
@@ -512,21 +123,26 @@ impl<'r> Gen<'r> {
         let map = match schema {
             Value::Bool(true) => return Some(Value::Null),
             Value::Bool(false) => {
-                self.problems.push(DraftProblem::Unsatisfiable {
-                    pointer: self.at(ptr),
-                    detail: "the schema false accepts nothing".into(),
-                });
+                self.problems.push(Problem::new(
+                    DraftCode::Unsatisfiable,
+                    self.at(ptr),
+                    format!(
+                        "unsatisfiable: {detail}",
+                        detail = "the schema false accepts nothing"
+                    ),
+                ));
                 return None;
             }
             Value::Object(map) => map,
             other => {
-                self.problems.push(DraftProblem::InvalidSchema {
-                    pointer: self.at(ptr),
-                    message: format!(
-                        "a schema must be an object or a boolean, found {}",
+                self.problems.push(Problem::new(
+                    DraftCode::MalformedSchema,
+                    self.at(ptr),
+                    format!(
+                        "not a usable JSON Schema: a schema must be an object or a boolean, found {}",
                         type_name(other)
                     ),
-                });
+                ));
                 return None;
             }
         };
@@ -549,30 +165,42 @@ impl<'r> Gen<'r> {
         let mut unsupported = false;
         for (keyword, reason) in UNSUPPORTED {
             if map.contains_key(*keyword) {
-                self.problems.push(DraftProblem::UnsupportedKeyword {
-                    pointer: self.at(&pointer::push(ptr, keyword)),
-                    keyword: (*keyword).to_owned(),
-                    reason: (*reason).to_owned(),
-                });
+                self.problems.push(Problem::new(
+                    DraftCode::UnsupportedKeyword,
+                    self.at(&pointer::push(ptr, keyword)),
+                    format!(
+                        "{keyword} cannot be satisfied by a derived value: {reason}",
+                        keyword = keyword,
+                        reason = reason
+                    ),
+                ));
                 unsupported = true;
             }
         }
         if let Some(Value::Object(deps)) = map.get("dependencies")
             && deps.values().any(|d| d.is_object() || d.is_boolean())
         {
-            self.problems.push(DraftProblem::UnsupportedKeyword {
-                pointer: self.at(&pointer::push(ptr, "dependencies")),
-                keyword: "dependencies".into(),
-                reason: "schemas that depend on present properties".into(),
-            });
+            self.problems.push(Problem::new(
+                DraftCode::UnsupportedKeyword,
+                self.at(&pointer::push(ptr, "dependencies")),
+                format!(
+                    "{keyword} cannot be satisfied by a derived value: {reason}",
+                    keyword = "dependencies",
+                    reason = "schemas that depend on present properties"
+                ),
+            ));
             unsupported = true;
         }
         if map.contains_key("patternProperties") && !map.contains_key("properties") {
-            self.problems.push(DraftProblem::UnsupportedKeyword {
-                pointer: self.at(&pointer::push(ptr, "patternProperties")),
-                keyword: "patternProperties".into(),
-                reason: "an object described only by name patterns has no derivable members".into(),
-            });
+            self.problems.push(Problem::new(
+                DraftCode::UnsupportedKeyword,
+                self.at(&pointer::push(ptr, "patternProperties")),
+                format!(
+                    "{keyword} cannot be satisfied by a derived value: {reason}",
+                    keyword = "patternProperties",
+                    reason = "an object described only by name patterns has no derivable members"
+                ),
+            ));
             unsupported = true;
         }
         if unsupported {
@@ -598,10 +226,14 @@ impl<'r> Gen<'r> {
     fn enum_member(&mut self, map: &Map<String, Value>, e: &Value, ptr: &str) -> Option<Value> {
         let e_ptr = pointer::push(ptr, "enum");
         let Value::Array(members) = e else {
-            self.problems.push(DraftProblem::InvalidSchema {
-                pointer: self.at(&e_ptr),
-                message: "enum must be an array".into(),
-            });
+            self.problems.push(Problem::new(
+                DraftCode::MalformedSchema,
+                self.at(&e_ptr),
+                format!(
+                    "not a usable JSON Schema: {message}",
+                    message = "enum must be an array"
+                ),
+            ));
             return None;
         };
         let types = declared_types(map);
@@ -613,17 +245,22 @@ impl<'r> Gen<'r> {
         match found {
             Some(v) => Some(v.clone()),
             None if members.is_empty() => {
-                self.problems.push(DraftProblem::Unsatisfiable {
-                    pointer: self.at(&e_ptr),
-                    detail: "the enum is empty".into(),
-                });
+                self.problems.push(Problem::new(
+                    DraftCode::Unsatisfiable,
+                    self.at(&e_ptr),
+                    format!("unsatisfiable: {detail}", detail = "the enum is empty"),
+                ));
                 None
             }
             None => {
-                self.problems.push(DraftProblem::ContradictoryBounds {
-                    pointer: self.at(&e_ptr),
-                    detail: "no enum member has the declared type".into(),
-                });
+                self.problems.push(Problem::new(
+                    DraftCode::ContradictoryBounds,
+                    self.at(&e_ptr),
+                    format!(
+                        "contradictory bounds: {detail}",
+                        detail = "no enum member has the declared type"
+                    ),
+                ));
                 None
             }
         }
@@ -632,17 +269,18 @@ impl<'r> Gen<'r> {
     fn reference(&mut self, r: &Value, ptr: &str) -> Option<Value> {
         let r_ptr = self.at(&pointer::push(ptr, "$ref"));
         let Value::String(reference) = r else {
-            self.problems.push(DraftProblem::InvalidSchema {
-                pointer: r_ptr,
-                message: "$ref must be a string".into(),
-            });
+            self.problems.push(Problem::new(
+                DraftCode::MalformedSchema,
+                r_ptr,
+                format!(
+                    "not a usable JSON Schema: {message}",
+                    message = "$ref must be a string"
+                ),
+            ));
             return None;
         };
         let Some(fragment) = reference.strip_prefix('#') else {
-            self.problems.push(DraftProblem::RemoteRef {
-                pointer: r_ptr,
-                reference: reference.clone(),
-            });
+            self.problems.push(Problem::new(DraftCode::RemoteRef, r_ptr, format!("the $ref {reference:?} points outside the schema (remote references are never fetched)")));
             return None;
         };
         let resolved = if fragment.is_empty() || fragment.starts_with('/') {
@@ -652,17 +290,15 @@ impl<'r> Gen<'r> {
             find_anchor(self.root, fragment, "")
         };
         let Some((target, target_ptr)) = resolved else {
-            self.problems.push(DraftProblem::UnresolvableRef {
-                pointer: r_ptr,
-                reference: reference.clone(),
-            });
+            self.problems.push(Problem::new(
+                DraftCode::UnresolvableRef,
+                r_ptr,
+                format!("the $ref {reference:?} does not resolve inside the schema"),
+            ));
             return None;
         };
         if self.refs.contains(&target_ptr) {
-            self.problems.push(DraftProblem::CyclicRef {
-                pointer: r_ptr,
-                reference: reference.clone(),
-            });
+            self.problems.push(Problem::new(DraftCode::CyclicRef, r_ptr, format!("the $ref {reference:?} is cyclic on a required path; no finite value can be derived")));
             return None;
         }
         self.refs.push(target_ptr.clone());
@@ -674,10 +310,14 @@ impl<'r> Gen<'r> {
     fn all_of(&mut self, map: &Map<String, Value>, all: &Value, ptr: &str) -> Option<Value> {
         let a_ptr = pointer::push(ptr, "allOf");
         let Value::Array(parts) = all else {
-            self.problems.push(DraftProblem::InvalidSchema {
-                pointer: self.at(&a_ptr),
-                message: "allOf must be an array".into(),
-            });
+            self.problems.push(Problem::new(
+                DraftCode::MalformedSchema,
+                self.at(&a_ptr),
+                format!(
+                    "not a usable JSON Schema: {message}",
+                    message = "allOf must be an array"
+                ),
+            ));
             return None;
         };
         let mut own = map.clone();
@@ -719,10 +359,14 @@ impl<'r> Gen<'r> {
 
     fn branches(&mut self, branches: &Value, b_ptr: &str) -> Option<Value> {
         let Value::Array(items) = branches else {
-            self.problems.push(DraftProblem::InvalidSchema {
-                pointer: self.at(b_ptr),
-                message: "anyOf/oneOf must be an array".into(),
-            });
+            self.problems.push(Problem::new(
+                DraftCode::MalformedSchema,
+                self.at(b_ptr),
+                format!(
+                    "not a usable JSON Schema: {message}",
+                    message = "anyOf/oneOf must be an array"
+                ),
+            ));
             return None;
         };
         // Non-null branches first: a nullable value gets a real value.
@@ -738,10 +382,14 @@ impl<'r> Gen<'r> {
             }
         }
         if failures.is_empty() {
-            failures.push(DraftProblem::Unsatisfiable {
-                pointer: self.at(b_ptr),
-                detail: "no branch to choose from".into(),
-            });
+            failures.push(Problem::new(
+                DraftCode::Unsatisfiable,
+                self.at(b_ptr),
+                format!(
+                    "unsatisfiable: {detail}",
+                    detail = "no branch to choose from"
+                ),
+            ));
         }
         self.problems.extend(failures);
         None
@@ -762,10 +410,11 @@ impl<'r> Gen<'r> {
             }
         }
         if failures.is_empty() {
-            failures.push(DraftProblem::Unsatisfiable {
-                pointer: self.at(&pointer::push(ptr, "type")),
-                detail: "the type list is empty".into(),
-            });
+            failures.push(Problem::new(
+                DraftCode::Unsatisfiable,
+                self.at(&pointer::push(ptr, "type")),
+                format!("unsatisfiable: {detail}", detail = "the type list is empty"),
+            ));
         }
         self.problems.extend(failures);
         None
@@ -782,10 +431,11 @@ impl<'r> Gen<'r> {
             "object" => self.object(map, ptr),
             "any" => Some(Value::Null),
             other => {
-                self.problems.push(DraftProblem::InvalidSchema {
-                    pointer: self.at(&pointer::push(ptr, "type")),
-                    message: format!("unknown type {other:?}"),
-                });
+                self.problems.push(Problem::new(
+                    DraftCode::MalformedSchema,
+                    self.at(&pointer::push(ptr, "type")),
+                    format!("not a usable JSON Schema: unknown type {other:?}"),
+                ));
                 None
             }
         }
@@ -795,20 +445,25 @@ impl<'r> Gen<'r> {
     fn size(&mut self, map: &Map<String, Value>, ptr: &str, keyword: &str) -> Option<usize> {
         let n = map.get(keyword).and_then(Value::as_u64).unwrap_or(0);
         if n > MAX_SIZE {
-            self.problems.push(DraftProblem::TooLarge {
-                pointer: self.at(&pointer::push(ptr, keyword)),
-                requested: n,
-            });
+            self.problems.push(Problem::new(
+                DraftCode::TooLarge,
+                self.at(&pointer::push(ptr, keyword)),
+                format!(
+                    "{requested} is more than a draft definition can hold (100 KB)",
+                    requested = n
+                ),
+            ));
             return None;
         }
         usize::try_from(n).ok()
     }
 
     fn contradiction(&mut self, ptr: &str, keyword: &str, detail: String) {
-        self.problems.push(DraftProblem::ContradictoryBounds {
-            pointer: self.at(&pointer::push(ptr, keyword)),
-            detail,
-        });
+        self.problems.push(Problem::new(
+            DraftCode::ContradictoryBounds,
+            self.at(&pointer::push(ptr, keyword)),
+            format!("contradictory bounds: {detail}"),
+        ));
     }
 
     /// A length or item-count range: `None` (with a problem reported) when
@@ -854,15 +509,15 @@ impl<'r> Gen<'r> {
             {
                 return Some(json!(padded));
             }
-            self.problems.push(DraftProblem::UnsupportedFormat {
-                pointer: self.at(&pointer::push(ptr, "format")),
-                format: format.clone(),
-                reason: format!(
-                    "its sample {sample:?} does not fit minLength {min}{}",
+            self.problems.push(Problem::new(
+                DraftCode::UnsupportedFormat,
+                self.at(&pointer::push(ptr, "format")),
+                format!(
+                    "no value of format {format:?} can be derived: its sample {sample:?} does not fit minLength {min}{}",
                     max.map(|m| format!(" and maxLength {m}"))
                         .unwrap_or_default()
                 ),
-            });
+            ));
             return None;
         }
         // Formats the validator does not know are annotations only.
@@ -888,10 +543,14 @@ impl<'r> Gen<'r> {
             // Draft 4's boolean exclusive bounds modify minimum/maximum.
             Some(Value::Bool(_)) if keyword.starts_with("exclusive") => Some(None),
             Some(other) => {
-                self.problems.push(DraftProblem::InvalidSchema {
-                    pointer: self.at(&pointer::push(ptr, keyword)),
-                    message: format!("{keyword} must be a number, found {}", type_name(other)),
-                });
+                self.problems.push(Problem::new(
+                    DraftCode::MalformedSchema,
+                    self.at(&pointer::push(ptr, keyword)),
+                    format!(
+                        "not a usable JSON Schema: {keyword} must be a number, found {}",
+                        type_name(other)
+                    ),
+                ));
                 None
             }
         }
@@ -922,10 +581,14 @@ impl<'r> Gen<'r> {
         let multiple = match self.number_keyword(map, ptr, "multipleOf")? {
             Some(m) if m > 0.0 && m.is_finite() => Some(m),
             Some(_) => {
-                self.problems.push(DraftProblem::InvalidSchema {
-                    pointer: self.at(&pointer::push(ptr, "multipleOf")),
-                    message: "multipleOf must be greater than 0".into(),
-                });
+                self.problems.push(Problem::new(
+                    DraftCode::MalformedSchema,
+                    self.at(&pointer::push(ptr, "multipleOf")),
+                    format!(
+                        "not a usable JSON Schema: {message}",
+                        message = "multipleOf must be greater than 0"
+                    ),
+                ));
                 return None;
             }
             None => None,
@@ -948,11 +611,13 @@ impl<'r> Gen<'r> {
             }) {
                 Some(q) => q,
                 None => {
-                    self.problems.push(DraftProblem::UnsupportedKeyword {
-                        pointer: self.at(&pointer::push(ptr, "multipleOf")),
-                        keyword: "multipleOf".into(),
-                        reason: format!("no small integer is a multiple of {m}"),
-                    });
+                    self.problems.push(Problem::new(
+                        DraftCode::UnsupportedKeyword,
+                        self.at(&pointer::push(ptr, "multipleOf")),
+                        format!(
+                            "multipleOf cannot be satisfied by a derived value: no small integer is a multiple of {m}"
+                        ),
+                    ));
                     return None;
                 }
             },
@@ -1042,11 +707,13 @@ impl<'r> Gen<'r> {
                         return Some(number_value(v));
                     }
                 }
-                self.problems.push(DraftProblem::UnsupportedKeyword {
-                    pointer: self.at(&pointer::push(ptr, "multipleOf")),
-                    keyword: "multipleOf".into(),
-                    reason: format!("no multiple of {m} can be written exactly within the bounds"),
-                });
+                self.problems.push(Problem::new(
+                    DraftCode::UnsupportedKeyword,
+                    self.at(&pointer::push(ptr, "multipleOf")),
+                    format!(
+                        "multipleOf cannot be satisfied by a derived value: no multiple of {m} can be written exactly within the bounds"
+                    ),
+                ));
                 None
             }
             None => {
@@ -1131,11 +798,13 @@ impl<'r> Gen<'r> {
             let needed = min > out.len();
             if unique && wanted - out.len() + usize::from(!out.is_empty()) > 1 {
                 if needed {
-                    self.problems.push(DraftProblem::UnsupportedKeyword {
-                        pointer: self.at(&pointer::push(ptr, "uniqueItems")),
-                        keyword: "uniqueItems".into(),
-                        reason: format!("{min} distinct items would be needed"),
-                    });
+                    self.problems.push(Problem::new(
+                        DraftCode::UnsupportedKeyword,
+                        self.at(&pointer::push(ptr, "uniqueItems")),
+                        format!(
+                            "uniqueItems cannot be satisfied by a derived value: {min} distinct items would be needed"
+                        ),
+                    ));
                     return None;
                 }
                 return Some(Value::Array(out));
@@ -1204,10 +873,7 @@ impl<'r> Gen<'r> {
             } else {
                 match additional {
                     Some(Value::Bool(false)) => {
-                        self.problems.push(DraftProblem::ContradictoryBounds {
-                            pointer: self.at(&pointer::index(&pointer::push(ptr, "required"), i)),
-                            detail: format!("{name:?} is required but additionalProperties is false and it is not among the properties"),
-                        });
+                        self.problems.push(Problem::new(DraftCode::ContradictoryBounds, self.at(&pointer::index(&pointer::push(ptr, "required"), i)), format!("contradictory bounds: {name:?} is required but additionalProperties is false and it is not among the properties")));
                         None
                     }
                     Some(s) => self.value(s, &pointer::push(ptr, "additionalProperties")),
