@@ -10,11 +10,87 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Value, json};
+use toolmock_contract::problem_codes;
 use toolmock_evaluator::Diagnostics;
 use toolmock_runtime::{
     DispatchError, HarnessFault, SaveRevisionError, StoreError, ToolInputFault,
 };
 use utoipa::ToSchema;
+
+problem_codes! {
+    /// The stable codes of API errors (the dispatcher endpoint's tool input
+    /// and harness errors carry the runtime's codes instead).
+    pub enum ApiCode {
+        /// The body is not JSON; `details` has its line and column.
+        MalformedJson => "malformed_json",
+        /// The body is larger than the configured limit.
+        BodyTooLarge => "body_too_large",
+        /// A body not sent as `application/json`.
+        UnsupportedMediaType => "unsupported_media_type",
+        /// A body member the endpoint does not define.
+        UnknownField => "unknown_field",
+        /// A body member that is missing or of the wrong type.
+        InvalidBody => "invalid_body",
+        /// A path parameter of the wrong form (e.g. not a UUID).
+        InvalidPathParameter => "invalid_path_parameter",
+        /// No valid bearer token (missing, malformed, expired, wrongly signed, wrong issuer or audience).
+        Unauthenticated => "unauthenticated",
+        /// The token lacks the route's permission.
+        Forbidden => "forbidden",
+        /// No attempt holds this capability.
+        InvalidCapability => "invalid_capability",
+        /// The capability belongs to another attempt.
+        ForeignCapability => "foreign_capability",
+        /// No such row for this tenant (another tenant's rows answer so too).
+        NotFound => "not_found",
+        /// No route for this path.
+        RouteNotFound => "route_not_found",
+        /// The route does not take this method.
+        MethodNotAllowed => "method_not_allowed",
+        /// A save against a contract hash that is no longer current.
+        ContractChanged => "contract_changed",
+        /// A uniqueness rule, e.g. a tool name the tenant already uses.
+        Conflict => "conflict",
+        /// The definition fails its check; every diagnostic is listed.
+        InvalidDefinition => "invalid_definition",
+        /// The operation has no output schema and cannot be mocked.
+        NeedsOutputSchema => "needs_output_schema",
+        /// The platform manifest of a tool is not valid.
+        InvalidManifest => "invalid_manifest",
+        /// The MCP tools of a tool are not valid.
+        InvalidMcpTools => "invalid_mcp_tools",
+        /// A tool's operations are unusable (names, schemas, numbers).
+        InvalidOperations => "invalid_operations",
+        /// A tool without a name.
+        InvalidName => "invalid_name",
+        /// A tool updated from a source of another kind.
+        KindMismatch => "kind_mismatch",
+        /// An inline tool has no operation of that name.
+        UnknownOperation => "unknown_operation",
+        /// An operation's contract cannot be compiled or hashed.
+        InvalidContract => "invalid_contract",
+        /// An inline check with no definition to check.
+        MissingDefinition => "missing_definition",
+        /// Instructions sent with an authored save.
+        InstructionsWithoutGeneration => "instructions_without_generation",
+        /// A stored operation's contract cannot be compiled.
+        UnusableContract => "unusable_contract",
+        /// A definition that cannot be hashed reproducibly.
+        UnhashableDefinition => "unhashable_definition",
+        /// The real external tool failed (real-tools runs).
+        ExternalFailed => "external_failed",
+        /// The configured chat-completions generator failed.
+        GeneratorFailed => "generator_failed",
+        /// The request took longer than the configured timeout.
+        Timeout => "timeout",
+        /// The server is at its concurrency limit.
+        Overloaded => "overloaded",
+        /// The database is unreachable or migrations are missing.
+        NotReady => "not_ready",
+        /// A database or internal failure; `request_id` names it in the logs.
+        Internal => "internal",
+    }
+}
 
 tokio::task_local! {
     /// The id of the request being served, set by the request-id middleware
@@ -64,12 +140,6 @@ pub enum ApiError {
     /// A path parameter is not what the route expects (e.g. not a UUID).
     #[error("invalid path parameter: {message}")]
     InvalidPathParameter {
-        /// Why.
-        message: String,
-    },
-    /// A query parameter is unusable.
-    #[error("invalid query: {message}")]
-    InvalidQuery {
         /// Why.
         message: String,
     },
@@ -127,7 +197,7 @@ pub enum ApiError {
     #[error("{message}")]
     Unprocessable {
         /// A stable code (`invalid_manifest`, `invalid_contract`, …).
-        code: &'static str,
+        code: ApiCode,
         /// A sentence.
         message: String,
         /// Every problem, each with its JSON pointer.
@@ -200,9 +270,9 @@ impl ApiError {
     /// The HTTP status of each variant.
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::MalformedJson { .. }
-            | ApiError::InvalidPathParameter { .. }
-            | ApiError::InvalidQuery { .. } => StatusCode::BAD_REQUEST,
+            ApiError::MalformedJson { .. } | ApiError::InvalidPathParameter { .. } => {
+                StatusCode::BAD_REQUEST
+            }
             ApiError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::UnknownField { .. }
@@ -232,34 +302,42 @@ impl ApiError {
     /// A stable, machine-readable code.
     pub fn code(&self) -> &str {
         match self {
-            ApiError::MalformedJson { .. } => "malformed_json",
-            ApiError::BodyTooLarge { .. } => "body_too_large",
-            ApiError::UnsupportedMediaType => "unsupported_media_type",
-            ApiError::UnknownField { .. } => "unknown_field",
-            ApiError::InvalidBody { .. } => "invalid_body",
-            ApiError::InvalidPathParameter { .. } => "invalid_path_parameter",
-            ApiError::InvalidQuery { .. } => "invalid_query",
-            ApiError::Unauthenticated { .. } => "unauthenticated",
-            ApiError::Forbidden { .. } => "forbidden",
-            ApiError::InvalidCapability => "invalid_capability",
-            ApiError::ForeignCapability => "foreign_capability",
-            ApiError::NotFound { .. } => "not_found",
-            ApiError::RouteNotFound => "route_not_found",
-            ApiError::MethodNotAllowed => "method_not_allowed",
-            ApiError::ContractChanged { .. } => "contract_changed",
-            ApiError::Conflict { .. } => "conflict",
-            ApiError::InvalidDefinition(_) => "invalid_definition",
-            ApiError::NeedsOutputSchema => "needs_output_schema",
-            ApiError::Unprocessable { code, .. } => code,
             ApiError::ToolInput(fault) => &fault.code,
             ApiError::Harness(fault) => &fault.code,
-            ApiError::ExternalFailed(_) => "external_failed",
-            ApiError::GeneratorFailed { .. } => "generator_failed",
-            ApiError::Timeout => "timeout",
-            ApiError::Overloaded => "overloaded",
-            ApiError::NotReady { .. } => "not_ready",
-            ApiError::Internal(_) => "internal",
+            other => other.api_code().map_or("internal", ApiCode::as_str),
         }
+    }
+
+    /// The API's own code; `None` for the dispatcher's recorded errors,
+    /// which carry the runtime's codes.
+    pub fn api_code(&self) -> Option<ApiCode> {
+        Some(match self {
+            ApiError::MalformedJson { .. } => ApiCode::MalformedJson,
+            ApiError::BodyTooLarge { .. } => ApiCode::BodyTooLarge,
+            ApiError::UnsupportedMediaType => ApiCode::UnsupportedMediaType,
+            ApiError::UnknownField { .. } => ApiCode::UnknownField,
+            ApiError::InvalidBody { .. } => ApiCode::InvalidBody,
+            ApiError::InvalidPathParameter { .. } => ApiCode::InvalidPathParameter,
+            ApiError::Unauthenticated { .. } => ApiCode::Unauthenticated,
+            ApiError::Forbidden { .. } => ApiCode::Forbidden,
+            ApiError::InvalidCapability => ApiCode::InvalidCapability,
+            ApiError::ForeignCapability => ApiCode::ForeignCapability,
+            ApiError::NotFound { .. } => ApiCode::NotFound,
+            ApiError::RouteNotFound => ApiCode::RouteNotFound,
+            ApiError::MethodNotAllowed => ApiCode::MethodNotAllowed,
+            ApiError::ContractChanged { .. } => ApiCode::ContractChanged,
+            ApiError::Conflict { .. } => ApiCode::Conflict,
+            ApiError::InvalidDefinition(_) => ApiCode::InvalidDefinition,
+            ApiError::NeedsOutputSchema => ApiCode::NeedsOutputSchema,
+            ApiError::Unprocessable { code, .. } => *code,
+            ApiError::ToolInput(_) | ApiError::Harness(_) => return None,
+            ApiError::ExternalFailed(_) => ApiCode::ExternalFailed,
+            ApiError::GeneratorFailed { .. } => ApiCode::GeneratorFailed,
+            ApiError::Timeout => ApiCode::Timeout,
+            ApiError::Overloaded => ApiCode::Overloaded,
+            ApiError::NotReady { .. } => ApiCode::NotReady,
+            ApiError::Internal(_) => ApiCode::Internal,
+        })
     }
 
     /// The wire body.
@@ -358,12 +436,12 @@ impl From<SaveRevisionError> for ApiError {
                 ApiError::InvalidDefinition(diagnostics)
             }
             SaveRevisionError::UnusableContract(message) => ApiError::Unprocessable {
-                code: "unusable_contract",
+                code: ApiCode::UnusableContract,
                 message: format!("the operation's contract is unusable: {message}"),
                 details: json!([]),
             },
             SaveRevisionError::UnhashableDefinition(message) => ApiError::Unprocessable {
-                code: "unhashable_definition",
+                code: ApiCode::UnhashableDefinition,
                 message: format!("the definition cannot be hashed: {message}"),
                 details: json!([]),
             },
@@ -387,5 +465,25 @@ impl From<DispatchError> for ApiError {
 impl From<sqlx::Error> for ApiError {
     fn from(error: sqlx::Error) -> Self {
         ApiError::Internal(error.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_match_docs_error_codes() {
+        let doc = include_str!("../../../docs/error-codes.md");
+        let codes = toolmock_contract::code_strings::<ApiCode>();
+        toolmock_contract::check_documented_codes(doc, "toolmock-api", &codes)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn internal_errors_never_describe_their_cause() {
+        let body = ApiError::Internal("password authentication failed for user x".into()).body();
+        assert_eq!(body.message, "internal error");
+        assert!(body.details.is_none());
     }
 }

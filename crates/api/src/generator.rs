@@ -126,9 +126,8 @@ fn schema_draft(
         Err(needs) => GenerateResult::NeedsAuthoredMock {
             contract_hash,
             problems: needs
-                .problems
                 .iter()
-                .map(|p| json!({"code": p.code(), "path": p.pointer(), "message": p.to_string()}))
+                .map(|p| json!({"code": p.code, "path": p.path, "message": p.message}))
                 .collect(),
         },
     })
@@ -158,7 +157,7 @@ impl ChatCompletions {
     ) -> Result<GenerateResult, ApiError> {
         let compiled =
             CompiledContract::new(contract.clone()).map_err(|e| ApiError::Unprocessable {
-                code: "invalid_contract",
+                code: crate::error::ApiCode::InvalidContract,
                 message: format!("the operation's contract is unusable: {e}"),
                 details: json!({"problems": []}),
             })?;

@@ -41,7 +41,7 @@ mod middleware;
 pub mod routes;
 
 pub use auth::{AuthConfig, AuthConfigError, Claims, Principal, mint_hs256};
-pub use error::{ApiError, ErrorBody, ErrorEnvelope};
+pub use error::{ApiCode, ApiError, ErrorBody, ErrorEnvelope};
 pub use generator::{ChatCompletions, Generator};
 
 use axum::Router;

@@ -4,7 +4,7 @@
 
 use crate::AppState;
 use crate::auth::{Authorized, ManageTools};
-use crate::error::ApiError;
+use crate::error::{ApiCode, ApiError};
 use crate::extract::{ApiJson, ApiPath};
 use crate::generator::GenerateResult;
 use crate::routes::tools::source_name;
@@ -316,7 +316,7 @@ pub(crate) async fn post_testing(
             let provenance = match provenance {
                 ProvenanceIn::Authored if instructions.is_some() => {
                     return Err(ApiError::Unprocessable {
-                        code: "instructions_without_generation",
+                        code: ApiCode::InstructionsWithoutGeneration,
                         message: "instructions belong to generated revisions only".into(),
                         details: json!({"problems": [{"code": "instructions_without_generation", "path": "/instructions", "message": "set provenance to generated, or leave instructions out"}]}),
                     });
@@ -428,13 +428,13 @@ pub(crate) async fn post_inline_testing(
         .find(|(_, o)| &o.name == operation_id)
         .map(|(i, o)| (i, o.clone()))
         .ok_or_else(|| ApiError::Unprocessable {
-            code: "unknown_operation",
+            code: ApiCode::UnknownOperation,
             message: format!("the tool has no operation {operation_id:?}"),
             details: json!({"problems": [{"code": "unknown_operation", "path": "/operation_id", "message": "not an operation of the tool"}]}),
         })?;
     let contract = op.contract().ok_or(ApiError::NeedsOutputSchema)?;
     let unusable = |message: String| ApiError::Unprocessable {
-        code: "invalid_contract",
+        code: ApiCode::InvalidContract,
         message: format!("the operation's contract is unusable: {message}"),
         details: json!({"problems": [{"code": "invalid_contract", "path": format!("/tool/operations/{index}"), "message": message}]}),
     };
@@ -443,7 +443,7 @@ pub(crate) async fn post_inline_testing(
         InlineRequest::Check { definition, .. } => {
             let definition = definition.or_else(|| op.testing.clone()).ok_or_else(|| {
                 ApiError::Unprocessable {
-                    code: "missing_definition",
+                    code: ApiCode::MissingDefinition,
                     message: "send a definition or give the operation a testing definition".into(),
                     details: json!({"problems": [{"code": "missing_definition", "path": "/definition", "message": "no definition to check"}]}),
                 }

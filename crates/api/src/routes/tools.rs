@@ -3,7 +3,7 @@
 
 use crate::AppState;
 use crate::auth::{Authorized, ManageTools};
-use crate::error::ApiError;
+use crate::error::{ApiCode, ApiError};
 use crate::extract::{ApiJson, ApiPath};
 use axum::Json;
 use axum::extract::State;
@@ -165,7 +165,7 @@ pub(crate) fn source_name(source: OperationSource) -> &'static str {
     }
 }
 
-fn unprocessable(code: &'static str, message: &str, problems: Vec<Value>) -> ApiError {
+fn unprocessable(code: ApiCode, message: &str, problems: Vec<Value>) -> ApiError {
     ApiError::Unprocessable {
         code,
         message: message.into(),
@@ -185,10 +185,10 @@ fn operations(
                 let problems = errors
                     .iter()
                     .map(|e| {
-                        json!({"code": e.code(), "path": format!("/source/manifest{}", e.path()), "message": e.to_string()})
+                        json!({"code": e.code, "path": format!("/source/manifest{}", e.path), "message": e.message})
                     })
                     .collect();
-                unprocessable("invalid_manifest", "the platform manifest is not valid", problems)
+                unprocessable(ApiCode::InvalidManifest, "the platform manifest is not valid", problems)
             })?;
             let ops = contracts
                 .into_iter()
@@ -206,13 +206,12 @@ fn operations(
             let discovered =
                 toolmock_schema::normalize_pages(&[page], fallback).map_err(|errors| {
                     let problems = errors
-                        .0
                         .iter()
                         .map(|e| {
-                            json!({"code": e.code(), "path": format!("/source{}", e.path()), "message": e.to_string()})
+                            json!({"code": e.code, "path": format!("/source{}", e.path), "message": e.message})
                         })
                         .collect();
-                    unprocessable("invalid_mcp_tools", "the MCP tools are not valid", problems)
+                    unprocessable(ApiCode::InvalidMcpTools, "the MCP tools are not valid", problems)
                 })?;
             let ops = discovered
                 .into_iter()
@@ -300,7 +299,7 @@ fn check_operations(ops: &[NewOperation], fallback: Option<&Value>) -> Result<()
         Ok(())
     } else {
         Err(unprocessable(
-            "invalid_operations",
+            ApiCode::InvalidOperations,
             "the operations are not valid",
             problems,
         ))
@@ -324,7 +323,7 @@ pub(crate) async fn create_tool(
     let tenant = auth.principal.tenant;
     if body.name.is_empty() {
         return Err(unprocessable(
-            "invalid_name",
+            ApiCode::InvalidName,
             "the tool needs a name",
             vec![json!({"code": "invalid_name", "path": "/name", "message": "the name is empty"})],
         ));
@@ -394,7 +393,7 @@ pub(crate) async fn update_tool(
     let (kind, ops) = operations(&body.source, before.output_schema.as_ref())?;
     if kind != before.kind {
         return Err(unprocessable(
-            "kind_mismatch",
+            ApiCode::KindMismatch,
             &format!(
                 "a {} tool cannot be updated from a {} source",
                 before.kind.as_str(),
