@@ -73,6 +73,12 @@ problem_codes! {
         MissingDefinition => "missing_definition",
         /// Instructions sent with an authored save.
         InstructionsWithoutGeneration => "instructions_without_generation",
+        /// An agent whose tools or workflows are malformed or name unknown library tools.
+        InvalidAgent => "invalid_agent",
+        /// A simulation start refused; every stale or missing operation, state conflict and effect node is listed.
+        StartRefused => "start_refused",
+        /// A start request that is unusable (no test case, zero attempts).
+        InvalidStart => "invalid_start",
         /// A stored operation's contract cannot be compiled.
         UnusableContract => "unusable_contract",
         /// A definition that cannot be hashed reproducibly.

@@ -6,11 +6,12 @@
 
 mod attempts;
 mod health;
+mod simulations;
 mod testing;
 mod tools;
 
 use crate::AppState;
-use crate::auth::MANAGE_TOOLS;
+use crate::auth::{MANAGE_TOOLS, RUN_SIMULATIONS};
 use axum::Router;
 use utoipa::Modify;
 use utoipa::OpenApi;
@@ -102,6 +103,30 @@ pub const ROUTES: &[Route] = &[
         path: "/api/tools/testing",
         access: Access::Permission(MANAGE_TOOLS),
         register: || routes!(testing::post_inline_testing),
+    },
+    Route {
+        method: "POST",
+        path: "/api/agents",
+        access: Access::Permission(RUN_SIMULATIONS),
+        register: || routes!(simulations::create_agent),
+    },
+    Route {
+        method: "GET",
+        path: "/api/agents/{id}",
+        access: Access::Permission(RUN_SIMULATIONS),
+        register: || routes!(simulations::get_agent),
+    },
+    Route {
+        method: "POST",
+        path: "/api/simulations",
+        access: Access::Permission(RUN_SIMULATIONS),
+        register: || routes!(simulations::start_simulation),
+    },
+    Route {
+        method: "GET",
+        path: "/api/attempts/{id}",
+        access: Access::Permission(RUN_SIMULATIONS),
+        register: || routes!(simulations::get_attempt),
     },
     Route {
         method: "POST",

@@ -12,6 +12,7 @@ use tower::ServiceExt;
 
 pub(crate) const SECRET: &[u8] = b"test secret, at least thirty-two bytes long";
 pub(crate) const MANAGE: &str = "AIManager:ManageTools";
+pub(crate) const RUN: &str = "AIManager:RunSimulations";
 
 pub(crate) fn app(pool: &PgPool) -> Router {
     app_with(pool, ApiConfig::default())

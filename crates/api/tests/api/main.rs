@@ -9,5 +9,6 @@ mod errors;
 mod generator;
 mod matrix;
 mod openapi;
+mod simulations;
 mod testing_flow;
 mod tools;

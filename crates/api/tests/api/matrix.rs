@@ -13,15 +13,31 @@ use toolmock_api::{ApiConfig, AppState, AuthConfig, mint_hs256, router};
 /// Ids of tenant A's rows that routes name.
 struct Ids {
     tool: Created,
+    agent: String,
+    attempt: String,
+}
+
+impl Ids {
+    /// Every id of A's, to swap for absent ones.
+    fn all(&self) -> Vec<&str> {
+        vec![&self.tool.id, &self.tool.book, &self.agent, &self.attempt]
+    }
 }
 
 /// A concrete request for a route: its path with A's ids filled in, and a
 /// body that would succeed for tenant A.
 fn sample(route: &Route, ids: &Ids) -> Option<(String, Option<Value>)> {
     let t = &ids.tool;
+    let id = if route.path.starts_with("/api/agents/") {
+        &ids.agent
+    } else if route.path.starts_with("/api/attempts/") {
+        &ids.attempt
+    } else {
+        &t.id
+    };
     let path = route
         .path
-        .replace("{id}", &t.id)
+        .replace("{id}", id)
         .replace("{operation_id}", &t.book)
         .replace("{revision}", "1");
     let body = match (route.method, route.path) {
@@ -36,9 +52,14 @@ fn sample(route: &Route, ids: &Ids) -> Option<(String, Option<Value>)> {
             "tool": {"name": "calendar", "operations": [{"name": "book", "source": "custom",
                      "input_schema": {"type": "object"}, "output_schema": {"type": "object"}}]}}))
         }
-        ("POST", "/api/attempts/{id}/tool-calls") => {
-            Some(json!({"tool": "ledger", "operation": "append", "arguments": {"id": "a"}}))
+        ("POST", "/api/agents") => {
+            Some(json!({"name": "agent-2", "tools": [{"type": "library", "tool": t.id}]}))
         }
+        ("POST", "/api/simulations") => Some(json!({"agent": ids.agent, "allow_incomplete": true,
+            "test_cases": [{"name": "books"}]})),
+        ("POST", "/api/attempts/{id}/tool-calls") => Some(
+            json!({"tool": "calendar", "operation": "book", "arguments": {"day": "2026-01-02"}}),
+        ),
         _ => return None,
     };
     Some((path, body))
@@ -49,11 +70,38 @@ fn method(route: &Route) -> Method {
 }
 
 async fn tenant_a(app: &Router) -> Ids {
-    let bearer = token("tenant-a", &[MANAGE]);
+    let bearer = token("tenant-a", &[MANAGE, RUN]);
     let tool = create_calendar(app, &bearer).await;
     let saved = save_booking(app, &bearer, &tool).await;
     assert_eq!(saved.status, StatusCode::CREATED, "{:?}", saved.json);
-    Ids { tool }
+    let agent = send(
+        app,
+        Method::POST,
+        "/api/agents",
+        Some(&bearer),
+        Some(&json!({"name": "receptionist", "tools": [{"type": "library", "tool": tool.id}]})),
+    )
+    .await;
+    assert_eq!(agent.status, StatusCode::CREATED, "{}", agent.json);
+    let agent = agent.json["id"].as_str().unwrap().to_owned();
+    let started = send(
+        app,
+        Method::POST,
+        "/api/simulations",
+        Some(&bearer),
+        Some(&json!({"agent": agent, "allow_incomplete": true, "test_cases": [{"name": "books"}]})),
+    )
+    .await;
+    assert_eq!(started.status, StatusCode::CREATED, "{}", started.json);
+    let attempt = started.json["attempts"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    Ids {
+        tool,
+        agent,
+        attempt,
+    }
 }
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
@@ -74,10 +122,6 @@ async fn every_route_has_a_sample(pool: PgPool) {
 async fn permission_matrix(pool: PgPool) {
     let app = app(&pool);
     let ids = tenant_a(&app).await;
-    let unrelated = token(
-        "tenant-a",
-        &["AIManager:Something", "AIManager:RunSimulations"],
-    );
     let mut checked = 0;
     for route in ROUTES {
         let (path, body) = sample(route, &ids).unwrap();
@@ -88,6 +132,12 @@ async fn permission_matrix(pool: PgPool) {
                 assert_eq!(reply.status, StatusCode::OK, "{what}");
             }
             Access::Permission(permission) => {
+                // Every other permission, but not this one.
+                let others: Vec<&str> = [MANAGE, RUN, "AIManager:Something"]
+                    .into_iter()
+                    .filter(|p| *p != permission)
+                    .collect();
+                let unrelated = token("tenant-a", &others);
                 let reply = send(&app, method(route), &path, None, body.as_ref()).await;
                 assert_eq!(
                     (reply.status, reply.code()),
@@ -137,7 +187,7 @@ async fn permission_matrix(pool: PgPool) {
 async fn tenant_matrix(pool: PgPool) {
     let app = app(&pool);
     let ids = tenant_a(&app).await;
-    let other = token("tenant-b", &[MANAGE, "AIManager:RunSimulations"]);
+    let other = token("tenant-b", &[MANAGE, RUN]);
     for route in ROUTES {
         let Access::Permission(_) = route.access else {
             continue;
@@ -145,22 +195,51 @@ async fn tenant_matrix(pool: PgPool) {
         let (path, body) = sample(route, &ids).unwrap();
         let what = format!("{} {}", route.method, route.path);
         let reply = send(&app, method(route), &path, Some(&other), body.as_ref()).await;
-        if route.path.contains("{id}") {
+        // The same request naming absent ids instead of A's.
+        let mut absent_path = path.clone();
+        let mut absent_body = body.as_ref().map(ToString::to_string);
+        let mut names_a = false;
+        for (n, id) in ids.all().into_iter().enumerate() {
+            let absent = format!("00000000-0000-4000-8000-{n:012}");
+            names_a |=
+                absent_path.contains(id) || absent_body.as_ref().is_some_and(|b| b.contains(id));
+            absent_path = absent_path.replace(id, &absent);
+            absent_body = absent_body.map(|b| b.replace(id, &absent));
+        }
+        let absent_body: Option<Value> = absent_body.map(|b| serde_json::from_str(&b).unwrap());
+        let missing = send(
+            &app,
+            method(route),
+            &absent_path,
+            Some(&other),
+            absent_body.as_ref(),
+        )
+        .await;
+        if names_a {
             // Another tenant's rows answer exactly as absent ones.
+            assert!(!reply.status.is_success(), "{what}: {}", reply.json);
+            assert_eq!(reply.status, missing.status, "{what}");
             assert_eq!(
-                (reply.status, reply.code()),
-                (StatusCode::NOT_FOUND, "not_found"),
+                reply.json["error"]["code"], missing.json["error"]["code"],
                 "{what}"
             );
-            let absent = path.replace(&ids.tool.id, "00000000-0000-4000-8000-000000000000");
-            let missing = send(&app, method(route), &absent, Some(&other), body.as_ref()).await;
-            assert_eq!(missing.status, reply.status, "{what}");
+            // Ids in messages aside, the details are the same too.
+            let mask = |v: &Value| {
+                let mut text = v.to_string();
+                for (n, id) in ids.all().into_iter().enumerate() {
+                    text = text
+                        .replace(id, "<id>")
+                        .replace(&format!("00000000-0000-4000-8000-{n:012}"), "<id>");
+                }
+                text
+            };
             assert_eq!(
-                missing.json["error"]["code"], reply.json["error"]["code"],
+                mask(&reply.json["error"]["details"]),
+                mask(&missing.json["error"]["details"]),
                 "{what}"
             );
         } else {
-            // Routes without ids touch only the caller's own tenant.
+            // Routes naming no row touch only the caller's own tenant.
             assert!(
                 reply.status.is_success(),
                 "{what}: {} {}",
