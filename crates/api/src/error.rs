@@ -31,6 +31,8 @@ problem_codes! {
         UnknownField => "unknown_field",
         /// A body member that is missing or of the wrong type.
         InvalidBody => "invalid_body",
+        /// A string or key of the body holds U+0000 (not storable); `details.path` points at it.
+        NulCharacter => "nul_character",
         /// A path parameter of the wrong form (e.g. not a UUID).
         InvalidPathParameter => "invalid_path_parameter",
         /// No valid bearer token (missing, malformed, expired, wrongly signed, wrong issuer or audience).
@@ -142,6 +144,12 @@ pub enum ApiError {
     InvalidBody {
         /// The deserializer's message.
         message: String,
+    },
+    /// A string or key of the body holds U+0000, which cannot be stored.
+    #[error("the body holds the character U+0000 at {path}")]
+    NulCharacter {
+        /// JSON pointer to the string or key.
+        path: String,
     },
     /// A path parameter is not what the route expects (e.g. not a UUID).
     #[error("invalid path parameter: {message}")]
@@ -283,6 +291,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::UnknownField { .. }
             | ApiError::InvalidBody { .. }
+            | ApiError::NulCharacter { .. }
             | ApiError::InvalidDefinition(_)
             | ApiError::NeedsOutputSchema
             | ApiError::Unprocessable { .. }
@@ -323,6 +332,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => ApiCode::UnsupportedMediaType,
             ApiError::UnknownField { .. } => ApiCode::UnknownField,
             ApiError::InvalidBody { .. } => ApiCode::InvalidBody,
+            ApiError::NulCharacter { .. } => ApiCode::NulCharacter,
             ApiError::InvalidPathParameter { .. } => ApiCode::InvalidPathParameter,
             ApiError::Unauthenticated { .. } => ApiCode::Unauthenticated,
             ApiError::Forbidden { .. } => ApiCode::Forbidden,
@@ -359,6 +369,9 @@ impl ApiError {
         match self {
             ApiError::MalformedJson { line, column, .. } => {
                 body.details = Some(json!({"line": line, "column": column}));
+            }
+            ApiError::NulCharacter { path } => {
+                body.details = Some(json!({"path": path}));
             }
             ApiError::BodyTooLarge { limit } => {
                 body.details = Some(json!({"limit_bytes": limit}));

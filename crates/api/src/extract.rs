@@ -11,42 +11,90 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
-/// A JSON body, read under the configured body limit.
+/// A JSON body, read under the configured body limit. No string in it may
+/// hold U+0000 (PostgreSQL's text cannot store it): 422 `nul_character`.
 #[derive(Debug)]
 pub(crate) struct ApiJson<T>(pub T);
+
+/// A JSON body taken as it is, U+0000 included: the dispatcher endpoint's
+/// arguments, where the runtime answers it as a tool input error (SPEC §8).
+#[derive(Debug)]
+pub(crate) struct ApiJsonVerbatim<T>(pub T);
 
 impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
-        let json = request
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .map(|v| {
-                let v = v.trim().to_ascii_lowercase();
-                v == "application/json" || (v.starts_with("application/") && v.ends_with("+json"))
-            })
-            .unwrap_or(false);
-        if !json {
-            return Err(ApiError::UnsupportedMediaType);
+        let bytes = body_bytes(request, state).await?;
+        let value = parse(&bytes)?;
+        // A NUL can only arrive escaped; the exact search runs only then.
+        if bytes.windows(6).any(|w| w.eq_ignore_ascii_case(b"\\u0000"))
+            && let Ok(document) = serde_json::from_slice::<serde_json::Value>(&bytes)
+            && let Some(path) = nul_path(&document, String::new())
+        {
+            return Err(ApiError::NulCharacter { path });
         }
-        let bytes = Bytes::from_request(request, state)
-            .await
-            .map_err(|rejection| {
-                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::BodyTooLarge {
-                        limit: state.config().body_limit,
-                    }
-                } else {
-                    ApiError::InvalidBody {
-                        message: rejection.body_text(),
-                    }
-                }
-            })?;
-        parse(&bytes).map(ApiJson)
+        Ok(ApiJson(value))
     }
+}
+
+impl<T: DeserializeOwned> FromRequest<AppState> for ApiJsonVerbatim<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+        let bytes = body_bytes(request, state).await?;
+        parse(&bytes).map(ApiJsonVerbatim)
+    }
+}
+
+/// The JSON pointer of the first key or string holding U+0000.
+fn nul_path(value: &serde_json::Value, at: String) -> Option<String> {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => s.contains('\0').then_some(at),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| nul_path(v, format!("{at}/{i}"))),
+        Value::Object(map) => map.iter().find_map(|(k, v)| {
+            let here = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+            if k.contains('\0') {
+                Some(here)
+            } else {
+                nul_path(v, here)
+            }
+        }),
+        _ => None,
+    }
+}
+
+async fn body_bytes(request: Request, state: &AppState) -> Result<Bytes, ApiError> {
+    let json = request
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| {
+            let v = v.trim().to_ascii_lowercase();
+            v == "application/json" || (v.starts_with("application/") && v.ends_with("+json"))
+        })
+        .unwrap_or(false);
+    if !json {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    Bytes::from_request(request, state)
+        .await
+        .map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::BodyTooLarge {
+                    limit: state.config().body_limit,
+                }
+            } else {
+                ApiError::InvalidBody {
+                    message: rejection.body_text(),
+                }
+            }
+        })
 }
 
 /// Parses a JSON body, classifying serde's error.

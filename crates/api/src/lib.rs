@@ -177,7 +177,7 @@ pub fn router(state: AppState) -> Router {
 
 /// The OpenAPI 3.1 document of every route.
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    routes::openapi_router().into_openapi()
+    routes::documented().1
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves, then lets the

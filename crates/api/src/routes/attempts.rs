@@ -4,7 +4,7 @@
 use crate::AppState;
 use crate::auth::bearer;
 use crate::error::ApiError;
-use crate::extract::{ApiJson, ApiPath};
+use crate::extract::{ApiJsonVerbatim, ApiPath};
 use axum::Json;
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
@@ -75,7 +75,7 @@ pub(crate) async fn tool_call(
     capability: AttemptCapability,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
-    ApiJson(body): ApiJson<ToolCallRequest>,
+    ApiJsonVerbatim(body): ApiJsonVerbatim<ToolCallRequest>,
 ) -> Result<Json<Value>, ApiError> {
     if capability.attempt.as_uuid() != id {
         return Err(ApiError::ForeignCapability);

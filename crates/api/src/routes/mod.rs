@@ -178,17 +178,89 @@ impl Modify for SecuritySchemes {
     }
 }
 
+/// Adds the error answers every route can give (by its shape) where the
+/// handler did not document them, so that every status the API can send is
+/// in the document: 400/404 with path parameters, 401/403 with a security
+/// requirement, 413/415/422 with a body, 405, 500 and 503 everywhere.
+struct ErrorResponses;
+
+impl Modify for ErrorResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
+        let error = |description: &str| {
+            RefOr::T(
+                ResponseBuilder::new()
+                    .description(description)
+                    .content(
+                        "application/json",
+                        ContentBuilder::new()
+                            .schema(Some(Ref::from_schema_name("ErrorEnvelope")))
+                            .build(),
+                    )
+                    .build(),
+            )
+        };
+        for item in openapi.paths.paths.values_mut() {
+            for operation in [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                let mut statuses = vec![
+                    ("405", "`method_not_allowed`"),
+                    ("500", "`internal`: a request id names it in the logs"),
+                    ("503", "`timeout`, `overloaded` or `not_ready`"),
+                ];
+                if operation.parameters.as_ref().is_some_and(|p| !p.is_empty()) {
+                    statuses.push(("400", "`invalid_path_parameter`"));
+                    statuses.push(("404", "`not_found`: absent, or another tenant's"));
+                }
+                if operation.security.as_ref().is_some_and(|s| !s.is_empty()) {
+                    statuses.push(("401", "`unauthenticated` or `invalid_capability`"));
+                    statuses.push(("403", "`forbidden` or `foreign_capability`"));
+                }
+                if operation.request_body.is_some() {
+                    statuses.push(("400", "`malformed_json`, with line and column"));
+                    statuses.push(("413", "`body_too_large`"));
+                    statuses.push(("415", "`unsupported_media_type`"));
+                    statuses.push(("422", "`unknown_field` or `invalid_body`"));
+                }
+                for (status, description) in statuses {
+                    operation
+                        .responses
+                        .responses
+                        .entry(status.to_owned())
+                        .or_insert_with(|| error(description));
+                }
+            }
+        }
+    }
+}
+
 /// The routes with their documentation.
-pub(crate) fn openapi_router() -> OpenApiRouter<AppState> {
+fn openapi_router() -> OpenApiRouter<AppState> {
     ROUTES.iter().fold(
         OpenApiRouter::with_openapi(ApiDoc::openapi()),
         |router, route| router.routes((route.register)()),
     )
 }
 
+/// The routes and their complete document (the routes' paths exist only
+/// once the router has collected them, so the error answers are added then).
+pub(crate) fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let (router, mut openapi) = openapi_router().split_for_parts();
+    ErrorResponses.modify(&mut openapi);
+    (router, openapi)
+}
+
 /// The routes, plus the OpenAPI document at `/api/openapi.json`.
 pub(crate) fn api_router() -> Router<AppState> {
-    let (router, openapi) = openapi_router().split_for_parts();
+    let (router, openapi) = documented();
     let document = std::sync::Arc::new(openapi);
     router.route(
         OPENAPI_PATH,

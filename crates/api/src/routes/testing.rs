@@ -389,6 +389,11 @@ pub(crate) async fn get_revision(
     State(state): State<AppState>,
     ApiPath((id, operation_id, revision)): ApiPath<(Uuid, Uuid, u32)>,
 ) -> Result<Json<RevisionView>, ApiError> {
+    // Revisions are numbered from 1 and stored as SQL integers: no other
+    // number can name one.
+    if revision == 0 || i32::try_from(revision).is_err() {
+        return Err(ApiError::NotFound { entity: "revision" });
+    }
     let record = state
         .store()
         .revision(auth.principal.tenant, OperationId(operation_id), revision)

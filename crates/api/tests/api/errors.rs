@@ -176,6 +176,37 @@ async fn bad_inputs_have_their_status_and_code(pool: PgPool) {
             .all(|p| p["path"].as_str().unwrap().starts_with("/source/manifest/"))
     );
 
+    // U+0000 in a string or a key: 422 with the pointer (found by schemathesis as a 500).
+    let reply = raw(
+        &app,
+        json_request(
+            "/api/agents",
+            &token("acme", &[RUN]),
+            r#"{"name": "a\u0000b"}"#,
+        ),
+    )
+    .await;
+    assert_eq!(
+        (reply.status, reply.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "nul_character")
+    );
+    assert_eq!(reply.json["error"]["details"]["path"], "/name");
+    let mut body = calendar_tool("calendar");
+    body["source"]["operations"][0]["input_schema"]["properties"] = json!({"d\u{0}y": {}});
+    let reply = send(&app, Method::POST, "/api/tools", Some(&bearer), Some(&body)).await;
+    assert_eq!(reply.code(), "nul_character");
+    assert_eq!(
+        reply.json["error"]["details"]["path"],
+        "/source/operations/0/input_schema/properties/d\u{0}y"
+    );
+
+    // A revision number no revision can have (found by schemathesis as a 500).
+    let reply = send(&app, Method::GET, "/api/tools/00000000-0000-4000-8000-000000000000/operations/00000000-0000-4000-8000-000000000000/revisions/4294967295", Some(&bearer), None).await;
+    assert_eq!(
+        (reply.status, reply.code()),
+        (StatusCode::NOT_FOUND, "not_found")
+    );
+
     // A name already used by the tenant: 409.
     create_calendar(&app, &bearer).await;
     let reply = send(
