@@ -16,7 +16,7 @@ use axum::http::request::Parts;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use std::marker::PhantomData;
-use toolmock_runtime::TenantId;
+use toolmock_runtime::model::TenantId;
 use uuid::Uuid;
 
 /// The namespace of tenant names that are not UUIDs themselves.

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use toolmock_contract::problem_codes;
 use toolmock_evaluator::Diagnostics;
-use toolmock_runtime::{
+use toolmock_runtime::error::{
     DispatchError, HarnessFault, SaveRevisionError, StoreError, ToolInputFault,
 };
 use utoipa::ToSchema;
@@ -317,8 +317,8 @@ impl ApiError {
     /// A stable, machine-readable code.
     pub fn code(&self) -> &str {
         match self {
-            ApiError::ToolInput(fault) => &fault.code,
-            ApiError::Harness(fault) => &fault.code,
+            ApiError::ToolInput(fault) => fault.code.as_str(),
+            ApiError::Harness(fault) => fault.code.as_str(),
             other => other.api_code().map_or("internal", ApiCode::as_str),
         }
     }

@@ -50,7 +50,8 @@ use std::collections::HashSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use toolmock_runtime::{Dispatcher, TenantId};
+use toolmock_runtime::Dispatcher;
+use toolmock_runtime::model::TenantId;
 use toolmock_store::PgStore;
 
 /// The tunables of the HTTP layer.

@@ -15,21 +15,35 @@
 //! errors are recorded before the call returns; an attempt with a harness
 //! error always ends `harness_error`.
 //!
-//! Storage is behind traits ([`Catalog`], [`PinStore`], [`FixtureStore`],
-//! [`EvidenceSink`], [`AttemptStore`]; together [`Backend`]), and real tool
-//! execution behind [`ExternalExecutor`]. This crate ships the in-memory
-//! backend ([`MemoryStore`]) and does not depend on any database: the
-//! PostgreSQL backend lives in `toolmock-store`. It is not an HTTP API, and it
-//! never executes a tool for real in a sandbox run.
+//! The public surface is four modules: [`dispatcher`] (the dispatcher, its
+//! requests and results), [`backend`] (the storage traits — [`Catalog`],
+//! [`PinStore`], [`FixtureStore`], [`EvidenceSink`], [`AttemptStore`],
+//! together [`Backend`] — the in-memory [`MemoryStore`], and the injected
+//! clock, sleeper and external executor), [`model`] (what is stored and
+//! passed: ids, capabilities, agents, pins, attempts, evidence) and [`error`]
+//! (every error and its typed code). The main path — [`Dispatcher`],
+//! [`MemoryStore`], [`StartRequest`], [`ToolCall`] — is also at the crate
+//! root. This crate does not depend on any database: the PostgreSQL backend
+//! lives in `toolmock-store`. It is not an HTTP API, and it never executes a
+//! tool for real in a sandbox run.
+//!
+//! [`Catalog`]: backend::Catalog
+//! [`PinStore`]: backend::PinStore
+//! [`FixtureStore`]: backend::FixtureStore
+//! [`EvidenceSink`]: backend::EvidenceSink
+//! [`AttemptStore`]: backend::AttemptStore
+//! [`Backend`]: backend::Backend
 //!
 //! ```
 //! use serde_json::json;
 //! use std::time::Duration;
 //! use toolmock_contract::{OperationIdentity, OperationSource};
-//! use toolmock_runtime::{
-//!     AgentSpec, Catalog, Dispatcher, InlineOperation, InlineTool, MemoryStore, SimulationMode,
-//!     StartRequest, TestCaseSpec, ToolCall, ToolRef, Verdict, AttemptOutcome,
+//! use toolmock_runtime::backend::Catalog;
+//! use toolmock_runtime::model::{
+//!     AgentSpec, AttemptOutcome, InlineOperation, InlineTool, SimulationMode, TestCaseSpec,
+//!     ToolRef, Verdict,
 //! };
+//! use toolmock_runtime::{Dispatcher, MemoryStore, StartRequest, ToolCall};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -87,36 +101,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod capability;
-mod dispatcher;
-mod error;
-mod ids;
-mod memory;
-mod model;
-mod revision;
+pub mod backend;
+pub mod dispatcher;
+pub mod error;
+pub mod model;
 #[cfg(feature = "testkit")]
 pub mod testkit;
-mod traits;
 
-pub use capability::{Capability, TokenHash};
-pub use dispatcher::{Dispatcher, StartRequest, StartedAttempt, StartedSimulation, ToolCall};
-pub use error::{
-    ApplyError, DispatchError, FinishError, HarnessFault, SaveRevisionError, StartError,
-    StartProblem, StoreError, ToolInputFault,
-};
-pub use ids::{AgentId, AttemptId, OperationId, SimulationId, TenantId, TestCaseId, ToolId};
-pub use memory::MemoryStore;
-pub use model::{
-    AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptOutcome, AttemptRecord,
-    CapabilityCheck, EvidenceDraft, EvidenceRecord, Executor, HarnessErrorRecord, InlineOperation,
-    InlineTool, LibraryTool, NewAttempt, NewOperation, NewSimulation, NewTestCase, NewTool,
-    NodeKind, OperationStatus, OperationView, PinRecord, PinRef, PinTarget, Provenance,
-    RevisionRecord, SaveRevision, SimulationMode, SimulationPins, StateSnapshot, Step,
-    TestCaseSpec, ToolInputErrorRecord, ToolKind, ToolRef, VariantChoice, Verdict, Workflow,
-    WorkflowNode, effective_contract,
-};
-pub use revision::check_revision;
-pub use traits::{
-    AttemptStore, Backend, BoxFuture, Catalog, Clock, EvidenceSink, ExternalExecutor, FixtureStore,
-    NoExternalExecutor, PinStore, Sleeper, SystemClock, TokioSleeper,
-};
+pub use backend::MemoryStore;
+pub use dispatcher::{Dispatcher, StartRequest, ToolCall};

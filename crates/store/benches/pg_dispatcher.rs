@@ -124,7 +124,7 @@ async fn run(
                     latencies.push(u32::try_from(t.elapsed().as_micros()).unwrap_or(u32::MAX));
                 }
             }
-            Ok::<Vec<u32>, toolmock_runtime::DispatchError>(latencies)
+            Ok::<Vec<u32>, toolmock_runtime::error::DispatchError>(latencies)
         }));
     }
     let mut latencies = Vec::new();

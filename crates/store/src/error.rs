@@ -1,26 +1,50 @@
-//! Mapping database errors to the runtime's [`StoreError`].
+//! The schema's own SQLSTATEs, and mapping database errors to the
+//! runtime's [`StoreError`].
 
-use toolmock_runtime::StoreError;
+use toolmock_runtime::error::StoreError;
 
-/// The SQLSTATE the append-only triggers raise.
-pub const APPEND_ONLY_SQLSTATE: &str = "TM001";
+/// A SQLSTATE raised by the schema's own triggers (listed in the
+/// `toolmock-store` section of `docs/error-codes.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SqlState {
+    /// `TM001`: a row of an append-only table would be updated, deleted or truncated.
+    AppendOnly,
+    /// `TM002`: a revision number is not the operation's latest + 1.
+    RevisionGap,
+}
 
-/// The SQLSTATE the dense-revision trigger raises.
-pub const REVISION_GAP_SQLSTATE: &str = "TM002";
+impl SqlState {
+    /// Every SQLSTATE of the schema.
+    pub const ALL: &'static [SqlState] = &[SqlState::AppendOnly, SqlState::RevisionGap];
+
+    /// The five-character SQLSTATE.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SqlState::AppendOnly => "TM001",
+            SqlState::RevisionGap => "TM002",
+        }
+    }
+
+    /// Reads a SQLSTATE; `None` for one the schema does not raise.
+    pub fn parse(code: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|s| s.as_str() == code)
+    }
+}
 
 /// Maps a sqlx error: `TM001` → `AppendOnly`, unique violations →
 /// `Conflict`, foreign-key violations and missing rows → `NotFound`, bad
 /// stored data → `Corrupt`, everything else → `Backend`.
 pub fn map_sqlx_error(error: sqlx::Error) -> StoreError {
     if let Some(db) = error.as_database_error() {
-        match db.code().as_deref() {
-            Some(APPEND_ONLY_SQLSTATE) => {
+        let code = db.code();
+        match (code.as_deref().and_then(SqlState::parse), code.as_deref()) {
+            (Some(SqlState::AppendOnly), _) => {
                 return StoreError::AppendOnly {
                     table: db.table().unwrap_or_default().to_owned(),
                     message: db.message().to_owned(),
                 };
             }
-            Some("23505") | Some(REVISION_GAP_SQLSTATE) => {
+            (Some(SqlState::RevisionGap), _) | (_, Some("23505")) => {
                 return StoreError::Conflict {
                     what: db
                         .constraint()
@@ -28,7 +52,7 @@ pub fn map_sqlx_error(error: sqlx::Error) -> StoreError {
                         .unwrap_or_else(|| db.message().to_owned()),
                 };
             }
-            Some("23503") => {
+            (_, Some("23503")) => {
                 return StoreError::NotFound {
                     entity: "referenced row",
                 };
@@ -43,5 +67,58 @@ pub fn map_sqlx_error(error: sqlx::Error) -> StoreError {
             message: error.to_string(),
         },
         other => StoreError::Backend(Box::new(other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SqlState;
+    use std::collections::BTreeSet;
+
+    fn documented() -> BTreeSet<(String, String)> {
+        let doc = include_str!("../../../docs/error-codes.md");
+        let mut rows = BTreeSet::new();
+        let mut inside = false;
+        for line in doc.lines() {
+            if line.starts_with("## ") {
+                inside = line.trim() == "## toolmock-store";
+                continue;
+            }
+            if !inside || !line.starts_with('|') || line.starts_with("|---") {
+                continue;
+            }
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let code = cells[1].trim_matches('`');
+            if code != "code" {
+                rows.insert((code.to_owned(), cells[2].to_owned()));
+            }
+        }
+        rows
+    }
+
+    /// Every `ERRCODE = 'TMnnn'` the migrations raise.
+    fn raised_by_migrations() -> BTreeSet<String> {
+        crate::MIGRATOR
+            .iter()
+            .flat_map(|m| {
+                m.sql
+                    .as_str()
+                    .split("ERRCODE = '")
+                    .skip(1)
+                    .map(|rest| rest.chars().take_while(|c| *c != '\'').collect::<String>())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sqlstates_match_the_documentation_and_the_migrations() {
+        let ours: BTreeSet<(String, String)> = SqlState::ALL
+            .iter()
+            .map(|s| (s.as_str().to_owned(), "sqlstate".to_owned()))
+            .collect();
+        assert_eq!(ours, documented(), "docs/error-codes.md, toolmock-store");
+        let codes: BTreeSet<String> = ours.into_iter().map(|(code, _)| code).collect();
+        assert_eq!(codes, raised_by_migrations(), "ERRCODEs of the migrations");
     }
 }

@@ -6,7 +6,7 @@
 //! The schema is embedded ([`MIGRATOR`]; binaries run [`migrate`] at start)
 //! and carries the guarantees itself: triggers reject UPDATE, DELETE and
 //! TRUNCATE on `tool_mock_revisions`, `evidence`, `tool_input_errors`,
-//! `harness_errors` and `simulation_pins` (SQLSTATE `TM001`, mapped to
+//! `harness_errors` and `simulation_pins` (SQLSTATE `TM001`, [`SqlState::AppendOnly`], mapped to
 //! `StoreError::AppendOnly`); every tenant-owned row carries `tenant_id` and
 //! every reference is a composite `(tenant_id, id)` foreign key; every query
 //! filters by the caller's tenant, so a row of another tenant reads exactly
@@ -22,7 +22,8 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use toolmock_runtime::{Catalog, Dispatcher};
+//! use toolmock_runtime::Dispatcher;
+//! use toolmock_runtime::backend::Catalog;
 //! use toolmock_store::{PgStore, connect, migrate};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -43,7 +44,7 @@ mod error;
 mod pg;
 mod rows;
 
-pub use error::{APPEND_ONLY_SQLSTATE, REVISION_GAP_SQLSTATE, map_sqlx_error};
+pub use error::{SqlState, map_sqlx_error};
 pub use pg::PgStore;
 
 use sqlx::migrate::{MigrateError, Migrator};

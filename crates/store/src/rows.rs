@@ -5,9 +5,10 @@ use serde_json::{Map, Value};
 use sqlx::FromRow;
 use sqlx::types::Json;
 use toolmock_contract::{ContractHash, DefinitionHash, OperationContract};
-use toolmock_runtime::{
+use toolmock_runtime::error::{HarnessCode, StoreError, ToolInputCode};
+use toolmock_runtime::model::{
     AttemptId, EvidenceRecord, Executor, HarnessErrorRecord, OperationId, PinRef, Provenance,
-    RevisionRecord, StoreError, TenantId, ToolId, ToolInputErrorRecord,
+    RevisionRecord, TenantId, ToolId, ToolInputErrorRecord, VariantChoice,
 };
 use uuid::Uuid;
 
@@ -241,7 +242,8 @@ impl ToolInputErrorRow {
             operation: self.operation_name,
             pin: self.pin.into_pin()?,
             arguments: self.arguments.0,
-            code: self.code,
+            code: ToolInputCode::parse(&self.code)
+                .ok_or_else(|| corrupt("tool input error code", &self.code))?,
             message: self.message,
             path: self.path,
             violations: self.violations.0,
@@ -275,11 +277,110 @@ impl HarnessErrorRow {
             operation: self.operation_name,
             pin: self.pin.into_pin()?,
             arguments: self.arguments.map(|a| a.0),
-            code: self.code,
+            code: HarnessCode::parse(&self.code)
+                .ok_or_else(|| corrupt("harness error code", &self.code))?,
             message: self.message,
             path: self.path,
             detail: self.detail.0,
             at: self.created_at,
         })
     }
+}
+
+#[derive(FromRow)]
+pub(crate) struct ToolRow {
+    pub(crate) name: String,
+    pub(crate) kind: String,
+    pub(crate) source_config: Json<Value>,
+    pub(crate) output_schema: Option<Json<Value>>,
+}
+
+/// The tool's fallback output schema, read before an operation is upserted.
+#[derive(FromRow)]
+pub(crate) struct ToolFallbackRow {
+    pub(crate) output_schema: Option<Json<Value>>,
+}
+
+#[derive(FromRow)]
+pub(crate) struct OperationRow {
+    pub(crate) id: Uuid,
+    pub(crate) tool_id: Uuid,
+    pub(crate) source: String,
+    pub(crate) name: String,
+    pub(crate) contract: Option<Json<Value>>,
+    pub(crate) contract_hash: Option<String>,
+    pub(crate) latest_revision: i32,
+}
+
+/// An operation row as a revision save locks it.
+#[derive(FromRow)]
+pub(crate) struct LockedOperationRow {
+    pub(crate) tool_id: Uuid,
+    pub(crate) contract: Option<Json<Value>>,
+    pub(crate) contract_hash: Option<String>,
+    pub(crate) latest_revision: i32,
+}
+
+#[derive(FromRow)]
+pub(crate) struct AgentRow {
+    pub(crate) name: String,
+    pub(crate) spec: Json<Value>,
+}
+
+#[derive(FromRow)]
+pub(crate) struct SimulationRow {
+    pub(crate) mode: String,
+}
+
+/// One pin of a simulation, with its revision's definition for library pins.
+#[derive(FromRow)]
+pub(crate) struct SimulationPinRow {
+    pub(crate) tool_name: String,
+    pub(crate) operation_name: String,
+    #[sqlx(flatten)]
+    pub(crate) pin: PinRow,
+    pub(crate) contract: Option<Json<Value>>,
+    pub(crate) definition: Option<Json<Value>>,
+    pub(crate) revision_definition: Option<Json<Value>>,
+    pub(crate) unpinned_reason: Option<String>,
+}
+
+/// An attempt's state row as a call locks it, with whether the capability is live.
+#[derive(FromRow)]
+pub(crate) struct LockedStateRow {
+    pub(crate) state: Json<Map<String, Value>>,
+    pub(crate) version: i64,
+    pub(crate) live: bool,
+}
+
+#[derive(FromRow)]
+pub(crate) struct StateRow {
+    pub(crate) state: Json<Map<String, Value>>,
+    pub(crate) version: i64,
+}
+
+/// A capability resolved to its attempt.
+#[derive(FromRow)]
+pub(crate) struct CapabilityRow {
+    pub(crate) attempt_id: Uuid,
+    pub(crate) simulation_id: Uuid,
+    pub(crate) variants: Json<Vec<VariantChoice>>,
+    pub(crate) live: bool,
+}
+
+/// An attempt row as `finish_attempt` locks it.
+#[derive(FromRow)]
+pub(crate) struct FinishingAttemptRow {
+    pub(crate) status: String,
+    pub(crate) has_harness_error: bool,
+}
+
+#[derive(FromRow)]
+pub(crate) struct AttemptRow {
+    pub(crate) simulation_id: Uuid,
+    pub(crate) test_case_id: Uuid,
+    pub(crate) outcome: Option<String>,
+    pub(crate) lease_owner: String,
+    pub(crate) lease_expires_at: DateTime<Utc>,
+    pub(crate) has_harness_error: bool,
 }

@@ -6,11 +6,14 @@
 
 use serde_json::json;
 use sqlx::PgPool;
+use toolmock_runtime::ToolCall;
+use toolmock_runtime::backend::EvidenceSink;
+use toolmock_runtime::dispatcher::StartedSimulation;
+use toolmock_runtime::error::{HarnessCode, StoreError};
 use toolmock_runtime::testkit::{Rig, ledger_simulation};
-use toolmock_runtime::{EvidenceSink, StoreError, ToolCall};
-use toolmock_store::{APPEND_ONLY_SQLSTATE, PgStore, map_sqlx_error};
+use toolmock_store::{PgStore, SqlState, map_sqlx_error};
 
-async fn one_call(pool: &PgPool) -> (Rig<PgStore>, toolmock_runtime::StartedSimulation) {
+async fn one_call(pool: &PgPool) -> (Rig<PgStore>, StartedSimulation) {
     let rig = Rig::new(PgStore::new(pool.clone()));
     let (tenant, started) = ledger_simulation(&rig, "acme", 1).await;
     let attempt = &started.attempts[0];
@@ -80,7 +83,7 @@ async fn append_only_tables_reject_update_delete_truncate(pool: PgPool) {
             let code = sqlstate(&error);
             assert_eq!(
                 code.as_deref(),
-                Some(APPEND_ONLY_SQLSTATE),
+                Some(SqlState::AppendOnly.as_str()),
                 "{statement}: {error}"
             );
             match map_sqlx_error(error) {
@@ -184,7 +187,7 @@ async fn the_database_refuses_a_pass_with_a_harness_error(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(errors.len(), 1);
-    assert_eq!(errors[0].code, "unknown_tool");
+    assert_eq!(errors[0].code, HarnessCode::UnknownTool);
 }
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
@@ -204,8 +207,50 @@ async fn evidence_versions_are_unique_per_attempt(pool: PgPool) {
     assert!(matches!(map_sqlx_error(error), StoreError::Conflict { .. }));
 }
 
-#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
-async fn migrations_are_idempotent(pool: PgPool) {
+/// The tables the migrations create (docs/data-model.md lists each).
+const TABLES: &[&str] = &[
+    "agents",
+    "attempt_capabilities",
+    "attempt_state",
+    "attempts",
+    "evidence",
+    "harness_errors",
+    "simulation_pins",
+    "simulations",
+    "tenants",
+    "test_cases",
+    "tool_input_errors",
+    "tool_mock_revisions",
+    "tool_operations",
+    "tools",
+];
+
+/// The tables of the `public` schema, sorted (sqlx's own bookkeeping excluded).
+async fn tables(pool: &PgPool) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables \
+         WHERE table_schema = 'public' AND table_name <> '_sqlx_migrations' ORDER BY 1",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
+/// Every migration applies, in order, to a database that has nothing in it,
+/// and leaves exactly the documented tables behind.
+#[sqlx::test(migrations = false)]
+async fn migrations_apply_to_an_empty_database(pool: PgPool) {
+    assert!(tables(&pool).await.is_empty(), "the database starts empty");
     toolmock_store::migrate(&pool).await.unwrap();
-    toolmock_store::migrate(&pool).await.unwrap();
+    assert_eq!(tables(&pool).await, TABLES);
+    let applied: Vec<(i64, bool)> =
+        sqlx::query_as("SELECT version, success FROM _sqlx_migrations ORDER BY version")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    let expected: Vec<(i64, bool)> = toolmock_store::MIGRATOR
+        .iter()
+        .map(|m| (m.version, true))
+        .collect();
+    assert_eq!(applied, expected, "every migration is recorded as applied");
 }

@@ -10,7 +10,8 @@ use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use serde::Deserialize;
 use serde_json::Value;
-use toolmock_runtime::{AttemptId, Capability, TenantId, ToolCall};
+use toolmock_runtime::ToolCall;
+use toolmock_runtime::model::{AttemptId, Capability, TenantId};
 use utoipa::ToSchema;
 use uuid::Uuid;
 

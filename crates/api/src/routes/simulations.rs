@@ -10,9 +10,11 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::time::Duration;
-use toolmock_runtime::{
-    AgentId, AgentSpec, AttemptId, AttemptStore, Catalog, EvidenceSink, FixtureStore, PinRef,
-    PinTarget, SimulationMode, StartError, StartRequest, TestCaseSpec, ToolId, ToolRef,
+use toolmock_runtime::StartRequest;
+use toolmock_runtime::backend::{AttemptStore, Catalog, EvidenceSink, FixtureStore};
+use toolmock_runtime::error::StartError;
+use toolmock_runtime::model::{
+    AgentId, AgentSpec, AttemptId, PinRef, PinTarget, SimulationMode, TestCaseSpec, ToolId, ToolRef,
 };
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -275,9 +277,13 @@ pub(crate) async fn start_simulation(
                         None,
                     )
                 }
-                PinTarget::Unpinned { reason } => {
-                    ("unpinned", None, None, None, Some(reason.clone()))
-                }
+                PinTarget::Unpinned { reason } => (
+                    "unpinned",
+                    None,
+                    None,
+                    None,
+                    Some(reason.as_str().to_owned()),
+                ),
             };
             PinView {
                 tool: p.tool.clone(),

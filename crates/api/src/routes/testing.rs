@@ -15,9 +15,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolmock_contract::ContractHash;
 use toolmock_evaluator::{CompiledContract, compile_checked};
-use toolmock_runtime::{
-    Catalog, InlineTool, OperationId, OperationView, Provenance, RevisionRecord, SaveRevision,
-    TenantId, ToolId,
+use toolmock_runtime::backend::Catalog;
+use toolmock_runtime::model::{
+    InlineTool, OperationId, OperationView, Provenance, RevisionRecord, SaveRevision, TenantId,
+    ToolId,
 };
 use utoipa::ToSchema;
 use uuid::Uuid;

@@ -11,8 +11,9 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolmock_contract::{OperationContract, OperationIdentity, OperationSource};
-use toolmock_runtime::{
-    Catalog, LibraryTool, NewOperation, NewTool, OperationStatus, OperationView, ToolId, ToolKind,
+use toolmock_runtime::backend::Catalog;
+use toolmock_runtime::model::{
+    LibraryTool, NewOperation, NewTool, OperationView, TestingStatus, ToolId, ToolKind,
 };
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -283,7 +284,7 @@ fn check_operations(ops: &[NewOperation], fallback: Option<&Value>) -> Result<()
                 );
             }
         }
-        if let Some(contract) = toolmock_runtime::effective_contract(op, fallback)
+        if let Some(contract) = toolmock_runtime::model::effective_contract(op, fallback)
             && let Err(e) = contract.hash()
         {
             problems.push(json!({"code": e.code(), "path": path, "message": e.to_string()}));
@@ -412,8 +413,8 @@ pub(crate) async fn update_tool(
             .iter()
             .find(|o| o.operation.name == op.operation.name);
         if let Some(previous) = previous
-            && previous.status() == OperationStatus::Current
-            && after.status() == OperationStatus::Stale
+            && previous.status() == TestingStatus::Current
+            && after.status() == TestingStatus::Stale
         {
             stale.push(StaleOperation {
                 operation_id: after.id.as_uuid(),

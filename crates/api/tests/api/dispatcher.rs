@@ -6,8 +6,9 @@ use crate::common::*;
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 use sqlx::PgPool;
+use toolmock_runtime::backend::{AttemptStore, EvidenceSink};
+use toolmock_runtime::model::{AttemptOutcome, Verdict};
 use toolmock_runtime::testkit::{Rig, ledger_simulation};
-use toolmock_runtime::{AttemptOutcome, AttemptStore, EvidenceSink, Verdict};
 use toolmock_store::PgStore;
 
 fn call(tool: &str, arguments: serde_json::Value) -> serde_json::Value {

@@ -6,17 +6,16 @@
 //! for revisions, evidence and errors, and tenant checks on every lookup.
 //! Nothing is persisted.
 
-use crate::capability::TokenHash;
+use super::revision::check_revision;
+use super::{AttemptStore, Catalog, Clock, EvidenceSink, FixtureStore, PinStore, SystemClock};
 use crate::error::{ApplyError, FinishError, SaveRevisionError, StoreError};
-use crate::ids::{AgentId, AttemptId, OperationId, SimulationId, TenantId, TestCaseId, ToolId};
 use crate::model::{
-    AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptOutcome, AttemptRecord,
-    CapabilityCheck, EvidenceDraft, EvidenceRecord, HarnessErrorRecord, LibraryTool, NewOperation,
-    NewSimulation, NewTool, OperationView, RevisionRecord, SaveRevision, SimulationPins,
-    StateSnapshot, Step, ToolInputErrorRecord, Verdict, effective_contract,
+    AgentId, AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptId, AttemptOutcome,
+    AttemptRecord, CapabilityCheck, EvidenceDraft, EvidenceRecord, HarnessErrorRecord, LibraryTool,
+    NewOperation, NewSimulation, NewTool, OperationId, OperationView, RevisionRecord, SaveRevision,
+    SimulationId, SimulationPins, StateSnapshot, Step, TenantId, TestCaseId, TokenHash, ToolId,
+    ToolInputErrorRecord, Verdict, effective_contract,
 };
-use crate::revision::check_revision;
-use crate::traits::{AttemptStore, Catalog, EvidenceSink, FixtureStore, PinStore};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -25,9 +24,22 @@ use toolmock_contract::{ContractHash, OperationContract};
 use toolmock_evaluator::CallError;
 
 /// The in-memory backend. Cloning shares the same data.
-#[derive(Clone, Default)]
+///
+/// It reads time only through its [`Clock`] (the system clock unless
+/// [`MemoryStore::with_clock`] replaces it), like the dispatcher.
+#[derive(Clone)]
 pub struct MemoryStore {
     inner: Arc<Inner>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self {
+            inner: Arc::default(),
+            clock: Arc::new(SystemClock),
+        }
+    }
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -40,6 +52,14 @@ impl MemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store that stamps what it writes (revision times) with `clock`.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        Self {
+            inner: Arc::default(),
+            clock,
+        }
     }
 }
 
@@ -338,7 +358,7 @@ impl Catalog for MemoryStore {
             definition_hash,
             author: save.author.clone(),
             provenance: save.provenance.clone(),
-            created_at: Utc::now(),
+            created_at: self.clock.now(),
         };
         op.revisions.push(record.clone());
         Ok(record)
@@ -726,5 +746,74 @@ impl AttemptStore for MemoryStore {
             lease_expires_at: meta.lease_expires_at,
             has_harness_error: meta.has_harness_error,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{NewTool, Provenance, ToolKind};
+    use chrono::TimeZone;
+    use serde_json::json;
+    use toolmock_contract::{OperationIdentity, OperationSource};
+
+    struct FixedClock(DateTime<Utc>);
+
+    impl Clock for FixedClock {
+        fn now(&self) -> DateTime<Utc> {
+            self.0
+        }
+    }
+
+    /// The store stamps what it writes with its injected clock, never the
+    /// system's (a revision saved "in 2001" says 2001).
+    #[tokio::test]
+    async fn time_comes_from_the_injected_clock() -> Result<(), Box<dyn std::error::Error>> {
+        let then = Utc
+            .with_ymd_and_hms(2001, 2, 3, 4, 5, 6)
+            .single()
+            .ok_or("a valid date")?;
+        let store = MemoryStore::with_clock(Arc::new(FixedClock(then)));
+        let tenant = store.create_tenant("acme").await?;
+        let tool = store
+            .create_tool(
+                tenant,
+                &NewTool {
+                    name: "calendar".into(),
+                    kind: ToolKind::Custom,
+                    source_config: json!({}),
+                    output_schema: None,
+                },
+            )
+            .await?;
+        let operation = NewOperation {
+            operation: OperationIdentity {
+                source: OperationSource::Custom,
+                name: "book".into(),
+            },
+            description: "Book".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: Some(json!({"type": "object"})),
+        };
+        let view = store.upsert_operation(tenant, tool, &operation).await?;
+        let saved = store
+            .save_revision(
+                tenant,
+                view.id,
+                &SaveRevision {
+                    contract_hash: view.contract_hash.ok_or("a contract hash")?,
+                    definition: json!({
+                        "schema_version": 1,
+                        "default_variant": "success",
+                        "variants": {"success": {"result": {}}},
+                        "examples": [{"variant": "success", "input": {}, "expected": {}}]
+                    }),
+                    author: "tester".into(),
+                    provenance: Provenance::Authored,
+                },
+            )
+            .await?;
+        assert_eq!(saved.created_at, then);
+        Ok(())
     }
 }

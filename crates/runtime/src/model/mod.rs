@@ -1,7 +1,14 @@
-//! The data the runtime reads and writes: catalog rows, agents and their
-//! reachable tools, pins, attempts, evidence and error records.
+//! The data the runtime reads and writes: identifiers and capabilities,
+//! catalog rows, agents and their reachable tools, pins, attempts, evidence
+//! and error records.
 
-use crate::ids::{AgentId, AttemptId, OperationId, SimulationId, TenantId, TestCaseId, ToolId};
+mod capability;
+mod ids;
+
+pub use capability::{Capability, TokenHash};
+pub use ids::{AgentId, AttemptId, OperationId, SimulationId, TenantId, TestCaseId, ToolId};
+
+use crate::error::{HarnessCode, IncompleteStatus, ToolInputCode};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -155,10 +162,12 @@ pub struct RevisionRecord {
     pub created_at: DateTime<Utc>,
 }
 
-/// The testing status of an operation (SPEC §2, §10).
+/// The testing status of an operation (SPEC §2, §10): whether its latest
+/// mock revision answers for its current contract. (Named apart from the
+/// schema crate's `DiscoveryStatus`, which says how discovery went.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum OperationStatus {
+pub enum TestingStatus {
     /// The latest revision was saved against the current contract.
     Current,
     /// The latest revision was saved against another contract.
@@ -169,14 +178,24 @@ pub enum OperationStatus {
     NeedsOutputSchema,
 }
 
-impl OperationStatus {
+impl TestingStatus {
     /// The wire name.
     pub fn as_str(self) -> &'static str {
         match self {
-            OperationStatus::Current => "current",
-            OperationStatus::Stale => "stale",
-            OperationStatus::Missing => "missing",
-            OperationStatus::NeedsOutputSchema => "needs_output_schema",
+            TestingStatus::Current => "current",
+            TestingStatus::Stale => "stale",
+            TestingStatus::Missing => "missing",
+            TestingStatus::NeedsOutputSchema => "needs_output_schema",
+        }
+    }
+
+    /// Why an operation of this status cannot be pinned; `None` when it is current.
+    pub fn incomplete(self) -> Option<IncompleteStatus> {
+        match self {
+            TestingStatus::Current => None,
+            TestingStatus::Stale => Some(IncompleteStatus::Stale),
+            TestingStatus::Missing => Some(IncompleteStatus::Missing),
+            TestingStatus::NeedsOutputSchema => Some(IncompleteStatus::NeedsOutputSchema),
         }
     }
 }
@@ -200,14 +219,14 @@ pub struct OperationView {
 
 impl OperationView {
     /// Current, stale, missing or needs_output_schema.
-    pub fn status(&self) -> OperationStatus {
+    pub fn status(&self) -> TestingStatus {
         match (&self.contract_hash, &self.latest) {
-            (None, _) => OperationStatus::NeedsOutputSchema,
-            (Some(_), None) => OperationStatus::Missing,
+            (None, _) => TestingStatus::NeedsOutputSchema,
+            (Some(_), None) => TestingStatus::Missing,
             (Some(current), Some(latest)) if &latest.contract_hash == current => {
-                OperationStatus::Current
+                TestingStatus::Current
             }
-            (Some(_), Some(_)) => OperationStatus::Stale,
+            (Some(_), Some(_)) => TestingStatus::Stale,
         }
     }
 }
@@ -470,6 +489,9 @@ pub struct PinRecord {
 
 /// A pinned definition or the reason an operation is unpinned.
 #[derive(Debug, Clone, PartialEq)]
+// Pins are built once per start and read once per simulation load, never
+// moved in a hot loop: boxing the pinned variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum PinTarget {
     /// Pinned: the definition and the contract it was checked against.
     Pinned {
@@ -482,8 +504,8 @@ pub enum PinTarget {
     },
     /// Unpinned under `allow_incomplete`: calls fail closed (`missing_definition`).
     Unpinned {
-        /// Why: `missing`, `stale`, `needs_output_schema` or `invalid_definition`.
-        reason: String,
+        /// Why.
+        reason: IncompleteStatus,
     },
 }
 
@@ -531,7 +553,7 @@ pub struct NewAttempt {
     /// The union of the pinned definitions' initial states.
     pub initial_state: Map<String, Value>,
     /// SHA-256 of the capability token.
-    pub token_hash: crate::capability::TokenHash,
+    pub token_hash: TokenHash,
     /// Who holds the lease.
     pub lease_owner: String,
     /// Until when.
@@ -795,8 +817,8 @@ pub struct ToolInputErrorRecord {
     pub pin: Option<PinRef>,
     /// The arguments.
     pub arguments: Value,
-    /// `invalid_arguments`, `invalid_number`, …
-    pub code: String,
+    /// Which error.
+    pub code: ToolInputCode,
     /// What is wrong.
     pub message: String,
     /// JSON pointer into the arguments.
@@ -822,8 +844,8 @@ pub struct HarnessErrorRecord {
     pub pin: Option<PinRef>,
     /// The arguments, when a call caused it.
     pub arguments: Option<Value>,
-    /// `missing_definition`, `unknown_tool`, `lease_expired`, …
-    pub code: String,
+    /// Which fault.
+    pub code: HarnessCode,
     /// What happened.
     pub message: String,
     /// JSON pointer, where one applies.

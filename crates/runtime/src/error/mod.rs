@@ -1,6 +1,14 @@
-//! The runtime's errors: storage, saving revisions, starting, dispatching.
+//! The runtime's errors: storage, saving revisions, starting, dispatching,
+//! and their stable codes ([`HarnessCode`], [`ToolInputCode`], …; every one
+//! listed in the `toolmock-runtime` section of `docs/error-codes.md`).
 
-use crate::model::OperationStatus;
+mod codes;
+
+pub use codes::{
+    CallCode, DispatchCode, FinishCode, HarnessCode, IncompleteStatus, SaveRevisionCode, StartCode,
+    StartProblemCode, StoreCode, ToolInputCode, all_codes,
+};
+
 use serde::Serialize;
 use serde_json::Value;
 use toolmock_contract::ContractHash;
@@ -43,15 +51,20 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// The typed code.
+    pub fn kind(&self) -> StoreCode {
+        match self {
+            StoreError::NotFound { .. } => StoreCode::NotFound,
+            StoreError::AppendOnly { .. } => StoreCode::AppendOnly,
+            StoreError::Conflict { .. } => StoreCode::Conflict,
+            StoreError::Corrupt { .. } => StoreCode::CorruptRow,
+            StoreError::Backend(_) => StoreCode::BackendFailed,
+        }
+    }
+
     /// A stable, machine-readable code.
     pub fn code(&self) -> &'static str {
-        match self {
-            StoreError::NotFound { .. } => "not_found",
-            StoreError::AppendOnly { .. } => "append_only",
-            StoreError::Conflict { .. } => "conflict",
-            StoreError::Corrupt { .. } => "corrupt_row",
-            StoreError::Backend(_) => "backend_failed",
-        }
+        self.kind().as_str()
     }
 
     /// Whether this is [`StoreError::NotFound`].
@@ -89,14 +102,15 @@ pub enum SaveRevisionError {
 impl SaveRevisionError {
     /// A stable, machine-readable code.
     pub fn code(&self) -> &'static str {
-        match self {
-            SaveRevisionError::ContractChanged { .. } => "contract_changed",
-            SaveRevisionError::NeedsOutputSchema => "needs_output_schema",
-            SaveRevisionError::InvalidDefinition(_) => "invalid_definition",
-            SaveRevisionError::UnusableContract(_) => "unusable_contract",
-            SaveRevisionError::UnhashableDefinition(_) => "unhashable_definition",
-            SaveRevisionError::Store(e) => e.code(),
-        }
+        let code = match self {
+            SaveRevisionError::ContractChanged { .. } => SaveRevisionCode::ContractChanged,
+            SaveRevisionError::NeedsOutputSchema => SaveRevisionCode::NeedsOutputSchema,
+            SaveRevisionError::InvalidDefinition(_) => SaveRevisionCode::InvalidDefinition,
+            SaveRevisionError::UnusableContract(_) => SaveRevisionCode::UnusableContract,
+            SaveRevisionError::UnhashableDefinition(_) => SaveRevisionCode::UnhashableDefinition,
+            SaveRevisionError::Store(e) => return e.code(),
+        };
+        code.as_str()
     }
 }
 
@@ -126,8 +140,8 @@ pub enum StartProblem {
         tool: String,
         /// Operation name.
         operation: String,
-        /// `stale`, `missing`, `needs_output_schema` or `invalid_definition`.
-        status: String,
+        /// Why it cannot be pinned.
+        status: IncompleteStatus,
         /// Details.
         message: String,
     },
@@ -152,30 +166,21 @@ pub enum StartProblem {
 }
 
 impl StartProblem {
-    /// A stable, machine-readable code.
-    pub fn code(&self) -> &'static str {
+    /// The typed code.
+    pub fn kind(&self) -> StartProblemCode {
         match self {
-            StartProblem::UnknownTool { .. } => "unknown_tool",
-            StartProblem::UnknownWorkflow { .. } => "unknown_workflow",
-            StartProblem::DuplicateTool { .. } => "duplicate_tool",
-            StartProblem::Incomplete { .. } => "incomplete",
-            StartProblem::StateConflict { .. } => "state_conflict",
-            StartProblem::EffectNode { .. } => "effect_node",
+            StartProblem::UnknownTool { .. } => StartProblemCode::UnknownTool,
+            StartProblem::UnknownWorkflow { .. } => StartProblemCode::UnknownWorkflow,
+            StartProblem::DuplicateTool { .. } => StartProblemCode::DuplicateTool,
+            StartProblem::Incomplete { .. } => StartProblemCode::Incomplete,
+            StartProblem::StateConflict { .. } => StartProblemCode::StateConflict,
+            StartProblem::EffectNode { .. } => StartProblemCode::EffectNode,
         }
     }
 
-    pub(crate) fn incomplete(
-        tool: &str,
-        operation: &str,
-        status: OperationStatus,
-        message: String,
-    ) -> Self {
-        StartProblem::Incomplete {
-            tool: tool.to_owned(),
-            operation: operation.to_owned(),
-            status: status.as_str().to_owned(),
-            message,
-        }
+    /// A stable, machine-readable code.
+    pub fn code(&self) -> &'static str {
+        self.kind().as_str()
     }
 }
 
@@ -200,8 +205,8 @@ impl StartError {
     /// A stable, machine-readable code.
     pub fn code(&self) -> &'static str {
         match self {
-            StartError::Refused { .. } => "start_refused",
-            StartError::InvalidRequest(_) => "invalid_request",
+            StartError::Refused { .. } => StartCode::StartRefused.as_str(),
+            StartError::InvalidRequest(_) => StartCode::InvalidRequest.as_str(),
             StartError::Store(e) => e.code(),
         }
     }
@@ -239,8 +244,8 @@ fn describe(problems: &[StartProblem]) -> String {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("harness error {code}: {message}")]
 pub struct HarnessFault {
-    /// `missing_definition`, `unknown_tool`, `missing_reference`, …
-    pub code: String,
+    /// Which fault.
+    pub code: HarnessCode,
     /// What happened.
     pub message: String,
     /// JSON pointer, where one applies.
@@ -251,8 +256,8 @@ pub struct HarnessFault {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]
 pub struct ToolInputFault {
-    /// `invalid_arguments`, `invalid_number`, `invalid_date`, …
-    pub code: String,
+    /// Which error.
+    pub code: ToolInputCode,
     /// What is wrong, for the agent.
     pub message: String,
     /// JSON pointer into the arguments.
@@ -284,12 +289,12 @@ pub enum DispatchError {
 
 impl DispatchError {
     /// A stable, machine-readable code.
-    pub fn code(&self) -> &str {
+    pub fn code(&self) -> &'static str {
         match self {
-            DispatchError::ToolInput(f) => &f.code,
-            DispatchError::Harness(f) => &f.code,
-            DispatchError::CapabilityRejected => "capability_rejected",
-            DispatchError::External(_) => "external_failed",
+            DispatchError::ToolInput(f) => f.code.as_str(),
+            DispatchError::Harness(f) => f.code.as_str(),
+            DispatchError::CapabilityRejected => DispatchCode::CapabilityRejected.as_str(),
+            DispatchError::External(_) => DispatchCode::ExternalFailed.as_str(),
             DispatchError::Store(e) => e.code(),
         }
     }
@@ -325,9 +330,9 @@ impl ApplyError {
     /// A stable, machine-readable code.
     pub fn code(&self) -> &'static str {
         match self {
-            ApplyError::LeaseExpired => "lease_expired",
-            ApplyError::CapabilityRejected => "capability_rejected",
-            ApplyError::Call(e) => e.code(),
+            ApplyError::LeaseExpired => HarnessCode::LeaseExpired.as_str(),
+            ApplyError::CapabilityRejected => DispatchCode::CapabilityRejected.as_str(),
+            ApplyError::Call(e) => CallCode::of(e).as_str(),
             ApplyError::Store(e) => e.code(),
         }
     }
@@ -348,7 +353,7 @@ impl FinishError {
     /// A stable, machine-readable code.
     pub fn code(&self) -> &'static str {
         match self {
-            FinishError::AlreadyFinished => "already_finished",
+            FinishError::AlreadyFinished => FinishCode::AlreadyFinished.as_str(),
             FinishError::Store(e) => e.code(),
         }
     }

@@ -1,16 +1,26 @@
-//! The storage and execution seams of the runtime.
+//! What the runtime runs on: the storage traits ([`Catalog`], [`PinStore`],
+//! [`FixtureStore`], [`EvidenceSink`], [`AttemptStore`]; together
+//! [`Backend`]), the in-memory implementation ([`MemoryStore`]), the rules of
+//! saving a revision every backend applies ([`check_revision`]), and the
+//! other injected seams: the [`Clock`], the [`Sleeper`] and the
+//! [`ExternalExecutor`].
 //!
-//! Every method takes the tenant from its caller and must treat a row of
-//! another tenant exactly as a missing one ([`StoreError::NotFound`]).
+//! Every storage method takes the tenant from its caller and must treat a row
+//! of another tenant exactly as a missing one ([`StoreError::NotFound`]).
 
-use crate::capability::TokenHash;
+mod memory;
+mod revision;
+
+pub use memory::MemoryStore;
+pub use revision::check_revision;
+
 use crate::error::{ApplyError, FinishError, SaveRevisionError, StoreError};
-use crate::ids::{AgentId, AttemptId, OperationId, SimulationId, TenantId, ToolId};
 use crate::model::{
-    AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptOutcome, AttemptRecord,
-    CapabilityCheck, EvidenceRecord, HarnessErrorRecord, LibraryTool, NewOperation, NewSimulation,
-    NewTool, OperationView, RevisionRecord, SaveRevision, SimulationPins, StateSnapshot, Step,
-    ToolInputErrorRecord, Verdict,
+    AgentId, AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptId, AttemptOutcome,
+    AttemptRecord, CapabilityCheck, EvidenceRecord, HarnessErrorRecord, LibraryTool, NewOperation,
+    NewSimulation, NewTool, OperationId, OperationView, RevisionRecord, SaveRevision, SimulationId,
+    SimulationPins, StateSnapshot, Step, TenantId, TokenHash, ToolId, ToolInputErrorRecord,
+    Verdict,
 };
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};

@@ -1,0 +1,18 @@
+//! The scenarios of the behaviour suite, by concern. Each takes a fresh
+//! backend and panics, saying which guarantee broke, when one does.
+
+mod access;
+mod calls;
+mod faults;
+mod revisions;
+mod start;
+mod state;
+
+pub use access::{capabilities_follow_the_lease, tenancy_is_total};
+pub use calls::{
+    delays_use_the_sleeper, real_tools_runs_use_the_executor, result_is_exactly_rendered,
+};
+pub use faults::{harness_faults_never_pass, tool_input_errors_are_recoverable};
+pub use revisions::revisions_are_dense;
+pub use start::{incomplete_starts_fail_closed, start_refusals};
+pub use state::{attempts_are_isolated, linearizable_state};

@@ -1,0 +1,160 @@
+//! `AttemptStore`: capabilities, leases, verdicts.
+
+use super::{Db, PgStore, db, rollback};
+use crate::rows::*;
+use chrono::{DateTime, Utc};
+use toolmock_runtime::backend::*;
+use toolmock_runtime::error::*;
+use toolmock_runtime::model::*;
+
+impl AttemptStore for PgStore {
+    async fn resolve_capability(
+        &self,
+        tenant: TenantId,
+        token: &TokenHash,
+        now: DateTime<Utc>,
+    ) -> Db<CapabilityCheck> {
+        let row: Option<CapabilityRow> = db(sqlx::query_as(
+            "SELECT a.id AS attempt_id, a.simulation_id, t.variants, \
+                 (a.status = 'running' AND a.lease_expires_at > $3 AND c.revoked_at IS NULL) AS live \
+             FROM attempt_capabilities c \
+             JOIN attempts a ON a.tenant_id = c.tenant_id AND a.id = c.attempt_id \
+             JOIN test_cases t ON t.tenant_id = a.tenant_id AND t.id = a.test_case_id \
+             WHERE c.tenant_id = $1 AND c.token_hash = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(&token.as_bytes()[..])
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await)?;
+        let row = row.ok_or(StoreError::NotFound {
+            entity: "capability",
+        })?;
+        Ok(CapabilityCheck {
+            binding: AttemptBinding {
+                tenant,
+                attempt: AttemptId(row.attempt_id),
+                simulation: SimulationId(row.simulation_id),
+                variants: row.variants.0,
+            },
+            live: row.live,
+        })
+    }
+
+    async fn renew_lease(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        owner: &str,
+        until: DateTime<Utc>,
+    ) -> Db<()> {
+        let updated = db(sqlx::query(
+            "UPDATE attempts SET lease_expires_at = $4 \
+             WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3 AND status = 'running'",
+        )
+        .bind(tenant.as_uuid())
+        .bind(attempt.as_uuid())
+        .bind(owner)
+        .bind(until)
+        .execute(&self.pool)
+        .await)?;
+        if updated.rows_affected() == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::NotFound {
+                entity: "running attempt leased by this owner",
+            })
+        }
+    }
+
+    async fn revoke_capabilities(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        at: DateTime<Utc>,
+    ) -> Db<()> {
+        let updated = db(sqlx::query(
+            "UPDATE attempt_capabilities SET revoked_at = $3 \
+             WHERE tenant_id = $1 AND attempt_id = $2 AND revoked_at IS NULL",
+        )
+        .bind(tenant.as_uuid())
+        .bind(attempt.as_uuid())
+        .bind(at)
+        .execute(&self.pool)
+        .await)?;
+        self.require_attempt(tenant, attempt, updated.rows_affected() == 0)
+            .await
+    }
+
+    async fn finish_attempt(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        verdict: Verdict,
+        at: DateTime<Utc>,
+    ) -> Result<AttemptOutcome, FinishError> {
+        let mut tx = db(self.pool.begin().await)?;
+        let row: Option<FinishingAttemptRow> = db(sqlx::query_as(
+            "SELECT status, has_harness_error FROM attempts \
+             WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        )
+        .bind(tenant.as_uuid())
+        .bind(attempt.as_uuid())
+        .fetch_optional(&mut *tx)
+        .await)?;
+        let Some(FinishingAttemptRow {
+            status,
+            has_harness_error,
+        }) = row
+        else {
+            rollback(tx).await?;
+            return Err(StoreError::NotFound { entity: "attempt" }.into());
+        };
+        if status != "running" {
+            rollback(tx).await?;
+            return Err(FinishError::AlreadyFinished);
+        }
+        let outcome = if has_harness_error {
+            AttemptOutcome::HarnessError
+        } else {
+            verdict.outcome()
+        };
+        db(sqlx::query(
+            "UPDATE attempts SET status = 'finished', finished_at = $3, \
+                 outcome = CASE WHEN has_harness_error THEN 'harness_error' ELSE $4 END \
+             WHERE tenant_id = $1 AND id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(attempt.as_uuid())
+        .bind(at)
+        .bind(outcome.as_str())
+        .execute(&mut *tx)
+        .await)?;
+        db(tx.commit().await)?;
+        Ok(outcome)
+    }
+
+    async fn attempt(&self, tenant: TenantId, attempt: AttemptId) -> Db<AttemptRecord> {
+        let row: Option<AttemptRow> = db(sqlx::query_as(
+            "SELECT simulation_id, test_case_id, outcome, lease_owner, lease_expires_at, \
+                 has_harness_error FROM attempts WHERE tenant_id = $1 AND id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(attempt.as_uuid())
+        .fetch_optional(&self.pool)
+        .await)?;
+        let row = row.ok_or(StoreError::NotFound { entity: "attempt" })?;
+        Ok(AttemptRecord {
+            id: attempt,
+            simulation: SimulationId(row.simulation_id),
+            test_case: TestCaseId(row.test_case_id),
+            outcome: row
+                .outcome
+                .map(|o| AttemptOutcome::parse(&o).ok_or_else(|| corrupt("outcome", &o)))
+                .transpose()?,
+            lease_owner: row.lease_owner,
+            lease_expires_at: row.lease_expires_at,
+            has_harness_error: row.has_harness_error,
+        })
+    }
+}

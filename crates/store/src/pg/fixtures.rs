@@ -1,0 +1,132 @@
+//! `FixtureStore`: the locked step of a call, and the state it leaves.
+
+use super::{Db, PgStore, db, rollback};
+use crate::rows::*;
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+use sqlx::types::Json;
+use toolmock_evaluator::CallError;
+use toolmock_runtime::backend::*;
+use toolmock_runtime::error::*;
+use toolmock_runtime::model::*;
+
+impl FixtureStore for PgStore {
+    async fn apply_call<F>(
+        &self,
+        binding: &AttemptBinding,
+        token: &TokenHash,
+        now: DateTime<Utc>,
+        step: F,
+    ) -> Result<Applied, ApplyError>
+    where
+        F: FnOnce(&Map<String, Value>) -> Result<Step, CallError> + Send,
+    {
+        let mut tx = db(self.pool.begin().await)?;
+        // The attempt's one state row, locked; the capability and the lease
+        // are checked in the same statement.
+        let locked: Option<LockedStateRow> = db(sqlx::query_as(
+            "SELECT s.state, s.version, \
+                 (a.status = 'running' AND a.lease_expires_at > $4 AND c.revoked_at IS NULL) AS live \
+             FROM attempt_state s \
+             JOIN attempts a ON a.tenant_id = s.tenant_id AND a.id = s.attempt_id \
+             JOIN attempt_capabilities c ON c.tenant_id = s.tenant_id AND c.attempt_id = s.attempt_id \
+             WHERE s.tenant_id = $1 AND s.attempt_id = $2 AND c.token_hash = $3 \
+             FOR UPDATE OF s",
+        )
+        .bind(binding.tenant.as_uuid())
+        .bind(binding.attempt.as_uuid())
+        .bind(&token.as_bytes()[..])
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await)?;
+        let Some(LockedStateRow {
+            state: Json(state),
+            version,
+            live,
+        }) = locked
+        else {
+            rollback(tx).await?;
+            return Err(ApplyError::CapabilityRejected);
+        };
+        if !live {
+            rollback(tx).await?;
+            return Err(ApplyError::LeaseExpired);
+        }
+        let Step { updates, evidence } = match step(&state) {
+            Ok(step) => step,
+            Err(error) => {
+                rollback(tx).await?;
+                return Err(ApplyError::Call(error));
+            }
+        };
+        let mut after = state.clone();
+        for (key, value) in updates {
+            after.insert(key, value);
+        }
+        let version_before = to_u64(version, "state version")?;
+        let version_after = version_before + 1;
+        let pin = pin_columns(Some(&*evidence.pin))?;
+        let written = db(sqlx::query(
+            "WITH updated AS ( \
+                 UPDATE attempt_state SET state = $3, version = $4, updated_at = now() \
+                 WHERE tenant_id = $1 AND attempt_id = $2 AND version = $4 - 1 \
+                 RETURNING attempt_id) \
+             INSERT INTO evidence (tenant_id, attempt_id, tool_name, operation_name, pin_kind, \
+                 tool_id, operation_id, revision, definition_hash, executor, variant, rule, \
+                 arguments, result, state_before, state_after, state_version_before, \
+                 state_version_after, delay_ms, started_at, duration_us) \
+             SELECT $1, attempt_id, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
+                 $17, $3, $4 - 1, $4, $18, $19, $20 FROM updated",
+        )
+        .bind(binding.tenant.as_uuid())
+        .bind(binding.attempt.as_uuid())
+        .bind(Json(&after))
+        .bind(to_i64(version_after)?)
+        .bind(&*evidence.tool)
+        .bind(&*evidence.operation)
+        .bind(pin.kind)
+        .bind(pin.tool_id)
+        .bind(pin.operation_id)
+        .bind(pin.revision)
+        .bind(pin.definition_hash)
+        .bind(evidence.executor.as_str())
+        .bind(evidence.variant.as_deref())
+        .bind(evidence.rule.map(to_i32).transpose()?)
+        .bind(Json(&evidence.arguments))
+        .bind(Json(&evidence.result))
+        .bind(Json(&state))
+        .bind(to_i32(evidence.delay_ms)?)
+        .bind(evidence.started_at)
+        .bind(to_i64(evidence.duration_us)?)
+        .execute(&mut *tx)
+        .await)?;
+        if written.rows_affected() != 1 {
+            rollback(tx).await?;
+            return Err(ApplyError::Store(StoreError::Conflict {
+                what: "the attempt's state version moved under its lock".into(),
+            }));
+        }
+        db(tx.commit().await)?;
+        Ok(Applied {
+            result: evidence.result,
+            version_before,
+            version_after,
+            delay_ms: evidence.delay_ms,
+        })
+    }
+
+    async fn state(&self, tenant: TenantId, attempt: AttemptId) -> Db<StateSnapshot> {
+        let row: Option<StateRow> = db(sqlx::query_as(
+            "SELECT state, version FROM attempt_state WHERE tenant_id = $1 AND attempt_id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(attempt.as_uuid())
+        .fetch_optional(&self.pool)
+        .await)?;
+        let StateRow { state, version } = row.ok_or(StoreError::NotFound { entity: "attempt" })?;
+        Ok(StateSnapshot {
+            state: state.0,
+            version: to_u64(version, "state version")?,
+        })
+    }
+}

@@ -1,0 +1,89 @@
+//! [`PgStore`]: the runtime's storage traits on PostgreSQL, one file per
+//! trait (`catalog`, `pins`, `fixtures`, `evidence`, `attempts`); the row
+//! types they read are in `crate::rows`.
+//!
+//! Lock order (see docs/data-model.md): a call locks only its attempt's
+//! `attempt_state` row; a revision save only its `tool_operations` row;
+//! finishing an attempt and recording a harness error lock the `attempts`
+//! row first. No transaction takes two of these, so none can deadlock.
+
+mod attempts;
+mod catalog;
+mod evidence;
+mod fixtures;
+mod pins;
+
+use crate::error::map_sqlx_error;
+use sqlx::postgres::PgPool;
+use sqlx::{Postgres, Transaction};
+use toolmock_runtime::error::StoreError;
+use toolmock_runtime::model::{AttemptId, TenantId};
+
+/// The PostgreSQL backend. Cloning shares the pool.
+#[derive(Debug, Clone)]
+pub struct PgStore {
+    pool: PgPool,
+}
+
+impl PgStore {
+    /// A store over a migrated pool.
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    /// The pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+}
+
+type Db<T> = Result<T, StoreError>;
+
+fn db<T>(result: Result<T, sqlx::Error>) -> Db<T> {
+    result.map_err(map_sqlx_error)
+}
+
+async fn rollback(tx: Transaction<'static, Postgres>) -> Db<()> {
+    db(tx.rollback().await)
+}
+
+impl PgStore {
+    /// The rows of one of an attempt's listings (`sql` binds the tenant as
+    /// `$1` and the attempt as `$2`); "not found" when there are none because
+    /// the attempt is not this tenant's.
+    async fn attempt_rows<R>(
+        &self,
+        sql: &'static str,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> Db<Vec<R>>
+    where
+        R: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
+    {
+        let rows: Vec<R> = db(sqlx::query_as(sql)
+            .bind(tenant.as_uuid())
+            .bind(attempt.as_uuid())
+            .fetch_all(&self.pool)
+            .await)?;
+        self.require_attempt(tenant, attempt, rows.is_empty())
+            .await?;
+        Ok(rows)
+    }
+
+    /// An empty listing is "not found" when the attempt is not this tenant's.
+    async fn require_attempt(&self, tenant: TenantId, attempt: AttemptId, empty: bool) -> Db<()> {
+        if !empty {
+            return Ok(());
+        }
+        let found: Option<uuid::Uuid> = db(sqlx::query_scalar(
+            "SELECT id FROM attempts WHERE tenant_id = $1 AND id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(attempt.as_uuid())
+        .fetch_optional(&self.pool)
+        .await)?;
+        found
+            .map(|_| ())
+            .ok_or(StoreError::NotFound { entity: "attempt" })
+    }
+}

@@ -1,0 +1,203 @@
+//! `PinStore`: a simulation, its pins, test cases and attempts, written at once.
+
+use super::{Db, PgStore, db};
+use crate::rows::*;
+use sqlx::types::Json;
+use sqlx::{Postgres, Transaction};
+use toolmock_runtime::backend::*;
+use toolmock_runtime::error::*;
+use toolmock_runtime::model::*;
+
+async fn insert_pin(
+    tx: &mut Transaction<'static, Postgres>,
+    tenant: TenantId,
+    simulation: SimulationId,
+    record: &PinRecord,
+) -> Db<()> {
+    let (kind, pin, contract, definition, reason) = match &record.pin {
+        PinTarget::Pinned {
+            pin,
+            contract,
+            definition,
+        } => (
+            pin.kind(),
+            Some(pin),
+            Some(contract),
+            match pin {
+                PinRef::Inline { .. } => Some(definition),
+                PinRef::Library { .. } => None,
+            },
+            None,
+        ),
+        PinTarget::Unpinned { reason } => ("unpinned", None, None, None, Some(reason.as_str())),
+    };
+    let columns = pin_columns(pin)?;
+    db(sqlx::query(
+        "INSERT INTO simulation_pins (tenant_id, simulation_id, tool_name, operation_name, kind, \
+             tool_id, operation_id, revision, definition_hash, contract, definition, unpinned_reason) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+    )
+    .bind(tenant.as_uuid())
+    .bind(simulation.as_uuid())
+    .bind(&record.tool)
+    .bind(&record.operation)
+    .bind(kind)
+    .bind(columns.tool_id)
+    .bind(columns.operation_id)
+    .bind(columns.revision)
+    .bind(columns.definition_hash)
+    .bind(contract.map(Json))
+    .bind(definition.map(Json))
+    .bind(reason)
+    .execute(&mut **tx)
+    .await)?;
+    Ok(())
+}
+
+impl PinStore for PgStore {
+    async fn create_simulation(&self, tenant: TenantId, simulation: &NewSimulation) -> Db<()> {
+        let mut tx = db(self.pool.begin().await)?;
+        let inserted = sqlx::query(
+            "INSERT INTO simulations (tenant_id, id, agent_id, mode, allow_incomplete, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(simulation.id.as_uuid())
+        .bind(simulation.agent.as_uuid())
+        .bind(simulation.mode.as_str())
+        .bind(simulation.allow_incomplete)
+        .bind(simulation.created_at)
+        .execute(&mut *tx)
+        .await;
+        match db(inserted) {
+            Ok(_) => {}
+            Err(StoreError::NotFound { .. }) => {
+                return Err(StoreError::NotFound { entity: "agent" });
+            }
+            Err(e) => return Err(e),
+        }
+        for record in &simulation.pins {
+            insert_pin(&mut tx, tenant, simulation.id, record).await?;
+        }
+        for case in &simulation.test_cases {
+            db(sqlx::query(
+                "INSERT INTO test_cases (tenant_id, id, simulation_id, position, name, variants) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(tenant.as_uuid())
+            .bind(case.id.as_uuid())
+            .bind(simulation.id.as_uuid())
+            .bind(to_i32(case.position)?)
+            .bind(&case.spec.name)
+            .bind(Json(&case.spec.variants))
+            .execute(&mut *tx)
+            .await)?;
+        }
+        for attempt in &simulation.attempts {
+            db(sqlx::query(
+                "INSERT INTO attempts (tenant_id, id, simulation_id, test_case_id, number, \
+                     lease_owner, lease_expires_at, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .bind(tenant.as_uuid())
+            .bind(attempt.id.as_uuid())
+            .bind(simulation.id.as_uuid())
+            .bind(attempt.test_case.as_uuid())
+            .bind(to_i32(attempt.number)?)
+            .bind(&attempt.lease_owner)
+            .bind(attempt.lease_expires_at)
+            .bind(simulation.created_at)
+            .execute(&mut *tx)
+            .await)?;
+            db(sqlx::query(
+                "INSERT INTO attempt_state (attempt_id, tenant_id, state, version, updated_at) \
+                 VALUES ($1, $2, $3, 0, $4)",
+            )
+            .bind(attempt.id.as_uuid())
+            .bind(tenant.as_uuid())
+            .bind(Json(&attempt.initial_state))
+            .bind(simulation.created_at)
+            .execute(&mut *tx)
+            .await)?;
+            db(sqlx::query(
+                "INSERT INTO attempt_capabilities (token_hash, tenant_id, attempt_id, created_at) \
+                 VALUES ($1, $2, $3, $4)",
+            )
+            .bind(&attempt.token_hash.as_bytes()[..])
+            .bind(tenant.as_uuid())
+            .bind(attempt.id.as_uuid())
+            .bind(simulation.created_at)
+            .execute(&mut *tx)
+            .await)?;
+        }
+        db(tx.commit().await)
+    }
+
+    async fn simulation_pins(
+        &self,
+        tenant: TenantId,
+        simulation: SimulationId,
+    ) -> Db<SimulationPins> {
+        let simulation_row: Option<SimulationRow> = db(sqlx::query_as(
+            "SELECT mode FROM simulations WHERE tenant_id = $1 AND id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(simulation.as_uuid())
+        .fetch_optional(&self.pool)
+        .await)?;
+        let SimulationRow { mode } = simulation_row.ok_or(StoreError::NotFound {
+            entity: "simulation",
+        })?;
+        let rows: Vec<SimulationPinRow> = db(sqlx::query_as(
+            "SELECT p.tool_name, p.operation_name, p.kind AS pin_kind, p.tool_id, p.operation_id, \
+                 p.revision, p.definition_hash, p.contract, p.definition, r.definition AS revision_definition, \
+                 p.unpinned_reason \
+             FROM simulation_pins p \
+             LEFT JOIN tool_mock_revisions r ON r.tenant_id = p.tenant_id \
+                 AND r.operation_id = p.operation_id AND r.revision = p.revision \
+             WHERE p.tenant_id = $1 AND p.simulation_id = $2 \
+             ORDER BY p.tool_name, p.operation_name",
+        )
+        .bind(tenant.as_uuid())
+        .bind(simulation.as_uuid())
+        .fetch_all(&self.pool)
+        .await)?;
+        let mut pins = Vec::with_capacity(rows.len());
+        for row in rows {
+            let pin = if row.pin.pin_kind.as_deref() == Some("unpinned") {
+                let reason = row.unpinned_reason.unwrap_or_default();
+                PinTarget::Unpinned {
+                    reason: IncompleteStatus::parse(&reason)
+                        .ok_or_else(|| corrupt("unpinned reason", &reason))?,
+                }
+            } else {
+                let pin = row
+                    .pin
+                    .into_pin()?
+                    .ok_or_else(|| corrupt("pin", "no pin"))?;
+                let definition = row
+                    .definition
+                    .or(row.revision_definition)
+                    .ok_or_else(|| corrupt("pin", "the pinned definition is missing"))?;
+                PinTarget::Pinned {
+                    pin,
+                    contract: contract(
+                        row.contract
+                            .ok_or_else(|| corrupt("pin", "the pinned contract is missing"))?
+                            .0,
+                    )?,
+                    definition: definition.0,
+                }
+            };
+            pins.push(PinRecord {
+                tool: row.tool_name,
+                operation: row.operation_name,
+                pin,
+            });
+        }
+        Ok(SimulationPins {
+            mode: SimulationMode::parse(&mode).ok_or_else(|| corrupt("mode", &mode))?,
+            pins,
+        })
+    }
+}
