@@ -35,6 +35,8 @@ problem_codes! {
         NulCharacter => "nul_character",
         /// A path parameter of the wrong form (e.g. not a UUID).
         InvalidPathParameter => "invalid_path_parameter",
+        /// A query parameter of the wrong form (e.g. `limit=0`).
+        InvalidQuery => "invalid_query",
         /// No valid bearer token (missing, malformed, expired, wrongly signed, wrong issuer or audience).
         Unauthenticated => "unauthenticated",
         /// The token lacks the route's permission.
@@ -150,6 +152,12 @@ pub enum ApiError {
     NulCharacter {
         /// JSON pointer to the string or key.
         path: String,
+    },
+    /// A query parameter is unusable.
+    #[error("invalid query: {message}")]
+    InvalidQuery {
+        /// Why.
+        message: String,
     },
     /// A path parameter is not what the route expects (e.g. not a UUID).
     #[error("invalid path parameter: {message}")]
@@ -284,9 +292,9 @@ impl ApiError {
     /// The HTTP status of each variant.
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::MalformedJson { .. } | ApiError::InvalidPathParameter { .. } => {
-                StatusCode::BAD_REQUEST
-            }
+            ApiError::MalformedJson { .. }
+            | ApiError::InvalidPathParameter { .. }
+            | ApiError::InvalidQuery { .. } => StatusCode::BAD_REQUEST,
             ApiError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::UnknownField { .. }
@@ -334,6 +342,7 @@ impl ApiError {
             ApiError::InvalidBody { .. } => ApiCode::InvalidBody,
             ApiError::NulCharacter { .. } => ApiCode::NulCharacter,
             ApiError::InvalidPathParameter { .. } => ApiCode::InvalidPathParameter,
+            ApiError::InvalidQuery { .. } => ApiCode::InvalidQuery,
             ApiError::Unauthenticated { .. } => ApiCode::Unauthenticated,
             ApiError::Forbidden { .. } => ApiCode::Forbidden,
             ApiError::InvalidCapability => ApiCode::InvalidCapability,

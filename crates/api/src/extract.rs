@@ -1,6 +1,6 @@
 //! Extractors whose every failure is an [`ApiError`]: JSON bodies (malformed
 //! → 400 with line and column, over the limit → 413, unknown or wrong members
-//! → 422) and path parameters (400).
+//! → 422), path and query parameters (400).
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -140,6 +140,23 @@ impl<T: DeserializeOwned + Send> FromRequestParts<AppState> for ApiPath<T> {
             .await
             .map(|p| ApiPath(p.0))
             .map_err(|e| ApiError::InvalidPathParameter {
+                message: e.body_text(),
+            })
+    }
+}
+
+/// Query parameters.
+#[derive(Debug)]
+pub(crate) struct ApiQuery<T>(pub T);
+
+impl<T: DeserializeOwned + Send> FromRequestParts<AppState> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| ApiQuery(q.0))
+            .map_err(|e| ApiError::InvalidQuery {
                 message: e.body_text(),
             })
     }

@@ -154,11 +154,8 @@ impl AppState {
         if known {
             return Ok(());
         }
-        // Written here until the store's per-trait layout (issue 9) gives it a method.
-        sqlx::query("INSERT INTO tenants (id, name) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING")
-            .bind(principal.tenant.as_uuid())
-            .bind(&principal.tenant_name)
-            .execute(&self.inner.pool)
+        self.store()
+            .ensure_tenant(principal.tenant, &principal.tenant_name)
             .await?;
         self.inner
             .tenants

@@ -41,19 +41,13 @@ impl FromRequestParts<AppState> for AttemptCapability {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let capability = Capability::from_token(bearer(parts)?);
-        // The token names no tenant; its hash is the key that finds it. Read
-        // here until the store's per-trait layout (issue 9) gives it a method.
-        let owner: Option<(Uuid, Uuid)> = sqlx::query_as(
-            "SELECT tenant_id, attempt_id FROM attempt_capabilities WHERE token_hash = $1",
-        )
-        .bind(capability.hash().as_bytes().as_slice())
-        .fetch_optional(state.pool())
-        .await?;
+        // The token names no tenant: its hash is the key that finds it.
+        let owner = state.store().capability_owner(&capability.hash()).await?;
         let (tenant, attempt) = owner.ok_or(ApiError::InvalidCapability)?;
         Ok(Self {
             capability,
-            tenant: TenantId(tenant),
-            attempt: AttemptId(attempt),
+            tenant,
+            attempt,
         })
     }
 }

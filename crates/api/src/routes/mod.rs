@@ -64,6 +64,12 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "GET",
+        path: "/api/tools",
+        access: Access::Permission(MANAGE_TOOLS),
+        register: || routes!(tools::list_tools),
+    },
+    Route {
+        method: "GET",
         path: "/api/tools/{id}",
         access: Access::Permission(MANAGE_TOOLS),
         register: || routes!(tools::get_tool),

@@ -359,17 +359,13 @@ pub(crate) async fn list_revisions(
     State(state): State<AppState>,
     ApiPath((id, operation_id)): ApiPath<(Uuid, Uuid)>,
 ) -> Result<Json<Vec<RevisionView>>, ApiError> {
-    let tenant = auth.principal.tenant;
-    let op = find_operation(&state, tenant, id, operation_id).await?;
-    let latest = op.latest.as_ref().map_or(0, |r| r.revision);
-    let mut history = Vec::new();
-    for number in (1..=latest).rev() {
-        let record = state
-            .store()
-            .revision(tenant, OperationId(operation_id), number)
-            .await?;
-        history.push(revision_view(record));
-    }
+    let history = state
+        .store()
+        .revisions(auth.principal.tenant, ToolId(id), OperationId(operation_id))
+        .await?
+        .into_iter()
+        .map(revision_view)
+        .collect();
     Ok(Json(history))
 }
 

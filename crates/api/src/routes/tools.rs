@@ -4,7 +4,7 @@
 use crate::AppState;
 use crate::auth::{Authorized, ManageTools};
 use crate::error::{ApiCode, ApiError};
-use crate::extract::{ApiJson, ApiPath};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -348,6 +348,88 @@ pub(crate) async fn create_tool(
     }
     let tool = store.tool(tenant, id).await?;
     Ok((StatusCode::CREATED, Json(tool_view(&tool))))
+}
+
+/// `GET /api/tools` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListQuery {
+    /// The `next` of the previous page (a tool name); absent for the first page.
+    after: Option<String>,
+    /// Page size, 1 to 200 (default 50).
+    limit: Option<u32>,
+}
+
+/// One tool of a page.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ToolListItem {
+    /// Its id.
+    id: Uuid,
+    /// Its name.
+    name: String,
+    /// `platform`, `mcp` or `custom`.
+    kind: String,
+    /// How many operations are in each testing status.
+    current: u32,
+    /// Stale operations (their latest revision answers an older contract).
+    stale: u32,
+    /// Operations without a revision.
+    missing: u32,
+    /// Operations without an output schema.
+    needs_output_schema: u32,
+}
+
+/// A page of tools.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ToolPage {
+    /// The tools, by name.
+    tools: Vec<ToolListItem>,
+    /// Pass as `after` for the next page; absent on the last page.
+    next: Option<String>,
+}
+
+/// The tenant's tools, by name, a page at a time.
+#[utoipa::path(get, path = "/api/tools", tag = "tools",
+    params(ListQuery),
+    security(("bearer" = ["AIManager:ManageTools"])),
+    responses(
+        (status = 200, description = "A page of tools", body = ToolPage),
+        (status = 400, description = "`invalid_query`", body = crate::ErrorEnvelope),
+    ))]
+pub(crate) async fn list_tools(
+    auth: Authorized<ManageTools>,
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<ToolPage>, ApiError> {
+    let limit = query.limit.unwrap_or(50);
+    if !(1..=200).contains(&limit) {
+        return Err(ApiError::InvalidQuery {
+            message: format!("limit must be between 1 and 200, not {limit}"),
+        });
+    }
+    // One more than asked tells whether there is a next page.
+    let mut tools = state
+        .store()
+        .list_tools(auth.principal.tenant, query.after.as_deref(), limit + 1)
+        .await?;
+    let more = tools.len() > limit as usize;
+    tools.truncate(limit as usize);
+    let next = more.then(|| tools.last().map(|t| t.name.clone())).flatten();
+    Ok(Json(ToolPage {
+        tools: tools
+            .into_iter()
+            .map(|t| ToolListItem {
+                id: t.id.as_uuid(),
+                name: t.name,
+                kind: t.kind.as_str().to_owned(),
+                current: t.current,
+                stale: t.stale,
+                missing: t.missing,
+                needs_output_schema: t.needs_output_schema,
+            })
+            .collect(),
+        next,
+    }))
 }
 
 /// One tool with its operations and their status.

@@ -116,3 +116,91 @@ async fn custom_operations_are_checked_together(pool: PgPool) {
         .unwrap();
     assert_eq!(tools, 0);
 }
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn tools_are_listed_a_page_at_a_time_with_their_status(pool: PgPool) {
+    let app = app(&pool);
+    let bearer = token("acme", &[MANAGE]);
+    let calendar = create_calendar(&app, &bearer).await;
+    assert_eq!(
+        save_booking(&app, &bearer, &calendar).await.status,
+        StatusCode::CREATED
+    );
+    for name in ["billing", "directory"] {
+        let reply = send(
+            &app,
+            Method::POST,
+            "/api/tools",
+            Some(&bearer),
+            Some(&calendar_tool(name)),
+        )
+        .await;
+        assert_eq!(reply.status, StatusCode::CREATED);
+    }
+    let first = send(&app, Method::GET, "/api/tools?limit=2", Some(&bearer), None).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.json);
+    let names: Vec<_> = first.json["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    assert_eq!(names, vec![json!("billing"), json!("calendar")]);
+    assert_eq!(first.json["next"], "calendar");
+    let calendar_row = &first.json["tools"][1];
+    assert_eq!(
+        (
+            calendar_row["current"].as_u64(),
+            calendar_row["missing"].as_u64(),
+            calendar_row["needs_output_schema"].as_u64(),
+            calendar_row["stale"].as_u64()
+        ),
+        (Some(1), Some(0), Some(1), Some(0))
+    );
+    let second = send(
+        &app,
+        Method::GET,
+        "/api/tools?limit=2&after=calendar",
+        Some(&bearer),
+        None,
+    )
+    .await;
+    assert_eq!(second.json["tools"][0]["name"], "directory");
+    assert!(second.json["next"].is_null());
+    for bad in [
+        "/api/tools?limit=0",
+        "/api/tools?limit=201",
+        "/api/tools?limit=many",
+        "/api/tools?colour=red",
+    ] {
+        let reply = send(&app, Method::GET, bad, Some(&bearer), None).await;
+        assert_eq!(
+            (reply.status, reply.code()),
+            (StatusCode::BAD_REQUEST, "invalid_query"),
+            "{bad}"
+        );
+    }
+    // Another tenant's list is its own.
+    let other = send(
+        &app,
+        Method::GET,
+        "/api/tools",
+        Some(&token("globex", &[MANAGE])),
+        None,
+    )
+    .await;
+    assert_eq!(other.json["tools"], json!([]));
+    // A revision history under another tool's id is absent.
+    let elsewhere = send(
+        &app,
+        Method::GET,
+        &format!(
+            "/api/tools/{}/operations/{}/revisions",
+            calendar.book, calendar.book
+        ),
+        Some(&bearer),
+        None,
+    )
+    .await;
+    assert_eq!(elsewhere.status, StatusCode::NOT_FOUND);
+}
