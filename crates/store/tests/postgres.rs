@@ -215,6 +215,7 @@ const TABLES: &[&str] = &[
     "attempts",
     "evidence",
     "harness_errors",
+    "operation_contracts",
     "simulation_pins",
     "simulations",
     "tenants",

@@ -18,7 +18,7 @@ use toolmock_evaluator::{CompiledContract, compile_checked};
 use toolmock_runtime::backend::Catalog;
 use toolmock_runtime::model::{
     InlineTool, OperationId, OperationView, Provenance, RevisionRecord, SaveRevision, TenantId,
-    ToolId,
+    TestingStatus, ToolId,
 };
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -75,6 +75,11 @@ pub(crate) struct OperationTesting {
     contract_hash: Option<String>,
     /// The latest revision.
     latest_revision: Option<RevisionSummary>,
+    /// For a stale operation: the contract diff (the schema crate's `diff`)
+    /// from the contract the latest revision was saved against to the current one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    stale_diff: Option<Value>,
 }
 
 /// `GET /api/tools/{id}/testing`.
@@ -215,6 +220,7 @@ fn operation_testing(op: &OperationView) -> Result<OperationTesting, ApiError> {
             .map_err(|e| ApiError::Internal(e.to_string()))?,
         contract_hash: op.contract_hash.as_ref().map(ToString::to_string),
         latest_revision: op.latest.as_ref().map(revision_summary),
+        stale_diff: None,
     })
 }
 
@@ -252,14 +258,25 @@ pub(crate) async fn get_testing(
         .store()
         .tool(auth.principal.tenant, ToolId(id))
         .await?;
+    let mut operations = Vec::with_capacity(tool.operations.len());
+    for op in &tool.operations {
+        let mut view = operation_testing(op)?;
+        if let (TestingStatus::Stale, Some(latest)) = (op.status(), &op.latest) {
+            let saved_against = state
+                .store()
+                .contract_at(auth.principal.tenant, op.id, &latest.contract_hash)
+                .await?;
+            view.stale_diff = Some(crate::routes::tools::contract_diff(
+                saved_against.as_ref(),
+                op.contract.as_ref(),
+            )?);
+        }
+        operations.push(view);
+    }
     Ok(Json(ToolTesting {
         tool_id: tool.id.as_uuid(),
         tool_name: tool.name.clone(),
-        operations: tool
-            .operations
-            .iter()
-            .map(operation_testing)
-            .collect::<Result<_, _>>()?,
+        operations,
     }))
 }
 

@@ -85,6 +85,16 @@ async fn the_409_flow_end_to_end(pool: PgPool) {
 
     let testing = send(&app, Method::GET, &testing_path, Some(&bearer), None).await;
     assert_eq!(operation(&testing.json, "book")["status"], "stale");
+    // Why it is stale: the diff from the contract revision 1 was saved against.
+    let why = &operation(&testing.json, "book")["stale_diff"];
+    assert_eq!(why["old_hash"], tool.book_hash.as_str());
+    assert_eq!(why["new_hash"], new_hash.as_str());
+    assert_eq!(why, &stale[0]["diff"]);
+    assert!(
+        operation(&testing.json, "cancel")
+            .get("stale_diff")
+            .is_none()
+    );
     assert_eq!(
         operation(&testing.json, "book")["contract_hash"],
         new_hash.as_str()

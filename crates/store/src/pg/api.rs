@@ -4,7 +4,10 @@
 //! except `capability_owner`, whose token is the only key a caller has.
 
 use super::{Db, PgStore, db};
-use crate::rows::{RevisionRow, corrupt};
+use crate::rows::{RevisionRow, contract, corrupt};
+use serde_json::Value;
+use sqlx::types::Json;
+use toolmock_contract::{ContractHash, OperationContract};
 use toolmock_runtime::model::{
     AttemptId, OperationId, RevisionRecord, TenantId, TokenHash, ToolId, ToolKind,
 };
@@ -110,6 +113,26 @@ impl PgStore {
                 })
             })
             .collect()
+    }
+
+    /// The contract an operation had when its hash was `hash` (kept by the
+    /// `operation_contracts` trigger), if it ever had that hash.
+    pub async fn contract_at(
+        &self,
+        tenant: TenantId,
+        operation: OperationId,
+        hash: &ContractHash,
+    ) -> Db<Option<OperationContract>> {
+        let row: Option<Json<Value>> = db(sqlx::query_scalar(
+            "SELECT contract FROM operation_contracts \
+             WHERE tenant_id = $1 AND operation_id = $2 AND contract_hash = $3",
+        )
+        .bind(tenant.as_uuid())
+        .bind(operation.as_uuid())
+        .bind(hash.as_str())
+        .fetch_optional(self.pool())
+        .await)?;
+        row.map(|json| contract(json.0)).transpose()
     }
 
     /// Every revision of an operation of `tool`, newest first; not found
