@@ -352,11 +352,13 @@ pub(crate) async fn create_tool(
 
 /// `GET /api/tools` query.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ListQuery {
     /// The `next` of the previous page (a tool name); absent for the first page.
     after: Option<String>,
     /// Page size, 1 to 200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<u32>,
 }
 
