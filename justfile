@@ -35,10 +35,10 @@ test: setup
 schemathesis examples="50":
     scripts/schemathesis.sh {{examples}}
 
-# Run the shared conformance vectors (when ../shared is there) against the CLI.
+# Run the shared conformance vectors (when ../shared is there; in CI, CI=true, it must be) against the CLI.
 conformance:
     cargo build --locked -p toolmock-cli
-    if [ -x "{{shared}}/conformance/run" ]; then "{{shared}}/conformance/run" --toolmock target/debug/toolmock; else echo "no ../shared/conformance here; skipped"; fi
+    if [ -x "{{shared}}/conformance/run" ]; then "{{shared}}/conformance/run" --toolmock target/debug/toolmock; elif [ "${CI:-}" = "true" ]; then echo "no ../shared/conformance here, and CI=true: the shared vectors must run in CI" >&2; exit 1; else echo "no ../shared/conformance here; skipped"; fi
 
 # Formatting, lints (warnings are errors) and documentation warnings.
 lint:

@@ -52,7 +52,7 @@ toolmock_contract::problem_codes! {
 }
 
 /// A failure of the command itself (not a failed check or a failed call).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Failure {
     /// What to print on stderr.
     pub(crate) message: String,

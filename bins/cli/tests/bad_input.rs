@@ -373,6 +373,60 @@ fn calls_line_that_is_not_an_object_is_refused() {
     }
 }
 
+/// serde reads a struct from an array too; SPEC §11 reads only objects. Both
+/// shapes used to be evaluated (as a call of the `default` variant, and as a
+/// call whose input is `{"input": …}`); the lines after the bad one are not
+/// evaluated, the ones before are.
+#[test]
+fn calls_line_that_is_an_array_of_call_parts_is_refused() {
+    let s = Scratch::new();
+    let d = s.json("d.json", &definition());
+    for line in [
+        r#"[{"x":1},"default"]"#,
+        r#"[{"input":{"x":1}}]"#,
+        r#"  [{"x":1}]"#,
+    ] {
+        let calls = s.file(
+            "calls.jsonl",
+            format!("{{\"input\":{{\"x\":2}}}}\n\n{line}\n{{\"input\":{{\"x\":3}}}}\n"),
+        );
+        let ran = toolmock(&[&"eval", &d, &"--calls", &calls]);
+        ran.refused(2, "calls.jsonl:3")
+            .refused(2, "must be a JSON object, not an array");
+        assert_eq!(ran.stdout.lines().count(), 1, "{}", ran.stdout);
+        assert!(ran.stdout.contains("\"echo\":2"), "{}", ran.stdout);
+    }
+}
+
+/// `--calls -` reads the calls from standard input.
+#[test]
+fn calls_can_come_from_standard_input() {
+    let s = Scratch::new();
+    let d = s.json("d.json", &definition());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolmock"))
+        .arg("eval")
+        .arg(&d)
+        .args(["--calls", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run toolmock");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("a stdin pipe");
+        stdin
+            .write_all(b"{\"input\":{\"x\":1}}\n{\"input\":{\"x\":0}}\n[1]\n")
+            .expect("write the calls");
+    }
+    let out = child.wait_with_output().expect("toolmock ends");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stdout.lines().count(), 2, "{stdout}");
+    assert!(stderr.contains("standard input:3"), "{stderr}");
+}
+
 #[test]
 fn calls_line_with_unknown_fields_is_refused() {
     let s = Scratch::new();
@@ -517,9 +571,15 @@ fn contracts_with_wrong_shapes_are_refused() {
     }
 }
 
+/// SPEC §2: an integer literal is refused only when no double holds it, in
+/// `hash`, `check` and `eval` alike. (The hashes of exact big integers are
+/// checked against an independent JCS implementation by the vectors
+/// `hash_exact_big_integers` and `hasheq_exact_big_integer_and_float_forms_equal`.)
 #[test]
 fn contract_integers_a_double_cannot_hold_are_refused() {
     let s = Scratch::new();
+    let d = s.json("d.json", &definition());
+    let calls = s.file("calls.jsonl", "{\"input\":{\"x\":1}}\n");
     for number in [
         "9007199254740993",
         "-9007199254740993",
@@ -534,6 +594,35 @@ fn contract_integers_a_double_cannot_hold_are_refused() {
             ),
         );
         toolmock(&[&"hash", &c]).refused(2, "inexact_number");
+        toolmock(&[&"check", &d, &"--contract", &c]).refused(2, "inexact_number");
+        toolmock(&[&"eval", &d, &"--calls", &calls, &"--contract", &c])
+            .refused(2, "inexact_number")
+            .no_call_output();
+    }
+    // Integers a double holds exactly are accepted at any size.
+    for number in [
+        "100000000000000000000",
+        "18446744073709551616",
+        "-18446744073709551616",
+        "1152921504606846976",
+    ] {
+        let c = s.file(
+            "c.json",
+            format!(
+                "{{\"operation\":{{\"source\":\"mcp\",\"name\":\"x\"}},\"input_schema\":{{\"maximum\":{number}}},\"output_schema\":{{}}}}"
+            ),
+        );
+        let ran = toolmock(&[&"hash", &c]);
+        assert_eq!(ran.code, 0, "{number}: {}", ran.stderr);
+        let ran = toolmock(&[&"check", &d, &"--contract", &c]);
+        assert_eq!(ran.code, 0, "{number}: {}", ran.stderr);
+        let ran = toolmock(&[&"eval", &d, &"--calls", &calls, &"--contract", &c]);
+        assert_eq!(ran.code, 0, "{number}: {}", ran.stderr);
+        assert!(
+            ran.stdout.starts_with("{\"ok\""),
+            "{number}: {}",
+            ran.stdout
+        );
     }
     // 2^53 itself is exact and hashes.
     let c = s.file(
@@ -543,6 +632,40 @@ fn contract_integers_a_double_cannot_hold_are_refused() {
     let ran = toolmock(&[&"hash", &c]);
     assert_eq!(ran.code, 0, "{}", ran.stderr);
     assert_eq!(ran.stdout.trim().len(), 64);
+}
+
+/// Issue 11.1: a 2 KB schema whose `$defs` levels each reach the next twice
+/// made validating one invalid input take seconds (20 levels: 12 s). It is
+/// refused when the contract is compiled, the same way every time.
+#[test]
+fn exponential_schemas_are_refused_before_any_call() {
+    let s = Scratch::new();
+    let d = s.json("d.json", &definition());
+    for levels in [20, 26] {
+        let mut defs = serde_json::Map::new();
+        for level in 0..levels {
+            let next = format!("#/$defs/l{}", level + 1);
+            defs.insert(
+                format!("l{level}"),
+                json!({"anyOf": [{"$ref": next}, {"allOf": [{"$ref": next}, {"minProperties": 1}]}]}),
+            );
+        }
+        defs.insert(format!("l{levels}"), json!({"type": "object"}));
+        let c = s.json(
+            "c.json",
+            &json!({
+                "operation": {"source": "mcp", "name": "x"},
+                "input_schema": {"$defs": defs, "$ref": "#/$defs/l0"},
+                "output_schema": {}
+            }),
+        );
+        let calls = s.file("calls.jsonl", "{\"input\":{}}\n");
+        toolmock(&[&"eval", &d, &"--calls", &calls, &"--contract", &c])
+            .refused(2, "schema_too_complex")
+            .refused(2, &format!("/$defs/l{}", levels - 10))
+            .no_call_output();
+        toolmock(&[&"check", &d, &"--contract", &c]).refused(2, "schema_too_complex");
+    }
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Snapshots of `toolmock check`'s human-readable diagnostics: one
-//! `FILE: /json/pointer: code: message` line per problem, then a count.
+//! `FILE: /json/pointer: code: message` line per problem, then a count; and
+//! of its warnings (`FILE: /json/pointer: warning: code: message`).
 //!
 //! Review changes with `INSTA_UPDATE=always cargo test -p toolmock-cli --test
 //! snapshots` and read the `.snap` diffs before keeping them.
@@ -12,6 +13,11 @@ use std::process::Command;
 /// and returns exit status, stdout and stderr with the folder replaced by
 /// `DIR`, so the snapshot does not depend on where the test ran.
 fn check(name: &str, definition: &str, contract: &Value) -> String {
+    check_with(name, definition, contract, &[])
+}
+
+/// [`check`] with more arguments (`--json`, `--deny-warnings`).
+fn check_with(name: &str, definition: &str, contract: &Value, args: &[&str]) -> String {
     let dir: PathBuf = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("snapshots-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("scratch folder");
@@ -24,6 +30,7 @@ fn check(name: &str, definition: &str, contract: &Value) -> String {
         .arg(&d)
         .arg("--contract")
         .arg(&c)
+        .args(args)
         .output()
         .expect("run toolmock");
     let _ = std::fs::remove_dir_all(&dir);
@@ -226,4 +233,77 @@ fn json_report_paths_are_escaped_pointers() {
         .collect();
     assert_eq!(report["ok"], json!(false));
     insta::assert_snapshot!(lines.join("\n"));
+}
+
+/// Issue 11.3: a definition that passes but reads an input the contract
+/// leaves optional (directly, inside `$number` and `$dateAdd`, under an
+/// `anyOf` only one branch of which requires it), and a rule that an earlier
+/// one always answers first. Guarded reads give no warning: a rule testing
+/// `exists: true` or `eq`, and the variant's result after a rule whose only
+/// condition is `exists: false` on the path.
+fn warned_definition() -> (Value, Value) {
+    let contract = json!({
+        "operation": {"source": "mcp", "name": "book"},
+        "input_schema": {
+            "type": "object",
+            "required": ["id", "when"],
+            "properties": {
+                "id": {"type": "string"}, "days": {"type": "integer"}, "note": {"type": "string"},
+                "when": {"type": "object", "anyOf": [{"required": ["date"]}, {"required": ["date", "tz"]}]}
+            }
+        },
+        "output_schema": {}
+    });
+    let doc = json!({
+        "schema_version": 1,
+        "default_variant": "ok",
+        "variants": {"ok": {
+            "result": {
+                "id": {"$input": "id"},
+                "note": {"$input": "note"},
+                "at": {"$dateAdd": {"value": {"$input": "when.date"}, "days": {"$input": "days"}}},
+                "tz": {"$input": "when.tz"},
+                "n": {"$number": {"$input": "amount"}}
+            },
+            "rules": [
+                {"when": [{"source": "input", "path": "amount", "op": "exists", "value": false}],
+                 "result": {"days": {"$input": "days"}}},
+                {"when": [{"source": "input", "path": "days", "op": "exists", "value": true}],
+                 "result": {"days": {"$input": "days"}, "note": {"$input": "note"}}},
+                {"when": [{"source": "input", "path": "days", "op": "exists", "value": true},
+                          {"source": "input", "path": "id", "op": "eq", "value": "A"}],
+                 "result": "never"}
+            ]
+        }},
+        "examples": [{"variant": "ok", "input": {"id": "A", "when": {"date": "2026-01-01"}, "days": 2}, "expected": {"days": 2}}]
+    });
+    (doc, contract)
+}
+
+#[test]
+fn warnings_do_not_fail_the_check() {
+    let (doc, contract) = warned_definition();
+    insta::assert_snapshot!(check("warned", &pretty(&doc), &contract));
+}
+
+#[test]
+fn deny_warnings_fails_the_check() {
+    let (doc, contract) = warned_definition();
+    insta::assert_snapshot!(check_with(
+        "denied",
+        &pretty(&doc),
+        &contract,
+        &["--deny-warnings"]
+    ));
+}
+
+#[test]
+fn warnings_in_the_json_report_have_a_severity() {
+    let (doc, contract) = warned_definition();
+    insta::assert_snapshot!(check_with(
+        "warned_json",
+        &pretty(&doc),
+        &contract,
+        &["--json", "--deny-warnings"]
+    ));
 }

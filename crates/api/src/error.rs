@@ -87,8 +87,6 @@ problem_codes! {
         UnusableContract => "unusable_contract",
         /// A definition that cannot be hashed reproducibly.
         UnhashableDefinition => "unhashable_definition",
-        /// The real external tool failed (real-tools runs).
-        ExternalFailed => "external_failed",
         /// The configured chat-completions generator failed.
         GeneratorFailed => "generator_failed",
         /// The request took longer than the configured timeout.
@@ -231,9 +229,6 @@ pub enum ApiError {
     /// The harness failed a tool call: recorded; the attempt can never pass.
     #[error("harness error {}: {}", .0.code, .0.message)]
     Harness(HarnessFault),
-    /// The real external tool failed (real-tools runs only).
-    #[error("the external tool failed: {0}")]
-    ExternalFailed(String),
     /// The configured chat-completions generator failed (unreachable, an
     /// error status, an answer without content).
     #[error("the generator failed: {message}")]
@@ -312,9 +307,7 @@ impl ApiError {
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::ContractChanged { .. } | ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::Harness(_) => StatusCode::FAILED_DEPENDENCY,
-            ApiError::ExternalFailed(_) | ApiError::GeneratorFailed { .. } => {
-                StatusCode::BAD_GATEWAY
-            }
+            ApiError::GeneratorFailed { .. } => StatusCode::BAD_GATEWAY,
             ApiError::Timeout | ApiError::Overloaded | ApiError::NotReady { .. } => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -356,7 +349,6 @@ impl ApiError {
             ApiError::NeedsOutputSchema => ApiCode::NeedsOutputSchema,
             ApiError::Unprocessable { code, .. } => *code,
             ApiError::ToolInput(_) | ApiError::Harness(_) => return None,
-            ApiError::ExternalFailed(_) => ApiCode::ExternalFailed,
             ApiError::GeneratorFailed { .. } => ApiCode::GeneratorFailed,
             ApiError::Timeout => ApiCode::Timeout,
             ApiError::Overloaded => ApiCode::Overloaded,
@@ -484,7 +476,6 @@ impl From<DispatchError> for ApiError {
             DispatchError::ToolInput(fault) => ApiError::ToolInput(fault),
             DispatchError::Harness(fault) => ApiError::Harness(fault),
             DispatchError::CapabilityRejected => ApiError::InvalidCapability,
-            DispatchError::External(message) => ApiError::ExternalFailed(message),
             DispatchError::Store(e) => e.into(),
         }
     }

@@ -9,15 +9,17 @@ use std::fmt;
 /// The RFC 8785 (JCS) canonical form of a value: sorted keys (by UTF-16 code
 /// units), no whitespace, ECMAScript number formatting.
 ///
-/// Refuses integers a double cannot hold exactly, because JCS writes every
-/// number as a double and the hash would silently describe another value.
+/// Refuses integers no double holds exactly (SPEC §2), because JCS writes
+/// every number from its double and the hash would silently describe another
+/// value; every other number is written from its double, as RFC 8785 says
+/// (`18446744073709551616` as `18446744073709552000`).
 pub fn canonical_json(value: &Value) -> Result<Vec<u8>, ContractError> {
     check_exact_numbers(value)?;
     serde_json_canonicalizer::to_vec(value).map_err(ContractError::Canonicalization)
 }
 
 /// Fails with [`ContractError::InexactNumber`] (naming its JSON pointer) on the
-/// first integer whose magnitude exceeds 2^53.
+/// first integer no double holds exactly.
 pub fn check_exact_numbers(value: &Value) -> Result<(), ContractError> {
     let mut found = Vec::new();
     pointer::inexact_numbers(value, "", &mut found);
@@ -28,9 +30,10 @@ pub fn check_exact_numbers(value: &Value) -> Result<(), ContractError> {
 }
 
 /// Fails with [`ContractError::InexactNumber`] on the first integer literal of
-/// valid JSON `text` beyond the 64-bit range. serde_json reads such a literal
-/// as the nearest double, so [`check_exact_numbers`] on the parsed value can no
-/// longer tell it from a float; only the text can.
+/// valid JSON `text` beyond the 64-bit range that no double holds exactly.
+/// serde_json reads such a literal as the nearest double, so
+/// [`check_exact_numbers`] on the parsed value can no longer tell
+/// `100000000000000000001` from `100000000000000000000`; only the text can.
 pub(crate) fn check_integer_literals(text: &[u8]) -> Result<(), ContractError> {
     // One frame per open container: the current key or index, and whether an
     // object expects a key next.
@@ -86,9 +89,9 @@ pub(crate) fn check_integer_literals(text: &[u8]) -> Result<(), ContractError> {
                 let integer = !literal.iter().any(|b| matches!(b, b'.' | b'e' | b'E'));
                 // Within 64 bits, the parsed value keeps the integer and the
                 // walk over it reports it (with its path) when it is inexact.
-                let fits = std::str::from_utf8(literal)
-                    .is_ok_and(|t| t.parse::<i64>().is_ok() || t.parse::<u64>().is_ok());
-                if integer && !fits {
+                let text = std::str::from_utf8(literal).unwrap_or_default();
+                let fits = text.parse::<i64>().is_ok() || text.parse::<u64>().is_ok();
+                if integer && !fits && !pointer::is_exact_integer_literal(text) {
                     let mut path = String::new();
                     for frame in &stack {
                         path.push('/');
@@ -215,12 +218,24 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn refuses_integers_beyond_two_to_the_53() {
+    fn refuses_only_integers_no_double_holds() {
         let err = canonical_json(&json!({"a": [1, 9007199254740993u64]})).unwrap_err();
         assert_eq!(err.code(), "inexact_number");
         assert_eq!(err.path(), Some("/a/1"));
         assert!(canonical_json(&json!(9007199254740992u64)).is_ok());
         assert!(canonical_json(&json!(-9007199254740992i64)).is_ok());
+        // Exact beyond 2^53: written from the double, as RFC 8785 says.
+        assert_eq!(
+            canonical_json(&json!([1u64 << 60, 1u64 << 63])).expect("exact"),
+            b"[1152921504606847000,9223372036854776000]"
+        );
+        let text = br#"{"maximum": 18446744073709551616, "minimum": 100000000000000000000}"#;
+        let value: Value = serde_json::from_slice(text).expect("JSON");
+        check_integer_literals(text).expect("exact literals");
+        assert_eq!(
+            canonical_json(&value).expect("exact"),
+            br#"{"maximum":18446744073709552000,"minimum":100000000000000000000}"#
+        );
     }
 
     #[test]
@@ -240,6 +255,9 @@ mod tests {
             .is_ok()
         );
         assert!(check_integer_literals(b"[-18446744073709551615]").is_err());
+        // Beyond 64 bits, a literal a double holds exactly is accepted.
+        assert!(check_integer_literals(b"[100000000000000000000, -18446744073709551616]").is_ok());
+        assert!(check_integer_literals(b"[100000000000000000001]").is_err());
     }
 
     #[test]

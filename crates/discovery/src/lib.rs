@@ -53,9 +53,13 @@ mod command_line;
 pub use command_line::split_command_line;
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams, ProtocolVersion,
+    ClientCapabilities, ClientConfig, ErrorCode, Implementation, PaginatedRequestParams,
+    ProtocolVersion,
 };
-use rmcp::service::{ClientLifecycleMode, RoleClient, RunningService, serve_client_with_lifecycle};
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, RoleClient, RunningService,
+    serve_client_with_lifecycle,
+};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -312,12 +316,94 @@ fn client_info() -> ClientConfig {
     )
 }
 
-fn lifecycle() -> ClientLifecycleMode {
-    // Probe the 2026-07-28 `server/discover` lifecycle, falling back to the
-    // `initialize` handshake of 2025-06-18 … 2025-11-25 servers.
-    ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+/// The two MCP lifecycles, tried in this order: the 2026-07-28
+/// `server/discover` probe, then (for a server that answers it with a
+/// JSON-RPC error, i.e. one that predates it) the `initialize` handshake of
+/// 2025-06-18 … 2025-11-25 on a fresh connection.
+///
+/// rmcp's own `ClientLifecycleMode::Auto` is not used: it gives the probe a
+/// fixed 10 s and then sends `initialize` on the same connection, so a server
+/// that takes longer to start answers the probe (id 0) where the client
+/// expects the `initialize` answer (id 1), and the discovery fails however
+/// long `--timeout` is. Here each answer is awaited for as long as the
+/// discovery's own timeout allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handshake {
+    Discover,
+    Initialize,
+}
+
+impl Handshake {
+    fn mode(self) -> ClientLifecycleMode {
+        match self {
+            Handshake::Discover => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+            Handshake::Initialize => ClientLifecycleMode::Initialize,
+        }
+    }
+
+    fn client_info(self) -> ClientConfig {
+        let mut info = client_info();
+        if self == Handshake::Initialize {
+            info.protocol_version = ProtocolVersion::V_2025_11_25;
+        }
+        info
+    }
+}
+
+/// Whether a failed `server/discover` probe means "a server from before
+/// 2026-07-28": a correlated JSON-RPC error that is not one of the modern
+/// rejections (the rule rmcp's `Auto` mode applies).
+fn is_legacy_answer(error: &ClientInitializeError) -> bool {
+    matches!(
+        error,
+        ClientInitializeError::JsonRpcError(data)
+            if data.code != ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+                && data.code != ErrorCode::HEADER_MISMATCH
+    )
+}
+
+/// What went wrong while connecting, in the user's words: the transport's
+/// own error chain, never the client's internal type names.
+fn connect_message(endpoint: &Endpoint, error: &ClientInitializeError) -> String {
+    fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+        let mut text = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            let cause_text = cause.to_string();
+            if !text.contains(&cause_text) {
+                text.push_str(": ");
+                text.push_str(&cause_text);
+            }
+            source = cause.source();
+        }
+        text
+    }
+    let place = match endpoint {
+        Endpoint::Stdio { program, .. } => format!("the server started by {program:?}"),
+        Endpoint::Http { url } => url.clone(),
+    };
+    match error {
+        ClientInitializeError::TransportError { error, context } => match endpoint {
+            Endpoint::Http { url } => {
+                format!(
+                    "cannot reach {url} ({context}): {}",
+                    chain(error.error.as_ref())
+                )
+            }
+            Endpoint::Stdio { .. } => format!(
+                "cannot talk to {place} ({context}): {}",
+                chain(error.error.as_ref())
+            ),
+        },
+        ClientInitializeError::ConnectionClosed(context) => {
+            format!("{place} closed the connection before it answered ({context})")
+        }
+        ClientInitializeError::JsonRpcError(data) => {
+            format!("{place} refused the MCP handshake: {}", data.message)
+        }
+        other => format!("{place} did not complete the MCP handshake: {other}"),
     }
 }
 
@@ -326,6 +412,24 @@ fn lifecycle() -> ClientLifecycleMode {
 struct StderrTail(Option<tokio::task::JoinHandle<String>>);
 
 impl StderrTail {
+    fn collect(mut stderr: tokio::process::ChildStderr) -> Self {
+        StderrTail(Some(tokio::spawn(async move {
+            let mut buffer = Vec::new();
+            let mut chunk = [0u8; 1024];
+            while let Ok(n) = stderr.read(&mut chunk).await {
+                if n == 0 {
+                    break;
+                }
+                buffer.extend_from_slice(&chunk[..n]);
+                if buffer.len() > 2 * STDERR_TAIL_BYTES {
+                    buffer.drain(..buffer.len() - STDERR_TAIL_BYTES);
+                }
+            }
+            let start = buffer.len().saturating_sub(STDERR_TAIL_BYTES);
+            String::from_utf8_lossy(&buffer[start..]).into_owned()
+        })))
+    }
+
     async fn text(&mut self) -> String {
         let Some(handle) = self.0.take() else {
             return String::new();
@@ -344,57 +448,12 @@ async fn discover_untimed(
     endpoint: &Endpoint,
     options: &Options,
 ) -> Result<Discovery, DiscoveryError> {
-    let mut tail = StderrTail::default();
-    let client = match endpoint {
-        Endpoint::Stdio { program, args, cwd } => {
-            let mut command = tokio::process::Command::new(program);
-            command.args(args);
-            if let Some(cwd) = cwd {
-                command.current_dir(cwd);
-            }
-            let (transport, stderr) = TokioChildProcess::builder(command)
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(|source| DiscoveryError::Spawn {
-                    program: program.clone(),
-                    source,
-                })?;
-            if let Some(mut stderr) = stderr {
-                tail = StderrTail(Some(tokio::spawn(async move {
-                    let mut buffer = Vec::new();
-                    let mut chunk = [0u8; 1024];
-                    while let Ok(n) = stderr.read(&mut chunk).await {
-                        if n == 0 {
-                            break;
-                        }
-                        buffer.extend_from_slice(&chunk[..n]);
-                        if buffer.len() > 2 * STDERR_TAIL_BYTES {
-                            buffer.drain(..buffer.len() - STDERR_TAIL_BYTES);
-                        }
-                    }
-                    let start = buffer.len().saturating_sub(STDERR_TAIL_BYTES);
-                    String::from_utf8_lossy(&buffer[start..]).into_owned()
-                })));
-            }
-            match serve_client_with_lifecycle(client_info(), transport, lifecycle()).await {
-                Ok(client) => client,
-                Err(e) => {
-                    return Err(DiscoveryError::Connect {
-                        message: e.to_string(),
-                        stderr: tail.text().await,
-                    });
-                }
-            }
-        }
-        Endpoint::Http { url } => {
-            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
-            serve_client_with_lifecycle(client_info(), transport, lifecycle())
-                .await
-                .map_err(|e| DiscoveryError::Connect {
-                    message: e.to_string(),
-                    stderr: String::new(),
-                })?
-        }
+    let (client, mut tail) = match connect(endpoint, Handshake::Discover).await? {
+        Connected::Client(client, tail) => (client, tail),
+        Connected::Legacy => match connect(endpoint, Handshake::Initialize).await? {
+            Connected::Client(client, tail) => (client, tail),
+            Connected::Legacy => unreachable_legacy()?,
+        },
     };
     let listed = list_pages(&client).await;
     let server = describe(&client);
@@ -421,15 +480,68 @@ async fn discover_untimed(
     })
 }
 
+type Client = RunningService<RoleClient, ClientConfig>;
+
+enum Connected {
+    Client(Client, StderrTail),
+    /// The server answered the `server/discover` probe as a server from
+    /// before 2026-07-28 does.
+    Legacy,
+}
+
+/// `initialize` never reports a legacy server (only the probe does).
+fn unreachable_legacy() -> Result<(Client, StderrTail), DiscoveryError> {
+    Err(DiscoveryError::Connect {
+        message: "the server answered initialize as if it were a probe".into(),
+        stderr: String::new(),
+    })
+}
+
+/// Starts (or reaches) the server and runs one handshake. Waits for the
+/// answer as long as the caller's timeout allows.
+async fn connect(endpoint: &Endpoint, handshake: Handshake) -> Result<Connected, DiscoveryError> {
+    let mut tail = StderrTail::default();
+    let started = match endpoint {
+        Endpoint::Stdio { program, args, cwd } => {
+            let mut command = tokio::process::Command::new(program);
+            command.args(args);
+            if let Some(cwd) = cwd {
+                command.current_dir(cwd);
+            }
+            let (transport, stderr) = TokioChildProcess::builder(command)
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|source| DiscoveryError::Spawn {
+                    program: program.clone(),
+                    source,
+                })?;
+            if let Some(stderr) = stderr {
+                tail = StderrTail::collect(stderr);
+            }
+            serve_client_with_lifecycle(handshake.client_info(), transport, handshake.mode()).await
+        }
+        Endpoint::Http { url } => {
+            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+            serve_client_with_lifecycle(handshake.client_info(), transport, handshake.mode()).await
+        }
+    };
+    match started {
+        Ok(client) => Ok(Connected::Client(client, tail)),
+        Err(e) if handshake == Handshake::Discover && is_legacy_answer(&e) => Ok(Connected::Legacy),
+        Err(e) => Err(DiscoveryError::Connect {
+            message: connect_message(endpoint, &e),
+            stderr: tail.text().await,
+        }),
+    }
+}
+
 enum ListFailure {
     Request { page: usize, message: String },
     Other(DiscoveryError),
 }
 
 /// Reads every `tools/list` page, as JSON, following `nextCursor`.
-async fn list_pages(
-    client: &RunningService<RoleClient, ClientConfig>,
-) -> Result<Vec<Value>, ListFailure> {
+async fn list_pages(client: &Client) -> Result<Vec<Value>, ListFailure> {
     let mut pages = Vec::new();
     let mut cursor: Option<String> = None;
     let mut seen = BTreeSet::new();
@@ -466,7 +578,7 @@ async fn list_pages(
     }
 }
 
-fn describe(client: &RunningService<RoleClient, ClientConfig>) -> ServerDescription {
+fn describe(client: &Client) -> ServerDescription {
     match client.peer_info() {
         Some(info) => ServerDescription {
             name: info.server_info.as_ref().map(|s| s.name.clone()),

@@ -86,7 +86,26 @@ fn by_name<'a>(discovery: &'a Discovery, name: &str) -> &'a toolmock_schema::Dis
         .unwrap_or_else(|| panic!("{name} was not discovered"))
 }
 
+/// Every ready contract compiles, within the schema complexity bound (issue
+/// 11.1); tools without an output schema are compiled with `{}` as one.
+fn every_contract_compiles(discovery: &Discovery) {
+    for op in &discovery.operations {
+        let contract = op
+            .contract()
+            .unwrap_or_else(|| toolmock_contract::OperationContract {
+                operation: op.operation.clone(),
+                description: op.description.clone(),
+                input_schema: op.input_schema.clone(),
+                output_schema: json!({}),
+            });
+        if let Err(e) = toolmock_evaluator::CompiledContract::new(contract) {
+            panic!("{}: {e}", op.operation.name);
+        }
+    }
+}
+
 fn check_fixture(discovery: &Discovery) {
+    every_contract_compiles(discovery);
     // Four tools over two pages of two: the client followed nextCursor.
     assert_eq!(discovery.pages, 2);
     let names: Vec<&str> = discovery
@@ -284,6 +303,7 @@ fn server_everything_over_stdio() {
     assert_eq!(echo.status(), DiscoveryStatus::NeedsOutputSchema);
     let structured = by_name(&discovery, "get-structured-content");
     assert_eq!(structured.status(), DiscoveryStatus::Ready);
+    every_contract_compiles(&discovery);
     let contract = structured.contract().expect("ready");
     contract.hash().expect("hashable");
     toolmock_evaluator::CompiledContract::new(contract.clone()).expect("its schemas compile");
@@ -332,5 +352,60 @@ fn unreachable_servers_are_clear_errors() {
         },
     )
     .expect_err("nothing listens");
-    assert!(matches!(e.code(), "connect_failed" | "timeout"), "{e}");
+    assert_eq!(e.code(), "connect_failed", "{e}");
+    // In the user's words: what could not be reached, never rmcp's type names.
+    let message = e.to_string();
+    assert!(
+        message.contains(&format!("cannot reach http://127.0.0.1:{port}/mcp")),
+        "{message}"
+    );
+    assert!(
+        !message.contains("Worker") && !message.contains("reqwest"),
+        "{message}"
+    );
+}
+
+/// A server that says nothing for 15 s after it starts (a first `npx -y`
+/// still downloading, a slow interpreter) is waited for: the probe's answer
+/// is awaited as long as the discovery's timeout allows, and no second
+/// handshake is sent on the same connection meanwhile.
+#[test]
+fn a_server_that_answers_after_15_s_is_waited_for() {
+    let slow = Endpoint::Stdio {
+        program: "bash".into(),
+        args: vec![
+            "-c".into(),
+            format!(
+                "sleep 15; exec '{}' '{}'",
+                python().display(),
+                fixture_script().display()
+            ),
+        ],
+        cwd: Some(root()),
+    };
+    let discovery = discover_blocking(&slow, &options()).expect("discovery waits");
+    check_fixture(&discovery);
+}
+
+/// The same for a server from before 2026-07-28: its answer to the probe is
+/// an error, after which it is started again for the `initialize` handshake.
+#[test]
+fn a_slow_legacy_server_is_waited_for() {
+    let slow = Endpoint::Stdio {
+        program: "bash".into(),
+        args: vec![
+            "-c".into(),
+            format!(
+                "sleep 12; exec node '{}' stdio",
+                everything_entry().display()
+            ),
+        ],
+        cwd: Some(root()),
+    };
+    let discovery = discover_blocking(&slow, &options()).expect("discovery waits");
+    assert_eq!(
+        discovery.server.protocol_version.as_deref(),
+        Some("2025-11-25")
+    );
+    assert!(!discovery.operations.is_empty());
 }

@@ -10,6 +10,9 @@
 //! - `clone/result`: `clone()` of the very `Value` that `call/last_rule` renders.
 //! - `check/large`: `compile_checked` with a contract of a ~100 KB definition
 //!   with 100 examples. Target: ≤ 20 ms.
+//! - `contract/refuse_chain_{20,26}`: `CompiledContract::new` on a contract
+//!   whose input schema is a chain of `$defs` levels each reaching the next
+//!   twice (issue 11.1), refused as `schema_too_complex`. Target: < 50 ms.
 //!
 //! The data files in `benches/data/` are written by `scripts/bench-data.py`.
 
@@ -136,5 +139,42 @@ fn check(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, calls, check);
+/// `levels` `$defs` levels, each reaching the next through `anyOf` and `allOf`.
+fn chain_contract(levels: usize) -> OperationContract {
+    let mut defs = serde_json::Map::new();
+    for level in 0..levels {
+        let next = format!("#/$defs/l{}", level + 1);
+        defs.insert(
+            format!("l{level}"),
+            json!({"anyOf": [{"$ref": next}, {"allOf": [{"$ref": next}, {"type": "object"}]}]}),
+        );
+    }
+    defs.insert(format!("l{levels}"), json!({"type": "string"}));
+    OperationContract {
+        operation: serde_json::from_value(json!({"source": "mcp", "name": "chain"}))
+            .expect("an identity"),
+        description: String::new(),
+        input_schema: json!({"$defs": defs, "$ref": "#/$defs/l0"}),
+        output_schema: json!({}),
+    }
+}
+
+fn refuse(c: &mut Criterion) {
+    let mut group = c.benchmark_group("contract");
+    for levels in [20, 26] {
+        let contract = chain_contract(levels);
+        group.bench_function(format!("refuse_chain_{levels}"), |b| {
+            b.iter(|| {
+                let refused = CompiledContract::new(black_box(contract.clone()));
+                assert!(matches!(
+                    refused,
+                    Err(toolmock_evaluator::SchemaError::TooComplex { .. })
+                ));
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, calls, check, refuse);
 criterion_main!(benches);

@@ -364,6 +364,15 @@ impl Walker {
                 format!("the definition is {size} bytes compact; at most {MAX_DEFINITION_BYTES} are allowed"),
             );
         }
+        let mut nul = Vec::new();
+        crate::nul::nul_paths(doc, "", &mut nul);
+        for path in nul {
+            self.push(
+                Code::NulCharacter,
+                path,
+                "U+0000 (NUL) is not allowed in a definition: no store can keep it",
+            );
+        }
         let map = self.object(doc, "", "a definition")?;
         self.shape(map, "", &DOCUMENT);
         self.description(map, "");

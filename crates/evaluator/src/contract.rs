@@ -1,5 +1,6 @@
 //! A contract's two schemas, compiled once and reused for every call.
 
+use crate::complexity::{self, MAX_SCHEMA_SIZE};
 use crate::error::{CallError, Violation};
 use serde_json::Value;
 use toolmock_contract::{ContractError, ContractHash, OperationContract, problem_codes};
@@ -20,6 +21,21 @@ pub enum SchemaError {
         /// The validator's explanation.
         message: String,
     },
+    /// A schema whose expanded size (every subschema once per way it is
+    /// reached through `$ref`, `anyOf`, `oneOf`, `allOf`, …) is past
+    /// [`MAX_SCHEMA_SIZE`]: validating an invalid value against it could take
+    /// exponential time. Refused the same way every time, before any call.
+    #[error(
+        "{member} is too complex to validate in bounded time: the subschema at {path} expands to more than {MAX_SCHEMA_SIZE} subschemas (counted {size} before stopping)"
+    )]
+    TooComplex {
+        /// `input_schema` or `output_schema`.
+        member: &'static str,
+        /// JSON pointer, into that schema, of the deepest subschema past the limit.
+        path: String,
+        /// The count when measuring stopped.
+        size: u64,
+    },
 }
 
 problem_codes! {
@@ -29,6 +45,8 @@ problem_codes! {
         /// A contract schema does not compile as JSON Schema (or has a `$ref`
         /// that cannot be resolved inside the document).
         InvalidSchema => "invalid_schema",
+        /// A contract schema expands to more subschemas than `MAX_SCHEMA_SIZE`.
+        SchemaTooComplex => "schema_too_complex",
     }
 }
 
@@ -38,6 +56,7 @@ impl SchemaError {
         match self {
             SchemaError::Contract(e) => e.code(),
             SchemaError::InvalidSchema { .. } => SchemaCode::InvalidSchema.as_str(),
+            SchemaError::TooComplex { .. } => SchemaCode::SchemaTooComplex.as_str(),
         }
     }
 
@@ -46,6 +65,12 @@ impl SchemaError {
         match self {
             SchemaError::Contract(e) => e.path(),
             SchemaError::InvalidSchema { member, .. } => Some(match *member {
+                "input_schema" => "/input_schema",
+                _ => "/output_schema",
+            }),
+            // The pointer into the schema is in the message; the contract
+            // path is the member's.
+            SchemaError::TooComplex { member, .. } => Some(match *member {
                 "input_schema" => "/input_schema",
                 _ => "/output_schema",
             }),
@@ -77,6 +102,16 @@ impl CompiledContract {
     /// Compiles both schemas of a contract.
     pub fn new(contract: OperationContract) -> Result<Self, SchemaError> {
         let hash = contract.hash()?;
+        for (member, schema) in [
+            ("input_schema", &contract.input_schema),
+            ("output_schema", &contract.output_schema),
+        ] {
+            complexity::measure(schema, MAX_SCHEMA_SIZE).map_err(|e| SchemaError::TooComplex {
+                member,
+                path: e.path,
+                size: e.size,
+            })?;
+        }
         let input = compile_schema(&contract.input_schema).map_err(|message| {
             SchemaError::InvalidSchema {
                 member: "input_schema",
@@ -119,6 +154,7 @@ impl CompiledContract {
 
     /// `Err(InvalidArguments)` listing every violation when the input fails its schema.
     pub fn validate_input(&self, input: &Value) -> Result<(), CallError> {
+        crate::nul::refuse_nul_arguments(input)?;
         if self.input.is_valid(input) {
             return Ok(());
         }

@@ -14,6 +14,8 @@ problem_codes! {
         TooLarge => "too_large",
         /// `schema_version` is a number other than `1`.
         UnsupportedSchemaVersion => "unsupported_schema_version",
+        /// A string or object key contains U+0000, which no store can keep.
+        NulCharacter => "nul_character",
         /// A member the format does not define.
         UnknownField => "unknown_field",
         /// A required member is absent.

@@ -166,6 +166,7 @@ fn select<'d>(
     call: &Call<'_>,
     scope: &Scope<'_>,
 ) -> Result<Selected<'d>, CallError> {
+    crate::nul::refuse_nul_arguments(call.input)?;
     let variant = definition
         .variant(call.variant)
         .ok_or_else(|| CallError::UnknownVariant {
@@ -305,7 +306,7 @@ mod tests {
                         "z": "last", "a": [1, {"$input": "x"}, {"b\"q": {"$state": "s.k.1"}}],
                         "m": {"$number": {"$input": "n"}}, "e": {}, "l": [],
                         "d": {"$dateAdd": {"value": {"$input": "when"}, "days": 1}},
-                        "u": "é\u{0}\n\t", "lit": {"$number": "0042"}, "whole": {"$state": ""}
+                        "u": "é\u{1}\n\t", "lit": {"$number": "0042"}, "whole": {"$state": ""}
                     },
                     "set_state": {"seen": {"$input": "x"}},
                     "rules": [{"when": [{"source": "input", "path": "x", "op": "eq", "value": 0}],

@@ -42,11 +42,13 @@
 
 mod check;
 mod compile;
+mod complexity;
 mod contract;
 mod diagnostics;
 mod error;
 mod eval;
 mod expr;
+mod nul;
 // The operators are an API only for parity tests and fuzzing; without the
 // feature they are the evaluator's own, and what only that API uses is unused.
 #[cfg(feature = "operators")]
@@ -55,11 +57,13 @@ pub mod operators;
 #[allow(unreachable_pub, dead_code)]
 mod operators;
 mod path;
+mod warnings;
 
 pub use check::{check, compile, compile_checked, compile_slice, parse_definition};
 pub use compile::{
     CompiledDefinition, MAX_DEFINITION_BYTES, MAX_DELAY_MS, MAX_EXAMPLES, MAX_RULES, MAX_VARIANTS,
 };
+pub use complexity::MAX_SCHEMA_SIZE;
 pub use contract::SchemaCode;
 pub use contract::{CompiledContract, SchemaError, compile_schema};
 pub use diagnostics::{Diagnostic, DiagnosticCode, Diagnostics};
@@ -68,6 +72,7 @@ pub use eval::{
     Call, JsonOutcome, Outcome, evaluate, evaluate_json, evaluate_with_contract, json_equal,
     maps_equal,
 };
+pub use warnings::{WarningCode, Warnings, warnings};
 
 #[cfg(test)]
 mod send_sync {
@@ -88,6 +93,7 @@ mod error_codes {
         let mut codes = toolmock_contract::code_strings::<crate::DiagnosticCode>();
         codes.extend(toolmock_contract::code_strings::<crate::CallCode>());
         codes.extend(toolmock_contract::code_strings::<crate::SchemaCode>());
+        codes.extend(toolmock_contract::code_strings::<crate::WarningCode>());
         toolmock_contract::check_documented_codes(doc, "toolmock-evaluator", &codes)
             .unwrap_or_else(|e| panic!("{e}"));
     }

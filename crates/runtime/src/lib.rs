@@ -9,11 +9,13 @@
 //! in sandbox mode, workflow nodes that cause effects without the dispatcher.
 //! It creates the attempts with their initial fixture state and a 256-bit
 //! capability each. [`Dispatcher::call`] is SPEC §8's pipeline: find the pin,
-//! validate the input, evaluate the mock and validate its output under the
-//! attempt's state lock, commit the state with its evidence, apply the delay,
-//! and return exactly the rendered result. Tool input errors and harness
-//! errors are recorded before the call returns; an attempt with a harness
-//! error always ends `harness_error`.
+//! then under the attempt's state lock check the lease first, validate the
+//! input, evaluate the mock and validate its output, commit the state with
+//! its evidence, apply the delay, and return exactly the rendered result.
+//! Tool input errors and harness errors are recorded before the call
+//! returns, storage failures as `storage_failed` (or, when nothing can be
+//! written, found by the finish); an attempt with a harness error always
+//! ends `harness_error`.
 //!
 //! The public surface is four modules: [`dispatcher`] (the dispatcher, its
 //! requests and results), [`backend`] (the storage traits — [`Catalog`],

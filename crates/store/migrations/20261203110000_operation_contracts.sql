@@ -33,3 +33,8 @@ INSERT INTO operation_contracts (tenant_id, operation_id, contract_hash, contrac
 SELECT tenant_id, id, contract_hash, contract FROM tool_operations
 WHERE contract_hash IS NOT NULL
 ON CONFLICT DO NOTHING;
+
+-- The application role (20261203100000) reads the history and, through the
+-- trigger (which runs with the caller's rights), appends to it; nothing
+-- updates or deletes it.
+GRANT SELECT, INSERT ON operation_contracts TO toolmock_app;

@@ -59,6 +59,18 @@ pub async fn migrate(pool: &PgPool) -> Result<(), MigrateError> {
     MIGRATOR.run(pool).await
 }
 
+/// The least-privilege role the migrations create, and what the application
+/// (dispatcher, API, workers) connects as: not a superuser, not the owner of
+/// any table, no UPDATE, DELETE or TRUNCATE on the append-only tables
+/// (docs/data-model.md, "The application role"). Migrations run as the owner.
+pub const APP_ROLE: &str = "toolmock_app";
+
+/// `options` with [`APP_ROLE`] as the user: how tests (and an application
+/// given the owner's address for migrating) connect as the application.
+pub fn as_app_role(options: PgConnectOptions) -> PgConnectOptions {
+    options.username(APP_ROLE)
+}
+
 /// Opens a pool of at most `max_connections` to `url`.
 pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, sqlx::Error> {
     let options = PgConnectOptions::from_str(url)?;

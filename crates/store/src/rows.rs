@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 use sqlx::FromRow;
 use sqlx::types::Json;
 use toolmock_contract::{ContractHash, DefinitionHash, OperationContract};
-use toolmock_runtime::error::{HarnessCode, StoreError, ToolInputCode};
+use toolmock_runtime::error::{HarnessCode, StoreError, ToolInputCode, parse_code};
 use toolmock_runtime::model::{
     AttemptId, EvidenceRecord, Executor, HarnessErrorRecord, OperationId, PinRef, Provenance,
     RevisionRecord, TenantId, ToolId, ToolInputErrorRecord, VariantChoice,
@@ -242,7 +242,7 @@ impl ToolInputErrorRow {
             operation: self.operation_name,
             pin: self.pin.into_pin()?,
             arguments: self.arguments.0,
-            code: ToolInputCode::parse(&self.code)
+            code: parse_code::<ToolInputCode>(&self.code)
                 .ok_or_else(|| corrupt("tool input error code", &self.code))?,
             message: self.message,
             path: self.path,
@@ -277,7 +277,7 @@ impl HarnessErrorRow {
             operation: self.operation_name,
             pin: self.pin.into_pin()?,
             arguments: self.arguments.map(|a| a.0),
-            code: HarnessCode::parse(&self.code)
+            code: parse_code::<HarnessCode>(&self.code)
                 .ok_or_else(|| corrupt("harness error code", &self.code))?,
             message: self.message,
             path: self.path,
@@ -366,13 +366,6 @@ pub(crate) struct CapabilityRow {
     pub(crate) simulation_id: Uuid,
     pub(crate) variants: Json<Vec<VariantChoice>>,
     pub(crate) live: bool,
-}
-
-/// An attempt row as `finish_attempt` locks it.
-#[derive(FromRow)]
-pub(crate) struct FinishingAttemptRow {
-    pub(crate) status: String,
-    pub(crate) has_harness_error: bool,
 }
 
 #[derive(FromRow)]

@@ -10,11 +10,15 @@ use toolmock_runtime::ToolCall;
 use toolmock_runtime::backend::EvidenceSink;
 use toolmock_runtime::dispatcher::StartedSimulation;
 use toolmock_runtime::error::{HarnessCode, StoreError};
+use toolmock_runtime::model::{AttemptOutcome, Verdict};
 use toolmock_runtime::testkit::{Rig, ledger_simulation};
 use toolmock_store::{PgStore, SqlState, map_sqlx_error};
 
+/// A simulation with one call of evidence, one tool input error and one
+/// harness error, made as the application role (the rig's pool; close it at
+/// the end of the test so that the test database can be dropped).
 async fn one_call(pool: &PgPool) -> (Rig<PgStore>, StartedSimulation) {
-    let rig = Rig::new(PgStore::new(pool.clone()));
+    let rig = Rig::new(PgStore::new(app_pool(pool).await));
     let (tenant, started) = ledger_simulation(&rig, "acme", 1).await;
     let attempt = &started.attempts[0];
     rig.dispatcher
@@ -57,7 +61,7 @@ fn sqlstate(error: &sqlx::Error) -> Option<String> {
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn append_only_tables_reject_update_delete_truncate(pool: PgPool) {
-    one_call(&pool).await;
+    let (rig, _) = one_call(&pool).await;
     for table in [
         "tool_mock_revisions",
         "evidence",
@@ -101,11 +105,12 @@ async fn append_only_tables_reject_update_delete_truncate(pool: PgPool) {
                 .unwrap();
         assert_eq!(after, count, "{table} is unchanged");
     }
+    rig.dispatcher.backend().pool().close().await;
 }
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn revision_numbers_cannot_skip_or_repeat(pool: PgPool) {
-    one_call(&pool).await;
+    let (rig, _) = one_call(&pool).await;
     let (tenant, tool, operation): (uuid::Uuid, uuid::Uuid, uuid::Uuid) =
         sqlx::query_as("SELECT tenant_id, tool_id, operation_id FROM tool_mock_revisions")
             .fetch_one(&pool)
@@ -131,11 +136,12 @@ async fn revision_numbers_cannot_skip_or_repeat(pool: PgPool) {
             "revision {revision}: {error}"
         );
     }
+    rig.dispatcher.backend().pool().close().await;
 }
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn capabilities_are_stored_only_as_sha256(pool: PgPool) {
-    let (_, started) = one_call(&pool).await;
+    let (rig, started) = one_call(&pool).await;
     let token = started.attempts[0].capability.token().to_owned();
     let rows: Vec<(Vec<u8>,)> = sqlx::query_as("SELECT token_hash FROM attempt_capabilities")
         .fetch_all(&pool)
@@ -160,39 +166,142 @@ async fn capabilities_are_stored_only_as_sha256(pool: PgPool) {
     .await
     .unwrap();
     assert!(!dump.0.contains(&token));
+    rig.dispatcher.backend().pool().close().await;
 }
 
+/// The SQLSTATE of `sql` run on `pool` (which must fail).
+async fn refused(pool: &PgPool, sql: &str, bind: Option<uuid::Uuid>) -> String {
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()));
+    if let Some(id) = bind {
+        query = query.bind(id);
+    }
+    let error = query
+        .execute(pool)
+        .await
+        .expect_err(&format!("{sql} is refused"));
+    sqlstate(&error).unwrap_or_else(|| panic!("{sql}: {error}"))
+}
+
+/// Even the owner, in raw SQL, cannot make an attempt with a harness error
+/// pass: resetting the flag with the outcome is refused (the flag is derived
+/// from the harness_errors rows), and resetting the flag alone does not stick.
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn the_database_refuses_a_pass_with_a_harness_error(pool: PgPool) {
     let (rig, started) = one_call(&pool).await;
-    let attempt = started.attempts[0].id;
-    // The database itself refuses to let an attempt with a harness error pass.
-    let error =
-        sqlx::query("UPDATE attempts SET status = 'finished', outcome = 'passed' WHERE id = $1")
-            .bind(attempt.as_uuid())
-            .execute(&pool)
-            .await
-            .expect_err("the check constraint holds");
-    let code = sqlstate(&error);
-    assert_eq!(code.as_deref(), Some("23514"));
-    let tenant: (uuid::Uuid,) = sqlx::query_as("SELECT tenant_id FROM attempts WHERE id = $1")
-        .bind(attempt.as_uuid())
+    let attempt = started.attempts[0].id.as_uuid();
+    for sql in [
+        "UPDATE attempts SET status = 'finished', outcome = 'passed' WHERE id = $1",
+        "UPDATE attempts SET has_harness_error = false, status = 'finished', outcome = 'passed' \
+         WHERE id = $1",
+    ] {
+        assert_eq!(refused(&pool, sql, Some(attempt)).await, "23514", "{sql}");
+    }
+    sqlx::query("UPDATE attempts SET has_harness_error = false WHERE id = $1")
+        .bind(attempt)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let flag: bool = sqlx::query_scalar("SELECT has_harness_error FROM attempts WHERE id = $1")
+        .bind(attempt)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(flag, "the flag is derived from the harness_errors rows");
+    let tenant: uuid::Uuid = sqlx::query_scalar("SELECT tenant_id FROM attempts WHERE id = $1")
+        .bind(attempt)
         .fetch_one(&pool)
         .await
         .unwrap();
     let errors = rig
         .dispatcher
         .backend()
-        .harness_errors(tenant.0.into(), attempt)
+        .harness_errors(tenant.into(), started.attempts[0].id)
         .await
         .unwrap();
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].code, HarnessCode::UnknownTool);
+    assert_eq!(
+        rig.dispatcher
+            .finish_attempt(tenant.into(), started.attempts[0].id, Verdict::Passed)
+            .await
+            .unwrap(),
+        AttemptOutcome::HarnessError
+    );
+    rig.dispatcher.backend().pool().close().await;
+}
+
+/// The application role, in raw SQL: not a superuser and owner of nothing,
+/// so it cannot switch the triggers off (`session_replication_role`,
+/// `ALTER TABLE … DISABLE TRIGGER`); it has no UPDATE, DELETE or TRUNCATE on
+/// the append-only tables; and it cannot make an attempt with a harness
+/// error pass.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn the_application_role_cannot_make_a_fault_pass(pool: PgPool) {
+    let (rig, started) = one_call(&pool).await;
+    let app = rig.dispatcher.backend().pool().clone();
+    let attempt = started.attempts[0].id.as_uuid();
+    let (superuser, owned): (bool, i64) = sqlx::query_as(
+        "SELECT (SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user), \
+                (SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tableowner = current_user)",
+    )
+    .fetch_one(&app)
+    .await
+    .unwrap();
+    assert!(!superuser, "the application role is no superuser");
+    assert_eq!(owned, 0, "the application role owns no table");
+
+    let mut tx = app.begin().await.unwrap();
+    let error = sqlx::query("SET LOCAL session_replication_role = replica")
+        .execute(&mut *tx)
+        .await
+        .expect_err("only a superuser may switch the triggers off");
+    assert_eq!(sqlstate(&error).as_deref(), Some("42501"), "{error}");
+    drop(tx);
+
+    for sql in [
+        "ALTER TABLE attempts DISABLE TRIGGER attempts_derive_harness_error",
+        "ALTER TABLE harness_errors DISABLE TRIGGER ALL",
+    ] {
+        assert_eq!(refused(&app, sql, None).await, "42501", "{sql}");
+    }
+    for table in [
+        "tool_mock_revisions",
+        "evidence",
+        "tool_input_errors",
+        "harness_errors",
+        "simulation_pins",
+    ] {
+        for sql in [
+            format!("UPDATE {table} SET tenant_id = tenant_id"),
+            format!("DELETE FROM {table}"),
+            format!("TRUNCATE {table}"),
+        ] {
+            assert_eq!(refused(&app, &sql, None).await, "42501", "{sql}");
+        }
+    }
+    for sql in [
+        "UPDATE attempts SET has_harness_error = false, status = 'finished', outcome = 'passed' \
+         WHERE id = $1",
+        "UPDATE attempts SET status = 'finished', outcome = 'failed' WHERE id = $1",
+    ] {
+        assert_eq!(refused(&app, sql, Some(attempt)).await, "23514", "{sql}");
+    }
+    let tenant: uuid::Uuid = sqlx::query_scalar("SELECT tenant_id FROM attempts WHERE id = $1")
+        .bind(attempt)
+        .fetch_one(&app)
+        .await
+        .unwrap();
+    let outcome = rig
+        .dispatcher
+        .finish_attempt(tenant.into(), started.attempts[0].id, Verdict::Passed)
+        .await;
+    assert_eq!(outcome.unwrap(), AttemptOutcome::HarnessError);
+    app.close().await;
 }
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn evidence_versions_are_unique_per_attempt(pool: PgPool) {
-    one_call(&pool).await;
+    let (rig, _) = one_call(&pool).await;
     let error = sqlx::query(
         "INSERT INTO evidence (tenant_id, attempt_id, tool_name, operation_name, pin_kind, \
              definition_hash, executor, arguments, result, state_before, state_after, \
@@ -205,6 +314,7 @@ async fn evidence_versions_are_unique_per_attempt(pool: PgPool) {
     .await
     .expect_err("a second row for one state version");
     assert!(matches!(map_sqlx_error(error), StoreError::Conflict { .. }));
+    rig.dispatcher.backend().pool().close().await;
 }
 
 /// The tables the migrations create (docs/data-model.md lists each).
@@ -254,4 +364,261 @@ async fn migrations_apply_to_an_empty_database(pool: PgPool) {
         .map(|m| (m.version, true))
         .collect();
     assert_eq!(applied, expected, "every migration is recorded as applied");
+}
+
+/// The migration the seed below was written against: the schema an older
+/// release left. When a migration is added, this becomes the one before it
+/// and the seed is rewritten against it (the test says so when they drift).
+const PREVIOUS_MIGRATION: i64 = 20261203100000;
+
+const SEED_TOKEN: &str = "seed-capability-token";
+
+/// Rows in every table as a release at [`PREVIOUS_MIGRATION`] wrote them, in
+/// that schema's columns: a tenant, a library tool with one operation and
+/// revision, an agent, a simulation with its pin and test case, two attempts
+/// (one running with one call of evidence, a tool input error and its
+/// capability; one finished `harness_error` with its harness error).
+async fn seed_previous_schema(pool: &PgPool) -> (uuid::Uuid, uuid::Uuid) {
+    use toolmock_runtime::testkit::{ledger_definition, ledger_operation};
+    let contract = toolmock_runtime::model::effective_contract(&ledger_operation(), None).unwrap();
+    let contract_hash = contract.hash().unwrap();
+    let definition = ledger_definition();
+    let definition_hash = toolmock_contract::DefinitionHash::of(&definition).unwrap();
+    let id = |n: u128| uuid::Uuid::from_u128(n);
+    let (tenant, tool, operation, agent, simulation, case, running, finished) =
+        (id(1), id(2), id(3), id(4), id(5), id(6), id(7), id(8));
+    let statements: Vec<(&str, Vec<serde_json::Value>)> = vec![
+        (
+            "INSERT INTO tenants (id, name) VALUES ($1::uuid, 'seeded')",
+            vec![json!(tenant)],
+        ),
+        (
+            "INSERT INTO tools (tenant_id, id, name, kind) VALUES ($1::uuid, $2::uuid, 'ledger', 'custom')",
+            vec![json!(tenant), json!(tool)],
+        ),
+        (
+            "INSERT INTO tool_operations (tenant_id, id, tool_id, source, name, input_schema, \
+                 output_schema, contract, contract_hash) \
+             VALUES ($1::uuid, $2::uuid, $3::uuid, 'custom', 'append', $4::jsonb -> 'input_schema', \
+                 $4::jsonb -> 'output_schema', $4::jsonb, $5::text)",
+            vec![
+                json!(tenant),
+                json!(operation),
+                json!(tool),
+                serde_json::to_value(&contract).unwrap(),
+                json!(contract_hash.as_str()),
+            ],
+        ),
+        (
+            "INSERT INTO tool_mock_revisions (tenant_id, tool_id, operation_id, revision, \
+                 contract_hash, definition, definition_hash, author, provenance) \
+             VALUES ($1::uuid, $2::uuid, $3::uuid, 1, $4::text, $5::jsonb, $6::text, 'seed', 'authored')",
+            vec![
+                json!(tenant),
+                json!(tool),
+                json!(operation),
+                json!(contract_hash.as_str()),
+                definition.clone(),
+                json!(definition_hash.as_str()),
+            ],
+        ),
+        (
+            "INSERT INTO agents (tenant_id, id, name, spec) VALUES ($1::uuid, $2::uuid, 'agent', $3::jsonb)",
+            vec![
+                json!(tenant),
+                json!(agent),
+                json!({"tools": [{"type": "library", "tool": tool}], "workflows": []}),
+            ],
+        ),
+        (
+            "INSERT INTO simulations (tenant_id, id, agent_id, mode, allow_incomplete, created_at) \
+             VALUES ($1::uuid, $2::uuid, $3::uuid, 'sandbox', false, now())",
+            vec![json!(tenant), json!(simulation), json!(agent)],
+        ),
+        (
+            "INSERT INTO simulation_pins (tenant_id, simulation_id, tool_name, operation_name, kind, \
+                 tool_id, operation_id, revision, definition_hash, contract) \
+             VALUES ($1::uuid, $2::uuid, 'ledger', 'append', 'library', $3::uuid, $4::uuid, 1, $5::text, $6::jsonb)",
+            vec![
+                json!(tenant),
+                json!(simulation),
+                json!(tool),
+                json!(operation),
+                json!(definition_hash.as_str()),
+                serde_json::to_value(&contract).unwrap(),
+            ],
+        ),
+        (
+            "INSERT INTO test_cases (tenant_id, id, simulation_id, position, name) \
+             VALUES ($1::uuid, $2::uuid, $3::uuid, 0, 'case')",
+            vec![json!(tenant), json!(case), json!(simulation)],
+        ),
+        (
+            "INSERT INTO attempts (tenant_id, id, simulation_id, test_case_id, number, lease_owner, \
+                 lease_expires_at, created_at) \
+             VALUES ($1::uuid, $2::uuid, $3::uuid, $4::uuid, 1, 'worker-1', now() + interval '1 hour', now()), \
+                    ($1::uuid, $5::uuid, $3::uuid, $4::uuid, 2, 'worker-1', now() + interval '1 hour', now())",
+            vec![
+                json!(tenant),
+                json!(running),
+                json!(simulation),
+                json!(case),
+                json!(finished),
+            ],
+        ),
+        (
+            "INSERT INTO attempt_capabilities (token_hash, tenant_id, attempt_id, created_at) \
+             VALUES (sha256(convert_to($1::text, 'UTF8')), $2::uuid, $3::uuid, now())",
+            vec![json!(SEED_TOKEN), json!(tenant), json!(running)],
+        ),
+        (
+            "INSERT INTO attempt_state (attempt_id, tenant_id, state, version, updated_at) \
+             VALUES ($1::uuid, $2::uuid, '{\"last\": \"s1\"}', 1, now()), \
+                    ($3::uuid, $2::uuid, '{\"last\": \"start\"}', 0, now())",
+            vec![json!(running), json!(tenant), json!(finished)],
+        ),
+        (
+            "INSERT INTO evidence (tenant_id, attempt_id, tool_name, operation_name, pin_kind, tool_id, \
+                 operation_id, revision, definition_hash, executor, variant, arguments, result, \
+                 state_before, state_after, state_version_before, state_version_after, delay_ms, \
+                 started_at, duration_us) \
+             VALUES ($1::uuid, $2::uuid, 'ledger', 'append', 'library', $3::uuid, $4::uuid, 1, $5::text, \
+                 'mock', 'success', '{\"id\": \"s1\"}', '{\"previous\": \"start\", \"id\": \"s1\"}', \
+                 '{\"last\": \"start\"}', '{\"last\": \"s1\"}', 0, 1, 0, now(), 10)",
+            vec![
+                json!(tenant),
+                json!(running),
+                json!(tool),
+                json!(operation),
+                json!(definition_hash.as_str()),
+            ],
+        ),
+        (
+            "INSERT INTO tool_input_errors (tenant_id, attempt_id, tool_name, operation_name, arguments, \
+                 code, message, created_at) \
+             VALUES ($1::uuid, $2::uuid, 'ledger', 'append', '{\"id\": 7}', 'invalid_arguments', 'seeded', now())",
+            vec![json!(tenant), json!(running)],
+        ),
+        (
+            "INSERT INTO harness_errors (tenant_id, attempt_id, code, message, created_at) \
+             VALUES ($1::uuid, $2::uuid, 'unknown_tool', 'seeded', now())",
+            vec![json!(tenant), json!(finished)],
+        ),
+        (
+            "UPDATE attempts SET status = 'finished', outcome = 'harness_error', finished_at = now() \
+             WHERE id = $1::uuid",
+            vec![json!(finished)],
+        ),
+    ];
+    for (sql, binds) in statements {
+        let mut query = sqlx::query(sql);
+        for bind in binds {
+            query = match bind {
+                serde_json::Value::String(text) => query.bind(text),
+                other => query.bind(other),
+            };
+        }
+        query
+            .execute(pool)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    (tenant, running)
+}
+
+/// Every row of every table the database has now, as JSON, by table.
+async fn every_row(pool: &PgPool) -> Vec<(String, Vec<serde_json::Value>)> {
+    let mut all = Vec::new();
+    for table in tables(pool).await {
+        let rows: Vec<serde_json::Value> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT to_jsonb(t) FROM {table} t"
+        )))
+        .fetch_all(pool)
+        .await
+        .unwrap();
+        all.push((table, rows));
+    }
+    all
+}
+
+/// A database migrated by the previous release, with rows in every table,
+/// upgrades to the current schema with each row intact (every old column
+/// keeps its value), and the upgraded data works: the running attempt takes a
+/// call (as the application role) and continues its state, and the finished
+/// one stays `harness_error`.
+#[sqlx::test(migrations = false)]
+async fn an_older_database_upgrades_with_its_rows_intact(pool: PgPool) {
+    let versions: Vec<i64> = toolmock_store::MIGRATOR.iter().map(|m| m.version).collect();
+    assert!(
+        versions.len() >= 2,
+        "there is a previous migration to upgrade from"
+    );
+    assert_eq!(
+        versions[versions.len() - 2],
+        PREVIOUS_MIGRATION,
+        "a migration was added: rewrite seed_previous_schema against the one before it"
+    );
+    toolmock_store::MIGRATOR
+        .run_to(PREVIOUS_MIGRATION, &pool)
+        .await
+        .unwrap();
+    let (tenant, running) = seed_previous_schema(&pool).await;
+    let before = every_row(&pool).await;
+    assert!(
+        before.iter().all(|(_, rows)| !rows.is_empty()),
+        "every table has rows"
+    );
+
+    toolmock_store::migrate(&pool).await.unwrap();
+    for (table, rows) in &before {
+        for row in rows {
+            let kept: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT count(*) FROM {table} t WHERE to_jsonb(t) @> $1"
+            )))
+            .bind(row)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            assert_eq!(kept, 1, "{table}: {row} is intact");
+        }
+    }
+
+    let app = app_pool(&pool).await;
+    let rig = Rig::new(PgStore::new(app.clone()));
+    let tenant = toolmock_runtime::model::TenantId(tenant);
+    let result = rig
+        .dispatcher
+        .call(
+            tenant,
+            &toolmock_runtime::model::Capability::from_token(SEED_TOKEN),
+            &ToolCall::new("ledger", "append", json!({"id": "s2"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result, json!({"previous": "s1", "id": "s2"}));
+    use toolmock_runtime::backend::FixtureStore;
+    let state = rig
+        .dispatcher
+        .backend()
+        .state(tenant, toolmock_runtime::model::AttemptId(running))
+        .await
+        .unwrap();
+    assert_eq!(state.version, 2);
+    let finished: String = sqlx::query_scalar("SELECT outcome FROM attempts WHERE id = $1")
+        .bind(uuid::Uuid::from_u128(8))
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(finished, "harness_error");
+    app.close().await;
+}
+
+/// A pool on the same database connected as the application role.
+async fn app_pool(pool: &PgPool) -> PgPool {
+    let options = toolmock_store::as_app_role((*pool.connect_options()).clone());
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(4)
+        .connect_with(options)
+        .await
+        .unwrap()
 }

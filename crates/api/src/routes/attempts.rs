@@ -64,7 +64,6 @@ impl FromRequestParts<AppState> for AttemptCapability {
         (status = 403, description = "`foreign_capability`: the capability belongs to another attempt", body = crate::ErrorEnvelope),
         (status = 422, description = "A tool input error (`class: tool_input_error`, e.g. `invalid_arguments` with `path`): recorded, the agent can recover", body = crate::ErrorEnvelope),
         (status = 424, description = "A harness error (`class: harness_error`: `lease_expired`, `missing_definition`, `unknown_tool`, `output_schema_violation`, …): recorded, the attempt can never pass", body = crate::ErrorEnvelope),
-        (status = 502, description = "`external_failed`: the real tool failed (real-tools runs only)", body = crate::ErrorEnvelope),
     ))]
 pub(crate) async fn tool_call(
     capability: AttemptCapability,

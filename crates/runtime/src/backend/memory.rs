@@ -6,6 +6,7 @@
 //! for revisions, evidence and errors, and tenant checks on every lookup.
 //! Nothing is persisted.
 
+use super::ledger_gap;
 use super::revision::check_revision;
 use super::{AttemptStore, Catalog, Clock, EvidenceSink, FixtureStore, PinStore, SystemClock};
 use crate::error::{ApplyError, FinishError, SaveRevisionError, StoreError};
@@ -714,12 +715,25 @@ impl AttemptStore for MemoryStore {
         tenant: TenantId,
         attempt: AttemptId,
         verdict: Verdict,
-        _at: DateTime<Utc>,
+        at: DateTime<Utc>,
+        answered: u64,
     ) -> Result<AttemptOutcome, FinishError> {
         let cell = self.inner.attempt(tenant, attempt)?;
+        // Evidence only grows, so counting it before the meta lock (a call
+        // takes the fixture lock, then meta) undercounts nothing the
+        // dispatcher has already answered.
+        let evidence: usize = lock(&cell.fixture).evidence.iter().map(Vec::len).sum();
         let mut meta = lock(&cell.meta);
         if meta.outcome.is_some() {
             return Err(FinishError::AlreadyFinished);
+        }
+        let mut errors = lock(&cell.errors);
+        let recorded = evidence + errors.tool_input.len() + errors.harness.len();
+        if u64::try_from(recorded).unwrap_or(u64::MAX) < answered {
+            errors
+                .harness
+                .push(ledger_gap(tenant, attempt, answered, recorded, at));
+            meta.has_harness_error = true;
         }
         let outcome = if meta.has_harness_error {
             AttemptOutcome::HarnessError

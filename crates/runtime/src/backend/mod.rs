@@ -14,7 +14,7 @@ mod revision;
 pub use memory::MemoryStore;
 pub use revision::check_revision;
 
-use crate::error::{ApplyError, FinishError, SaveRevisionError, StoreError};
+use crate::error::{ApplyError, FinishError, HarnessCode, SaveRevisionError, StoreError};
 use crate::model::{
     AgentId, AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptId, AttemptOutcome,
     AttemptRecord, CapabilityCheck, EvidenceRecord, HarnessErrorRecord, LibraryTool, NewOperation,
@@ -23,7 +23,7 @@ use crate::model::{
     Verdict,
 };
 use chrono::{DateTime, Utc};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -203,13 +203,19 @@ pub trait AttemptStore: Send + Sync {
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Ends an attempt: `harness_error` when it has any harness error,
-    /// otherwise the verdict's outcome.
+    /// otherwise the verdict's outcome. `answered` is how many calls the
+    /// dispatcher answered for the attempt; when its records (evidence, tool
+    /// input errors and harness errors together) are fewer, a call was lost
+    /// on the way to storage, and the finish itself records a
+    /// `storage_failed` harness error in the same step, so the attempt ends
+    /// `harness_error`.
     fn finish_attempt(
         &self,
         tenant: TenantId,
         attempt: AttemptId,
         verdict: Verdict,
         at: DateTime<Utc>,
+        answered: u64,
     ) -> impl Future<Output = Result<AttemptOutcome, FinishError>> + Send;
 
     /// One attempt.
@@ -218,6 +224,33 @@ pub trait AttemptStore: Send + Sync {
         tenant: TenantId,
         attempt: AttemptId,
     ) -> impl Future<Output = Result<AttemptRecord, StoreError>> + Send;
+}
+
+/// The `storage_failed` harness error a finish records when the attempt's
+/// records fall short of the calls the dispatcher answered (the same text in
+/// every backend).
+pub fn ledger_gap(
+    tenant: TenantId,
+    attempt: AttemptId,
+    answered: u64,
+    recorded: usize,
+    at: DateTime<Utc>,
+) -> HarnessErrorRecord {
+    HarnessErrorRecord {
+        tenant,
+        attempt,
+        tool: None,
+        operation: None,
+        pin: None,
+        arguments: None,
+        code: HarnessCode::StorageFailed,
+        message: format!(
+            "the dispatcher answered {answered} call(s) of this attempt but only {recorded} are recorded: a call was lost on its way to storage"
+        ),
+        path: None,
+        detail: json!({ "answered": answered, "recorded": recorded }),
+        at,
+    }
 }
 
 /// Everything the dispatcher and the start need from storage.

@@ -1,99 +1,359 @@
 //! A call's pipeline (SPEC §8) and the recording of what it refuses.
+//!
+//! The order is what keeps faults from passing: the lease is checked before
+//! anything else happens (under the state lock in a sandbox run, before the
+//! real execution in a real-tools run), every refusal is recorded before the
+//! call returns, and a refusal that cannot be recorded as it is becomes a
+//! `storage_failed` harness error — or, when even that cannot be written, a
+//! call the attempt's ledger counted and its records lack, which
+//! `finish_attempt` turns into `harness_error` (docs/data-model.md, "Faults
+//! that cannot be written").
 
-use super::pins::PinEntry;
-use super::{Dispatcher, ToolCall, read, write};
+use super::pins::{PinEntry, ResolvedPin};
+use super::{Bound, Dispatcher, ToolCall, read, write};
 use crate::backend::Backend;
 use crate::error::{
     ApplyError, CallCode, DispatchError, HarnessCode, HarnessFault, StoreError, ToolInputFault,
 };
 use crate::model::{
-    AttemptBinding, Capability, EvidenceDraft, Executor, HarnessErrorRecord, PinRef,
-    SimulationMode, Step, TenantId, TokenHash, ToolInputErrorRecord,
+    Capability, EvidenceDraft, Executor, HarnessErrorRecord, PinRef, SimulationMode, Step,
+    TenantId, TokenHash, ToolInputErrorRecord,
 };
-use serde_json::{Value, json};
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value, json};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use toolmock_evaluator::{Call, CallError, evaluate};
 
+/// A capability resolved to its attempt, and whether the lease was live when
+/// resolved (`None` for a cached binding: liveness is then checked later,
+/// before anything happens).
+enum Resolved {
+    Bound(Arc<Bound>, Option<bool>),
+    /// Unknown, or another tenant's: nothing to record it on.
+    Rejected,
+    /// Storage failed before the attempt was known.
+    Unreadable(StoreError),
+}
+
 impl<B: Backend> Dispatcher<B> {
-    /// Resolves a capability to its attempt, refusing unknown or foreign
-    /// ones and recording `lease_expired` for a known attempt whose lease is
-    /// not valid.
-    async fn binding(
+    /// Runs one call through SPEC §8's pipeline and returns exactly the
+    /// rendered result (no wrapper).
+    ///
+    /// Resolve the capability; find the pin (none: `missing_definition`; an
+    /// unknown tool or operation: `unknown_tool`, never executed); then, in
+    /// the fixture store's locked step, check the lease, validate the input,
+    /// evaluate the pinned mock, validate the output and commit the new state
+    /// with its evidence; then apply the delay. A real-tools run checks the
+    /// lease and the input before it executes anything. Every tool input
+    /// error and harness error is recorded in its own committed write before
+    /// this returns; after the lease has ended every call is `lease_expired`.
+    pub async fn call(
         &self,
         tenant: TenantId,
+        capability: &Capability,
+        call: &ToolCall,
+    ) -> Result<Value, DispatchError> {
+        let started_at = self.clock.now();
+        let clock = Instant::now();
+        let token = capability.hash();
+        let (bound, live) = match self.resolve_capability(tenant, &token).await {
+            Resolved::Bound(bound, live) => (bound, live),
+            Resolved::Rejected => return Err(DispatchError::CapabilityRejected),
+            Resolved::Unreadable(e) => {
+                self.note_unresolved(tenant, token);
+                return Err(DispatchError::Store(e));
+            }
+        };
+        let answer = match live {
+            Some(false) => Err(self.lease_expired(&bound, call, None, json!({})).await),
+            _ => self.dispatch(&bound, &token, call, started_at, clock).await,
+        };
+        // Every call that reached its attempt counts, recorded or not: the
+        // finish compares this count with the attempt's records.
+        if !matches!(answer, Err(DispatchError::CapabilityRejected)) {
+            bound.answered.fetch_add(1, Ordering::Relaxed);
+        }
+        answer
+    }
+
+    async fn dispatch(
+        &self,
+        bound: &Bound,
         token: &TokenHash,
         call: &ToolCall,
-    ) -> Result<Arc<AttemptBinding>, DispatchError> {
-        if let Some(found) = read(&self.bindings).get(token)
-            && found.tenant == tenant
+        started_at: DateTime<Utc>,
+        clock: Instant,
+    ) -> Result<Value, DispatchError> {
+        let pin = match self.pin_for(bound, call).await {
+            Ok(pin) => pin,
+            Err(Err(cause)) => {
+                return Err(self
+                    .storage_failed(bound, call, None, &cause, json!({}))
+                    .await);
+            }
+            Err(Ok(fault)) => return Err(self.fault_before_step(bound, token, call, fault).await),
+        };
+        let applied = match pin.1 {
+            SimulationMode::Sandbox => {
+                self.sandbox(bound, token, call, &pin.0, started_at, clock)
+                    .await
+            }
+            SimulationMode::RealTools => {
+                match self
+                    .real_tools(bound, token, call, &pin.0, started_at, clock)
+                    .await
+                {
+                    Ok(applied) => applied,
+                    Err(refused) => return Err(refused),
+                }
+            }
+        };
+        let pin = &pin.0;
+        match applied {
+            Ok(applied) => {
+                if applied.delay_ms > 0 {
+                    self.sleeper
+                        .sleep(Duration::from_millis(u64::from(applied.delay_ms)))
+                        .await;
+                }
+                Ok(applied.result)
+            }
+            Err(ApplyError::Call(error)) => {
+                Err(self.call_error(bound, call, &pin.pin, error).await)
+            }
+            Err(ApplyError::LeaseExpired) => Err(self
+                .lease_expired(bound, call, Some(&pin.pin), json!({}))
+                .await),
+            Err(ApplyError::CapabilityRejected) => Err(DispatchError::CapabilityRejected),
+            Err(ApplyError::Store(cause)) => Err(self
+                .storage_failed(bound, call, Some(&pin.pin), &cause, json!({}))
+                .await),
+        }
+    }
+
+    /// The sandbox's locked step: the lease first (inside `apply_call`),
+    /// then the input, the mock and the output.
+    async fn sandbox(
+        &self,
+        bound: &Bound,
+        token: &TokenHash,
+        call: &ToolCall,
+        pin: &ResolvedPin,
+        started_at: DateTime<Utc>,
+        clock: Instant,
+    ) -> Result<crate::model::Applied, ApplyError> {
+        let variant = bound.binding.variant_for(&call.tool, &call.operation);
+        self.backend
+            .apply_call(&bound.binding, token, started_at, |state| {
+                pin.contract.validate_input(&call.input)?;
+                let outcome = evaluate(
+                    &pin.definition,
+                    &Call {
+                        input: &call.input,
+                        state,
+                        variant,
+                    },
+                )?;
+                pin.contract.validate_output(&outcome.result)?;
+                let toolmock_evaluator::Outcome {
+                    variant,
+                    rule,
+                    result,
+                    state_updates,
+                    delay_ms,
+                } = outcome;
+                Ok(Step {
+                    updates: state_updates
+                        .into_iter()
+                        .map(|(k, v)| (k.to_owned(), v))
+                        .collect(),
+                    evidence: EvidenceDraft {
+                        tool: pin.tool.clone(),
+                        operation: pin.operation.clone(),
+                        pin: pin.pin.clone(),
+                        executor: Executor::Mock,
+                        variant: Some(pin.variant(variant)),
+                        rule: rule.map(|r| u32::try_from(r).unwrap_or(u32::MAX)),
+                        arguments: call.input.clone(),
+                        result,
+                        delay_ms,
+                        started_at,
+                        duration_us: elapsed_us(clock),
+                    },
+                })
+            })
+            .await
+    }
+
+    /// A real-tools call: nothing real runs unless the lease is live and the
+    /// input valid; a failed or unrecordable execution is a recorded harness
+    /// error. `Err` is the call's final answer; `Ok` the locked step's.
+    async fn real_tools(
+        &self,
+        bound: &Bound,
+        token: &TokenHash,
+        call: &ToolCall,
+        pin: &ResolvedPin,
+        started_at: DateTime<Utc>,
+        clock: Instant,
+    ) -> Result<Result<crate::model::Applied, ApplyError>, DispatchError> {
+        let binding = &bound.binding;
+        match self
+            .backend
+            .resolve_capability(binding.tenant, token, self.clock.now())
+            .await
         {
-            return Ok(found.clone());
-        }
-        let now = self.clock.now();
-        let check = match self.backend.resolve_capability(tenant, token, now).await {
-            Ok(check) => check,
+            Ok(check) if check.live => {}
+            Ok(_) => {
+                return Err(self
+                    .lease_expired(bound, call, Some(&pin.pin), json!({}))
+                    .await);
+            }
             Err(StoreError::NotFound { .. }) => return Err(DispatchError::CapabilityRejected),
-            Err(e) => return Err(e.into()),
-        };
-        let binding = Arc::new(check.binding);
-        write(&self.bindings).insert(*token, binding.clone());
-        if !check.live {
-            return Err(self.lease_expired(&binding, call, None).await);
+            Err(cause) => {
+                return Err(self
+                    .storage_failed(bound, call, Some(&pin.pin), &cause, json!({}))
+                    .await);
+            }
         }
-        Ok(binding)
-    }
-
-    async fn lease_expired(
-        &self,
-        binding: &AttemptBinding,
-        call: &ToolCall,
-        pin: Option<&PinRef>,
-    ) -> DispatchError {
-        self.record_harness(
-            binding,
-            call,
-            pin,
-            HarnessFault {
-                code: HarnessCode::LeaseExpired,
-                message:
-                    "the attempt is finished, its lease has expired or the capability was revoked"
-                        .into(),
-                path: None,
-            },
-            json!({}),
-        )
-        .await
-    }
-
-    /// Records a harness error in its own committed write and returns it as
-    /// the call's error (a storage failure is returned instead when the
-    /// record could not be written).
-    async fn record_harness(
-        &self,
-        binding: &AttemptBinding,
-        call: &ToolCall,
-        pin: Option<&PinRef>,
-        fault: HarnessFault,
-        detail: Value,
-    ) -> DispatchError {
-        tracing::warn!(attempt = %binding.attempt, tool = %call.tool, operation = %call.operation, code = %fault.code, "harness error");
-        let record = HarnessErrorRecord {
-            tenant: binding.tenant,
-            attempt: binding.attempt,
-            tool: Some(call.tool.clone()),
-            operation: Some(call.operation.clone()),
-            pin: pin.cloned(),
-            arguments: Some(call.input.clone()),
-            code: fault.code,
-            message: fault.message.clone(),
-            path: fault.path.clone(),
-            detail,
-            at: self.clock.now(),
+        if let Err(error) = pin.contract.validate_input(&call.input) {
+            return Err(self.call_error(bound, call, &pin.pin, error).await);
+        }
+        let result = match self
+            .executor
+            .execute(&call.tool, &call.operation, &call.input)
+            .await
+        {
+            Ok(result) if !has_nul(&result) => result,
+            Ok(result) => {
+                let fault = fault(
+                    HarnessCode::ExternalFailed,
+                    "the real result contains U+0000, which cannot be recorded".into(),
+                );
+                let detail = json!({ "external_result": sanitize(result) });
+                return Err(self
+                    .record_harness(bound, call, Some(&pin.pin), fault, detail)
+                    .await);
+            }
+            Err(message) => {
+                let fault = fault(
+                    HarnessCode::ExternalFailed,
+                    format!(
+                        "the real {}/{} failed: {message}",
+                        call.tool, call.operation
+                    ),
+                );
+                return Err(self
+                    .record_harness(bound, call, Some(&pin.pin), fault, json!({}))
+                    .await);
+            }
         };
-        match self.backend.record_harness_error(&record).await {
-            Ok(()) => DispatchError::Harness(fault),
-            Err(e) => DispatchError::Store(e),
+        if let Err(error) = pin.contract.validate_output(&result) {
+            return Err(self.call_error(bound, call, &pin.pin, error).await);
+        }
+        let detail = json!({ "external_result": result.clone() });
+        let applied = self
+            .backend
+            .apply_call(binding, token, started_at, |_| {
+                Ok(Step {
+                    updates: Vec::new(),
+                    evidence: EvidenceDraft {
+                        tool: pin.tool.clone(),
+                        operation: pin.operation.clone(),
+                        pin: pin.pin.clone(),
+                        executor: Executor::External,
+                        variant: None,
+                        rule: None,
+                        arguments: call.input.clone(),
+                        result,
+                        delay_ms: 0,
+                        started_at,
+                        duration_us: elapsed_us(clock),
+                    },
+                })
+            })
+            .await;
+        // The real call happened: when its evidence cannot be committed, the
+        // harness error that says so carries its result.
+        match applied {
+            Err(ApplyError::LeaseExpired) => Err(self
+                .lease_expired(bound, call, Some(&pin.pin), detail)
+                .await),
+            Err(ApplyError::Store(cause)) => Err(self
+                .storage_failed(bound, call, Some(&pin.pin), &cause, detail)
+                .await),
+            other => Ok(other),
+        }
+    }
+
+    /// Resolves a capability to its attempt: a cached binding as it is (its
+    /// lease is checked later, before anything happens), otherwise from
+    /// storage, with its liveness.
+    async fn resolve_capability(&self, tenant: TenantId, token: &TokenHash) -> Resolved {
+        if let Some(found) = read(&self.bindings).get(token)
+            && found.binding.tenant == tenant
+        {
+            return Resolved::Bound(found.clone(), None);
+        }
+        let check = match self
+            .backend
+            .resolve_capability(tenant, token, self.clock.now())
+            .await
+        {
+            Ok(check) => check,
+            Err(StoreError::NotFound { .. }) => return Resolved::Rejected,
+            Err(e) => return Resolved::Unreadable(e),
+        };
+        let bound = Arc::new(Bound {
+            answered: self.ledger_of(check.binding.attempt),
+            binding: check.binding,
+        });
+        write(&self.bindings).insert(*token, bound.clone());
+        Resolved::Bound(bound, Some(check.live))
+    }
+
+    /// The pin of the called operation, a harness fault saying why there is
+    /// none, or the storage failure that kept it from being read.
+    async fn pin_for(
+        &self,
+        bound: &Bound,
+        call: &ToolCall,
+    ) -> Result<(Arc<ResolvedPin>, SimulationMode), Result<HarnessFault, StoreError>> {
+        let pins = match self.pin_set(&bound.binding).await {
+            Ok(pins) => pins,
+            Err(StoreError::Corrupt { what, message }) => {
+                return Err(Ok(fault(
+                    HarnessCode::UnreadablePin,
+                    format!("stored {what} is unreadable: {message}"),
+                )));
+            }
+            Err(e) => return Err(Err(e)),
+        };
+        match pins.get(&call.tool, &call.operation) {
+            Some(PinEntry::Pinned(pin)) => Ok((pin.clone(), pins.mode)),
+            Some(PinEntry::Unpinned(reason)) => Err(Ok(fault(
+                HarnessCode::MissingDefinition,
+                format!(
+                    "{}/{} has no pinned definition (it was {reason} at the start)",
+                    call.tool, call.operation
+                ),
+            ))),
+            Some(PinEntry::Unreadable(message)) => Err(Ok(fault(
+                HarnessCode::UnreadablePin,
+                format!(
+                    "the pin of {}/{} is unreadable: {message}",
+                    call.tool, call.operation
+                ),
+            ))),
+            None => Err(Ok(fault(
+                HarnessCode::UnknownTool,
+                format!(
+                    "{}/{} is not a tool operation this simulation can reach; it was not executed",
+                    call.tool, call.operation
+                ),
+            ))),
         }
     }
 
@@ -101,30 +361,126 @@ impl<B: Backend> Dispatcher<B> {
     /// no longer live, the fault is `lease_expired` instead.
     async fn fault_before_step(
         &self,
-        binding: &AttemptBinding,
+        bound: &Bound,
         token: &TokenHash,
         call: &ToolCall,
-        pin: Option<&PinRef>,
         fault: HarnessFault,
     ) -> DispatchError {
+        let binding = &bound.binding;
         match self
             .backend
             .resolve_capability(binding.tenant, token, self.clock.now())
             .await
         {
             Ok(check) if check.live => {
-                self.record_harness(binding, call, pin, fault, json!({}))
+                self.record_harness(bound, call, None, fault, json!({}))
                     .await
             }
-            Ok(_) => self.lease_expired(binding, call, pin).await,
+            Ok(_) => self.lease_expired(bound, call, None, json!({})).await,
             Err(StoreError::NotFound { .. }) => DispatchError::CapabilityRejected,
-            Err(e) => DispatchError::Store(e),
+            Err(cause) => {
+                let detail =
+                    json!({ "fault": fault.code, "message": sanitize_text(&fault.message) });
+                self.storage_failed(bound, call, None, &cause, detail).await
+            }
+        }
+    }
+
+    async fn lease_expired(
+        &self,
+        bound: &Bound,
+        call: &ToolCall,
+        pin: Option<&PinRef>,
+        detail: Value,
+    ) -> DispatchError {
+        let fault = fault(
+            HarnessCode::LeaseExpired,
+            "the attempt is finished, its lease has expired or the capability was revoked".into(),
+        );
+        self.record_harness(bound, call, pin, fault, detail).await
+    }
+
+    /// A storage failure during a call, recorded as the harness error
+    /// `storage_failed` with its cause when storage still allows.
+    async fn storage_failed(
+        &self,
+        bound: &Bound,
+        call: &ToolCall,
+        pin: Option<&PinRef>,
+        cause: &StoreError,
+        mut detail: Value,
+    ) -> DispatchError {
+        if let Value::Object(map) = &mut detail {
+            map.insert(
+                "cause".into(),
+                Value::String(sanitize_text(&cause.to_string())),
+            );
+        }
+        let fault = fault(
+            HarnessCode::StorageFailed,
+            format!("storage failed during the call ({}): {cause}", cause.code()),
+        );
+        self.record_harness(bound, call, pin, fault, detail).await
+    }
+
+    /// Records a harness error in its own committed write and returns it as
+    /// the call's error. When it cannot be written as it is (the arguments,
+    /// say, are what the store refuses), it is written as `storage_failed`
+    /// without the arguments; when that fails too, the storage failure is
+    /// returned, and the attempt's ledger makes the finish see the gap.
+    async fn record_harness(
+        &self,
+        bound: &Bound,
+        call: &ToolCall,
+        pin: Option<&PinRef>,
+        fault: HarnessFault,
+        detail: Value,
+    ) -> DispatchError {
+        let binding = &bound.binding;
+        tracing::warn!(attempt = %binding.attempt, tool = %call.tool, operation = %call.operation, code = %fault.code, "harness error");
+        let mut record = HarnessErrorRecord {
+            tenant: binding.tenant,
+            attempt: binding.attempt,
+            tool: Some(sanitize_text(&call.tool)),
+            operation: Some(sanitize_text(&call.operation)),
+            pin: pin.cloned(),
+            arguments: Some(sanitize(call.input.clone())),
+            code: fault.code,
+            message: sanitize_text(&fault.message),
+            path: fault.path.as_deref().map(sanitize_text),
+            detail: sanitize(detail),
+            at: self.clock.now(),
+        };
+        let first = match self.backend.record_harness_error(&record).await {
+            Ok(()) => return DispatchError::Harness(fault),
+            Err(e) => e,
+        };
+        tracing::error!(attempt = %binding.attempt, error = %first, "a harness error could not be recorded");
+        let fallback = self::fault(
+            HarnessCode::StorageFailed,
+            format!(
+                "the harness error {} could not be recorded: {first}",
+                fault.code
+            ),
+        );
+        record.code = fallback.code;
+        record.message = sanitize_text(&fallback.message);
+        record.arguments = None;
+        record.path = None;
+        record.detail = json!({
+            "fault": fault.code,
+            "message": sanitize_text(&fault.message),
+            "cause": sanitize_text(&first.to_string()),
+        });
+        match self.backend.record_harness_error(&record).await {
+            Ok(()) => DispatchError::Harness(fallback),
+            Err(_) => DispatchError::Store(first),
         }
     }
 
     async fn call_error(
         &self,
-        binding: &AttemptBinding,
+        bound: &Bound,
         call: &ToolCall,
         pin: &PinRef,
         error: CallError,
@@ -138,23 +494,7 @@ impl<B: Backend> Dispatcher<B> {
                     path: error.path().map(str::to_owned),
                     violations,
                 };
-                let record = ToolInputErrorRecord {
-                    tenant: binding.tenant,
-                    attempt: binding.attempt,
-                    tool: call.tool.clone(),
-                    operation: call.operation.clone(),
-                    pin: Some(pin.clone()),
-                    arguments: call.input.clone(),
-                    code,
-                    message: fault.message.clone(),
-                    path: fault.path.clone(),
-                    violations: fault.violations.clone(),
-                    at: self.clock.now(),
-                };
-                match self.backend.record_tool_input_error(&record).await {
-                    Ok(()) => DispatchError::ToolInput(fault),
-                    Err(e) => DispatchError::Store(e),
-                }
+                self.record_tool_input(bound, call, pin, fault).await
             }
             CallCode::Harness(code) => {
                 let fault = HarnessFault {
@@ -163,7 +503,7 @@ impl<B: Backend> Dispatcher<B> {
                     path: error.path().map(str::to_owned),
                 };
                 self.record_harness(
-                    binding,
+                    bound,
                     call,
                     Some(pin),
                     fault,
@@ -174,172 +514,99 @@ impl<B: Backend> Dispatcher<B> {
         }
     }
 
-    /// Runs one call through SPEC §8's pipeline and returns exactly the
-    /// rendered result (no wrapper).
-    ///
-    /// Find the pin (none: `missing_definition`; an unknown tool or
-    /// operation: `unknown_tool`, never executed), validate the input,
-    /// then in the fixture store's locked step evaluate the pinned mock,
-    /// validate the output, commit the new state with its evidence; then
-    /// apply the delay. Every tool input error and harness error is recorded
-    /// in its own committed write before this returns.
-    pub async fn call(
+    /// Records a tool input error; when it cannot be written, the call is a
+    /// `storage_failed` harness error instead (the agent's mistake is then
+    /// the harness's problem: it was not kept).
+    async fn record_tool_input(
         &self,
-        tenant: TenantId,
-        capability: &Capability,
+        bound: &Bound,
         call: &ToolCall,
-    ) -> Result<Value, DispatchError> {
-        let started_at = self.clock.now();
-        let clock = Instant::now();
-        let token = capability.hash();
-        let binding = self.binding(tenant, &token, call).await?;
-        // Every way of not finding a usable pin is a harness fault, recorded
-        // before the call returns; only a storage failure is not.
-        let fault = |code: HarnessCode, message: String| HarnessFault {
-            code,
-            message,
-            path: None,
+        pin: &PinRef,
+        fault: ToolInputFault,
+    ) -> DispatchError {
+        let binding = &bound.binding;
+        let record = ToolInputErrorRecord {
+            tenant: binding.tenant,
+            attempt: binding.attempt,
+            tool: sanitize_text(&call.tool),
+            operation: sanitize_text(&call.operation),
+            pin: Some(pin.clone()),
+            arguments: sanitize(call.input.clone()),
+            code: fault.code,
+            message: sanitize_text(&fault.message),
+            path: fault.path.as_deref().map(sanitize_text),
+            violations: sanitize(fault.violations.clone()),
+            at: self.clock.now(),
         };
-        let found = match self.pin_set(&binding).await {
-            Ok(pins) => match pins.get(&call.tool, &call.operation) {
-                Some(PinEntry::Pinned(pin)) => Ok((pin.clone(), pins.mode)),
-                Some(PinEntry::Unpinned(reason)) => Err(fault(
-                    HarnessCode::MissingDefinition,
-                    format!(
-                        "{}/{} has no pinned definition (it was {reason} at the start)",
-                        call.tool, call.operation
-                    ),
-                )),
-                Some(PinEntry::Unreadable(message)) => Err(fault(
-                    HarnessCode::UnreadablePin,
-                    format!(
-                        "the pin of {}/{} is unreadable: {message}",
-                        call.tool, call.operation
-                    ),
-                )),
-                None => Err(fault(
-                    HarnessCode::UnknownTool,
-                    format!(
-                        "{}/{} is not a tool operation this simulation can reach; it was not executed",
-                        call.tool, call.operation
-                    ),
-                )),
-            },
-            Err(StoreError::Corrupt { what, message }) => Err(fault(
-                HarnessCode::UnreadablePin,
-                format!("stored {what} is unreadable: {message}"),
-            )),
-            Err(e) => return Err(e.into()),
-        };
-        let (pin, mode) = match found {
-            Ok(found) => found,
-            Err(fault) => {
-                return Err(self
-                    .fault_before_step(&binding, &token, call, None, fault)
-                    .await);
+        match self.backend.record_tool_input_error(&record).await {
+            Ok(()) => DispatchError::ToolInput(fault),
+            Err(cause) => {
+                let detail = json!({
+                    "tool_input_error": fault.code,
+                    "message": sanitize_text(&fault.message),
+                });
+                self.storage_failed(bound, call, Some(pin), &cause, detail)
+                    .await
             }
-        };
-        if let Err(error) = pin.contract.validate_input(&call.input) {
-            return Err(self.call_error(&binding, call, &pin.pin, error).await);
         }
-        let variant = binding.variant_for(&call.tool, &call.operation);
-        let applied = match mode {
-            SimulationMode::Sandbox => {
-                self.backend
-                    .apply_call(&binding, &token, started_at, |state| {
-                        let outcome = evaluate(
-                            &pin.definition,
-                            &Call {
-                                input: &call.input,
-                                state,
-                                variant,
-                            },
-                        )?;
-                        pin.contract.validate_output(&outcome.result)?;
-                        let toolmock_evaluator::Outcome {
-                            variant,
-                            rule,
-                            result,
-                            state_updates,
-                            delay_ms,
-                        } = outcome;
-                        Ok(Step {
-                            updates: state_updates
-                                .into_iter()
-                                .map(|(k, v)| (k.to_owned(), v))
-                                .collect(),
-                            evidence: EvidenceDraft {
-                                tool: pin.tool.clone(),
-                                operation: pin.operation.clone(),
-                                pin: pin.pin.clone(),
-                                executor: Executor::Mock,
-                                variant: Some(pin.variant(variant)),
-                                rule: rule.map(|r| u32::try_from(r).unwrap_or(u32::MAX)),
-                                arguments: call.input.clone(),
-                                result,
-                                delay_ms,
-                                started_at,
-                                duration_us: elapsed_us(clock),
-                            },
-                        })
-                    })
-                    .await
-            }
-            SimulationMode::RealTools => {
-                let result = match self
-                    .executor
-                    .execute(&call.tool, &call.operation, &call.input)
-                    .await
-                {
-                    Ok(result) => result,
-                    Err(message) => return Err(DispatchError::External(message)),
-                };
-                if let Err(error) = pin.contract.validate_output(&result) {
-                    return Err(self.call_error(&binding, call, &pin.pin, error).await);
-                }
-                self.backend
-                    .apply_call(&binding, &token, started_at, |_| {
-                        Ok(Step {
-                            updates: Vec::new(),
-                            evidence: EvidenceDraft {
-                                tool: pin.tool.clone(),
-                                operation: pin.operation.clone(),
-                                pin: pin.pin.clone(),
-                                executor: Executor::External,
-                                variant: None,
-                                rule: None,
-                                arguments: call.input.clone(),
-                                result,
-                                delay_ms: 0,
-                                started_at,
-                                duration_us: elapsed_us(clock),
-                            },
-                        })
-                    })
-                    .await
-            }
-        };
-        match applied {
-            Ok(applied) => {
-                if applied.delay_ms > 0 {
-                    self.sleeper
-                        .sleep(Duration::from_millis(u64::from(applied.delay_ms)))
-                        .await;
-                }
-                Ok(applied.result)
-            }
-            Err(ApplyError::Call(error)) => {
-                Err(self.call_error(&binding, call, &pin.pin, error).await)
-            }
-            Err(ApplyError::LeaseExpired) => {
-                Err(self.lease_expired(&binding, call, Some(&pin.pin)).await)
-            }
-            Err(ApplyError::CapabilityRejected) => Err(DispatchError::CapabilityRejected),
-            Err(ApplyError::Store(e)) => Err(e.into()),
-        }
+    }
+}
+
+fn fault(code: HarnessCode, message: String) -> HarnessFault {
+    HarnessFault {
+        code,
+        message,
+        path: None,
     }
 }
 
 fn elapsed_us(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// U+0000 as every record stores it: U+FFFD, the replacement character (no
+/// store can keep U+0000; docs/mock-language.md, "Text"). Both backends store
+/// the same text.
+fn sanitize_text(text: &str) -> String {
+    text.replace('\0', "\u{FFFD}")
+}
+
+fn has_nul(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(has_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+        _ => false,
+    }
+}
+
+/// `value` with every U+0000 in its strings and keys replaced (see [`sanitize_text`]).
+fn sanitize(value: Value) -> Value {
+    if !has_nul(&value) {
+        return value;
+    }
+    match value {
+        Value::String(s) => Value::String(sanitize_text(&s)),
+        Value::Array(items) => Value::Array(items.into_iter().map(sanitize).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (sanitize_text(&k), sanitize(v)))
+                .collect::<Map<String, Value>>(),
+        ),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitize_replaces_nul_in_strings_and_keys_only() {
+        let value = json!({"a\u{0}": ["x\u{0}y", 1, {"k": "\u{0}"}], "b": "ok"});
+        assert_eq!(
+            sanitize(value),
+            json!({"a\u{FFFD}": ["x\u{FFFD}y", 1, {"k": "\u{FFFD}"}], "b": "ok"})
+        );
+    }
 }

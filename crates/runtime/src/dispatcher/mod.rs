@@ -13,7 +13,7 @@ mod start;
 use crate::backend::{
     Backend, Clock, ExternalExecutor, NoExternalExecutor, Sleeper, SystemClock, TokioSleeper,
 };
-use crate::error::FinishError;
+use crate::error::{FinishError, StoreError};
 use crate::model::{
     AgentId, AttemptBinding, AttemptId, AttemptOutcome, Capability, PinRecord, SimulationId,
     SimulationMode, TenantId, TestCaseId, TestCaseSpec, TokenHash, Verdict,
@@ -21,7 +21,8 @@ use crate::model::{
 use pins::{DefinitionKey, PinSet};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 use toolmock_contract::ContractHash;
 use toolmock_evaluator::{CompiledContract, CompiledDefinition};
@@ -93,12 +94,26 @@ pub struct StartedAttempt {
     pub capability: Capability,
 }
 
+/// A capability's attempt, with the count of its calls this dispatcher
+/// answered (shared by every capability of the attempt).
+#[derive(Debug)]
+struct Bound {
+    binding: AttemptBinding,
+    answered: Arc<AtomicU64>,
+}
+
 /// The dispatcher: starts simulations and runs every call of their attempts.
 ///
 /// Compiled contracts are cached by contract hash, compiled definitions by
 /// (definition hash, contract hash), pin sets by simulation and capability
 /// bindings by token hash: nothing is recompiled per call. Share it with an
 /// `Arc`; every method takes `&self`.
+///
+/// It also keeps each running attempt's ledger: how many calls it answered
+/// for it (results, tool input errors, harness errors, and calls whose
+/// record could not be written), and the capabilities it could not even
+/// resolve because storage failed. `finish_attempt` hands the count to the
+/// backend, which refuses a pass when the attempt's records fall short of it.
 pub struct Dispatcher<B> {
     backend: B,
     clock: Arc<dyn Clock>,
@@ -107,7 +122,9 @@ pub struct Dispatcher<B> {
     contracts: RwLock<HashMap<ContractHash, Arc<CompiledContract>>>,
     definitions: RwLock<HashMap<DefinitionKey, Arc<CompiledDefinition>>>,
     simulations: RwLock<HashMap<SimulationId, Arc<PinSet>>>,
-    bindings: RwLock<HashMap<TokenHash, Arc<AttemptBinding>>>,
+    bindings: RwLock<HashMap<TokenHash, Arc<Bound>>>,
+    ledger: Mutex<HashMap<AttemptId, Arc<AtomicU64>>>,
+    unresolved: Mutex<HashMap<TokenHash, (TenantId, u64)>>,
 }
 
 impl<B> std::fmt::Debug for Dispatcher<B> {
@@ -124,6 +141,10 @@ fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(PoisonError::into_inner)
 }
 
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl<B: Backend> Dispatcher<B> {
     /// A dispatcher over `backend` with the system clock, real sleeps and no
     /// external executor (sandbox runs only).
@@ -137,6 +158,8 @@ impl<B: Backend> Dispatcher<B> {
             definitions: RwLock::default(),
             simulations: RwLock::default(),
             bindings: RwLock::default(),
+            ledger: Mutex::default(),
+            unresolved: Mutex::default(),
         }
     }
 
@@ -164,18 +187,35 @@ impl<B: Backend> Dispatcher<B> {
     }
 
     /// Ends an attempt. Its outcome is `harness_error` whenever any harness
-    /// error was recorded for it, whatever `verdict` says.
+    /// error was recorded for it, whatever `verdict` says — and whenever its
+    /// records (evidence, tool input errors, harness errors) are fewer than
+    /// the calls this dispatcher answered for it: a call whose record could
+    /// not be written is then recorded as `storage_failed` by the finish.
+    /// When the attempt's calls cannot be accounted for (storage still
+    /// failing), the finish fails instead of passing.
     pub async fn finish_attempt(
         &self,
         tenant: TenantId,
         attempt: AttemptId,
         verdict: Verdict,
     ) -> Result<AttemptOutcome, FinishError> {
+        let unresolved = self.unresolved_calls_of(tenant, attempt).await?;
+        let answered = lock(&self.ledger)
+            .get(&attempt)
+            .map_or(0, |count| count.load(Ordering::Relaxed));
         let outcome = self
             .backend
-            .finish_attempt(tenant, attempt, verdict, self.clock.now())
+            .finish_attempt(
+                tenant,
+                attempt,
+                verdict,
+                self.clock.now(),
+                answered + unresolved,
+            )
             .await?;
-        write(&self.bindings).retain(|_, b| !(b.attempt == attempt && b.tenant == tenant));
+        write(&self.bindings)
+            .retain(|_, b| !(b.binding.attempt == attempt && b.binding.tenant == tenant));
+        lock(&self.ledger).remove(&attempt);
         Ok(outcome)
     }
 
@@ -183,6 +223,52 @@ impl<B: Backend> Dispatcher<B> {
     /// it is called again).
     pub fn forget_simulation(&self, simulation: SimulationId) {
         write(&self.simulations).remove(&simulation);
-        write(&self.bindings).retain(|_, b| b.simulation != simulation);
+        write(&self.bindings).retain(|_, b| b.binding.simulation != simulation);
+    }
+
+    /// The shared answered-calls counter of an attempt.
+    fn ledger_of(&self, attempt: AttemptId) -> Arc<AtomicU64> {
+        lock(&self.ledger).entry(attempt).or_default().clone()
+    }
+
+    /// Remembers a call whose capability storage could not resolve: its
+    /// attempt is found (and charged with it) when an attempt of the tenant
+    /// finishes.
+    fn note_unresolved(&self, tenant: TenantId, token: TokenHash) {
+        lock(&self.unresolved).entry(token).or_insert((tenant, 0)).1 += 1;
+    }
+
+    /// How many calls with unresolved capabilities were `attempt`'s. Tokens
+    /// that turn out to be unknown are forgotten, others' kept for their own
+    /// finish; while storage still cannot resolve one, nothing can finish.
+    async fn unresolved_calls_of(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> Result<u64, StoreError> {
+        let pending: Vec<(TokenHash, u64)> = lock(&self.unresolved)
+            .iter()
+            .filter(|(_, (t, _))| *t == tenant)
+            .map(|(token, (_, count))| (*token, *count))
+            .collect();
+        let mut ours = 0;
+        for (token, count) in pending {
+            match self
+                .backend
+                .resolve_capability(tenant, &token, self.clock.now())
+                .await
+            {
+                Ok(check) if check.binding.attempt == attempt => {
+                    ours += count;
+                    lock(&self.unresolved).remove(&token);
+                }
+                Ok(_) => {}
+                Err(StoreError::NotFound { .. }) => {
+                    lock(&self.unresolved).remove(&token);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(ours)
     }
 }

@@ -106,7 +106,7 @@ impl<B: Backend> Dispatcher<B> {
     /// creates the attempts with their initial fixture state and capabilities.
     ///
     /// Attempt creation and lease assignment are separate phases
-    /// ([`plan_attempts`], then [`assign_leases`]): today both run here and
+    /// (`plan_attempts`, then `assign_leases`): today both run here and
     /// every attempt starts leased to `request.lease_owner`. The worker issue
     /// makes `start` stop after planning — storing the attempts *queued*,
     /// with no lease — and moves `assign_leases` to the claim by which a

@@ -1,67 +1,19 @@
 //! The runtime's stable codes, one enum per family, so that a typo is a
 //! compile error and the API, the worker and the UI match on variants.
 //!
-//! Every enum lists its variants in `ALL` (generated from the same list as
-//! the enum, so it cannot miss one); `tests` compares them with the
-//! `toolmock-runtime` section of `docs/error-codes.md`, both ways.
+//! Every enum is declared with `toolmock_contract::problem_codes!` (as every
+//! crate's codes are), so it lists its variants in `ALL` and cannot miss one;
+//! `tests` compares them, with their classes, with the `toolmock-runtime`
+//! section of `docs/error-codes.md`, both ways.
 
-use serde::{Deserialize, Serialize};
-use std::fmt;
+use toolmock_contract::{ProblemCode, problem_codes};
 use toolmock_evaluator::CallError;
 
-macro_rules! code_enum {
-    (
-        $(#[$doc:meta])*
-        $name:ident, class $class:literal {
-            $( $(#[$vdoc:meta])* $variant:ident => $text:literal, )+
-        }
-    ) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        pub enum $name {
-            $(
-                $(#[$vdoc])*
-                #[serde(rename = $text)]
-                $variant,
-            )+
-        }
-
-        impl $name {
-            /// Every code of this family.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The class column of `docs/error-codes.md` for this family.
-            pub const CLASS: &'static str = $class;
-
-            /// The stable text.
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text,)+
-                }
-            }
-
-            /// Parses the stable text (e.g. a stored code).
-            pub fn parse(text: &str) -> Option<Self> {
-                match text {
-                    $($text => Some($name::$variant),)+
-                    _ => None,
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-code_enum! {
+problem_codes! {
     /// A harness fault: the harness (pin, definition, fixture state, lease,
     /// storage) is at fault; recorded in `harness_errors`, and the attempt
     /// can never pass.
-    HarnessCode, class "harness_error" {
+    pub enum HarnessCode {
         /// The operation was left unpinned at the start (`allow_incomplete`).
         MissingDefinition => "missing_definition",
         /// The tool or operation is not one the simulation can reach; never executed.
@@ -78,13 +30,18 @@ code_enum! {
         InvalidFixtureLiteral => "invalid_fixture_literal",
         /// The rendered (or real) result fails the output schema.
         OutputSchemaViolation => "output_schema_violation",
+        /// The real external handler failed, or returned what cannot be recorded (real-tools runs).
+        ExternalFailed => "external_failed",
+        /// Storage failed during the call (the cause is in the record's detail), or
+        /// the attempt's records fall short of the calls the dispatcher answered.
+        StorageFailed => "storage_failed",
     }
 }
 
-code_enum! {
+problem_codes! {
     /// A tool input error: the agent's arguments are wrong; recorded in
     /// `tool_input_errors`, returned to the agent as an ordinary tool error.
-    ToolInputCode, class "tool_input_error" {
+    pub enum ToolInputCode {
         /// The arguments fail the input schema.
         InvalidArguments => "invalid_arguments",
         /// A value given to `$number` (or as a `$dateAdd` offset) is not an accepted number.
@@ -142,11 +99,11 @@ impl CallCode {
     }
 }
 
-code_enum! {
+problem_codes! {
     /// Why an operation could not be pinned at a start: the `status` of a
     /// `StartProblem::Incomplete`, and the reason an unpinned operation
     /// records under `allow_incomplete`.
-    IncompleteStatus, class "incomplete_status" {
+    pub enum IncompleteStatus {
         /// The latest revision was saved against another contract.
         Stale => "stale",
         /// No revision (or no inline testing definition) exists.
@@ -158,9 +115,9 @@ code_enum! {
     }
 }
 
-code_enum! {
+problem_codes! {
     /// A storage failure, the same for every backend.
-    StoreCode, class "storage" {
+    pub enum StoreCode {
         /// No such row for this tenant (a row of another tenant reads exactly so).
         NotFound => "not_found",
         /// The database refused to change or remove a row of an append-only table.
@@ -174,9 +131,9 @@ code_enum! {
     }
 }
 
-code_enum! {
+problem_codes! {
     /// Why a revision was not saved.
-    SaveRevisionCode, class "save_revision" {
+    pub enum SaveRevisionCode {
         /// The operation's contract changed since the caller checked (the API's 409).
         ContractChanged => "contract_changed",
         /// The operation has no output schema, so it cannot be mocked.
@@ -190,9 +147,9 @@ code_enum! {
     }
 }
 
-code_enum! {
+problem_codes! {
     /// One reason a simulation start is refused.
-    StartProblemCode, class "start_problem" {
+    pub enum StartProblemCode {
         /// A library tool the agent references does not exist for this tenant.
         UnknownTool => "unknown_tool",
         /// A workflow the agent references does not exist.
@@ -208,9 +165,9 @@ code_enum! {
     }
 }
 
-code_enum! {
+problem_codes! {
     /// Why a simulation did not start (besides storage failures).
-    StartCode, class "start" {
+    pub enum StartCode {
         /// The start is refused; every problem is listed.
         StartRefused => "start_refused",
         /// The request itself is unusable (no test case, zero attempts, …).
@@ -218,59 +175,43 @@ code_enum! {
     }
 }
 
-code_enum! {
+problem_codes! {
     /// Why a call returned no result without anything being recorded.
-    DispatchCode, class "dispatch" {
+    pub enum DispatchCode {
         /// The capability is unknown or belongs to another tenant.
         CapabilityRejected => "capability_rejected",
-        /// The real external handler failed (real-tools runs only).
-        ExternalFailed => "external_failed",
     }
 }
 
-code_enum! {
+problem_codes! {
     /// Why an attempt could not be finished (besides storage failures).
-    FinishCode, class "finish" {
+    pub enum FinishCode {
         /// It was already finished.
         AlreadyFinished => "already_finished",
     }
 }
 
-/// Every `(code, class)` pair of the runtime, for the documentation test.
+/// Reads a code of family `C` back from its text (e.g. a stored code).
+pub fn parse_code<C: ProblemCode>(text: &str) -> Option<C> {
+    C::ALL.iter().copied().find(|code| code.as_str() == text)
+}
+
+/// Every `(code, class)` pair of the runtime, for the documentation test:
+/// each family with the class column `docs/error-codes.md` gives it.
 pub fn all_codes() -> Vec<(&'static str, &'static str)> {
-    fn family<T: Copy>(
-        all: &[T],
-        class: &'static str,
-        text: fn(T) -> &'static str,
-    ) -> Vec<(&'static str, &'static str)> {
-        all.iter().map(|c| (text(*c), class)).collect()
+    fn family<C: ProblemCode>(class: &'static str) -> Vec<(&'static str, &'static str)> {
+        C::ALL.iter().map(|c| (c.as_str(), class)).collect()
     }
     [
-        family(HarnessCode::ALL, HarnessCode::CLASS, HarnessCode::as_str),
-        family(
-            ToolInputCode::ALL,
-            ToolInputCode::CLASS,
-            ToolInputCode::as_str,
-        ),
-        family(
-            IncompleteStatus::ALL,
-            IncompleteStatus::CLASS,
-            IncompleteStatus::as_str,
-        ),
-        family(StoreCode::ALL, StoreCode::CLASS, StoreCode::as_str),
-        family(
-            SaveRevisionCode::ALL,
-            SaveRevisionCode::CLASS,
-            SaveRevisionCode::as_str,
-        ),
-        family(
-            StartProblemCode::ALL,
-            StartProblemCode::CLASS,
-            StartProblemCode::as_str,
-        ),
-        family(StartCode::ALL, StartCode::CLASS, StartCode::as_str),
-        family(DispatchCode::ALL, DispatchCode::CLASS, DispatchCode::as_str),
-        family(FinishCode::ALL, FinishCode::CLASS, FinishCode::as_str),
+        family::<HarnessCode>("harness_error"),
+        family::<ToolInputCode>("tool_input_error"),
+        family::<IncompleteStatus>("incomplete_status"),
+        family::<StoreCode>("storage"),
+        family::<SaveRevisionCode>("save_revision"),
+        family::<StartProblemCode>("start_problem"),
+        family::<StartCode>("start"),
+        family::<DispatchCode>("dispatch"),
+        family::<FinishCode>("finish"),
     ]
     .concat()
 }
@@ -329,17 +270,21 @@ mod tests {
     #[test]
     fn codes_round_trip_through_their_text() {
         for code in HarnessCode::ALL {
-            assert_eq!(HarnessCode::parse(code.as_str()), Some(*code));
+            assert_eq!(parse_code::<HarnessCode>(code.as_str()), Some(*code));
             assert_eq!(
                 serde_json::to_value(code).unwrap_or_default(),
                 serde_json::Value::from(code.as_str())
             );
         }
         for code in ToolInputCode::ALL {
-            assert_eq!(ToolInputCode::parse(code.as_str()), Some(*code));
+            assert_eq!(parse_code::<ToolInputCode>(code.as_str()), Some(*code));
         }
         for status in IncompleteStatus::ALL {
-            assert_eq!(IncompleteStatus::parse(status.as_str()), Some(*status));
+            assert_eq!(
+                parse_code::<IncompleteStatus>(status.as_str()),
+                Some(*status)
+            );
         }
+        assert_eq!(parse_code::<HarnessCode>("no_such_code"), None);
     }
 }

@@ -6,7 +6,7 @@ mod codes;
 
 pub use codes::{
     CallCode, DispatchCode, FinishCode, HarnessCode, IncompleteStatus, SaveRevisionCode, StartCode,
-    StartProblemCode, StoreCode, ToolInputCode, all_codes,
+    StartProblemCode, StoreCode, ToolInputCode, all_codes, parse_code,
 };
 
 use serde::Serialize;
@@ -279,10 +279,8 @@ pub enum DispatchError {
     /// there is no attempt of this tenant to record it on.
     #[error("the capability is not valid")]
     CapabilityRejected,
-    /// The real external handler failed (real-tools runs only).
-    #[error("the external tool failed: {0}")]
-    External(String),
-    /// Storage failed; the call may not have been recorded.
+    /// Storage failed and not even a `storage_failed` harness error could be
+    /// written; the attempt's finish sees the unrecorded call and refuses a pass.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -294,7 +292,6 @@ impl DispatchError {
             DispatchError::ToolInput(f) => f.code.as_str(),
             DispatchError::Harness(f) => f.code.as_str(),
             DispatchError::CapabilityRejected => DispatchCode::CapabilityRejected.as_str(),
-            DispatchError::External(_) => DispatchCode::ExternalFailed.as_str(),
             DispatchError::Store(e) => e.code(),
         }
     }

@@ -18,7 +18,7 @@ mod fakes;
 mod fixtures;
 mod scenarios;
 
-pub use fakes::{CountingExecutor, ManualClock, RecordingSleeper};
+pub use fakes::{CountingExecutor, Fault, Faulty, ManualClock, RecordingSleeper};
 pub use fixtures::{Rig, ledger_definition, ledger_operation, ledger_simulation, library_ledger};
 pub use scenarios::*;
 
@@ -31,18 +31,22 @@ mod prelude {
     pub(crate) use chrono::{DateTime, Utc};
     pub(crate) use serde_json::{Map, Value, json};
     pub(crate) use std::collections::HashSet;
-    pub(crate) use std::sync::atomic::{AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     pub(crate) use std::sync::{Arc, Mutex};
     pub(crate) use std::time::Duration;
     pub(crate) use toolmock_contract::{
         DefinitionHash, OperationContract, OperationIdentity, OperationSource,
     };
-    pub(crate) use toolmock_evaluator::{Call, CompiledContract, compile_checked, evaluate};
+    pub(crate) use toolmock_evaluator::{
+        Call, CallError, CompiledContract, compile_checked, evaluate,
+    };
 }
 
 /// Generates the behaviour suite's tests for one backend: one test function
-/// per scenario of the list below, each with the given test attribute(s),
-/// parameters, and an expression building a fresh backend from them.
+/// per scenario of the list below, each with the given test attribute(s) and
+/// parameters, an expression building a fresh backend from them, and
+/// optionally `after` a closure that tears the backend down (it receives the
+/// backend and returns a future).
 ///
 /// ```text
 /// // The in-memory backend:
@@ -50,17 +54,22 @@ mod prelude {
 ///     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 ///     fn () => toolmock_runtime::MemoryStore::new()
 /// }
-/// // PostgreSQL, one fresh migrated database per scenario:
+/// // PostgreSQL, one fresh migrated database per scenario, as the app role:
 /// toolmock_runtime::behaviour_suite! {
 ///     #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
-///     fn (pool: sqlx::PgPool) => toolmock_store::PgStore::new(pool)
+///     fn (_pool: PgPoolOptions, connect: PgConnectOptions) => app_store(connect).await,
+///     after |store: PgStore| async move { store.pool().close().await }
 /// }
 /// ```
 #[macro_export]
 macro_rules! behaviour_suite {
-    ($(#[$attr:meta])* fn ($($param:ident : $ty:ty),* $(,)?) => $backend:expr $(,)?) => {
+    (
+        $(#[$attr:meta])*
+        fn ($($param:ident : $ty:ty),* $(,)?) => $backend:expr
+        $(, after $after:expr)? $(,)?
+    ) => {
         // The one list of scenarios.
-        $crate::behaviour_suite!(@each [$(#[$attr])*] ($($param: $ty),*) ($backend);
+        $crate::behaviour_suite!(@each [$(#[$attr])*] ($($param: $ty),*) ($backend) [$($after)?];
             linearizable_state,
             attempts_are_isolated,
             harness_faults_never_pass,
@@ -73,15 +82,28 @@ macro_rules! behaviour_suite {
             tenancy_is_total,
             delays_use_the_sleeper,
             real_tools_runs_use_the_executor,
+            expired_leases_refuse_every_call,
+            nothing_real_runs_after_the_lease,
+            storage_faults_never_pass,
+            nul_in_arguments_is_a_tool_input_error,
+            arbitrary_arguments_are_always_answered,
         );
     };
-    (@each $attrs:tt $params:tt $backend:tt; $($name:ident),* $(,)?) => {
-        $( $crate::behaviour_suite!(@one $attrs $params $backend $name); )*
+    (@each $attrs:tt $params:tt $backend:tt $after:tt; $($name:ident),* $(,)?) => {
+        $( $crate::behaviour_suite!(@one $attrs $params $backend $after $name); )*
     };
-    (@one [$($attr:tt)*] ($($params:tt)*) ($backend:expr) $name:ident) => {
+    (@one [$($attr:tt)*] ($($params:tt)*) ($backend:expr) [] $name:ident) => {
         $($attr)*
         async fn $name($($params)*) {
             $crate::testkit::$name($backend).await;
+        }
+    };
+    (@one [$($attr:tt)*] ($($params:tt)*) ($backend:expr) [$after:expr] $name:ident) => {
+        $($attr)*
+        async fn $name($($params)*) {
+            let backend = $backend;
+            $crate::testkit::$name(::std::clone::Clone::clone(&backend)).await;
+            ($after)(backend).await;
         }
     };
 }

@@ -1,5 +1,6 @@
 //! `AttemptStore`: capabilities, leases, verdicts.
 
+use super::evidence::insert_harness_error;
 use super::{Db, PgStore, db, rollback};
 use crate::rows::*;
 use chrono::{DateTime, Utc};
@@ -92,21 +93,17 @@ impl AttemptStore for PgStore {
         attempt: AttemptId,
         verdict: Verdict,
         at: DateTime<Utc>,
+        answered: u64,
     ) -> Result<AttemptOutcome, FinishError> {
         let mut tx = db(self.pool.begin().await)?;
-        let row: Option<FinishingAttemptRow> = db(sqlx::query_as(
-            "SELECT status, has_harness_error FROM attempts \
-             WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        let status: Option<String> = db(sqlx::query_scalar(
+            "SELECT status FROM attempts WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
         )
         .bind(tenant.as_uuid())
         .bind(attempt.as_uuid())
         .fetch_optional(&mut *tx)
         .await)?;
-        let Some(FinishingAttemptRow {
-            status,
-            has_harness_error,
-        }) = row
-        else {
+        let Some(status) = status else {
             rollback(tx).await?;
             return Err(StoreError::NotFound { entity: "attempt" }.into());
         };
@@ -114,24 +111,40 @@ impl AttemptStore for PgStore {
             rollback(tx).await?;
             return Err(FinishError::AlreadyFinished);
         }
-        let outcome = if has_harness_error {
-            AttemptOutcome::HarnessError
-        } else {
-            verdict.outcome()
-        };
-        db(sqlx::query(
+        let recorded: i64 = db(sqlx::query_scalar(
+            "SELECT (SELECT count(*) FROM evidence WHERE tenant_id = $1 AND attempt_id = $2) \
+                  + (SELECT count(*) FROM tool_input_errors WHERE tenant_id = $1 AND attempt_id = $2) \
+                  + (SELECT count(*) FROM harness_errors WHERE tenant_id = $1 AND attempt_id = $2)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(attempt.as_uuid())
+        .fetch_one(&mut *tx)
+        .await)?;
+        let recorded = usize::try_from(recorded).map_err(|e| corrupt("record count", e))?;
+        if u64::try_from(recorded).unwrap_or(u64::MAX) < answered {
+            insert_harness_error(
+                &mut tx,
+                &ledger_gap(tenant, attempt, answered, recorded, at),
+            )
+            .await?;
+        }
+        // The outcome is the database's to derive: harness_error whenever a
+        // harness_errors row exists (the attempts trigger holds it so).
+        let outcome: String = db(sqlx::query_scalar(
             "UPDATE attempts SET status = 'finished', finished_at = $3, \
-                 outcome = CASE WHEN has_harness_error THEN 'harness_error' ELSE $4 END \
-             WHERE tenant_id = $1 AND id = $2",
+                 outcome = CASE WHEN EXISTS (SELECT 1 FROM harness_errors h \
+                     WHERE h.tenant_id = $1 AND h.attempt_id = $2) \
+                 THEN 'harness_error' ELSE $4 END \
+             WHERE tenant_id = $1 AND id = $2 RETURNING outcome",
         )
         .bind(tenant.as_uuid())
         .bind(attempt.as_uuid())
         .bind(at)
-        .bind(outcome.as_str())
-        .execute(&mut *tx)
+        .bind(verdict.outcome().as_str())
+        .fetch_one(&mut *tx)
         .await)?;
         db(tx.commit().await)?;
-        Ok(outcome)
+        Ok(AttemptOutcome::parse(&outcome).ok_or_else(|| corrupt("outcome", &outcome))?)
     }
 
     async fn attempt(&self, tenant: TenantId, attempt: AttemptId) -> Db<AttemptRecord> {

@@ -3,6 +3,7 @@
 use super::{Db, PgStore, db, rollback};
 use crate::rows::*;
 use sqlx::types::Json;
+use sqlx::{Postgres, Transaction};
 use toolmock_runtime::backend::*;
 use toolmock_runtime::error::*;
 use toolmock_runtime::model::*;
@@ -42,7 +43,6 @@ impl EvidenceSink for PgStore {
     }
 
     async fn record_harness_error(&self, record: &HarnessErrorRecord) -> Db<()> {
-        let pin = pin_columns(record.pin.as_ref())?;
         let mut tx = db(self.pool.begin().await)?;
         // The attempts row first (the lock finish_attempt takes), then the
         // insert, whose trigger marks the attempt in this transaction.
@@ -57,29 +57,7 @@ impl EvidenceSink for PgStore {
             rollback(tx).await?;
             return Err(StoreError::NotFound { entity: "attempt" });
         }
-        db(sqlx::query(
-            "INSERT INTO harness_errors (tenant_id, attempt_id, tool_name, operation_name, \
-                 pin_kind, tool_id, operation_id, revision, definition_hash, arguments, code, \
-                 message, path, detail, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
-        )
-        .bind(record.tenant.as_uuid())
-        .bind(record.attempt.as_uuid())
-        .bind(record.tool.as_deref())
-        .bind(record.operation.as_deref())
-        .bind(pin.kind)
-        .bind(pin.tool_id)
-        .bind(pin.operation_id)
-        .bind(pin.revision)
-        .bind(pin.definition_hash)
-        .bind(record.arguments.as_ref().map(Json))
-        .bind(record.code.as_str())
-        .bind(&record.message)
-        .bind(record.path.as_deref())
-        .bind(Json(&record.detail))
-        .bind(record.at)
-        .execute(&mut *tx)
-        .await)?;
+        insert_harness_error(&mut tx, record).await?;
         db(tx.commit().await)
     }
 
@@ -136,4 +114,37 @@ impl EvidenceSink for PgStore {
             .await?;
         rows.into_iter().map(HarnessErrorRow::into_record).collect()
     }
+}
+
+/// Inserts one harness error in `tx` (whose caller holds the attempt's row
+/// lock); the insert trigger marks the attempt.
+pub(super) async fn insert_harness_error(
+    tx: &mut Transaction<'static, Postgres>,
+    record: &HarnessErrorRecord,
+) -> Db<()> {
+    let pin = pin_columns(record.pin.as_ref())?;
+    db(sqlx::query(
+        "INSERT INTO harness_errors (tenant_id, attempt_id, tool_name, operation_name, \
+                 pin_kind, tool_id, operation_id, revision, definition_hash, arguments, code, \
+                 message, path, detail, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+    )
+    .bind(record.tenant.as_uuid())
+    .bind(record.attempt.as_uuid())
+    .bind(record.tool.as_deref())
+    .bind(record.operation.as_deref())
+    .bind(pin.kind)
+    .bind(pin.tool_id)
+    .bind(pin.operation_id)
+    .bind(pin.revision)
+    .bind(pin.definition_hash)
+    .bind(record.arguments.as_ref().map(Json))
+    .bind(record.code.as_str())
+    .bind(&record.message)
+    .bind(record.path.as_deref())
+    .bind(Json(&record.detail))
+    .bind(record.at)
+    .execute(&mut **tx)
+    .await)?;
+    Ok(())
 }

@@ -167,7 +167,7 @@ impl PinStore for PgStore {
             let pin = if row.pin.pin_kind.as_deref() == Some("unpinned") {
                 let reason = row.unpinned_reason.unwrap_or_default();
                 PinTarget::Unpinned {
-                    reason: IncompleteStatus::parse(&reason)
+                    reason: parse_code::<IncompleteStatus>(&reason)
                         .ok_or_else(|| corrupt("unpinned reason", &reason))?,
                 }
             } else {

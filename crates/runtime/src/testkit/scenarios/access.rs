@@ -138,33 +138,59 @@ pub async fn capabilities_follow_the_lease<B: Backend>(backend: B) {
     );
 }
 
-/// Every read and write of every storage trait, given a second tenant's
-/// credentials and the first tenant's ids, is "not found", and changes nothing.
-pub async fn tenancy_is_total<B: Backend>(backend: B) {
-    let rig = Rig::new(backend);
+/// A tenant with a row in every table: the ledger tool, its operation and
+/// revision, an agent, a started simulation (pins, test case, attempt,
+/// capability, state) and, on its attempt, one evidence row, one tool input
+/// error and one harness error.
+async fn seeded_tenant<B: Backend>(
+    rig: &Rig<B>,
+    name: &str,
+) -> (TenantId, ToolId, OperationId, AgentId, StartedSimulation) {
     let b = rig.backend();
-    let owner = tenant(b, "owner").await;
-    let other = tenant(b, "other").await;
-    let (tool, operation) = library_ledger(b, owner).await;
+    let tenant = tenant(b, name).await;
+    let (tool, operation) = library_ledger(b, tenant).await;
     let spec = AgentSpec {
         tools: vec![ToolRef::Library { tool }],
         workflows: vec![],
     };
-    let agent = b.create_agent(owner, "agent", &spec).await.unwrap();
+    let agent = b.create_agent(tenant, "agent", &spec).await.unwrap();
     let started = rig
         .dispatcher
-        .start(owner, &request(agent, vec![case("c")], 1))
+        .start(tenant, &request(agent, vec![case("c")], 1))
         .await
         .unwrap();
-    let attempt = &started.attempts[0];
+    let capability = &started.attempts[0].capability;
+    let call = |input: Value| ToolCall::new("ledger", "append", input);
+    rig.dispatcher
+        .call(tenant, capability, &call(json!({"id": name})))
+        .await
+        .unwrap();
+    rig.dispatcher
+        .call(tenant, capability, &call(json!({"id": 7})))
+        .await
+        .unwrap_err();
     rig.dispatcher
         .call(
-            owner,
-            &attempt.capability,
-            &ToolCall::new("ledger", "append", json!({"id": "a"})),
+            tenant,
+            capability,
+            &ToolCall::new("payments", "charge", json!({})),
         )
         .await
-        .unwrap();
+        .unwrap_err();
+    (tenant, tool, operation, agent, started)
+}
+
+/// Every read and write of every storage trait, given a second tenant's
+/// credentials and the first tenant's ids, is "not found", and changes
+/// nothing. Both tenants have rows in every table, so a read that lost
+/// its tenant filter finds the owner's rows, and one that lost its id
+/// filter finds the other tenant's own: either way the test fails.
+pub async fn tenancy_is_total<B: Backend>(backend: B) {
+    let rig = Rig::new(backend);
+    let b = rig.backend();
+    let (owner, tool, operation, agent, started) = seeded_tenant(&rig, "owner").await;
+    let (other, ..) = seeded_tenant(&rig, "other").await;
+    let attempt = &started.attempts[0];
     let now = rig.clock.now();
     let nf = |r: Result<(), StoreError>, what: &str| match r {
         Err(e) if e.is_not_found() => {}
@@ -295,7 +321,7 @@ pub async fn tenancy_is_total<B: Backend>(backend: B) {
         "revoke_capabilities",
     );
     match b
-        .finish_attempt(other, attempt.id, Verdict::Passed, now)
+        .finish_attempt(other, attempt.id, Verdict::Passed, now, 0)
         .await
     {
         Err(FinishError::Store(e)) if e.is_not_found() => {}
@@ -316,20 +342,13 @@ pub async fn tenancy_is_total<B: Backend>(backend: B) {
     // Nothing of the owner's changed.
     let record = b.attempt(owner, attempt.id).await.unwrap();
     assert_eq!(record.outcome, None);
-    assert!(!record.has_harness_error);
+    assert!(record.has_harness_error, "the seeded harness error");
     assert_eq!(b.state(owner, attempt.id).await.unwrap().version, 1);
-    assert!(
-        b.tool_input_errors(owner, attempt.id)
-            .await
-            .unwrap()
-            .is_empty()
+    assert_eq!(
+        b.tool_input_errors(owner, attempt.id).await.unwrap().len(),
+        1
     );
-    assert!(
-        b.harness_errors(owner, attempt.id)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert_eq!(b.harness_errors(owner, attempt.id).await.unwrap().len(), 1);
     assert_eq!(b.evidence(owner, attempt.id).await.unwrap().len(), 1);
     assert!(
         b.resolve_capability(owner, &attempt.capability.hash(), now)
@@ -337,6 +356,4 @@ pub async fn tenancy_is_total<B: Backend>(backend: B) {
             .unwrap()
             .live
     );
-    // The same names are free for the other tenant.
-    library_ledger(b, other).await;
 }

@@ -2,17 +2,25 @@
 //! backend and panics, saying which guarantee broke, when one does.
 
 mod access;
+mod arguments;
 mod calls;
 mod faults;
+mod leases;
 mod revisions;
 mod start;
 mod state;
+mod storage;
 
 pub use access::{capabilities_follow_the_lease, tenancy_is_total};
+pub use arguments::{
+    arbitrary_arguments_are_always_answered, nul_in_arguments_is_a_tool_input_error,
+};
 pub use calls::{
     delays_use_the_sleeper, real_tools_runs_use_the_executor, result_is_exactly_rendered,
 };
 pub use faults::{harness_faults_never_pass, tool_input_errors_are_recoverable};
+pub use leases::{expired_leases_refuse_every_call, nothing_real_runs_after_the_lease};
 pub use revisions::revisions_are_dense;
 pub use start::{incomplete_starts_fail_closed, start_refusals};
 pub use state::{attempts_are_isolated, linearizable_state};
+pub use storage::storage_faults_never_pass;
