@@ -28,6 +28,12 @@ setup:
 test: setup
     cargo test --workspace --locked
     just conformance
+    just schemathesis
+
+# Fuzz the running toolmock-api with schemathesis against its own OpenAPI document
+# (no 500, no response that breaks the document); N examples per operation.
+schemathesis examples="50":
+    scripts/schemathesis.sh {{examples}}
 
 # Run the shared conformance vectors (when ../shared is there; in CI, CI=true, it must be) against the CLI.
 conformance:

@@ -45,7 +45,7 @@ mod pg;
 mod rows;
 
 pub use error::{SqlState, map_sqlx_error};
-pub use pg::PgStore;
+pub use pg::{PgStore, ToolListing};
 
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};

@@ -7,11 +7,14 @@
 //! finishing an attempt and recording a harness error lock the `attempts`
 //! row first. No transaction takes two of these, so none can deadlock.
 
+mod api;
 mod attempts;
 mod catalog;
 mod evidence;
 mod fixtures;
 mod pins;
+
+pub use api::ToolListing;
 
 use crate::error::map_sqlx_error;
 use sqlx::postgres::PgPool;

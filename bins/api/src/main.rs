@@ -1,0 +1,258 @@
+//! `toolmock-api`: the HTTP API server (`serve`) and a development token
+//! minter (`token`). Thin: configuration, logging, the pool and migrations;
+//! everything else is `toolmock_api`.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use toolmock_api::{ApiConfig, AppState, AuthConfig, ChatCompletions, Claims, Generator};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// toolmock's HTTP API: library tools, tool testing, simulations and the
+/// dispatcher endpoint.
+#[derive(Debug, Parser)]
+#[command(name = "toolmock-api", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run migrations, then serve the API until SIGTERM or Ctrl-C.
+    Serve(ServeArgs),
+    /// Print a development token (HS256, signed with --jwt-secret).
+    Token(TokenArgs),
+}
+
+/// How bearer tokens are verified (and, for `token`, signed).
+#[derive(Debug, Args)]
+struct JwtArgs {
+    /// HS256 shared secret (at least 32 bytes).
+    #[arg(long, env = "TOOLMOCK_JWT_SECRET", hide_env_values = true)]
+    jwt_secret: Option<String>,
+    /// RS256 public key, a PEM file (instead of --jwt-secret).
+    #[arg(long, env = "TOOLMOCK_JWT_PUBLIC_KEY", conflicts_with = "jwt_secret")]
+    jwt_public_key: Option<PathBuf>,
+    /// Required `iss` claim.
+    #[arg(long, env = "TOOLMOCK_JWT_ISSUER")]
+    jwt_issuer: Option<String>,
+    /// Required `aud` claim.
+    #[arg(long, env = "TOOLMOCK_JWT_AUDIENCE")]
+    jwt_audience: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// PostgreSQL connection URL.
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: String,
+    /// Address to listen on.
+    #[arg(long, env = "TOOLMOCK_BIND", default_value = "127.0.0.1:8080")]
+    bind: SocketAddr,
+    /// Largest connection pool.
+    #[arg(long, env = "TOOLMOCK_DB_MAX_CONNECTIONS", default_value_t = 32)]
+    max_connections: u32,
+    /// Largest request body, in bytes (larger: 413).
+    #[arg(long, env = "TOOLMOCK_BODY_LIMIT", default_value_t = 1024 * 1024)]
+    body_limit: usize,
+    /// Longest a request may take, in seconds (longer: 503 `timeout`).
+    #[arg(long, env = "TOOLMOCK_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
+    request_timeout_secs: u64,
+    /// Requests served at once (more: 503 `overloaded`).
+    #[arg(long, env = "TOOLMOCK_CONCURRENCY_LIMIT", default_value_t = 1024)]
+    concurrency_limit: usize,
+    /// An OpenAI-compatible chat-completions base URL (e.g. http://127.0.0.1:8000/v1)
+    /// that drafts mocks for `generate`; without it drafts are schema-derived.
+    #[arg(long, env = "TOOLMOCK_GENERATOR_URL")]
+    generator_url: Option<String>,
+    /// The model the generator asks for.
+    #[arg(long, env = "TOOLMOCK_GENERATOR_MODEL", default_value = "gpt-4o-mini")]
+    generator_model: String,
+    /// The generator's API key (sent as a bearer token).
+    #[arg(long, env = "TOOLMOCK_GENERATOR_API_KEY", hide_env_values = true)]
+    generator_api_key: Option<String>,
+    /// Drafts requested (with the diagnostics fed back) before giving up.
+    #[arg(long, env = "TOOLMOCK_GENERATOR_MAX_ATTEMPTS", default_value_t = 3)]
+    generator_max_attempts: u32,
+    /// How long one completion may take, in seconds.
+    #[arg(long, env = "TOOLMOCK_GENERATOR_TIMEOUT_SECS", default_value_t = 60)]
+    generator_timeout_secs: u64,
+    /// Log line format.
+    #[arg(long, env = "TOOLMOCK_LOG_FORMAT", value_enum, default_value = "text")]
+    log_format: LogFormat,
+    #[command(flatten)]
+    jwt: JwtArgs,
+}
+
+#[derive(Debug, Args)]
+struct TokenArgs {
+    /// The tenant: a UUID or a name (mapped to a stable UUID).
+    #[arg(long)]
+    tenant: String,
+    /// A permission to grant; repeat for more (e.g. AIManager:ManageTools).
+    #[arg(long = "permission", required = true)]
+    permissions: Vec<String>,
+    /// The subject (written as the author of saved revisions).
+    #[arg(long, default_value = "developer")]
+    subject: String,
+    /// Lifetime in seconds.
+    #[arg(long, default_value_t = 86_400)]
+    ttl_secs: u64,
+    #[command(flatten)]
+    jwt: JwtArgs,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => serve(args),
+        Command::Token(args) => token(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("toolmock-api: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn auth_config(jwt: &JwtArgs) -> Result<AuthConfig, String> {
+    let mut auth = match (&jwt.jwt_secret, &jwt.jwt_public_key) {
+        (Some(secret), None) => AuthConfig::hs256(secret.as_bytes()).map_err(|e| e.to_string())?,
+        (None, Some(path)) => {
+            let pem =
+                std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            AuthConfig::rs256_pem(&pem).map_err(|e| e.to_string())?
+        }
+        _ => return Err("give --jwt-secret or --jwt-public-key".into()),
+    };
+    if let Some(issuer) = &jwt.jwt_issuer {
+        auth = auth.with_issuer(issuer);
+    }
+    if let Some(audience) = &jwt.jwt_audience {
+        auth = auth.with_audience(audience);
+    }
+    Ok(auth)
+}
+
+fn token(args: &TokenArgs) -> Result<(), String> {
+    let secret = args
+        .jwt
+        .jwt_secret
+        .as_ref()
+        .ok_or("minting needs --jwt-secret (HS256)")?;
+    // Validates the secret exactly as the server will.
+    auth_config(&args.jwt)?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_err(|e| e.to_string())?
+        .as_secs();
+    let claims = Claims {
+        sub: args.subject.clone(),
+        tenant: args.tenant.clone(),
+        permissions: args.permissions.clone(),
+        exp: now + args.ttl_secs,
+        iat: Some(now),
+        iss: args.jwt.jwt_issuer.clone(),
+        aud: args.jwt.jwt_audience.clone(),
+    };
+    let token = toolmock_api::mint_hs256(secret.as_bytes(), &claims).map_err(|e| e.to_string())?;
+    println!("{token}");
+    Ok(())
+}
+
+fn serve(args: ServeArgs) -> Result<(), String> {
+    init_logging(args.log_format);
+    let auth = auth_config(&args.jwt)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async move {
+        let pool = toolmock_store::connect(&args.database_url, args.max_connections)
+            .await
+            .map_err(|e| format!("cannot connect to the database: {e}"))?;
+        toolmock_store::migrate(&pool)
+            .await
+            .map_err(|e| format!("migrations failed: {e}"))?;
+        let generator = match args.generator_url {
+            Some(base_url) => Generator::ChatCompletions(ChatCompletions {
+                base_url,
+                model: args.generator_model,
+                api_key: args.generator_api_key,
+                max_attempts: args.generator_max_attempts,
+                timeout: Duration::from_secs(args.generator_timeout_secs),
+            }),
+            None => Generator::Schema,
+        };
+        let config = ApiConfig {
+            generator,
+            body_limit: args.body_limit,
+            request_timeout: Duration::from_secs(args.request_timeout_secs),
+            concurrency_limit: args.concurrency_limit,
+        };
+        let listener = tokio::net::TcpListener::bind(args.bind)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", args.bind))?;
+        let local = listener.local_addr().map_err(|e| e.to_string())?;
+        tracing::info!(address = %local, "listening");
+        let app = toolmock_api::router(AppState::new(pool.clone(), auth, config));
+        toolmock_api::serve(listener, app, shutdown_signal())
+            .await
+            .map_err(|e| e.to_string())?;
+        pool.close().await;
+        tracing::info!("stopped");
+        Ok(())
+    })
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C; the server then stops accepting and lets
+/// requests in flight finish.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("Ctrl-C: shutting down"),
+        () = terminate => tracing::info!("SIGTERM: shutting down"),
+    }
+}

@@ -1,0 +1,50 @@
+//! Liveness and readiness.
+
+use crate::AppState;
+use crate::error::ApiError;
+use axum::Json;
+use axum::extract::State;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// A health answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Health {
+    /// `ok`.
+    status: &'static str,
+}
+
+/// The process is up.
+#[utoipa::path(get, path = "/healthz", tag = "operations",
+    responses((status = 200, description = "The process serves requests", body = Health)))]
+pub(crate) async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
+}
+
+/// The database is reachable and every embedded migration is applied.
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses(
+        (status = 200, description = "Ready", body = Health),
+        (status = 503, description = "Not ready (`not_ready`)", body = crate::ErrorEnvelope),
+    ))]
+pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
+    let applied: Vec<i64> =
+        sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+            .fetch_all(state.pool())
+            .await
+            .map_err(|e| ApiError::NotReady {
+                reason: format!("the database cannot be queried: {e}"),
+            })?;
+    let missing: Vec<i64> = toolmock_store::MIGRATOR
+        .iter()
+        .filter(|m| !m.migration_type.is_down_migration())
+        .map(|m| m.version)
+        .filter(|v| !applied.contains(v))
+        .collect();
+    if !missing.is_empty() {
+        return Err(ApiError::NotReady {
+            reason: format!("migrations not applied: {missing:?}"),
+        });
+    }
+    Ok(Json(Health { status: "ok" }))
+}

@@ -1,0 +1,533 @@
+//! Library tools: create and update from a platform manifest, an MCP
+//! `tools/list` result or custom contracts; read one.
+
+use crate::AppState;
+use crate::auth::{Authorized, ManageTools};
+use crate::error::{ApiCode, ApiError};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use toolmock_contract::{OperationContract, OperationIdentity, OperationSource};
+use toolmock_runtime::backend::Catalog;
+use toolmock_runtime::model::{
+    LibraryTool, NewOperation, NewTool, OperationView, TestingStatus, ToolId, ToolKind,
+};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// Where a tool's operations come from.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum ToolSource {
+    /// A platform manifest (version 1, SPEC §9).
+    Platform {
+        /// The manifest.
+        #[schema(value_type = Object)]
+        manifest: Value,
+    },
+    /// The `tools` of an MCP server's `tools/list` answer(s).
+    Mcp {
+        /// The tools, as the server listed them.
+        #[schema(value_type = Vec<Object>)]
+        tools: Vec<Value>,
+    },
+    /// Operations described by hand.
+    Custom {
+        /// The operations.
+        operations: Vec<CustomOperation>,
+    },
+}
+
+/// A hand-written operation.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CustomOperation {
+    /// Runtime name.
+    name: String,
+    /// Shown to the agent.
+    #[serde(default)]
+    description: String,
+    /// Input JSON Schema.
+    #[schema(value_type = Object)]
+    input_schema: Value,
+    /// Output JSON Schema (absent: the tool's fallback, else `needs_output_schema`).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    output_schema: Option<Value>,
+}
+
+/// `POST /api/tools`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateTool {
+    /// Unique per tenant: the name agents call the tool by.
+    name: String,
+    /// The fallback output schema for operations that declare none (SPEC §9).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    output_schema: Option<Value>,
+    /// Where the operations come from.
+    source: ToolSource,
+}
+
+/// `PUT /api/tools/{id}`: the tool's operations re-read from a new source.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UpdateTool {
+    /// Of the tool's kind.
+    source: ToolSource,
+}
+
+/// An operation of a tool, briefly.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct OperationSummary {
+    /// The operation's id (`operation_id` in the testing requests).
+    id: Uuid,
+    /// Runtime name.
+    name: String,
+    /// `platform`, `mcp` or `custom`.
+    source: String,
+    /// `current`, `stale`, `missing` or `needs_output_schema`.
+    status: String,
+    /// The current contract hash (absent: needs an output schema).
+    contract_hash: Option<String>,
+    /// The latest revision's number.
+    latest_revision: Option<u32>,
+}
+
+/// A library tool.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ToolView {
+    /// Its id.
+    id: Uuid,
+    /// Its name.
+    name: String,
+    /// `platform`, `mcp` or `custom`.
+    kind: String,
+    /// The fallback output schema.
+    #[schema(value_type = Option<Object>)]
+    output_schema: Option<Value>,
+    /// Its operations, by name.
+    operations: Vec<OperationSummary>,
+}
+
+/// An operation whose latest revision an update made stale.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct StaleOperation {
+    /// The operation's id.
+    operation_id: Uuid,
+    /// Runtime name.
+    name: String,
+    /// The schema crate's contract diff (old → new).
+    #[schema(value_type = Object)]
+    diff: Value,
+}
+
+/// What an update did.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct UpdatedTool {
+    /// The tool after the update.
+    tool: ToolView,
+    /// Operations that were current and are now stale.
+    stale: Vec<StaleOperation>,
+    /// Operations the source no longer lists (kept, with their revisions).
+    unlisted: Vec<String>,
+}
+
+pub(crate) fn tool_view(tool: &LibraryTool) -> ToolView {
+    ToolView {
+        id: tool.id.as_uuid(),
+        name: tool.name.clone(),
+        kind: tool.kind.as_str().to_owned(),
+        output_schema: tool.output_schema.clone(),
+        operations: tool.operations.iter().map(summary).collect(),
+    }
+}
+
+fn summary(op: &OperationView) -> OperationSummary {
+    OperationSummary {
+        id: op.id.as_uuid(),
+        name: op.operation.name.clone(),
+        source: source_name(op.operation.source).to_owned(),
+        status: op.status().as_str().to_owned(),
+        contract_hash: op.contract_hash.as_ref().map(ToString::to_string),
+        latest_revision: op.latest.as_ref().map(|r| r.revision),
+    }
+}
+
+pub(crate) fn source_name(source: OperationSource) -> &'static str {
+    match source {
+        OperationSource::Platform => "platform",
+        OperationSource::Mcp => "mcp",
+        OperationSource::Custom => "custom",
+    }
+}
+
+fn unprocessable(code: ApiCode, message: &str, problems: Vec<Value>) -> ApiError {
+    ApiError::Unprocessable {
+        code,
+        message: message.into(),
+        details: json!({ "problems": problems }),
+    }
+}
+
+/// The source's kind and operations, every problem reported at once with a
+/// JSON pointer into the request body.
+fn operations(
+    source: &ToolSource,
+    fallback: Option<&Value>,
+) -> Result<(ToolKind, Vec<NewOperation>), ApiError> {
+    let (kind, ops): (ToolKind, Vec<NewOperation>) = match source {
+        ToolSource::Platform { manifest } => {
+            let contracts = toolmock_schema::normalize_manifest(manifest).map_err(|errors| {
+                let problems = errors
+                    .iter()
+                    .map(|e| {
+                        json!({"code": e.code, "path": format!("/source/manifest{}", e.path), "message": e.message})
+                    })
+                    .collect();
+                unprocessable(ApiCode::InvalidManifest, "the platform manifest is not valid", problems)
+            })?;
+            let ops = contracts
+                .into_iter()
+                .map(|c| NewOperation {
+                    operation: c.operation,
+                    description: c.description,
+                    input_schema: c.input_schema,
+                    output_schema: Some(c.output_schema),
+                })
+                .collect();
+            (ToolKind::Platform, ops)
+        }
+        ToolSource::Mcp { tools } => {
+            let page = json!({ "tools": tools });
+            let discovered =
+                toolmock_schema::normalize_pages(&[page], fallback).map_err(|errors| {
+                    let problems = errors
+                        .iter()
+                        .map(|e| {
+                            json!({"code": e.code, "path": format!("/source{}", e.path), "message": e.message})
+                        })
+                        .collect();
+                    unprocessable(ApiCode::InvalidMcpTools, "the MCP tools are not valid", problems)
+                })?;
+            let ops = discovered
+                .into_iter()
+                .map(|d| NewOperation {
+                    operation: d.operation,
+                    description: d.description,
+                    input_schema: d.input_schema,
+                    // The fallback is the store's to apply, so that a later
+                    // change of the tool's fallback reaches these operations.
+                    output_schema: d.output.and_then(|(schema, from)| {
+                        (from == toolmock_schema::OutputSchemaSource::Discovered).then_some(schema)
+                    }),
+                })
+                .collect();
+            (ToolKind::Mcp, ops)
+        }
+        ToolSource::Custom { operations } => {
+            let ops = operations
+                .iter()
+                .map(|o| NewOperation {
+                    operation: OperationIdentity {
+                        source: OperationSource::Custom,
+                        name: o.name.clone(),
+                    },
+                    description: o.description.clone(),
+                    input_schema: o.input_schema.clone(),
+                    output_schema: o.output_schema.clone(),
+                })
+                .collect();
+            (ToolKind::Custom, ops)
+        }
+    };
+    check_operations(&ops, fallback)?;
+    Ok((kind, ops))
+}
+
+/// Names must be usable and unique, schemas must be schemas, and every
+/// contract must hash (no integer beyond what a double holds exactly).
+fn check_operations(ops: &[NewOperation], fallback: Option<&Value>) -> Result<(), ApiError> {
+    let mut problems = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    if ops.is_empty() {
+        problems.push(json!({"code": "no_operations", "path": "/source", "message": "the source lists no operation"}));
+    }
+    for (i, op) in ops.iter().enumerate() {
+        let path = format!("/source/operations/{i}");
+        if !toolmock_schema::is_valid_runtime_name(&op.operation.name) {
+            problems.push(
+                json!({"code": "invalid_name", "path": format!("{path}/name"),
+                "message": format!("{:?} is not a usable operation name", op.operation.name)}),
+            );
+        }
+        if !seen.insert(op.operation.name.as_str()) {
+            problems.push(
+                json!({"code": "duplicate_operation", "path": format!("{path}/name"),
+                "message": format!("{} is listed twice", op.operation.name)}),
+            );
+        }
+        for (member, schema) in [
+            ("input_schema", Some(&op.input_schema)),
+            ("output_schema", op.output_schema.as_ref().or(fallback)),
+        ] {
+            if let Some(schema) = schema
+                && !(schema.is_object() || schema.is_boolean())
+            {
+                problems.push(
+                    json!({"code": "invalid_schema", "path": format!("{path}/{member}"),
+                    "message": format!("{member} must be a JSON Schema (an object or a boolean)")}),
+                );
+            }
+        }
+        if let Some(contract) = toolmock_runtime::model::effective_contract(op, fallback)
+            && let Err(e) = contract.hash()
+        {
+            problems.push(json!({"code": e.code(), "path": path, "message": e.to_string()}));
+        }
+    }
+    if let Some(f) = fallback
+        && let Err(e) = toolmock_contract::check_exact_numbers(f)
+    {
+        problems
+            .push(json!({"code": e.code(), "path": "/output_schema", "message": e.to_string()}));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(unprocessable(
+            ApiCode::InvalidOperations,
+            "the operations are not valid",
+            problems,
+        ))
+    }
+}
+
+/// Creates a library tool and its operations.
+#[utoipa::path(post, path = "/api/tools", tag = "tools",
+    request_body = CreateTool,
+    security(("bearer" = ["AIManager:ManageTools"])),
+    responses(
+        (status = 201, description = "Created", body = ToolView),
+        (status = 409, description = "The tenant already has a tool of that name (`conflict`)", body = crate::ErrorEnvelope),
+        (status = 422, description = "An invalid manifest, MCP tool list or operation, every problem listed", body = crate::ErrorEnvelope),
+    ))]
+pub(crate) async fn create_tool(
+    auth: Authorized<ManageTools>,
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<CreateTool>,
+) -> Result<(StatusCode, Json<ToolView>), ApiError> {
+    let tenant = auth.principal.tenant;
+    if body.name.is_empty() {
+        return Err(unprocessable(
+            ApiCode::InvalidName,
+            "the tool needs a name",
+            vec![json!({"code": "invalid_name", "path": "/name", "message": "the name is empty"})],
+        ));
+    }
+    let (kind, ops) = operations(&body.source, body.output_schema.as_ref())?;
+    state.ensure_tenant(&auth.principal).await?;
+    let store = state.store();
+    let id = store
+        .create_tool(
+            tenant,
+            &NewTool {
+                name: body.name,
+                kind,
+                source_config: json!({}),
+                output_schema: body.output_schema,
+            },
+        )
+        .await?;
+    for op in &ops {
+        store.upsert_operation(tenant, id, op).await?;
+    }
+    let tool = store.tool(tenant, id).await?;
+    Ok((StatusCode::CREATED, Json(tool_view(&tool))))
+}
+
+/// `GET /api/tools` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListQuery {
+    /// The `next` of the previous page (a tool name); absent for the first page.
+    after: Option<String>,
+    /// Page size, 1 to 200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
+    limit: Option<u32>,
+}
+
+/// One tool of a page.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ToolListItem {
+    /// Its id.
+    id: Uuid,
+    /// Its name.
+    name: String,
+    /// `platform`, `mcp` or `custom`.
+    kind: String,
+    /// How many operations are in each testing status.
+    current: u32,
+    /// Stale operations (their latest revision answers an older contract).
+    stale: u32,
+    /// Operations without a revision.
+    missing: u32,
+    /// Operations without an output schema.
+    needs_output_schema: u32,
+}
+
+/// A page of tools.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ToolPage {
+    /// The tools, by name.
+    tools: Vec<ToolListItem>,
+    /// Pass as `after` for the next page; absent on the last page.
+    next: Option<String>,
+}
+
+/// The tenant's tools, by name, a page at a time.
+#[utoipa::path(get, path = "/api/tools", tag = "tools",
+    params(ListQuery),
+    security(("bearer" = ["AIManager:ManageTools"])),
+    responses(
+        (status = 200, description = "A page of tools", body = ToolPage),
+        (status = 400, description = "`invalid_query`", body = crate::ErrorEnvelope),
+    ))]
+pub(crate) async fn list_tools(
+    auth: Authorized<ManageTools>,
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<ToolPage>, ApiError> {
+    let limit = query.limit.unwrap_or(50);
+    if !(1..=200).contains(&limit) {
+        return Err(ApiError::InvalidQuery {
+            message: format!("limit must be between 1 and 200, not {limit}"),
+        });
+    }
+    // One more than asked tells whether there is a next page.
+    let mut tools = state
+        .store()
+        .list_tools(auth.principal.tenant, query.after.as_deref(), limit + 1)
+        .await?;
+    let more = tools.len() > limit as usize;
+    tools.truncate(limit as usize);
+    let next = more.then(|| tools.last().map(|t| t.name.clone())).flatten();
+    Ok(Json(ToolPage {
+        tools: tools
+            .into_iter()
+            .map(|t| ToolListItem {
+                id: t.id.as_uuid(),
+                name: t.name,
+                kind: t.kind.as_str().to_owned(),
+                current: t.current,
+                stale: t.stale,
+                missing: t.missing,
+                needs_output_schema: t.needs_output_schema,
+            })
+            .collect(),
+        next,
+    }))
+}
+
+/// One tool with its operations and their status.
+#[utoipa::path(get, path = "/api/tools/{id}", tag = "tools",
+    params(("id" = Uuid, Path, description = "The tool's id")),
+    security(("bearer" = ["AIManager:ManageTools"])),
+    responses(
+        (status = 200, description = "The tool", body = ToolView),
+        (status = 404, description = "No such tool for this tenant", body = crate::ErrorEnvelope),
+    ))]
+pub(crate) async fn get_tool(
+    auth: Authorized<ManageTools>,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<Json<ToolView>, ApiError> {
+    let tool = state
+        .store()
+        .tool(auth.principal.tenant, ToolId(id))
+        .await?;
+    Ok(Json(tool_view(&tool)))
+}
+
+/// Re-reads a tool's operations from a new source of the same kind. A
+/// changed schema changes the operation's hash; the answer lists every
+/// operation that was current and is now stale, with the contract diff.
+#[utoipa::path(put, path = "/api/tools/{id}", tag = "tools",
+    params(("id" = Uuid, Path, description = "The tool's id")),
+    request_body = UpdateTool,
+    security(("bearer" = ["AIManager:ManageTools"])),
+    responses(
+        (status = 200, description = "Updated", body = UpdatedTool),
+        (status = 404, description = "No such tool for this tenant", body = crate::ErrorEnvelope),
+        (status = 422, description = "An invalid source, or one of another kind (`kind_mismatch`)", body = crate::ErrorEnvelope),
+    ))]
+pub(crate) async fn update_tool(
+    auth: Authorized<ManageTools>,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(body): ApiJson<UpdateTool>,
+) -> Result<Json<UpdatedTool>, ApiError> {
+    let tenant = auth.principal.tenant;
+    let store = state.store();
+    let before = store.tool(tenant, ToolId(id)).await?;
+    let (kind, ops) = operations(&body.source, before.output_schema.as_ref())?;
+    if kind != before.kind {
+        return Err(unprocessable(
+            ApiCode::KindMismatch,
+            &format!(
+                "a {} tool cannot be updated from a {} source",
+                before.kind.as_str(),
+                kind.as_str()
+            ),
+            vec![
+                json!({"code": "kind_mismatch", "path": "/source/type", "message": "the source is of another kind than the tool"}),
+            ],
+        ));
+    }
+    let mut stale = Vec::new();
+    for op in &ops {
+        let after = store.upsert_operation(tenant, before.id, op).await?;
+        let previous = before
+            .operations
+            .iter()
+            .find(|o| o.operation.name == op.operation.name);
+        if let Some(previous) = previous
+            && previous.status() == TestingStatus::Current
+            && after.status() == TestingStatus::Stale
+        {
+            stale.push(StaleOperation {
+                operation_id: after.id.as_uuid(),
+                name: after.operation.name.clone(),
+                diff: contract_diff(previous.contract.as_ref(), after.contract.as_ref())?,
+            });
+        }
+    }
+    let unlisted = before
+        .operations
+        .iter()
+        .filter(|o| !ops.iter().any(|n| n.operation.name == o.operation.name))
+        .map(|o| o.operation.name.clone())
+        .collect();
+    let tool = store.tool(tenant, before.id).await?;
+    Ok(Json(UpdatedTool {
+        tool: tool_view(&tool),
+        stale,
+        unlisted,
+    }))
+}
+
+pub(crate) fn contract_diff(
+    old: Option<&OperationContract>,
+    new: Option<&OperationContract>,
+) -> Result<Value, ApiError> {
+    let (Some(old), Some(new)) = (old, new) else {
+        return Ok(Value::Null);
+    };
+    let diff = toolmock_schema::diff(old, new).map_err(|e| ApiError::Internal(e.to_string()))?;
+    serde_json::to_value(diff).map_err(|e| ApiError::Internal(e.to_string()))
+}

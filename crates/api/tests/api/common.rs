@@ -1,0 +1,181 @@
+//! Requests through the router, tokens, and a tool with operations.
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode, header};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use std::time::{SystemTime, UNIX_EPOCH};
+use toolmock_api::{ApiConfig, AppState, AuthConfig, Claims, mint_hs256, router};
+use tower::ServiceExt;
+
+pub(crate) const SECRET: &[u8] = b"test secret, at least thirty-two bytes long";
+pub(crate) const MANAGE: &str = "AIManager:ManageTools";
+pub(crate) const RUN: &str = "AIManager:RunSimulations";
+
+pub(crate) fn app(pool: &PgPool) -> Router {
+    app_with(pool, ApiConfig::default())
+}
+
+pub(crate) fn app_with(pool: &PgPool, config: ApiConfig) -> Router {
+    let auth = AuthConfig::hs256(SECRET).unwrap();
+    router(AppState::new(pool.clone(), auth, config))
+}
+
+pub(crate) fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+pub(crate) fn claims(tenant: &str, permissions: &[&str]) -> Claims {
+    Claims {
+        sub: format!("{tenant}-user"),
+        tenant: tenant.into(),
+        permissions: permissions.iter().map(|p| (*p).to_owned()).collect(),
+        exp: now() + 3600,
+        iat: Some(now()),
+        iss: None,
+        aud: None,
+    }
+}
+
+pub(crate) fn token(tenant: &str, permissions: &[&str]) -> String {
+    mint_hs256(SECRET, &claims(tenant, permissions)).unwrap()
+}
+
+/// A response: status, headers and the body as JSON (`Value::Null` when empty).
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: axum::http::HeaderMap,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) json: Value,
+}
+
+impl Reply {
+    /// The error code of an error reply.
+    pub(crate) fn code(&self) -> &str {
+        self.json["error"]["code"].as_str().unwrap_or("")
+    }
+}
+
+pub(crate) async fn raw(app: &Router, request: Request<Body>) -> Reply {
+    let response = app.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    let json = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&bytes)))
+    };
+    Reply {
+        status,
+        headers,
+        bytes,
+        json,
+    }
+}
+
+pub(crate) async fn send(
+    app: &Router,
+    method: Method,
+    path: &str,
+    bearer: Option<&str>,
+    body: Option<&Value>,
+) -> Reply {
+    let mut request = Request::builder().method(method).uri(path);
+    if let Some(token) = bearer {
+        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let body = match body {
+        Some(body) => {
+            request = request.header(header::CONTENT_TYPE, "application/json");
+            Body::from(serde_json::to_vec(body).unwrap())
+        }
+        None => Body::empty(),
+    };
+    raw(app, request.body(body).unwrap()).await
+}
+
+/// A custom tool `calendar` with `book` (mockable) and `cancel` (no output schema).
+pub(crate) fn calendar_tool(name: &str) -> Value {
+    json!({
+        "name": name,
+        "source": {"type": "custom", "operations": [
+            {"name": "book", "description": "Book an appointment",
+             "input_schema": {"type": "object", "properties": {"day": {"type": "string"}}, "required": ["day"]},
+             "output_schema": {"type": "object", "properties": {"reference": {"type": "string"}}, "required": ["reference"]}},
+            {"name": "cancel", "input_schema": {"type": "object"}}
+        ]}
+    })
+}
+
+pub(crate) fn booking_definition() -> Value {
+    json!({
+        "schema_version": 1,
+        "default_variant": "success",
+        "initial_state": {"reference": "TEST-742"},
+        "variants": {"success": {"result": {"reference": {"$state": "reference"}}}},
+        "examples": [{"variant": "success", "input": {"day": "2026-01-02"}, "expected": {"reference": "TEST-742"}}]
+    })
+}
+
+/// A created tool: its id and its operations' ids by name.
+#[derive(Debug, Clone)]
+pub(crate) struct Created {
+    pub(crate) id: String,
+    pub(crate) book: String,
+    pub(crate) cancel: String,
+    pub book_hash: String,
+}
+
+pub(crate) async fn create_calendar(app: &Router, bearer: &str) -> Created {
+    let reply = send(
+        app,
+        Method::POST,
+        "/api/tools",
+        Some(bearer),
+        Some(&calendar_tool("calendar")),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{:?}", reply.json);
+    let op = |name: &str| {
+        reply.json["operations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    Created {
+        id: reply.json["id"].as_str().unwrap().to_owned(),
+        book: op("book")["id"].as_str().unwrap().to_owned(),
+        cancel: op("cancel")["id"].as_str().unwrap().to_owned(),
+        book_hash: op("book")["contract_hash"].as_str().unwrap().to_owned(),
+    }
+}
+
+/// Saves the booking definition as a revision of `book`.
+pub(crate) async fn save_booking(app: &Router, bearer: &str, tool: &Created) -> Reply {
+    send(
+        app,
+        Method::POST,
+        &format!("/api/tools/{}/testing", tool.id),
+        Some(bearer),
+        Some(&json!({"action": "save", "operation_id": tool.book,
+                     "contract_hash": tool.book_hash, "definition": booking_definition()})),
+    )
+    .await
+}

@@ -1,0 +1,14 @@
+//! The API in-process (tower's `oneshot` on the router) against a real
+//! PostgreSQL: each `#[sqlx::test]` gets its own migrated database.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers: a failed expectation must panic
+
+mod common;
+mod dispatcher;
+mod errors;
+mod generator;
+mod matrix;
+mod openapi;
+mod simulations;
+mod testing_flow;
+mod tools;

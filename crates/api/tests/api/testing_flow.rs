@@ -1,0 +1,391 @@
+//! SPEC §10 end to end: save, change the schema, the 409 with the current
+//! hash, regenerate, save revision 2; revision 1 unchanged; every diagnostic
+//! in a 422; inline tools checked and generated without a row.
+
+use crate::common::*;
+use axum::http::{Method, StatusCode};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+fn operation<'a>(testing: &'a Value, name: &str) -> &'a Value {
+    testing["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == name)
+        .unwrap()
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn the_409_flow_end_to_end(pool: PgPool) {
+    let app = app(&pool);
+    let bearer = token("acme", &[MANAGE]);
+    let tool = create_calendar(&app, &bearer).await;
+    let testing_path = format!("/api/tools/{}/testing", tool.id);
+
+    let testing = send(&app, Method::GET, &testing_path, Some(&bearer), None).await;
+    assert_eq!(testing.status, StatusCode::OK);
+    assert_eq!(operation(&testing.json, "book")["status"], "missing");
+    assert_eq!(
+        operation(&testing.json, "cancel")["status"],
+        "needs_output_schema"
+    );
+    assert_eq!(
+        operation(&testing.json, "book")["contract_hash"],
+        tool.book_hash.as_str()
+    );
+    assert_eq!(
+        operation(&testing.json, "book")["contract"]["operation"],
+        json!({"source": "custom", "name": "book"})
+    );
+
+    // Save revision 1, authored.
+    let saved = save_booking(&app, &bearer, &tool).await;
+    assert_eq!(saved.status, StatusCode::CREATED, "{}", saved.json);
+    assert_eq!(saved.json["revision"], 1);
+    assert_eq!(saved.json["author"], "acme-user");
+    assert_eq!(saved.json["provenance"], "authored");
+    let revision_1 = saved.json.clone();
+    let testing = send(&app, Method::GET, &testing_path, Some(&bearer), None).await;
+    let book = operation(&testing.json, "book");
+    assert_eq!(book["status"], "current");
+    assert_eq!(book["latest_revision"]["revision"], 1);
+    assert_eq!(
+        book["latest_revision"]["contract_hash"],
+        tool.book_hash.as_str()
+    );
+
+    // A schema correction: the output gains a required member.
+    let mut source = calendar_tool("calendar")["source"].clone();
+    source["operations"][0]["output_schema"] = json!({"type": "object",
+        "properties": {"reference": {"type": "string"}, "day": {"type": "string"}},
+        "required": ["reference", "day"]});
+    let updated = send(
+        &app,
+        Method::PUT,
+        &format!("/api/tools/{}", tool.id),
+        Some(&bearer),
+        Some(&json!({"source": source})),
+    )
+    .await;
+    assert_eq!(updated.status, StatusCode::OK, "{}", updated.json);
+    let stale = updated.json["stale"].as_array().unwrap();
+    assert_eq!(stale.len(), 1);
+    assert_eq!(stale[0]["name"], "book");
+    assert_eq!(stale[0]["diff"]["hash_changed"], true);
+    assert_eq!(stale[0]["diff"]["old_hash"], tool.book_hash.as_str());
+    assert!(
+        !stale[0]["diff"]["output_schema"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let new_hash = stale[0]["diff"]["new_hash"].as_str().unwrap().to_owned();
+    assert_ne!(new_hash, tool.book_hash);
+
+    let testing = send(&app, Method::GET, &testing_path, Some(&bearer), None).await;
+    assert_eq!(operation(&testing.json, "book")["status"], "stale");
+    // Why it is stale: the diff from the contract revision 1 was saved against.
+    let why = &operation(&testing.json, "book")["stale_diff"];
+    assert_eq!(why["old_hash"], tool.book_hash.as_str());
+    assert_eq!(why["new_hash"], new_hash.as_str());
+    assert_eq!(why, &stale[0]["diff"]);
+    assert!(
+        operation(&testing.json, "cancel")
+            .get("stale_diff")
+            .is_none()
+    );
+    assert_eq!(
+        operation(&testing.json, "book")["contract_hash"],
+        new_hash.as_str()
+    );
+
+    // Saving against the old hash: 409 with the current hash.
+    let conflict = save_booking(&app, &bearer, &tool).await;
+    assert_eq!(
+        (conflict.status, conflict.code()),
+        (StatusCode::CONFLICT, "contract_changed")
+    );
+    assert_eq!(
+        conflict.json["error"]["details"]["current_hash"],
+        new_hash.as_str()
+    );
+
+    // Regenerate against the new contract and save it: revision 2, current.
+    let generated = send(
+        &app,
+        Method::POST,
+        &testing_path,
+        Some(&bearer),
+        Some(
+            &json!({"action": "generate", "operation_id": tool.book, "instructions": "a Tuesday"}),
+        ),
+    )
+    .await;
+    assert_eq!(generated.status, StatusCode::OK, "{}", generated.json);
+    assert_eq!(generated.json["outcome"], "draft");
+    assert_eq!(generated.json["contract_hash"], new_hash.as_str());
+    assert_eq!(generated.json["instructions"], "a Tuesday");
+    let saved = send(&app, Method::POST, &testing_path, Some(&bearer), Some(&json!({
+        "action": "save", "operation_id": tool.book, "contract_hash": new_hash,
+        "definition": generated.json["definition"], "provenance": "generated", "instructions": "a Tuesday"}))).await;
+    assert_eq!(saved.status, StatusCode::CREATED, "{}", saved.json);
+    assert_eq!(saved.json["revision"], 2);
+    assert_eq!(saved.json["provenance"], "generated");
+    assert_eq!(saved.json["instructions"], "a Tuesday");
+    let testing = send(&app, Method::GET, &testing_path, Some(&bearer), None).await;
+    assert_eq!(operation(&testing.json, "book")["status"], "current");
+
+    // Revision 1 is unchanged and still readable; the history is newest first.
+    let one = send(
+        &app,
+        Method::GET,
+        &format!(
+            "/api/tools/{}/operations/{}/revisions/1",
+            tool.id, tool.book
+        ),
+        Some(&bearer),
+        None,
+    )
+    .await;
+    assert_eq!(one.status, StatusCode::OK);
+    assert_eq!(one.json, revision_1);
+    assert_eq!(one.json["contract_hash"], tool.book_hash.as_str());
+    let history = send(
+        &app,
+        Method::GET,
+        &format!("/api/tools/{}/operations/{}/revisions", tool.id, tool.book),
+        Some(&bearer),
+        None,
+    )
+    .await;
+    let numbers: Vec<_> = history
+        .json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["revision"].clone())
+        .collect();
+    assert_eq!(numbers, vec![json!(2), json!(1)]);
+    let missing = send(
+        &app,
+        Method::GET,
+        &format!(
+            "/api/tools/{}/operations/{}/revisions/3",
+            tool.id, tool.book
+        ),
+        Some(&bearer),
+        None,
+    )
+    .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    // The operation exists, but under another tool id it is absent.
+    let elsewhere = send(
+        &app,
+        Method::GET,
+        &format!(
+            "/api/tools/{}/operations/{}/revisions/1",
+            tool.book, tool.book
+        ),
+        Some(&bearer),
+        None,
+    )
+    .await;
+    assert_eq!(elsewhere.status, StatusCode::NOT_FOUND);
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_failing_definition_lists_every_diagnostic(pool: PgPool) {
+    let app = app(&pool);
+    let bearer = token("acme", &[MANAGE]);
+    let tool = create_calendar(&app, &bearer).await;
+    let path = format!("/api/tools/{}/testing", tool.id);
+    let mut definition = booking_definition();
+    definition["default_variant"] = json!("nope");
+    definition["variants"]["success"]["delay_ms"] = json!(999_999_999);
+    definition["surprise"] = json!(true);
+    let reply = send(&app, Method::POST, &path, Some(&bearer), Some(&json!({
+        "action": "save", "operation_id": tool.book, "contract_hash": tool.book_hash, "definition": definition}))).await;
+    assert_eq!(
+        (reply.status, reply.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_definition")
+    );
+    let diagnostics = reply.json["error"]["details"]["diagnostics"]
+        .as_array()
+        .unwrap();
+    let codes: Vec<&str> = diagnostics
+        .iter()
+        .map(|d| d["code"].as_str().unwrap())
+        .collect();
+    for code in [
+        "unknown_default_variant",
+        "delay_out_of_range",
+        "unknown_field",
+    ] {
+        assert!(codes.contains(&code), "{code} missing from {codes:?}");
+    }
+    assert!(
+        diagnostics
+            .iter()
+            .all(|d| d["path"].is_string() && d["message"].is_string())
+    );
+
+    // No output schema: neither generated nor saved.
+    for body in [
+        json!({"action": "generate", "operation_id": tool.cancel}),
+        json!({"action": "save", "operation_id": tool.cancel, "contract_hash": tool.book_hash, "definition": booking_definition()}),
+    ] {
+        let reply = send(&app, Method::POST, &path, Some(&bearer), Some(&body)).await;
+        assert_eq!(
+            (reply.status, reply.code()),
+            (StatusCode::UNPROCESSABLE_ENTITY, "needs_output_schema"),
+            "{body}"
+        );
+    }
+    // Instructions only belong to generated revisions.
+    let reply = send(
+        &app,
+        Method::POST,
+        &path,
+        Some(&bearer),
+        Some(&json!({
+        "action": "save", "operation_id": tool.book, "contract_hash": tool.book_hash,
+        "definition": booking_definition(), "instructions": "x"})),
+    )
+    .await;
+    assert_eq!(
+        (reply.status, reply.code()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "instructions_without_generation"
+        )
+    );
+    // An unknown action and an operation of no tool.
+    let reply = send(
+        &app,
+        Method::POST,
+        &path,
+        Some(&bearer),
+        Some(&json!({"action": "publish", "operation_id": tool.book})),
+    )
+    .await;
+    assert_eq!(
+        (reply.status, reply.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "unknown_field")
+    );
+    let reply = send(
+        &app,
+        Method::POST,
+        &path,
+        Some(&bearer),
+        Some(&json!({"action": "generate", "operation_id": tool.id})),
+    )
+    .await;
+    assert_eq!(
+        (reply.status, reply.code()),
+        (StatusCode::NOT_FOUND, "not_found")
+    );
+    // Nothing was saved by any of these.
+    let testing = send(&app, Method::GET, &path, Some(&bearer), None).await;
+    assert_eq!(operation(&testing.json, "book")["status"], "missing");
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn unsatisfiable_schemas_need_an_authored_mock(pool: PgPool) {
+    let app = app(&pool);
+    let bearer = token("acme", &[MANAGE]);
+    let created = send(
+        &app,
+        Method::POST,
+        "/api/tools",
+        Some(&bearer),
+        Some(&json!({
+        "name": "codes", "source": {"type": "custom", "operations": [{"name": "code",
+            "input_schema": {"type": "object"},
+            "output_schema": {"type": "string", "pattern": "^[A-Z]{3}$"}}]}})),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let id = created.json["id"].as_str().unwrap();
+    let op = created.json["operations"][0]["id"].as_str().unwrap();
+    let reply = send(
+        &app,
+        Method::POST,
+        &format!("/api/tools/{id}/testing"),
+        Some(&bearer),
+        Some(&json!({"action": "generate", "operation_id": op})),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.json["outcome"], "needs_authored_mock");
+    assert_eq!(reply.json["problems"][0]["path"], "/output_schema/pattern");
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn inline_tools_are_checked_and_generated_without_a_row(pool: PgPool) {
+    let app = app(&pool);
+    let bearer = token("acme", &[MANAGE]);
+    let tool = json!({"name": "calendar", "operations": [{
+        "name": "book", "source": "custom", "description": "Book an appointment",
+        "input_schema": {"type": "object", "properties": {"day": {"type": "string"}}, "required": ["day"]},
+        "output_schema": {"type": "object", "properties": {"reference": {"type": "string"}}, "required": ["reference"]},
+        "testing": booking_definition()}]});
+    let check = |definition: Option<Value>| {
+        let mut body = json!({"action": "check", "tool": tool, "operation_id": "book"});
+        if let Some(d) = definition {
+            body["definition"] = d;
+        }
+        body
+    };
+    let reply = send(
+        &app,
+        Method::POST,
+        "/api/tools/testing",
+        Some(&bearer),
+        Some(&check(None)),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
+    assert_eq!(reply.json["ok"], true);
+    assert_eq!(reply.json["diagnostics"], json!([]));
+    let mut bad = booking_definition();
+    bad["examples"][0]["expected"] = json!({"reference": "OTHER"});
+    let reply = send(
+        &app,
+        Method::POST,
+        "/api/tools/testing",
+        Some(&bearer),
+        Some(&check(Some(bad))),
+    )
+    .await;
+    assert_eq!(reply.json["ok"], false);
+    assert_eq!(reply.json["diagnostics"][0]["code"], "example_mismatch");
+    assert_eq!(reply.json["diagnostics"][0]["path"], "/examples/0/expected");
+    let reply = send(
+        &app,
+        Method::POST,
+        "/api/tools/testing",
+        Some(&bearer),
+        Some(&json!({"action": "generate", "tool": tool, "operation_id": "book"})),
+    )
+    .await;
+    assert_eq!(reply.json["outcome"], "draft", "{}", reply.json);
+    let reply = send(
+        &app,
+        Method::POST,
+        "/api/tools/testing",
+        Some(&bearer),
+        Some(&json!({"action": "generate", "tool": tool, "operation_id": "nope"})),
+    )
+    .await;
+    assert_eq!(
+        (reply.status, reply.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "unknown_operation")
+    );
+    // No row was created.
+    let tools: i64 = sqlx::query_scalar("SELECT count(*) FROM tools")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(tools, 0);
+}

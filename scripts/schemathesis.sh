@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Runs schemathesis (from PyPI, pinned, in .cache/schemathesis-venv) against the
+# real toolmock-api binary and its own OpenAPI document: every operation is
+# fuzzed with generated requests, and the run fails on any 500 and on any
+# response that breaks the document (undocumented status, wrong content type,
+# a body that does not match its schema). `positive_data_acceptance` is left
+# out: the document types mock definitions, manifests, agents and MCP tool
+# lists as JSON objects, whose rules (SPEC §7, §9) no JSON Schema of the
+# request states, so a schema-valid body may rightly be a 422 listing them.
+#
+# It starts PostgreSQL if needed (scripts/test-env.sh), serves the API on a
+# fresh database `toolmock_schemathesis`, seeds one tool, agent and simulation
+# so that id-taking routes meet real rows too, and stops the server at the end.
+#
+#   scripts/schemathesis.sh [MAX_EXAMPLES]     (default 50 per operation)
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+max_examples="${1:-50}"
+version="4.32.5"
+venv="$root/.cache/schemathesis-venv"
+
+set --  # test-env.sh runs its arguments as a command
+. scripts/test-env.sh
+
+if [[ ! -x "$venv/bin/st" ]] || ! "$venv/bin/st" --version | grep -q "$version"; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet "schemathesis==$version"
+fi
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+cargo build --locked -q -p toolmock-api-bin
+bin="$CARGO_TARGET_DIR/debug/toolmock-api"
+
+db="toolmock_schemathesis"
+base="${DATABASE_URL%/*}"
+psql "$DATABASE_URL" -qc "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
+
+export TOOLMOCK_JWT_SECRET="schemathesis secret, at least 32 bytes long"
+port=$((20000 + RANDOM % 20000))
+log="$CARGO_TARGET_DIR/schemathesis-server.log"
+"$bin" serve --database-url "$base/$db" --bind "127.0.0.1:$port" --log-format json 2>"$log" &
+server=$!
+trap 'kill -TERM "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
+url="http://127.0.0.1:$port"
+for _ in $(seq 1 100); do
+    curl -fsS "$url/readyz" >/dev/null 2>&1 && break
+    sleep 0.1
+done
+curl -fsS "$url/readyz" >/dev/null
+
+token="$("$bin" token --tenant schemathesis --permission AIManager:ManageTools --permission AIManager:RunSimulations)"
+auth="Authorization: Bearer $token"
+post() { curl -fsS -H "$auth" -H 'content-type: application/json' -d "$2" "$url$1"; }
+tool="$(post /api/tools '{"name": "calendar", "source": {"type": "custom", "operations": [{"name": "book",
+  "input_schema": {"type": "object", "properties": {"day": {"type": "string"}}},
+  "output_schema": {"type": "object", "properties": {"reference": {"type": "string"}}, "required": ["reference"]}}]}}')"
+tool_id="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' <<<"$tool")"
+agent="$(post /api/agents "{\"name\": \"a\", \"tools\": [{\"type\": \"library\", \"tool\": \"$tool_id\"}]}")"
+agent_id="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' <<<"$agent")"
+post /api/simulations "{\"agent\": \"$agent_id\", \"allow_incomplete\": true, \"test_cases\": [{\"name\": \"c\"}]}" >/dev/null
+
+"$venv/bin/st" run "$url/api/openapi.json" \
+    --header "$auth" \
+    --checks all \
+    --exclude-checks positive_data_acceptance \
+    --max-examples "$max_examples" \
+    --workers 2 \
+    --suppress-health-check all \
+    --no-color
