@@ -31,7 +31,8 @@ pub(crate) struct CreateAgent {
     #[serde(default)]
     #[schema(value_type = Vec<Object>)]
     tools: Vec<Value>,
-    /// Workflows: `{name, nodes: [{id, kind}]}`.
+    /// Workflows in the documented format (docs/workflows.md): `{name,
+    /// start?, max_steps?, nodes}` with tool, branch, return and effect nodes.
     #[serde(default)]
     #[schema(value_type = Vec<Object>)]
     workflows: Vec<Value>,

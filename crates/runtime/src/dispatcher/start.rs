@@ -1,8 +1,8 @@
 //! Starting a simulation, in its named phases:
 //!
 //! 1. [`reach`]: walk the agent's tools and workflows (nested ones too) to
-//!    the tools it can call, refusing unknown workflows and, in sandbox mode,
-//!    effect nodes;
+//!    the tools it can call, refusing unknown workflows, workflows calling
+//!    each other in a cycle and, in sandbox mode, effect nodes;
 //! 2. `resolve_pins`: pin every operation of those tools to a library
 //!    revision or an inline definition (or, under `allow_incomplete`, record
 //!    why it stays unpinned);
@@ -18,10 +18,11 @@ use super::{Dispatcher, StartRequest, StartedAttempt, StartedSimulation};
 use crate::backend::Backend;
 use crate::error::{IncompleteStatus, StartError, StartProblem, StoreError};
 use crate::model::{
-    AgentSpec, AttemptId, Capability, InlineTool, NewAttempt, NewSimulation, NewTestCase, NodeKind,
+    AgentSpec, AttemptId, Capability, InlineTool, NewAttempt, NewSimulation, NewTestCase,
     PinRecord, PinRef, PinTarget, SimulationId, SimulationMode, TenantId, TestCaseId,
-    TestingStatus, ToolId, ToolRef, Workflow,
+    TestingStatus, ToolId, ToolRef,
 };
+use crate::workflow::{NodeDoc, WorkflowDoc, workflow_cycles};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -408,58 +409,83 @@ fn validate(request: &StartRequest) -> Result<chrono::Duration, StartError> {
 }
 
 /// Phase 1: every tool the agent reaches, breadth first, each workflow once.
+///
+/// The workflows are the documented format the engine runs: a tool node
+/// naming a nested workflow reaches it; a tool node naming a tool is routed
+/// by name like the agent's own calls, among the pinned tools, so the tool
+/// is one of `spec.tools` and reached from there. Every cycle between the
+/// spec's workflows is refused, reachable or not, as the loader does.
 fn reach<'a>(
     spec: &'a AgentSpec,
     mode: SimulationMode,
     problems: &mut Vec<StartProblem>,
 ) -> Vec<Reached<'a>> {
-    let workflows: HashMap<&str, &Workflow> = spec
+    for cycle in workflow_cycles(&spec.workflows) {
+        let mut names: Vec<String> = cycle
+            .iter()
+            .map(|&i| spec.workflows[i].name.clone())
+            .collect();
+        names.push(names[0].clone());
+        problems.push(StartProblem::WorkflowCycle { cycle: names });
+    }
+    let workflows: HashMap<&str, &WorkflowDoc> = spec
         .workflows
         .iter()
         .map(|w| (w.name.as_str(), w))
         .collect();
     let mut queue: VecDeque<&ToolRef> = spec.tools.iter().collect();
+    let mut nested: VecDeque<&str> = VecDeque::new();
     let mut visited = HashSet::new();
     let mut seen_library = HashSet::new();
     let mut reached = Vec::new();
-    while let Some(reference) = queue.pop_front() {
-        match reference {
-            ToolRef::Library { tool } => {
-                if seen_library.insert(*tool) {
-                    reached.push(Reached::Library(*tool));
-                }
-            }
-            ToolRef::Inline(inline) => {
-                let duplicate = reached
-                    .iter()
-                    .any(|r| matches!(r, Reached::Inline(other) if *other == inline));
-                if !duplicate {
-                    reached.push(Reached::Inline(inline));
-                }
-            }
-            ToolRef::Workflow { workflow } => {
-                if !visited.insert(workflow.as_str()) {
+    loop {
+        let workflow = if let Some(reference) = queue.pop_front() {
+            match reference {
+                ToolRef::Library { tool } => {
+                    if seen_library.insert(*tool) {
+                        reached.push(Reached::Library(*tool));
+                    }
                     continue;
                 }
-                let Some(found) = workflows.get(workflow.as_str()) else {
-                    problems.push(StartProblem::UnknownWorkflow {
-                        workflow: workflow.clone(),
-                    });
+                ToolRef::Inline(inline) => {
+                    let duplicate = reached
+                        .iter()
+                        .any(|r| matches!(r, Reached::Inline(other) if *other == inline));
+                    if !duplicate {
+                        reached.push(Reached::Inline(inline));
+                    }
                     continue;
-                };
-                for node in &found.nodes {
-                    match &node.kind {
-                        NodeKind::Tool { tool } => queue.push_back(tool),
-                        NodeKind::Control => {}
-                        NodeKind::Effect { effect } => {
-                            if mode == SimulationMode::Sandbox {
-                                problems.push(StartProblem::EffectNode {
-                                    workflow: found.name.clone(),
-                                    node: node.id.clone(),
-                                    effect: effect.clone(),
-                                });
-                            }
-                        }
+                }
+                ToolRef::Workflow { workflow } => workflow.as_str(),
+            }
+        } else if let Some(workflow) = nested.pop_front() {
+            workflow
+        } else {
+            break;
+        };
+        if !visited.insert(workflow) {
+            continue;
+        }
+        let Some(found) = workflows.get(workflow) else {
+            problems.push(StartProblem::UnknownWorkflow {
+                workflow: workflow.to_owned(),
+            });
+            continue;
+        };
+        for node in &found.nodes {
+            match node {
+                NodeDoc::Tool {
+                    workflow: Some(callee),
+                    ..
+                } => nested.push_back(callee),
+                NodeDoc::Tool { .. } | NodeDoc::Branch { .. } | NodeDoc::Return { .. } => {}
+                NodeDoc::Effect { id, effect, .. } => {
+                    if mode == SimulationMode::Sandbox {
+                        problems.push(StartProblem::EffectNode {
+                            workflow: found.name.clone(),
+                            node: id.clone(),
+                            effect: effect.as_str().to_owned(),
+                        });
                     }
                 }
             }

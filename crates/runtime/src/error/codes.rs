@@ -170,6 +170,8 @@ problem_codes! {
         StateConflict => "state_conflict",
         /// A workflow node causes an effect without the dispatcher (sandbox only).
         EffectNode => "effect_node",
+        /// Workflows call each other in a cycle.
+        WorkflowCycle => "workflow_cycle",
     }
 }
 

@@ -163,6 +163,12 @@ pub enum StartProblem {
         /// The effect.
         effect: String,
     },
+    /// Workflows call each other in a cycle, so a run could never return.
+    WorkflowCycle {
+        /// The workflows along the cycle in call order, the first repeated
+        /// at the end (`a`, `b`, `a`).
+        cycle: Vec<String>,
+    },
 }
 
 impl StartProblem {
@@ -175,6 +181,7 @@ impl StartProblem {
             StartProblem::Incomplete { .. } => StartProblemCode::Incomplete,
             StartProblem::StateConflict { .. } => StartProblemCode::StateConflict,
             StartProblem::EffectNode { .. } => StartProblemCode::EffectNode,
+            StartProblem::WorkflowCycle { .. } => StartProblemCode::WorkflowCycle,
         }
     }
 
@@ -234,6 +241,12 @@ fn describe(problems: &[StartProblem]) -> String {
                 effect,
             } => {
                 format!("node {workflow}/{node} causes an effect ({effect}) without the dispatcher")
+            }
+            StartProblem::WorkflowCycle { cycle } => {
+                format!(
+                    "workflows call each other in a cycle: {}",
+                    cycle.join(" -> ")
+                )
             }
         })
         .collect::<Vec<_>>()

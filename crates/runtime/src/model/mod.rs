@@ -9,6 +9,7 @@ pub use capability::{Capability, TokenHash};
 pub use ids::{AgentId, AttemptId, OperationId, SimulationId, TenantId, TestCaseId, ToolId};
 
 use crate::error::{HarnessCode, IncompleteStatus, ToolInputCode};
+use crate::workflow::WorkflowDoc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -255,9 +256,12 @@ pub struct AgentSpec {
     /// The tools the agent calls directly (a workflow called as a tool is one of them).
     #[serde(default)]
     pub tools: Vec<ToolRef>,
-    /// The workflows of the agent, by name.
+    /// The workflows of the agent, in the documented format
+    /// (`docs/workflows.md`): what the workflow engine runs is what the start
+    /// walks. A tool node names its tool like the agent's own calls do, so
+    /// every tool a workflow calls is one of `tools`.
     #[serde(default)]
-    pub workflows: Vec<Workflow>,
+    pub workflows: Vec<WorkflowDoc>,
 }
 
 /// A reference to something callable.
@@ -322,45 +326,6 @@ impl InlineOperation {
             output_schema: self.output_schema.clone()?,
         })
     }
-}
-
-/// A workflow: real control flow whose tool nodes go through the dispatcher.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Workflow {
-    /// Unique per agent.
-    pub name: String,
-    /// Its nodes.
-    pub nodes: Vec<WorkflowNode>,
-}
-
-/// One node of a workflow.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorkflowNode {
-    /// Unique in its workflow.
-    pub id: String,
-    /// What it does.
-    pub kind: NodeKind,
-}
-
-/// What a node does.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-pub enum NodeKind {
-    /// Calls a tool (or a nested workflow) through the dispatcher.
-    Tool {
-        /// What it calls.
-        tool: ToolRef,
-    },
-    /// Control flow (branch, loop, transform): stays real.
-    Control,
-    /// An effect that bypasses the dispatcher (an HTTP request, a database
-    /// write, an email): refused by a sandbox start.
-    Effect {
-        /// What kind of effect, e.g. `http_request`.
-        effect: String,
-    },
 }
 
 /// Sandbox (every tool mocked) or an explicit real-tools integration run.

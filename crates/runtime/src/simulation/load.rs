@@ -9,7 +9,7 @@ use super::problem::{LoadCode, Problem};
 use super::reference::{BadReference, FoundReference, Scope, resolve_path, scan, split_head};
 use crate::model::ToolId;
 use crate::model::{AttemptOutcome, NewOperation, SimulationMode, ToolKind};
-use crate::workflow::{NodeDoc, WorkflowDoc};
+use crate::workflow::{NodeDoc, WorkflowDoc, workflow_cycles};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -838,58 +838,8 @@ impl Loader {
     }
 
     fn check_cycles(&mut self, workflows: &[WorkflowDoc]) {
-        let index: HashMap<&str, usize> = workflows
-            .iter()
-            .enumerate()
-            .map(|(i, w)| (w.name.as_str(), i))
-            .collect();
-        // 0 unvisited, 1 on the current path, 2 done.
-        let mut mark = vec![0u8; workflows.len()];
-        let mut reported = HashSet::new();
-        fn visit(
-            i: usize,
-            workflows: &[WorkflowDoc],
-            index: &HashMap<&str, usize>,
-            mark: &mut [u8],
-            path: &mut Vec<usize>,
-            cycles: &mut Vec<Vec<usize>>,
-        ) {
-            mark[i] = 1;
-            path.push(i);
-            for callee in workflows[i].called_workflows() {
-                let Some(&j) = index.get(callee) else {
-                    continue;
-                };
-                match mark[j] {
-                    1 => {
-                        let start = path.iter().position(|&p| p == j).unwrap_or(0);
-                        cycles.push(path[start..].to_vec());
-                    }
-                    0 => visit(j, workflows, index, mark, path, cycles),
-                    _ => {}
-                }
-            }
-            path.pop();
-            mark[i] = 2;
-        }
-        let mut cycles = Vec::new();
-        for i in 0..workflows.len() {
-            if mark[i] == 0 {
-                visit(
-                    i,
-                    workflows,
-                    &index,
-                    &mut mark,
-                    &mut Vec::new(),
-                    &mut cycles,
-                );
-            }
-        }
-        for cycle in cycles {
-            let first = *cycle.iter().min().unwrap_or(&0);
-            if !reported.insert(first) {
-                continue;
-            }
+        for cycle in workflow_cycles(workflows) {
+            let first = cycle.iter().min().copied().unwrap_or(0);
             let mut names: Vec<&str> = cycle.iter().map(|&i| workflows[i].name.as_str()).collect();
             names.push(names[0]);
             self.problem(

@@ -15,8 +15,7 @@ use crate::dispatcher::{Dispatcher, StartRequest, StartedAttempt, StartedSimulat
 use crate::error::{DispatchError, FinishError, StartError, StartProblem, StoreError};
 use crate::model::{AgentId, TenantId, ToolId};
 use crate::model::{
-    AgentSpec, AttemptOutcome, NewTool, NodeKind, Provenance, SaveRevision, TestCaseSpec, ToolRef,
-    Verdict, Workflow, WorkflowNode,
+    AgentSpec, AttemptOutcome, NewTool, Provenance, SaveRevision, TestCaseSpec, ToolRef, Verdict,
 };
 use crate::workflow::{AttemptContext, NodeDoc, WorkflowDoc};
 use chrono::{DateTime, Utc};
@@ -216,23 +215,24 @@ pub async fn install<B: Backend>(
             None
         }
     };
+    // A workflow's tool node names its tool like the agent's own calls do,
+    // so the tools only workflows call are the agent's tools too: the start
+    // pins exactly what can be called.
+    let mut names: Vec<&str> = agent.tools.iter().map(String::as_str).collect();
+    for workflow in &agent.workflows {
+        for node in &workflow.nodes {
+            if let NodeDoc::Tool {
+                tool: Some(tool), ..
+            } = node
+                && !names.contains(&tool.as_str())
+            {
+                names.push(tool);
+            }
+        }
+    }
     let spec = AgentSpec {
-        tools: agent.tools.iter().filter_map(|t| reference(t)).collect(),
-        workflows: agent
-            .workflows
-            .iter()
-            .map(|w| Workflow {
-                name: w.name.clone(),
-                nodes: w
-                    .nodes
-                    .iter()
-                    .map(|n| WorkflowNode {
-                        id: n.id().to_owned(),
-                        kind: node_kind(n, &reference),
-                    })
-                    .collect(),
-            })
-            .collect(),
+        tools: names.into_iter().filter_map(reference).collect(),
+        workflows: agent.workflows.clone(),
     };
     if !problems.is_empty() {
         return Err(RunError::Problems(problems));
@@ -243,28 +243,6 @@ pub async fn install<B: Backend>(
         agent,
         tools: ids,
     })
-}
-
-/// How the start sees a workflow node: what it reaches, or what it causes.
-fn node_kind(node: &NodeDoc, reference: &dyn Fn(&str) -> Option<ToolRef>) -> NodeKind {
-    match node {
-        NodeDoc::Tool { tool, workflow, .. } => {
-            let target = workflow
-                .as_deref()
-                .map(|w| ToolRef::Workflow {
-                    workflow: w.to_owned(),
-                })
-                .or_else(|| tool.as_deref().and_then(reference));
-            match target {
-                Some(tool) => NodeKind::Tool { tool },
-                None => NodeKind::Control,
-            }
-        }
-        NodeDoc::Branch { .. } | NodeDoc::Return { .. } => NodeKind::Control,
-        NodeDoc::Effect { effect, .. } => NodeKind::Effect {
-            effect: effect.as_str().to_owned(),
-        },
-    }
 }
 
 /// The start request of a document.
@@ -354,6 +332,16 @@ pub fn start_problems(loaded: &LoadedSimulation, refused: &[StartProblem]) -> Ve
                 "/agent",
                 LoadCode::UnknownWorkflow,
                 format!("the agent has no workflow {workflow:?}"),
+            ),
+            // The loader refuses cycles before any start; should one still
+            // reach the start, it points at the cycle's first workflow.
+            StartProblem::WorkflowCycle { cycle } => Problem::new(
+                file.clone(),
+                cycle
+                    .first()
+                    .map_or_else(|| "/agent/workflows".to_owned(), |w| workflow_at(w)),
+                LoadCode::WorkflowCycle,
+                format!("workflows call each other in a cycle: {}", cycle.join(" -> ")),
             ),
             other => Problem::foreign(file.clone(), "", other.code(), format!("{other:?}")),
         })

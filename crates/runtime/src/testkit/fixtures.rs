@@ -177,6 +177,10 @@ pub(crate) fn request(agent: AgentId, cases: Vec<TestCaseSpec>, attempts: u32) -
     }
 }
 
+pub(crate) fn workflow(document: Value) -> WorkflowDoc {
+    serde_json::from_value(document).expect("a workflow in the documented format")
+}
+
 pub(crate) fn case(name: &str) -> TestCaseSpec {
     TestCaseSpec {
         name: name.into(),

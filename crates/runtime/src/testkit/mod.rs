@@ -28,6 +28,7 @@ mod prelude {
     pub(crate) use crate::dispatcher::*;
     pub(crate) use crate::error::*;
     pub(crate) use crate::model::*;
+    pub(crate) use crate::workflow::WorkflowDoc;
     pub(crate) use chrono::{DateTime, Utc};
     pub(crate) use serde_json::{Map, Value, json};
     pub(crate) use std::collections::HashSet;
@@ -76,6 +77,7 @@ macro_rules! behaviour_suite {
             tool_input_errors_are_recoverable,
             result_is_exactly_rendered,
             start_refusals,
+            workflow_cycles_and_effects_are_refused_at_start,
             incomplete_starts_fail_closed,
             revisions_are_dense,
             capabilities_follow_the_lease,

@@ -10,4 +10,5 @@ mod model;
 pub use engine::{AttemptContext, CallFailure};
 pub use model::{
     Condition, ConditionOp, ConditionSource, DEFAULT_MAX_STEPS, EffectKind, NodeDoc, WorkflowDoc,
+    workflow_cycles,
 };

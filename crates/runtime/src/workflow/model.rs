@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::{HashMap, HashSet};
 
 /// The default bound on node executions of one workflow run (nested runs
 /// count towards their caller's bound too).
@@ -225,4 +226,68 @@ impl Condition {
             ConditionOp::Exists => self.value.as_bool() == Some(found.is_some()),
         }
     }
+}
+
+/// Every cycle of workflows calling each other, each once: the indexes into
+/// `workflows` along it in call order, without repeating the first at the
+/// end. A workflow calling an unknown workflow is no cycle (that is an
+/// unknown workflow).
+pub fn workflow_cycles(workflows: &[WorkflowDoc]) -> Vec<Vec<usize>> {
+    fn visit(
+        i: usize,
+        workflows: &[WorkflowDoc],
+        index: &HashMap<&str, usize>,
+        mark: &mut [u8],
+        path: &mut Vec<usize>,
+        cycles: &mut Vec<Vec<usize>>,
+    ) {
+        mark[i] = 1;
+        path.push(i);
+        for callee in workflows[i].called_workflows() {
+            let Some(&j) = index.get(callee) else {
+                continue;
+            };
+            match mark[j] {
+                1 => {
+                    let start = path.iter().position(|&p| p == j).unwrap_or(0);
+                    cycles.push(path[start..].to_vec());
+                }
+                0 => visit(j, workflows, index, mark, path, cycles),
+                _ => {}
+            }
+        }
+        path.pop();
+        mark[i] = 2;
+    }
+    let index: HashMap<&str, usize> = workflows
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.name.as_str(), i))
+        .collect();
+    // 0 unvisited, 1 on the current path, 2 done.
+    let mut mark = vec![0u8; workflows.len()];
+    let mut cycles = Vec::new();
+    for i in 0..workflows.len() {
+        if mark[i] == 0 {
+            visit(
+                i,
+                workflows,
+                &index,
+                &mut mark,
+                &mut Vec::new(),
+                &mut cycles,
+            );
+        }
+    }
+    let mut reported = HashSet::new();
+    let mut named = Vec::new();
+    for cycle in cycles {
+        let Some(first) = cycle.iter().min().copied() else {
+            continue;
+        };
+        if reported.insert(first) {
+            named.push(cycle);
+        }
+    }
+    named
 }

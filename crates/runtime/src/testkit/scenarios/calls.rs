@@ -196,15 +196,9 @@ pub async fn real_tools_runs_use_the_executor<B: Backend>(backend: B) {
                 workflow: "w".into(),
             },
         ],
-        workflows: vec![Workflow {
-            name: "w".into(),
-            nodes: vec![WorkflowNode {
-                id: "mail".into(),
-                kind: NodeKind::Effect {
-                    effect: "email".into(),
-                },
-            }],
-        }],
+        workflows: vec![workflow(json!({"name": "w", "nodes": [
+            {"type": "effect", "id": "mail", "effect": "email"}
+        ]}))],
     };
     let agent = rig
         .backend()

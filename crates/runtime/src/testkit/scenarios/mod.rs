@@ -21,6 +21,8 @@ pub use calls::{
 pub use faults::{harness_faults_never_pass, tool_input_errors_are_recoverable};
 pub use leases::{expired_leases_refuse_every_call, nothing_real_runs_after_the_lease};
 pub use revisions::revisions_are_dense;
-pub use start::{incomplete_starts_fail_closed, start_refusals};
+pub use start::{
+    incomplete_starts_fail_closed, start_refusals, workflow_cycles_and_effects_are_refused_at_start,
+};
 pub use state::{attempts_are_isolated, linearizable_state};
 pub use storage::storage_faults_never_pass;

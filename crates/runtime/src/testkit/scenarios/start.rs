@@ -100,68 +100,36 @@ pub async fn start_refusals<B: Backend>(backend: B) {
             Some(simple(json!({"region": "us"}))),
         )],
     };
+    // The workflows are the documented format the engine runs: `inner` calls
+    // the tools by name (so they are the agent's tools) and calls `outer`
+    // back, a cycle.
     let spec = AgentSpec {
         tools: vec![
             ToolRef::Library { tool: crm },
             ToolRef::Workflow {
                 workflow: "outer".into(),
             },
+            ToolRef::Inline(conflicting),
+            ToolRef::Library { tool: ledger },
         ],
         workflows: vec![
-            Workflow {
-                name: "outer".into(),
-                nodes: vec![
-                    WorkflowNode {
-                        id: "route".into(),
-                        kind: NodeKind::Control,
-                    },
-                    WorkflowNode {
-                        id: "notify".into(),
-                        kind: NodeKind::Effect {
-                            effect: "email".into(),
-                        },
-                    },
-                    WorkflowNode {
-                        id: "inner_call".into(),
-                        kind: NodeKind::Tool {
-                            tool: ToolRef::Workflow {
-                                workflow: "inner".into(),
-                            },
-                        },
-                    },
-                ],
-            },
-            Workflow {
-                name: "inner".into(),
-                nodes: vec![
-                    WorkflowNode {
-                        id: "locate".into(),
-                        kind: NodeKind::Tool {
-                            tool: ToolRef::Inline(conflicting),
-                        },
-                    },
-                    WorkflowNode {
-                        id: "post".into(),
-                        kind: NodeKind::Effect {
-                            effect: "http_request".into(),
-                        },
-                    },
-                    WorkflowNode {
-                        id: "log".into(),
-                        kind: NodeKind::Tool {
-                            tool: ToolRef::Library { tool: ledger },
-                        },
-                    },
-                    WorkflowNode {
-                        id: "again".into(),
-                        kind: NodeKind::Tool {
-                            tool: ToolRef::Workflow {
-                                workflow: "outer".into(),
-                            },
-                        },
-                    },
-                ],
-            },
+            workflow(json!({"name": "outer", "nodes": [
+                {"type": "branch", "id": "route",
+                 "when": [{"source": "input", "path": "urgent", "op": "eq", "value": true}],
+                 "then": "notify", "else": "inner_call"},
+                {"type": "effect", "id": "notify", "effect": "email", "next": "inner_call"},
+                {"type": "tool", "id": "inner_call", "workflow": "inner",
+                 "arguments": {"q": {"$input": "q"}}, "next": "done"},
+                {"type": "return", "id": "done", "value": {"$node": "inner_call"}}
+            ]})),
+            workflow(json!({"name": "inner", "nodes": [
+                {"type": "tool", "id": "locate", "tool": "geo", "operation": "locate",
+                 "next": "post", "catch": "post"},
+                {"type": "effect", "id": "post", "effect": "http_request", "next": "log"},
+                {"type": "tool", "id": "log", "tool": "ledger", "operation": "append",
+                 "next": "again"},
+                {"type": "tool", "id": "again", "workflow": "outer"}
+            ]})),
         ],
     };
     let agent = b.create_agent(tenant, "refused", &spec).await.unwrap();
@@ -200,6 +168,14 @@ pub async fn start_refusals<B: Backend>(backend: B) {
         })
         .collect();
     assert_eq!(effects, vec![("outer", "notify"), ("inner", "post")]);
+    let cycles: Vec<&[String]> = problems
+        .iter()
+        .filter_map(|p| match p {
+            StartProblem::WorkflowCycle { cycle } => Some(cycle.as_slice()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cycles, vec![["outer", "inner", "outer"]]);
     let conflicts: Vec<&StartProblem> = problems
         .iter()
         .filter(|p| matches!(p, StartProblem::StateConflict { .. }))
@@ -211,10 +187,16 @@ pub async fn start_refusals<B: Backend>(backend: B) {
     assert_eq!(key, "region");
     assert!(first.starts_with("crm/current@revision 1"), "{first}");
     assert!(second.starts_with("geo/locate@inline "), "{second}");
-    assert_eq!(problems.len(), 6, "{problems:?}");
+    assert_eq!(problems.len(), 7, "{problems:?}");
     assert!(error.to_string().contains("crm/stale is stale"));
+    assert!(
+        error
+            .to_string()
+            .contains("workflows call each other in a cycle: outer -> inner -> outer")
+    );
 
-    // A real-tools run keeps the real handlers: effect nodes are no problem there.
+    // A real-tools run keeps the real handlers: effect nodes are no problem
+    // there, but the cycle still is.
     let mut real = request(agent, vec![case("c")], 1);
     real.mode = SimulationMode::RealTools;
     let StartError::Refused { problems } = rig.dispatcher.start(tenant, &real).await.unwrap_err()
@@ -226,7 +208,12 @@ pub async fn start_refusals<B: Backend>(backend: B) {
             .iter()
             .all(|p| !matches!(p, StartProblem::EffectNode { .. }))
     );
-    assert_eq!(problems.len(), 4);
+    assert_eq!(problems.len(), 5, "{problems:?}");
+    assert!(
+        problems
+            .iter()
+            .any(|p| matches!(p, StartProblem::WorkflowCycle { .. }))
+    );
 
     // An unknown library tool and an unknown workflow are named too.
     let ghost = AgentSpec {
@@ -251,6 +238,108 @@ pub async fn start_refusals<B: Backend>(backend: B) {
     };
     let codes: Vec<&str> = problems.iter().map(StartProblem::code).collect();
     assert_eq!(codes, vec!["unknown_workflow", "unknown_tool"]);
+}
+
+/// An agent created without the simulation loader (as an API caller
+/// creates one) gets the loader's refusals from the start itself: every
+/// cycle between its workflows, each once in call order, and every effect
+/// node of a reached workflow in a sandbox run, each named.
+pub async fn workflow_cycles_and_effects_are_refused_at_start<B: Backend>(backend: B) {
+    let rig = Rig::new(backend);
+    let tenant = tenant(rig.backend(), "acme").await;
+    let (ledger, _) = library_ledger(rig.backend(), tenant).await;
+    let spec = AgentSpec {
+        tools: vec![
+            ToolRef::Library { tool: ledger },
+            ToolRef::Workflow {
+                workflow: "a".into(),
+            },
+        ],
+        workflows: vec![
+            workflow(json!({"name": "a", "nodes": [
+                {"type": "tool", "id": "log", "tool": "ledger", "operation": "append",
+                 "next": "to_b", "catch": "mail"},
+                {"type": "effect", "id": "mail", "effect": "email", "next": "to_b"},
+                {"type": "tool", "id": "to_b", "workflow": "b", "next": "to_c"},
+                {"type": "tool", "id": "to_c", "workflow": "c"}
+            ]})),
+            workflow(json!({"name": "b", "nodes": [
+                {"type": "effect", "id": "write", "effect": "db_write", "next": "back"},
+                {"type": "tool", "id": "back", "workflow": "a"}
+            ]})),
+            workflow(json!({"name": "c", "nodes": [
+                {"type": "branch", "id": "again",
+                 "when": [{"source": "input", "path": "more", "op": "exists", "value": true}],
+                 "then": "self", "else": "done"},
+                {"type": "tool", "id": "self", "workflow": "c", "next": "done"},
+                {"type": "return", "id": "done", "value": {"$literal": null}}
+            ]})),
+            // Never reached: its effect is no problem, but its cycle is.
+            workflow(json!({"name": "unused", "nodes": [
+                {"type": "effect", "id": "post", "effect": "http_request", "next": "loop"},
+                {"type": "tool", "id": "loop", "workflow": "unused"}
+            ]})),
+        ],
+    };
+    let agent = rig
+        .backend()
+        .create_agent(tenant, "cyclic", &spec)
+        .await
+        .unwrap();
+    let refused = |mode: SimulationMode| {
+        let mut req = request(agent, vec![case("c")], 1);
+        req.mode = mode;
+        let dispatcher = &rig.dispatcher;
+        async move {
+            match dispatcher.start(tenant, &req).await {
+                Err(StartError::Refused { problems }) => problems,
+                other => panic!("expected a refusal, got {other:?}"),
+            }
+        }
+    };
+    let listed = |problems: &[StartProblem]| -> Vec<String> {
+        problems
+            .iter()
+            .map(|p| match p {
+                StartProblem::WorkflowCycle { cycle } => format!("cycle {}", cycle.join(">")),
+                StartProblem::EffectNode {
+                    workflow,
+                    node,
+                    effect,
+                } => format!("effect {workflow}/{node} {effect}"),
+                other => format!("other {}", other.code()),
+            })
+            .collect()
+    };
+    assert_eq!(
+        listed(&refused(SimulationMode::Sandbox).await),
+        vec![
+            "cycle a>b>a",
+            "cycle c>c",
+            "cycle unused>unused",
+            "effect a/mail email",
+            "effect b/write db_write",
+        ]
+    );
+    assert_eq!(
+        listed(&refused(SimulationMode::RealTools).await),
+        vec!["cycle a>b>a", "cycle c>c", "cycle unused>unused"]
+    );
+    let codes: Vec<&str> = refused(SimulationMode::Sandbox)
+        .await
+        .iter()
+        .map(StartProblem::code)
+        .collect();
+    assert_eq!(
+        codes,
+        vec![
+            "workflow_cycle",
+            "workflow_cycle",
+            "workflow_cycle",
+            "effect_node",
+            "effect_node"
+        ]
+    );
 }
 
 /// With `allow_incomplete`, the start succeeds and calls to the unpinned
@@ -291,38 +380,22 @@ pub async fn incomplete_starts_fail_closed<B: Backend>(backend: B) {
         ],
     };
     let spec = AgentSpec {
-        tools: vec![ToolRef::Workflow {
-            workflow: "booking".into(),
-        }],
+        tools: vec![
+            ToolRef::Workflow {
+                workflow: "booking".into(),
+            },
+            ToolRef::Inline(calendar),
+            ToolRef::Library { tool: ledger },
+        ],
         workflows: vec![
-            Workflow {
-                name: "booking".into(),
-                nodes: vec![
-                    WorkflowNode {
-                        id: "cal".into(),
-                        kind: NodeKind::Tool {
-                            tool: ToolRef::Inline(calendar),
-                        },
-                    },
-                    WorkflowNode {
-                        id: "sub".into(),
-                        kind: NodeKind::Tool {
-                            tool: ToolRef::Workflow {
-                                workflow: "audit".into(),
-                            },
-                        },
-                    },
-                ],
-            },
-            Workflow {
-                name: "audit".into(),
-                nodes: vec![WorkflowNode {
-                    id: "log".into(),
-                    kind: NodeKind::Tool {
-                        tool: ToolRef::Library { tool: ledger },
-                    },
-                }],
-            },
+            workflow(json!({"name": "booking", "nodes": [
+                {"type": "tool", "id": "cal", "tool": "calendar", "operation": "book",
+                 "next": "sub"},
+                {"type": "tool", "id": "sub", "workflow": "audit"}
+            ]})),
+            workflow(json!({"name": "audit", "nodes": [
+                {"type": "tool", "id": "log", "tool": "ledger", "operation": "append"}
+            ]})),
         ],
     };
     let agent = b.create_agent(tenant, "booker", &spec).await.unwrap();
@@ -355,7 +428,7 @@ pub async fn incomplete_starts_fail_closed<B: Backend>(backend: B) {
         .collect();
     assert!(
         pinned.contains(&("ledger", "append", true)),
-        "nested workflow tools are pinned"
+        "the tools a nested workflow calls are pinned"
     );
     assert!(pinned.contains(&("calendar", "cancel", false)));
     let attempt = &started.attempts[0];
