@@ -199,4 +199,18 @@ mod tests {
         codes.sort_unstable();
         assert_eq!(listed, codes);
     }
+
+    /// The loader's codes stand in `docs/error-codes.md` too, with every
+    /// other code of the project, both ways.
+    #[test]
+    fn every_code_is_in_the_error_code_table() {
+        let doc = include_str!("../../../../docs/error-codes.md");
+        let codes: Vec<&str> = LoadCode::ALL.iter().map(|c| c.as_str()).collect();
+        toolmock_contract::check_documented_codes(
+            doc,
+            "toolmock-runtime (simulation files)",
+            &codes,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    }
 }
