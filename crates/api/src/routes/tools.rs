@@ -191,15 +191,7 @@ fn operations(
                     .collect();
                 unprocessable(ApiCode::InvalidManifest, "the platform manifest is not valid", problems)
             })?;
-            let ops = contracts
-                .into_iter()
-                .map(|c| NewOperation {
-                    operation: c.operation,
-                    description: c.description,
-                    input_schema: c.input_schema,
-                    output_schema: Some(c.output_schema),
-                })
-                .collect();
+            let ops = contracts.into_iter().map(NewOperation::from).collect();
             (ToolKind::Platform, ops)
         }
         ToolSource::Mcp { tools } => {

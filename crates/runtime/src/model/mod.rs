@@ -77,6 +77,19 @@ pub struct NewOperation {
     pub output_schema: Option<Value>,
 }
 
+/// A normalized contract (a platform manifest's, a discovered one) as an
+/// operation to create: its output schema is the discovered one.
+impl From<OperationContract> for NewOperation {
+    fn from(contract: OperationContract) -> Self {
+        NewOperation {
+            operation: contract.operation,
+            description: contract.description,
+            input_schema: contract.input_schema,
+            output_schema: Some(contract.output_schema),
+        }
+    }
+}
+
 /// The operation's contract after the fallback of SPEC §9, or `None` when the
 /// operation has no output schema at all (`needs_output_schema`).
 pub fn effective_contract(

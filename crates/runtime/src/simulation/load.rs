@@ -483,12 +483,7 @@ impl Loader {
                         let ops = manifest
                             .contracts()
                             .into_iter()
-                            .map(|c| NewOperation {
-                                operation: c.operation,
-                                description: c.description,
-                                input_schema: c.input_schema,
-                                output_schema: Some(c.output_schema),
-                            })
+                            .map(NewOperation::from)
                             .collect();
                         (ToolKind::Platform, value, ops)
                     }
