@@ -26,43 +26,95 @@ macro_rules! revision_columns {
 }
 
 impl PgStore {
-    async fn latest_revision(
-        &self,
-        tenant: TenantId,
-        operation: Uuid,
-        latest: i32,
-    ) -> Db<Option<RevisionRecord>> {
-        if latest == 0 {
-            return Ok(None);
-        }
-        let row: Option<RevisionRow> = db(sqlx::query_as(concat!(
-            "SELECT ",
-            revision_columns!(),
-            " FROM tool_mock_revisions WHERE tenant_id = $1 AND operation_id = $2 AND revision = $3"
-        ))
-        .bind(tenant.as_uuid())
-        .bind(operation)
-        .bind(latest)
-        .fetch_optional(&self.pool)
-        .await)?;
-        row.map(RevisionRow::into_record).transpose()
-    }
-
+    /// The view of an operation row without a revision (just written).
     async fn operation_view(&self, tenant: TenantId, row: OperationRow) -> Db<OperationView> {
-        let latest = self
-            .latest_revision(tenant, row.id, row.latest_revision)
-            .await?;
-        Ok(OperationView {
-            id: OperationId(row.id),
-            tool: ToolId(row.tool_id),
-            operation: OperationIdentity {
-                source: source(&row.source)?,
-                name: row.name,
-            },
-            contract: row.contract.map(|c| contract(c.0)).transpose()?,
-            contract_hash: row.contract_hash.map(contract_hash).transpose()?,
-            latest,
-        })
+        let latest = if row.latest_revision == 0 {
+            None
+        } else {
+            let found: Option<RevisionRow> = db(sqlx::query_as(concat!(
+                "SELECT ",
+                revision_columns!(),
+                " FROM tool_mock_revisions WHERE tenant_id = $1 AND operation_id = $2 AND revision = $3"
+            ))
+            .bind(tenant.as_uuid())
+            .bind(row.id)
+            .bind(row.latest_revision)
+            .fetch_optional(&self.pool)
+            .await)?;
+            found.map(RevisionRow::into_record).transpose()?
+        };
+        operation_view(row, latest)
+    }
+}
+
+fn operation_view(row: OperationRow, latest: Option<RevisionRecord>) -> Db<OperationView> {
+    Ok(OperationView {
+        id: OperationId(row.id),
+        tool: ToolId(row.tool_id),
+        operation: OperationIdentity {
+            source: source(&row.source)?,
+            name: row.name,
+        },
+        contract: row.contract.map(|c| contract(c.0)).transpose()?,
+        contract_hash: row.contract_hash.map(contract_hash).transpose()?,
+        latest,
+    })
+}
+
+/// An operation row with its latest revision, when it has one (one row of
+/// the join that reads a tool's operations in one query).
+#[derive(sqlx::FromRow)]
+struct OperationWithLatestRow {
+    #[sqlx(flatten)]
+    operation: OperationRow,
+    r_revision: Option<i32>,
+    r_contract_hash: Option<String>,
+    r_definition: Option<Json<serde_json::Value>>,
+    r_definition_hash: Option<String>,
+    r_author: Option<String>,
+    r_provenance: Option<String>,
+    r_instructions: Option<String>,
+    r_created_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl OperationWithLatestRow {
+    fn into_view(self) -> Db<OperationView> {
+        let latest = match (
+            self.r_revision,
+            self.r_contract_hash,
+            self.r_definition,
+            self.r_definition_hash,
+            self.r_author,
+            self.r_provenance,
+            self.r_created_at,
+        ) {
+            (
+                Some(revision),
+                Some(contract_hash),
+                Some(definition),
+                Some(definition_hash),
+                Some(author),
+                Some(provenance),
+                Some(created_at),
+            ) => Some(
+                RevisionRow {
+                    tool_id: self.operation.tool_id,
+                    operation_id: self.operation.id,
+                    revision,
+                    contract_hash,
+                    definition,
+                    definition_hash,
+                    author,
+                    provenance,
+                    instructions: self.r_instructions,
+                    created_at,
+                }
+                .into_record()?,
+            ),
+            // No revision row joined (the columns are NOT NULL): none saved.
+            _ => None,
+        };
+        operation_view(self.operation, latest)
     }
 }
 
@@ -160,18 +212,27 @@ impl Catalog for PgStore {
         let Some(row) = row else {
             return Err(StoreError::NotFound { entity: "tool" });
         };
-        let operations: Vec<OperationRow> = db(sqlx::query_as(
-            "SELECT id, tool_id, source, name, contract, contract_hash, latest_revision \
-             FROM tool_operations WHERE tenant_id = $1 AND tool_id = $2 ORDER BY name",
+        // Every operation with its latest revision in one query (not one
+        // query per operation).
+        let operations: Vec<OperationWithLatestRow> = db(sqlx::query_as(
+            "SELECT o.id, o.tool_id, o.source, o.name, o.contract, o.contract_hash, \
+                 o.latest_revision, r.revision AS r_revision, r.contract_hash AS r_contract_hash, \
+                 r.definition AS r_definition, r.definition_hash AS r_definition_hash, \
+                 r.author AS r_author, r.provenance AS r_provenance, \
+                 r.instructions AS r_instructions, r.created_at AS r_created_at \
+             FROM tool_operations o \
+             LEFT JOIN tool_mock_revisions r ON r.tenant_id = o.tenant_id \
+                 AND r.operation_id = o.id AND r.revision = o.latest_revision \
+             WHERE o.tenant_id = $1 AND o.tool_id = $2 ORDER BY o.name",
         )
         .bind(tenant.as_uuid())
         .bind(tool.as_uuid())
         .fetch_all(&self.pool)
         .await)?;
-        let mut views = Vec::with_capacity(operations.len());
-        for op in operations {
-            views.push(self.operation_view(tenant, op).await?);
-        }
+        let views = operations
+            .into_iter()
+            .map(OperationWithLatestRow::into_view)
+            .collect::<Db<Vec<_>>>()?;
         Ok(LibraryTool {
             id: tool,
             name: row.name,
