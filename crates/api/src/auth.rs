@@ -34,6 +34,9 @@ pub struct AuthConfig {
     algorithm: Algorithm,
     issuer: Option<String>,
     audience: Option<String>,
+    /// The rules above as `jsonwebtoken` checks them, built once rather
+    /// than per request.
+    validation: Validation,
 }
 
 impl std::fmt::Debug for AuthConfig {
@@ -63,40 +66,48 @@ impl AuthConfig {
         if secret.len() < 32 {
             return Err(AuthConfigError::ShortSecret(secret.len()));
         }
-        Ok(Self {
-            key: DecodingKey::from_secret(secret),
-            algorithm: Algorithm::HS256,
-            issuer: None,
-            audience: None,
-        })
+        Ok(Self::new(
+            DecodingKey::from_secret(secret),
+            Algorithm::HS256,
+        ))
     }
 
     /// RS256 with a PEM public key.
     pub fn rs256_pem(public_key: &[u8]) -> Result<Self, AuthConfigError> {
         let key = DecodingKey::from_rsa_pem(public_key)
             .map_err(|e| AuthConfigError::BadPublicKey(e.to_string()))?;
-        Ok(Self {
+        Ok(Self::new(key, Algorithm::RS256))
+    }
+
+    fn new(key: DecodingKey, algorithm: Algorithm) -> Self {
+        let mut config = Self {
             key,
-            algorithm: Algorithm::RS256,
+            algorithm,
             issuer: None,
             audience: None,
-        })
+            validation: Validation::new(algorithm),
+        };
+        config.validation = config.build_validation();
+        config
     }
 
     /// Requires and checks `iss`.
     pub fn with_issuer(mut self, issuer: impl Into<String>) -> Self {
         self.issuer = Some(issuer.into());
+        self.validation = self.build_validation();
         self
     }
 
     /// Requires and checks `aud`.
     pub fn with_audience(mut self, audience: impl Into<String>) -> Self {
         self.audience = Some(audience.into());
+        self.validation = self.build_validation();
         self
     }
 
-    /// Verifies a token and returns its principal.
-    pub fn verify(&self, token: &str) -> Result<Principal, ApiError> {
+    /// What `verify` checks: `exp` and `sub` always, `iss` and `aud` when
+    /// configured.
+    fn build_validation(&self) -> Validation {
         let mut validation = Validation::new(self.algorithm);
         let mut required = vec!["exp", "sub"];
         match &self.issuer {
@@ -114,21 +125,27 @@ impl AuthConfig {
             None => validation.validate_aud = false,
         }
         validation.set_required_spec_claims(&required);
-        let data = jsonwebtoken::decode::<Claims>(token, &self.key, &validation).map_err(|e| {
-            use jsonwebtoken::errors::ErrorKind;
-            let reason = match e.kind() {
-                ErrorKind::ExpiredSignature => "the token has expired",
-                ErrorKind::InvalidSignature => "the token's signature is not valid",
-                ErrorKind::InvalidIssuer => "the token's issuer is not accepted",
-                ErrorKind::InvalidAudience => "the token's audience is not accepted",
-                ErrorKind::MissingRequiredClaim(_) => "the token lacks a required claim",
-                ErrorKind::InvalidAlgorithm => "the token's algorithm is not accepted",
-                _ => "the token is malformed",
-            };
-            ApiError::Unauthenticated {
-                reason: reason.into(),
-            }
-        })?;
+        validation
+    }
+
+    /// Verifies a token and returns its principal.
+    pub fn verify(&self, token: &str) -> Result<Principal, ApiError> {
+        let data =
+            jsonwebtoken::decode::<Claims>(token, &self.key, &self.validation).map_err(|e| {
+                use jsonwebtoken::errors::ErrorKind;
+                let reason = match e.kind() {
+                    ErrorKind::ExpiredSignature => "the token has expired",
+                    ErrorKind::InvalidSignature => "the token's signature is not valid",
+                    ErrorKind::InvalidIssuer => "the token's issuer is not accepted",
+                    ErrorKind::InvalidAudience => "the token's audience is not accepted",
+                    ErrorKind::MissingRequiredClaim(_) => "the token lacks a required claim",
+                    ErrorKind::InvalidAlgorithm => "the token's algorithm is not accepted",
+                    _ => "the token is malformed",
+                };
+                ApiError::Unauthenticated {
+                    reason: reason.into(),
+                }
+            })?;
         let claims = data.claims;
         if claims.sub.is_empty() || claims.tenant.is_empty() {
             return Err(ApiError::Unauthenticated {

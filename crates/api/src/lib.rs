@@ -92,6 +92,8 @@ struct Inner {
     config: ApiConfig,
     /// Tenants known to have their row, so that it is written once per process.
     tenants: Mutex<HashSet<TenantId>>,
+    /// The rendered pieces of tool testing views kept between requests.
+    testing: routes::TestingCache,
 }
 
 impl std::fmt::Debug for AppState {
@@ -113,6 +115,7 @@ impl AppState {
                 auth,
                 config,
                 tenants: Mutex::new(HashSet::new()),
+                testing: routes::TestingCache::default(),
             }),
         }
     }
@@ -140,6 +143,11 @@ impl AppState {
     /// The configuration.
     pub fn config(&self) -> &ApiConfig {
         &self.inner.config
+    }
+
+    /// What tool testing views keep between requests.
+    pub(crate) fn testing_cache(&self) -> &routes::TestingCache {
+        &self.inner.testing
     }
 
     /// Makes sure the principal's tenant has its row before anything is

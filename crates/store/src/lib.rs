@@ -45,7 +45,9 @@ mod pg;
 mod rows;
 
 pub use error::{SqlState, map_sqlx_error};
-pub use pg::{PgStore, ToolListing};
+pub use pg::{
+    IndexedOperation, PgStore, RevisionSummary, StoredContract, TestingIndex, ToolListing,
+};
 
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -72,10 +74,27 @@ pub fn as_app_role(options: PgConnectOptions) -> PgConnectOptions {
 }
 
 /// Opens a pool of at most `max_connections` to `url`.
+///
+/// A connection taken from the pool after more than [`PING_AFTER_IDLE`] idle
+/// is pinged first (and replaced when the server has gone); one in steady
+/// use is not, which saves a round trip per query (sqlx pings on every
+/// acquire by default).
 pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, sqlx::Error> {
     let options = PgConnectOptions::from_str(url)?;
     PgPoolOptions::new()
         .max_connections(max_connections)
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for > PING_AFTER_IDLE {
+                    sqlx::Connection::ping(conn).await?;
+                }
+                Ok(true)
+            })
+        })
         .connect_with(options)
         .await
 }
+
+/// How long a pooled connection may sit idle before it is pinged when taken.
+pub const PING_AFTER_IDLE: std::time::Duration = std::time::Duration::from_secs(1);

@@ -41,8 +41,14 @@ impl FromRequestParts<AppState> for AttemptCapability {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let capability = Capability::from_token(bearer(parts)?);
-        // The token names no tenant: its hash is the key that finds it.
-        let owner = state.store().capability_owner(&capability.hash()).await?;
+        // The token names no tenant: its hash is the key that finds it —
+        // in the dispatcher's bindings once it has served the capability,
+        // else in storage.
+        let hash = capability.hash();
+        let owner = match state.dispatcher().bound_owner(&hash) {
+            Some(owner) => Some(owner),
+            None => state.store().capability_owner(&hash).await?,
+        };
         let (tenant, attempt) = owner.ok_or(ApiError::InvalidCapability)?;
         Ok(Self {
             capability,

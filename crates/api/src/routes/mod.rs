@@ -8,7 +8,10 @@ mod attempts;
 mod health;
 mod simulations;
 mod testing;
+mod testing_view;
 mod tools;
+
+pub(crate) use testing_view::TestingCache;
 
 use crate::AppState;
 use crate::auth::{MANAGE_TOOLS, RUN_SIMULATIONS};

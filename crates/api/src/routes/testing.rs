@@ -7,7 +7,7 @@ use crate::auth::{Authorized, ManageTools};
 use crate::error::{ApiCode, ApiError};
 use crate::extract::{ApiJson, ApiPath};
 use crate::generator::GenerateResult;
-use crate::routes::tools::source_name;
+use crate::routes::testing_view::Rendered;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -18,7 +18,7 @@ use toolmock_evaluator::{CompiledContract, compile_checked};
 use toolmock_runtime::backend::Catalog;
 use toolmock_runtime::model::{
     InlineTool, OperationId, OperationView, Provenance, RevisionRecord, SaveRevision, TenantId,
-    TestingStatus, ToolId,
+    ToolId,
 };
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -27,19 +27,19 @@ use uuid::Uuid;
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct RevisionSummary {
     /// 1, 2, 3… per operation.
-    revision: u32,
+    pub(crate) revision: u32,
     /// The contract hash it was saved against.
-    contract_hash: String,
+    pub(crate) contract_hash: String,
     /// The definition's hash.
-    definition_hash: String,
+    pub(crate) definition_hash: String,
     /// Who saved it (the token's subject).
-    author: String,
+    pub(crate) author: String,
     /// `authored` or `generated`.
-    provenance: String,
+    pub(crate) provenance: String,
     /// The generation instructions, for generated revisions.
-    instructions: Option<String>,
+    pub(crate) instructions: Option<String>,
     /// When.
-    created_at: chrono::DateTime<chrono::Utc>,
+    pub(crate) created_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// A revision with its definition.
@@ -61,36 +61,37 @@ pub(crate) struct RevisionView {
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct OperationTesting {
     /// The operation's id (`operation_id` in requests).
-    id: Uuid,
+    pub(crate) id: Uuid,
     /// Runtime name.
-    name: String,
+    pub(crate) name: String,
     /// `platform`, `mcp` or `custom`.
-    source: String,
+    pub(crate) source: String,
     /// `current`, `stale`, `missing` or `needs_output_schema`.
-    status: String,
+    pub(crate) status: String,
     /// The current contract (absent: needs an output schema).
     #[schema(value_type = Option<Object>)]
-    contract: Option<Value>,
+    pub(crate) contract: Option<Rendered>,
     /// Its hash.
-    contract_hash: Option<String>,
+    pub(crate) contract_hash: Option<String>,
     /// The latest revision.
-    latest_revision: Option<RevisionSummary>,
+    #[schema(value_type = Option<RevisionSummary>)]
+    pub(crate) latest_revision: Option<Rendered>,
     /// For a stale operation: the contract diff (the schema crate's `diff`)
     /// from the contract the latest revision was saved against to the current one.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
-    stale_diff: Option<Value>,
+    pub(crate) stale_diff: Option<Value>,
 }
 
 /// `GET /api/tools/{id}/testing`.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct ToolTesting {
     /// The tool.
-    tool_id: Uuid,
+    pub(crate) tool_id: Uuid,
     /// Its name.
-    tool_name: String,
+    pub(crate) tool_name: String,
     /// Its operations.
-    operations: Vec<OperationTesting>,
+    pub(crate) operations: Vec<OperationTesting>,
 }
 
 /// Authored by a person, or generated (with the instructions used).
@@ -206,24 +207,6 @@ fn revision_view(record: RevisionRecord) -> RevisionView {
     }
 }
 
-fn operation_testing(op: &OperationView) -> Result<OperationTesting, ApiError> {
-    Ok(OperationTesting {
-        id: op.id.as_uuid(),
-        name: op.operation.name.clone(),
-        source: source_name(op.operation.source).to_owned(),
-        status: op.status().as_str().to_owned(),
-        contract: op
-            .contract
-            .as_ref()
-            .map(serde_json::to_value)
-            .transpose()
-            .map_err(|e| ApiError::Internal(e.to_string()))?,
-        contract_hash: op.contract_hash.as_ref().map(ToString::to_string),
-        latest_revision: op.latest.as_ref().map(revision_summary),
-        stale_diff: None,
-    })
-}
-
 /// The operation `operation` of tool `tool`, 404 when either is absent for
 /// this tenant or the operation belongs to another tool.
 async fn find_operation(
@@ -254,30 +237,11 @@ pub(crate) async fn get_testing(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<ToolTesting>, ApiError> {
-    let tool = state
-        .store()
-        .tool(auth.principal.tenant, ToolId(id))
+    // The index of the tool in one query; contracts and revisions only
+    // when not kept from an earlier request (routes/testing_view.rs).
+    let view = crate::routes::testing_view::tool_testing(&state, auth.principal.tenant, ToolId(id))
         .await?;
-    let mut operations = Vec::with_capacity(tool.operations.len());
-    for op in &tool.operations {
-        let mut view = operation_testing(op)?;
-        if let (TestingStatus::Stale, Some(latest)) = (op.status(), &op.latest) {
-            let saved_against = state
-                .store()
-                .contract_at(auth.principal.tenant, op.id, &latest.contract_hash)
-                .await?;
-            view.stale_diff = Some(crate::routes::tools::contract_diff(
-                saved_against.as_ref(),
-                op.contract.as_ref(),
-            )?);
-        }
-        operations.push(view);
-    }
-    Ok(Json(ToolTesting {
-        tool_id: tool.id.as_uuid(),
-        tool_name: tool.name.clone(),
-        operations,
-    }))
+    Ok(Json(view))
 }
 
 /// `generate` a checked draft, or `save` a revision.

@@ -389,3 +389,142 @@ async fn inline_tools_are_checked_and_generated_without_a_row(pool: PgPool) {
         .unwrap();
     assert_eq!(tools, 0);
 }
+
+/// The testing view as it was computed before it became one query: the
+/// tool with every operation and its latest revision from the catalog, and
+/// for each stale operation the contract its revision was saved against.
+async fn testing_view_from_the_catalog(pool: &PgPool, tool: &str) -> Value {
+    use toolmock_runtime::backend::Catalog;
+    use toolmock_runtime::model::{TestingStatus, ToolId};
+    let store = toolmock_store::PgStore::new(pool.clone());
+    let tenant = toolmock_api::auth::tenant_id("acme");
+    let tool = store
+        .tool(tenant, ToolId(tool.parse().unwrap()))
+        .await
+        .unwrap();
+    let mut operations = Vec::new();
+    for op in &tool.operations {
+        let mut view = json!({
+            "id": op.id.as_uuid(),
+            "name": op.operation.name,
+            "source": op.operation.source.as_str(),
+            "status": op.status().as_str(),
+            "contract": op.contract,
+            "contract_hash": op.contract_hash.as_ref().map(ToString::to_string),
+            "latest_revision": op.latest.as_ref().map(|r| json!({
+                "revision": r.revision,
+                "contract_hash": r.contract_hash.to_string(),
+                "definition_hash": r.definition_hash.to_string(),
+                "author": r.author,
+                "provenance": r.provenance.as_str(),
+                "instructions": r.provenance.instructions(),
+                "created_at": r.created_at,
+            })),
+        });
+        if let (TestingStatus::Stale, Some(latest)) = (op.status(), &op.latest) {
+            let saved_against = store
+                .contract_at(tenant, op.id, &latest.contract_hash)
+                .await
+                .unwrap();
+            let diff = toolmock_schema::diff(
+                saved_against.as_ref().unwrap(),
+                op.contract.as_ref().unwrap(),
+            )
+            .unwrap();
+            view["stale_diff"] = serde_json::to_value(diff).unwrap();
+        }
+        operations.push(view);
+    }
+    json!({"tool_id": tool.id.as_uuid(), "tool_name": tool.name, "operations": operations})
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn the_testing_view_is_what_the_catalog_holds(pool: PgPool) {
+    let app = app(&pool);
+    let bearer = token("acme", &[MANAGE]);
+    // current, generated with instructions, stale, missing, needs_output_schema
+    let mut tool = calendar_tool("calendar");
+    let extra = |name: &str| {
+        json!({"name": name, "description": format!("the {name} lookup"),
+        "input_schema": {"type": "object", "properties": {"day": {"type": "string"}}, "required": ["day"]},
+        "output_schema": {"type": "object", "properties": {"reference": {"type": "string"}, "n": {"type": "number", "minimum": 1.5}}, "required": ["reference"]}})
+    };
+    for name in ["generated", "stale", "missing"] {
+        tool["source"]["operations"]
+            .as_array_mut()
+            .unwrap()
+            .push(extra(name));
+    }
+    let created = send(&app, Method::POST, "/api/tools", Some(&bearer), Some(&tool)).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.json);
+    let id = created.json["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/tools/{id}/testing");
+    let op = |name: &str| {
+        created.json["operations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    for (name, provenance) in [
+        ("book", json!({})),
+        (
+            "generated",
+            json!({"provenance": "generated", "instructions": "be brief"}),
+        ),
+        ("stale", json!({})),
+        ("stale", json!({})),
+    ] {
+        let mut body = json!({"action": "save", "operation_id": op(name)["id"],
+            "contract_hash": op(name)["contract_hash"], "definition": booking_definition()});
+        body.as_object_mut()
+            .unwrap()
+            .extend(provenance.as_object().unwrap().clone());
+        let saved = send(&app, Method::POST, &path, Some(&bearer), Some(&body)).await;
+        assert_eq!(saved.status, StatusCode::CREATED, "{}", saved.json);
+    }
+    // Read once before the change: what the view keeps must not outlive it.
+    let before = send(&app, Method::GET, &path, Some(&bearer), None).await;
+    assert_eq!(before.json, testing_view_from_the_catalog(&pool, &id).await);
+    // `stale` changes its output schema after its two revisions.
+    let mut source = tool["source"].clone();
+    source["operations"][3]["output_schema"]["required"] = json!(["reference", "n"]);
+    let updated = send(
+        &app,
+        Method::PUT,
+        &format!("/api/tools/{id}"),
+        Some(&bearer),
+        Some(&json!({"source": source})),
+    )
+    .await;
+    assert_eq!(updated.status, StatusCode::OK, "{}", updated.json);
+
+    let testing = send(&app, Method::GET, &path, Some(&bearer), None).await;
+    assert_eq!(testing.status, StatusCode::OK);
+    let statuses: Vec<(&str, &str)> = testing.json["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["name"].as_str().unwrap(), o["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("book", "current"),
+            ("cancel", "needs_output_schema"),
+            ("generated", "current"),
+            ("missing", "missing"),
+            ("stale", "stale"),
+        ]
+    );
+    assert_eq!(
+        testing.json["operations"][4]["latest_revision"]["revision"],
+        2
+    );
+    assert_eq!(
+        testing.json,
+        testing_view_from_the_catalog(&pool, &id).await
+    );
+}

@@ -186,6 +186,16 @@ impl<B: Backend> Dispatcher<B> {
         &self.backend
     }
 
+    /// The tenant and attempt of a capability this dispatcher has already
+    /// bound, without reading storage; `None` when it has not. A token's
+    /// attempt never changes, so this is what storage would say; whether
+    /// the capability is still live is checked by every call.
+    pub fn bound_owner(&self, token: &TokenHash) -> Option<(TenantId, AttemptId)> {
+        read(&self.bindings)
+            .get(token)
+            .map(|bound| (bound.binding.tenant, bound.binding.attempt))
+    }
+
     /// Ends an attempt. Its outcome is `harness_error` whenever any harness
     /// error was recorded for it, whatever `verdict` says — and whenever its
     /// records (evidence, tool input errors, harness errors) are fewer than

@@ -1,15 +1,21 @@
 //! Queries the HTTP API needs beyond the runtime's traits: tenants named by
-//! tokens, the attempt a capability hash belongs to, a page of tools, and an
-//! operation's revision history in one query. Every one filters by tenant
+//! tokens, the attempt a capability hash belongs to, a page of tools, an
+//! operation's revision history in one query, and the pieces of a tool's
+//! testing view (its index, then only the contracts and revisions a caller
+//! has not kept, each in one query for all operations). Every one filters by tenant
 //! except `capability_owner`, whose token is the only key a caller has.
 
 use super::{Db, PgStore, db};
-use crate::rows::{RevisionRow, contract, corrupt};
+use crate::rows::{RevisionRow, contract, contract_hash, corrupt, definition_hash, to_u32};
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
-use toolmock_contract::{ContractHash, OperationContract};
+use toolmock_contract::{
+    ContractHash, DefinitionHash, OperationContract, OperationIdentity, OperationSource,
+};
+use toolmock_runtime::error::StoreError;
 use toolmock_runtime::model::{
-    AttemptId, OperationId, RevisionRecord, TenantId, TokenHash, ToolId, ToolKind,
+    AttemptId, OperationId, Provenance, RevisionRecord, TenantId, TokenHash, ToolId, ToolKind,
 };
 use uuid::Uuid;
 
@@ -42,6 +48,102 @@ struct ListingRow {
     stale: i64,
     missing: i64,
     needs_output_schema: i64,
+}
+
+/// A tool's testing index ([`PgStore::testing_index`]): what every
+/// operation's testing view depends on, without the contracts and revisions
+/// themselves, which an operation's id with these fields names exactly.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestingIndex {
+    /// The tool's name.
+    pub name: String,
+    /// Its operations, by name.
+    pub operations: Vec<IndexedOperation>,
+}
+
+/// One operation of a [`TestingIndex`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexedOperation {
+    /// Its id.
+    pub id: OperationId,
+    /// Source and runtime name.
+    pub operation: OperationIdentity,
+    /// The current contract's hash (`None`: needs an output schema).
+    pub contract_hash: Option<ContractHash>,
+    /// When the operation row's contract was last written: with the id and
+    /// the hash, the key of the stored contract ([`PgStore::current_contracts`]).
+    pub updated_at: DateTime<Utc>,
+    /// Its latest revision's number, 0 when it has none. Revisions are
+    /// append-only: (id, number) names one forever.
+    pub latest_revision: u32,
+}
+
+/// An operation's current contract as stored ([`PgStore::current_contracts`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredContract {
+    /// The operation.
+    pub operation: OperationId,
+    /// The hash (`None`: needs an output schema).
+    pub contract_hash: Option<ContractHash>,
+    /// As in [`IndexedOperation::updated_at`].
+    pub updated_at: DateTime<Utc>,
+    /// The contract.
+    pub contract: Option<OperationContract>,
+}
+
+/// A revision without its definition ([`PgStore::revision_summaries`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RevisionSummary {
+    /// The operation.
+    pub operation: OperationId,
+    /// 1, 2, 3… per operation.
+    pub revision: u32,
+    /// The contract hash it was saved against.
+    pub contract_hash: ContractHash,
+    /// The definition's hash.
+    pub definition_hash: DefinitionHash,
+    /// Who saved it.
+    pub author: String,
+    /// Authored or generated.
+    pub provenance: Provenance,
+    /// When.
+    pub created_at: DateTime<Utc>,
+}
+
+/// A row of the testing index, read by position (a per-request query of
+/// one row per operation: positions spare a lookup by name per column).
+type IndexRow = (
+    String,
+    Option<Uuid>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<DateTime<Utc>>,
+    Option<i32>,
+);
+
+/// An operation's id, contract hash, `updated_at` and contract.
+type ContractRow = (Uuid, Option<String>, DateTime<Utc>, Option<Json<Value>>);
+
+#[derive(sqlx::FromRow)]
+struct SummaryRow {
+    operation_id: Uuid,
+    revision: i32,
+    contract_hash: String,
+    definition_hash: String,
+    author: String,
+    provenance: String,
+    instructions: Option<String>,
+    created_at: DateTime<Utc>,
+}
+
+fn operation_source(text: &str) -> Db<OperationSource> {
+    match text {
+        "platform" => Ok(OperationSource::Platform),
+        "mcp" => Ok(OperationSource::Mcp),
+        "custom" => Ok(OperationSource::Custom),
+        other => Err(corrupt("operation source", other)),
+    }
 }
 
 fn count(value: i64) -> Db<u32> {
@@ -115,6 +217,148 @@ impl PgStore {
             .collect()
     }
 
+    /// A tool's testing index, in one query: not found when the tool is not
+    /// this tenant's.
+    pub async fn testing_index(&self, tenant: TenantId, tool: ToolId) -> Db<TestingIndex> {
+        let rows: Vec<IndexRow> = db(sqlx::query_as(
+            "SELECT t.name, o.id, o.source, o.name, o.contract_hash, o.updated_at, \
+                 o.latest_revision \
+             FROM tools t \
+             LEFT JOIN tool_operations o ON o.tenant_id = t.tenant_id AND o.tool_id = t.id \
+             WHERE t.tenant_id = $1 AND t.id = $2 ORDER BY o.name",
+        )
+        .bind(tenant.as_uuid())
+        .bind(tool.as_uuid())
+        .fetch_all(self.pool())
+        .await)?;
+        let tool_name = rows
+            .first()
+            .ok_or(StoreError::NotFound { entity: "tool" })?
+            .0
+            .clone();
+        let mut operations = Vec::with_capacity(rows.len());
+        for (_, id, source, name, hash, updated_at, latest) in rows {
+            // A tool without operations is one row of NULLs.
+            let (Some(id), Some(source), Some(name), Some(updated_at), Some(latest)) =
+                (id, source, name, updated_at, latest)
+            else {
+                continue;
+            };
+            operations.push(IndexedOperation {
+                id: OperationId(id),
+                operation: OperationIdentity {
+                    source: operation_source(&source)?,
+                    name,
+                },
+                contract_hash: hash.map(contract_hash).transpose()?,
+                updated_at,
+                latest_revision: to_u32(latest, "revision")?,
+            });
+        }
+        Ok(TestingIndex {
+            name: tool_name,
+            operations,
+        })
+    }
+
+    /// The current contracts of these operations of the tenant, in one query.
+    pub async fn current_contracts(
+        &self,
+        tenant: TenantId,
+        operations: &[OperationId],
+    ) -> Db<Vec<StoredContract>> {
+        let ids: Vec<Uuid> = operations.iter().map(OperationId::as_uuid).collect();
+        let rows: Vec<ContractRow> = db(sqlx::query_as(
+            "SELECT id, contract_hash, updated_at, contract FROM tool_operations \
+                 WHERE tenant_id = $1 AND id = ANY($2)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(&ids)
+        .fetch_all(self.pool())
+        .await)?;
+        rows.into_iter()
+            .map(|(id, hash, updated_at, contract)| {
+                Ok(StoredContract {
+                    operation: OperationId(id),
+                    contract_hash: hash.map(contract_hash).transpose()?,
+                    updated_at,
+                    contract: contract.map(|c| crate::rows::contract(c.0)).transpose()?,
+                })
+            })
+            .collect()
+    }
+
+    /// These revisions of the tenant's operations, without their
+    /// definitions, in one query (absent ones are left out).
+    pub async fn revision_summaries(
+        &self,
+        tenant: TenantId,
+        revisions: &[(OperationId, u32)],
+    ) -> Db<Vec<RevisionSummary>> {
+        let ids: Vec<Uuid> = revisions.iter().map(|(id, _)| id.as_uuid()).collect();
+        let numbers = revisions
+            .iter()
+            .map(|(_, n)| crate::rows::to_i32(*n))
+            .collect::<Db<Vec<i32>>>()?;
+        let rows: Vec<SummaryRow> = db(sqlx::query_as(
+            "SELECT r.operation_id, r.revision, r.contract_hash, r.definition_hash, r.author, \
+                 r.provenance, r.instructions, r.created_at \
+             FROM unnest($2::uuid[], $3::integer[]) AS k (operation_id, revision) \
+             JOIN tool_mock_revisions r ON r.tenant_id = $1 \
+                 AND r.operation_id = k.operation_id AND r.revision = k.revision",
+        )
+        .bind(tenant.as_uuid())
+        .bind(&ids)
+        .bind(&numbers)
+        .fetch_all(self.pool())
+        .await)?;
+        rows.into_iter()
+            .map(|row| {
+                Ok(RevisionSummary {
+                    operation: OperationId(row.operation_id),
+                    revision: to_u32(row.revision, "revision")?,
+                    contract_hash: contract_hash(row.contract_hash)?,
+                    definition_hash: definition_hash(row.definition_hash)?,
+                    author: row.author,
+                    provenance: match row.provenance.as_str() {
+                        "authored" => Provenance::Authored,
+                        "generated" => Provenance::Generated {
+                            instructions: row.instructions,
+                        },
+                        other => return Err(corrupt("provenance", other)),
+                    },
+                    created_at: row.created_at,
+                })
+            })
+            .collect()
+    }
+
+    /// For each (operation, hash), the contract the operation had when its
+    /// hash was that one (see [`PgStore::contract_at`]), in one query; pairs
+    /// the operation never had are left out.
+    pub async fn contracts_at(
+        &self,
+        tenant: TenantId,
+        pairs: &[(OperationId, ContractHash)],
+    ) -> Db<Vec<(OperationId, ContractHash, OperationContract)>> {
+        let ids: Vec<Uuid> = pairs.iter().map(|(id, _)| id.as_uuid()).collect();
+        let hashes: Vec<&str> = pairs.iter().map(|(_, h)| h.as_str()).collect();
+        let rows: Vec<(Uuid, String, Json<Value>)> = db(sqlx::query_as(
+            "SELECT c.operation_id, c.contract_hash, c.contract \
+             FROM unnest($2::uuid[], $3::text[]) AS k (operation_id, contract_hash) \
+             JOIN operation_contracts c ON c.tenant_id = $1 \
+                 AND c.operation_id = k.operation_id AND c.contract_hash = k.contract_hash",
+        )
+        .bind(tenant.as_uuid())
+        .bind(&ids)
+        .bind(&hashes)
+        .fetch_all(self.pool())
+        .await)?;
+        rows.into_iter()
+            .map(|(id, hash, json)| Ok((OperationId(id), contract_hash(hash)?, contract(json.0)?)))
+            .collect()
+    }
+
     /// The contract an operation had when its hash was `hash` (kept by the
     /// `operation_contracts` trigger), if it ever had that hash.
     pub async fn contract_at(
@@ -152,7 +396,7 @@ impl PgStore {
         .fetch_optional(self.pool())
         .await)?;
         if exists.is_none() {
-            return Err(toolmock_runtime::error::StoreError::NotFound {
+            return Err(StoreError::NotFound {
                 entity: "operation",
             });
         }

@@ -14,7 +14,7 @@ mod evidence;
 mod fixtures;
 mod pins;
 
-pub use api::ToolListing;
+pub use api::{IndexedOperation, RevisionSummary, StoredContract, TestingIndex, ToolListing};
 
 use crate::error::map_sqlx_error;
 use sqlx::postgres::PgPool;
