@@ -45,7 +45,7 @@ mod pg;
 mod rows;
 
 pub use error::{SqlState, map_sqlx_error};
-pub use pg::{PgStore, ToolListing};
+pub use pg::{AttemptListing, PgStore, SimulationListing, ToolListing};
 
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};

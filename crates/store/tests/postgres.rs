@@ -321,11 +321,13 @@ async fn evidence_versions_are_unique_per_attempt(pool: PgPool) {
 const TABLES: &[&str] = &[
     "agents",
     "attempt_capabilities",
+    "attempt_judgements",
     "attempt_state",
     "attempts",
     "evidence",
     "harness_errors",
     "operation_contracts",
+    "simulation_documents",
     "simulation_pins",
     "simulations",
     "tenants",

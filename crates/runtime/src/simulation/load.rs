@@ -896,7 +896,14 @@ impl Loader {
                 },
             }
         }
-        let DriverDoc::Scripted { steps } = &case.driver;
+        if case.driver == DriverDoc::External && matches!(self.files, Files::Relative(_)) {
+            self.problem(
+                pointer::push(&pointer::push(at, "driver"), "type"),
+                LoadCode::ExternalDriverNotEmbedded,
+                "an external driver is played by an agent outside toolmock through the API; toolmock run has nobody to play it (give the case scripted steps)",
+            );
+        }
+        let steps = case.driver.steps();
         let steps_at = pointer::push(&pointer::push(at, "driver"), "steps");
         let mut earlier: HashSet<&str> = HashSet::new();
         let data = Value::Object(case.data.clone());
