@@ -676,6 +676,17 @@ pub(crate) async fn get_coverage(
     }))
 }
 
+/// One server-sent event of a simulation's stream.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct SimulationEvent {
+    /// `snapshot`, `attempt`, `finished` or `error`.
+    #[schema(pattern = "^(snapshot|attempt|finished|error)$")]
+    event: String,
+    /// JSON: `snapshot` `{simulation, attempts}`; `attempt` an attempt as
+    /// listed; `finished` the final counts; `error` `{code, message}`.
+    data: String,
+}
+
 /// Follows a simulation as server-sent events: `snapshot` (the simulation
 /// and every attempt), then `attempt` each time an attempt changes (its
 /// outcome, its calls), then `finished` once every attempt has finished, and
@@ -685,7 +696,7 @@ pub(crate) async fn get_coverage(
     params(("id" = Uuid, Path, description = "The simulation's id")),
     security(("bearer" = ["AIManager:RunSimulations"])),
     responses(
-        (status = 200, description = "`text/event-stream`: `snapshot`, `attempt`…, `finished` (data: JSON)", content_type = "text/event-stream", body = String),
+        (status = 200, description = "`text/event-stream`: `snapshot`, `attempt`…, `finished` (each event's data is JSON)", content_type = "text/event-stream", body = SimulationEvent),
         (status = 404, description = "No such simulation for this tenant", body = crate::ErrorEnvelope),
     ))]
 pub(crate) async fn simulation_events(

@@ -220,6 +220,17 @@ pub fn schema_problems(value: &Value, file: &str) -> Vec<Problem> {
                     format!("the field {name:?} is required"),
                 ));
             }
+            // The schema says "not with this type" with a false subschema
+            // (e.g. `steps` of an external driver).
+            K::FalseSchema => {
+                let name = at.rsplit('/').next().unwrap_or_default().to_owned();
+                problems.push(Problem::new(
+                    file,
+                    at,
+                    LoadCode::InvalidValue,
+                    format!("the field {name:?} is not allowed here"),
+                ));
+            }
             K::Type { .. } => {
                 problems.push(Problem::new(
                     file,
