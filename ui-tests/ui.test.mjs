@@ -196,8 +196,13 @@ test("check-as-you-type points at the path of each problem", async () => {
   const broken = JSON.parse(text);
   broken.default_variant = "nowhere";
   await editor.fill(JSON.stringify(broken, null, 2));
-  await page.locator("#diagnostics li", { hasText: "/default_variant" }).waitFor();
+  const problem = page.locator("#diagnostics li", { hasText: "/default_variant" });
+  await problem.waitFor();
   await shoot("operation-diagnostics", "clinic / book");
+  // The problem's path points into the editor.
+  await problem.locator("a.path").click();
+  const selected = await editor.evaluate((el) => el.value.slice(el.selectionStart, el.selectionEnd));
+  assert.equal(selected, '"default_variant"');
 });
 
 test("a 409 is explained and recovered from with one click", async () => {

@@ -307,7 +307,9 @@ async function operationPage(toolId, operationId) {
       diagnostics.replaceChildren(result.ok
         ? notice("ok", `The definition passes its check against contract ${shortHash(op.contract_hash)}.`)
         : h("ul", { class: "diagnostics" }, result.diagnostics.map((d) =>
-            h("li", { class: d.severity === "warning" ? "warning" : "" }, h("span", { class: "path mono" }, d.path || "/"), `${d.code}: ${d.message}`))));
+            h("li", { class: d.severity === "warning" ? "warning" : "" },
+              h("a", { href: "#", class: "path mono", title: "Show it in the editor", onclick: (event) => { event.preventDefault(); selectPointer(editor, d.path || ""); } }, d.path || "/"),
+              `${d.code}: ${d.message}`))));
     } catch (error) {
       diagnostics.replaceChildren(errorNotice(error));
     }
@@ -409,6 +411,29 @@ async function operationPage(toolId, operationId) {
           : h("p", { class: "muted" }, "No revision yet: generate a draft or write one, then save."))),
   );
   if (editor.value) await check();
+}
+
+/**
+ * Selects in the editor the member a JSON pointer names: each named segment
+ * is looked for after the previous one, so `/variants/ok/result` finds
+ * `"result"` inside `"ok"` inside `"variants"` (array indexes are skipped).
+ */
+function selectPointer(editor, pointer) {
+  const text = editor.value;
+  let from = 0;
+  let found = null;
+  for (const raw of pointer.split("/").slice(1)) {
+    const segment = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+    if (/^\d+$/.test(segment)) continue;
+    const key = JSON.stringify(segment);
+    const at = text.indexOf(key, from);
+    if (at < 0) break;
+    found = [at, at + key.length];
+    from = at + key.length;
+  }
+  if (!found) return;
+  editor.focus();
+  editor.setSelectionRange(found[0], found[1]);
 }
 
 async function currentStatus(toolId, operationId) {
