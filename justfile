@@ -23,17 +23,24 @@ setup:
     scripts/start-postgres.sh
     if [ -x scripts/install-mcp-servers.sh ]; then scripts/install-mcp-servers.sh; fi
     scripts/install-test-tools.sh
+    scripts/install-browser.sh
 
 # Run every test: unit, integration (real PostgreSQL, real MCP servers), doc tests, conformance vectors.
 test: setup
     cargo test --workspace --locked
     just conformance
     just schemathesis
+    just ui-test
 
 # Fuzz the running toolmock-api with schemathesis against its own OpenAPI document
 # (no 500, no response that breaks the document); N examples per operation.
 schemathesis examples="50":
     scripts/schemathesis.sh {{examples}}
+
+# The UI in headless Chromium (playwright-core) against the real binary;
+# screenshots of every page in target/ui-screenshots/.
+ui-test:
+    scripts/ui-tests.sh
 
 # Run the shared conformance vectors (when ../shared is there; in CI, CI=true, it must be) against the CLI.
 conformance:

@@ -83,6 +83,16 @@ problem_codes! {
         StartRefused => "start_refused",
         /// A start request that is unusable (no test case, zero attempts).
         InvalidStart => "invalid_start",
+        /// A simulation document that does not load; every problem is listed with its pointer.
+        InvalidSimulation => "invalid_simulation",
+        /// The attempt is already finished.
+        AttemptFinished => "attempt_finished",
+        /// The attempt's case is played by its scripted driver, not by the caller.
+        NotExternal => "not_external",
+        /// The tool has no MCP server to discover from.
+        NoMcpServer => "no_mcp_server",
+        /// The MCP server could not be discovered (unreachable, a protocol error, invalid tools).
+        DiscoveryFailed => "discovery_failed",
         /// A stored operation's contract cannot be compiled.
         UnusableContract => "unusable_contract",
         /// A definition that cannot be hashed reproducibly.
@@ -207,6 +217,23 @@ pub enum ApiError {
         /// Which rule.
         what: String,
     },
+    /// The request conflicts with the state of a row (e.g. finishing an
+    /// attempt that is finished).
+    #[error("{message}")]
+    StateConflict {
+        /// A stable code (`attempt_finished`, `not_external`).
+        code: ApiCode,
+        /// A sentence.
+        message: String,
+    },
+    /// An upstream the request needed failed (an MCP server to discover).
+    #[error("{message}")]
+    Upstream {
+        /// A stable code (`discovery_failed`).
+        code: ApiCode,
+        /// What went wrong, in the user's words.
+        message: String,
+    },
     /// The definition fails its check; every diagnostic is listed.
     #[error("the definition fails its check ({} problem(s))", .0.len())]
     InvalidDefinition(Diagnostics),
@@ -305,7 +332,10 @@ impl ApiError {
             ApiError::Forbidden { .. } | ApiError::ForeignCapability => StatusCode::FORBIDDEN,
             ApiError::NotFound { .. } | ApiError::RouteNotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::ContractChanged { .. } | ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::ContractChanged { .. }
+            | ApiError::Conflict { .. }
+            | ApiError::StateConflict { .. } => StatusCode::CONFLICT,
+            ApiError::Upstream { .. } => StatusCode::BAD_GATEWAY,
             ApiError::Harness(_) => StatusCode::FAILED_DEPENDENCY,
             ApiError::GeneratorFailed { .. } => StatusCode::BAD_GATEWAY,
             ApiError::Timeout | ApiError::Overloaded | ApiError::NotReady { .. } => {
@@ -345,6 +375,7 @@ impl ApiError {
             ApiError::MethodNotAllowed => ApiCode::MethodNotAllowed,
             ApiError::ContractChanged { .. } => ApiCode::ContractChanged,
             ApiError::Conflict { .. } => ApiCode::Conflict,
+            ApiError::StateConflict { code, .. } | ApiError::Upstream { code, .. } => *code,
             ApiError::InvalidDefinition(_) => ApiCode::InvalidDefinition,
             ApiError::NeedsOutputSchema => ApiCode::NeedsOutputSchema,
             ApiError::Unprocessable { code, .. } => *code,

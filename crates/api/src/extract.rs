@@ -153,6 +153,14 @@ impl<T: DeserializeOwned + Send> FromRequestParts<AppState> for ApiQuery<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        // U+0000 cannot reach PostgreSQL (no text holds it): refuse it here,
+        // percent-encoded or not, rather than as a database error.
+        let query = parts.uri.query().unwrap_or_default();
+        if query.contains('\0') || query.to_ascii_lowercase().contains("%00") {
+            return Err(ApiError::InvalidQuery {
+                message: "a query parameter holds U+0000".into(),
+            });
+        }
         axum::extract::Query::<T>::from_request_parts(parts, state)
             .await
             .map(|q| ApiQuery(q.0))

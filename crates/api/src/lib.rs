@@ -39,6 +39,8 @@ mod extract;
 mod generator;
 mod middleware;
 pub mod routes;
+mod runner;
+pub mod ui;
 
 pub use auth::{AuthConfig, AuthConfigError, Claims, Principal, mint_hs256};
 pub use error::{ApiCode, ApiError, ErrorBody, ErrorEnvelope};
@@ -175,10 +177,10 @@ impl AppState {
 }
 
 /// The whole application: every route of [`routes::ROUTES`], the OpenAPI
-/// document, request ids, the body limit, the timeout and the concurrency
+/// document, the browser UI ([`ui`]), request ids, the body limit, the timeout and the concurrency
 /// limit, and JSON errors for unknown routes and methods.
 pub fn router(state: AppState) -> Router {
-    middleware::wrap(routes::api_router(), state)
+    middleware::wrap(routes::api_router().merge(ui::routes()), state)
 }
 
 /// The OpenAPI 3.1 document of every route.

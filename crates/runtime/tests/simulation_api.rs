@@ -137,3 +137,42 @@ fn api_bodies_take_no_file_paths_and_the_cli_takes_no_library_ids() {
             .any(|p| p.path == "/mode" && p.code == "real_tools_not_embedded")
     );
 }
+
+#[test]
+fn external_drivers_are_for_the_api_only() {
+    let mut body = document("7d0f3c7e-0000-4000-8000-000000000000");
+    body["cases"][0]["driver"] = json!({"type": "external"});
+    let loaded =
+        simulation::load_value(&body, "body", &Files::InlineOnly).expect("the API takes it");
+    assert!(loaded.document.cases[0].driver.steps().is_empty());
+
+    body["tools"][0] = json!({"name": "calendar", "from": "custom", "operations": [
+        {"name": "book", "input_schema": {"type": "object"}, "output_schema": {"type": "object"}}]});
+    let embedded = Files::Relative(std::path::PathBuf::from("."));
+    let problems = simulation::load_value(&body, "sim.json", &embedded).expect_err("refused");
+    let found: Vec<(&str, &str)> = problems
+        .iter()
+        .map(|p| (p.path.as_str(), p.code.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        vec![("/cases/0/driver/type", "external_driver_not_embedded")]
+    );
+
+    // Steps belong to scripted drivers only, and scripted drivers need them.
+    body["cases"][0]["driver"] = json!({"type": "external", "steps": []});
+    let problems = simulation::load_value(&body, "body", &Files::InlineOnly).expect_err("refused");
+    assert_eq!(
+        (problems[0].path.as_str(), problems[0].message.as_str()),
+        (
+            "/cases/0/driver/steps",
+            "the field \"steps\" is not allowed here"
+        )
+    );
+    body["cases"][0]["driver"] = json!({"type": "scripted"});
+    let problems = simulation::load_value(&body, "body", &Files::InlineOnly).expect_err("refused");
+    assert_eq!(
+        (problems[0].path.as_str(), problems[0].code.as_str()),
+        ("/cases/0/driver/steps", "missing_field")
+    );
+}

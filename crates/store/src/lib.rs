@@ -46,7 +46,8 @@ mod rows;
 
 pub use error::{SqlState, map_sqlx_error};
 pub use pg::{
-    IndexedOperation, PgStore, RevisionSummary, StoredContract, TestingIndex, ToolListing,
+    AttemptListing, IndexedOperation, PgStore, RevisionSummary, SimulationListing, StoredContract,
+    TestingIndex, ToolListing,
 };
 
 use sqlx::migrate::{MigrateError, Migrator};

@@ -48,6 +48,15 @@ async fn one_call(pool: &PgPool) -> (Rig<PgStore>, StartedSimulation) {
         )
         .await
         .unwrap_err();
+    let store = rig.dispatcher.backend();
+    store
+        .record_simulation_document(tenant, started.id, "ledger", &json!({"cases": []}), "tests")
+        .await
+        .unwrap();
+    store
+        .record_judgement(tenant, attempt.id, &json!([]))
+        .await
+        .unwrap();
     (rig, started)
 }
 
@@ -68,6 +77,8 @@ async fn append_only_tables_reject_update_delete_truncate(pool: PgPool) {
         "tool_input_errors",
         "harness_errors",
         "simulation_pins",
+        "simulation_documents",
+        "attempt_judgements",
     ] {
         let count: (i64,) =
             sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {table}")))
@@ -270,6 +281,8 @@ async fn the_application_role_cannot_make_a_fault_pass(pool: PgPool) {
         "tool_input_errors",
         "harness_errors",
         "simulation_pins",
+        "simulation_documents",
+        "attempt_judgements",
     ] {
         for sql in [
             format!("UPDATE {table} SET tenant_id = tenant_id"),
@@ -321,11 +334,13 @@ async fn evidence_versions_are_unique_per_attempt(pool: PgPool) {
 const TABLES: &[&str] = &[
     "agents",
     "attempt_capabilities",
+    "attempt_judgements",
     "attempt_state",
     "attempts",
     "evidence",
     "harness_errors",
     "operation_contracts",
+    "simulation_documents",
     "simulation_pins",
     "simulations",
     "tenants",
@@ -369,7 +384,7 @@ async fn migrations_apply_to_an_empty_database(pool: PgPool) {
 /// The migration the seed below was written against: the schema an older
 /// release left. When a migration is added, this becomes the one before it
 /// and the seed is rewritten against it (the test says so when they drift).
-const PREVIOUS_MIGRATION: i64 = 20261203100000;
+const PREVIOUS_MIGRATION: i64 = 20261203110000;
 
 const SEED_TOKEN: &str = "seed-capability-token";
 

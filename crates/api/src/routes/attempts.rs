@@ -3,15 +3,19 @@
 
 use crate::AppState;
 use crate::auth::bearer;
-use crate::error::ApiError;
+use crate::error::{ApiCode, ApiError};
 use crate::extract::{ApiJsonVerbatim, ApiPath};
 use axum::Json;
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use toolmock_contract::pointer;
 use toolmock_runtime::ToolCall;
+use toolmock_runtime::backend::AttemptStore;
 use toolmock_runtime::model::{AttemptId, Capability, TenantId};
+use toolmock_runtime::simulation::document::{CaseDoc, DriverDoc, SimulationDocument};
+use toolmock_runtime::simulation::judge_and_finish;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -89,4 +93,98 @@ pub(crate) async fn tool_call(
         )
         .await?;
     Ok(Json(result))
+}
+
+/// What finishing an external attempt decided.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct FinishedView {
+    /// `passed`, `failed`, or `harness_error` (a recorded harness error
+    /// decides it, whatever the expectations say).
+    outcome: String,
+    /// Whether that is the outcome the case expects.
+    as_expected: bool,
+    /// Every expectation of the case that did not hold over what the
+    /// attempt recorded (`[]`: all held).
+    #[schema(value_type = Vec<Object>)]
+    unmet: Value,
+}
+
+/// Ends an attempt whose case has an `external` driver: the case's
+/// expectations are judged over what the attempt recorded (never over what
+/// the caller says), the attempt finishes with that verdict and its
+/// capability stops working.
+#[utoipa::path(post, path = "/api/attempts/{id}/finish", tag = "dispatcher",
+    params(("id" = Uuid, Path, description = "The attempt's id")),
+    security(("capability" = [])),
+    responses(
+        (status = 200, description = "Finished and judged", body = FinishedView),
+        (status = 401, description = "`invalid_capability`: no attempt holds this capability", body = crate::ErrorEnvelope),
+        (status = 403, description = "`foreign_capability`: the capability belongs to another attempt", body = crate::ErrorEnvelope),
+        (status = 409, description = "`attempt_finished`: already finished; `not_external`: its case is scripted, run by toolmock", body = crate::ErrorEnvelope),
+    ))]
+pub(crate) async fn finish_attempt(
+    capability: AttemptCapability,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<Json<FinishedView>, ApiError> {
+    if capability.attempt.as_uuid() != id {
+        return Err(ApiError::ForeignCapability);
+    }
+    let (tenant, attempt) = (capability.tenant, capability.attempt);
+    let store = state.store();
+    let listing = store.attempt_listing(tenant, attempt).await?;
+    if listing.outcome.is_some() {
+        return Err(ApiError::StateConflict {
+            code: ApiCode::AttemptFinished,
+            message: "the attempt is already finished".into(),
+        });
+    }
+    let record = store.attempt(tenant, attempt).await?;
+    let document = store
+        .simulation_document(tenant, record.simulation)
+        .await?
+        .map(serde_json::from_value::<SimulationDocument>)
+        .transpose()
+        .map_err(|e| {
+            ApiError::Internal(format!("a stored simulation document does not parse: {e}"))
+        })?;
+    let position = listing.case_position as usize;
+    let case = match document.as_ref().and_then(|d| d.cases.get(position)) {
+        Some(case) if case.driver == DriverDoc::External => case.clone(),
+        Some(_) => {
+            return Err(ApiError::StateConflict {
+                code: ApiCode::NotExternal,
+                message: "the attempt's case is scripted: toolmock runs and finishes it".into(),
+            });
+        }
+        // A start without a document has no expectations: finishing judges
+        // only what the dispatcher recorded (a harness error still decides).
+        None => CaseDoc {
+            name: listing.test_case.clone(),
+            description: String::new(),
+            data: serde_json::Map::new(),
+            variants: Vec::new(),
+            driver: DriverDoc::External,
+            expect: Default::default(),
+        },
+    };
+    let result = judge_and_finish(
+        state.dispatcher(),
+        tenant,
+        &case,
+        &pointer::index("/cases", position),
+        (attempt, listing.number),
+        Vec::new(),
+        false,
+    )
+    .await
+    .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let unmet =
+        serde_json::to_value(&result.unmet).map_err(|e| ApiError::Internal(e.to_string()))?;
+    store.record_judgement(tenant, attempt, &unmet).await?;
+    Ok(Json(FinishedView {
+        outcome: result.outcome.as_str().to_owned(),
+        as_expected: result.as_expected,
+        unmet,
+    }))
 }

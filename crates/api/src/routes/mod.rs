@@ -6,7 +6,7 @@
 
 mod attempts;
 mod health;
-mod simulations;
+pub(crate) mod simulations;
 mod testing;
 mod testing_view;
 mod tools;
@@ -84,6 +84,12 @@ pub const ROUTES: &[Route] = &[
         register: || routes!(tools::update_tool),
     },
     Route {
+        method: "POST",
+        path: "/api/tools/{id}/discover",
+        access: Access::Permission(MANAGE_TOOLS),
+        register: || routes!(tools::discover_tool),
+    },
+    Route {
         method: "GET",
         path: "/api/tools/{id}/testing",
         access: Access::Permission(MANAGE_TOOLS),
@@ -133,6 +139,30 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "GET",
+        path: "/api/simulations",
+        access: Access::Permission(RUN_SIMULATIONS),
+        register: || routes!(simulations::list_simulations),
+    },
+    Route {
+        method: "GET",
+        path: "/api/simulations/{id}",
+        access: Access::Permission(RUN_SIMULATIONS),
+        register: || routes!(simulations::get_simulation),
+    },
+    Route {
+        method: "GET",
+        path: "/api/simulations/{id}/coverage",
+        access: Access::Permission(RUN_SIMULATIONS),
+        register: || routes!(simulations::get_coverage),
+    },
+    Route {
+        method: "GET",
+        path: "/api/simulations/{id}/events",
+        access: Access::Permission(RUN_SIMULATIONS),
+        register: || routes!(simulations::simulation_events),
+    },
+    Route {
+        method: "GET",
         path: "/api/attempts/{id}",
         access: Access::Permission(RUN_SIMULATIONS),
         register: || routes!(simulations::get_attempt),
@@ -142,6 +172,12 @@ pub const ROUTES: &[Route] = &[
         path: "/api/attempts/{id}/tool-calls",
         access: Access::Capability,
         register: || routes!(attempts::tool_call),
+    },
+    Route {
+        method: "POST",
+        path: "/api/attempts/{id}/finish",
+        access: Access::Capability,
+        register: || routes!(attempts::finish_attempt),
     },
 ];
 

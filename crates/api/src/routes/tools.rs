@@ -11,9 +11,10 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolmock_contract::{OperationContract, OperationIdentity, OperationSource};
+use toolmock_discovery::Endpoint;
 use toolmock_runtime::backend::Catalog;
 use toolmock_runtime::model::{
-    LibraryTool, NewOperation, NewTool, OperationView, TestingStatus, ToolId, ToolKind,
+    LibraryTool, NewOperation, NewTool, OperationView, TenantId, TestingStatus, ToolId, ToolKind,
 };
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -33,6 +34,13 @@ pub(crate) enum ToolSource {
         /// The tools, as the server listed them.
         #[schema(value_type = Vec<Object>)]
         tools: Vec<Value>,
+    },
+    /// An MCP server speaking streamable HTTP, discovered now with the
+    /// official MCP client; its URL is kept so that
+    /// `POST /api/tools/{id}/discover` can read it again.
+    McpServer {
+        /// `http://…` or `https://…` (e.g. `http://127.0.0.1:3001/mcp`).
+        url: String,
     },
     /// Operations described by hand.
     Custom {
@@ -206,20 +214,14 @@ fn operations(
                         .collect();
                     unprocessable(ApiCode::InvalidMcpTools, "the MCP tools are not valid", problems)
                 })?;
-            let ops = discovered
-                .into_iter()
-                .map(|d| NewOperation {
-                    operation: d.operation,
-                    description: d.description,
-                    input_schema: d.input_schema,
-                    // The fallback is the store's to apply, so that a later
-                    // change of the tool's fallback reaches these operations.
-                    output_schema: d.output.and_then(|(schema, from)| {
-                        (from == toolmock_schema::OutputSchemaSource::Discovered).then_some(schema)
-                    }),
-                })
-                .collect();
+            let ops = discovered.into_iter().map(discovered_operation).collect();
             (ToolKind::Mcp, ops)
+        }
+        ToolSource::McpServer { .. } => {
+            // Discovered by `resolve_source`, which is async; never reached.
+            return Err(ApiError::Internal(
+                "an MCP server source reached the synchronous normalizer".into(),
+            ));
         }
         ToolSource::Custom { operations } => {
             let ops = operations
@@ -239,6 +241,69 @@ fn operations(
     };
     check_operations(&ops, fallback)?;
     Ok((kind, ops))
+}
+
+fn discovered_operation(d: toolmock_schema::DiscoveredOperation) -> NewOperation {
+    NewOperation {
+        operation: d.operation,
+        description: d.description,
+        input_schema: d.input_schema,
+        // The fallback is the store's to apply, so that a later change of
+        // the tool's fallback reaches these operations.
+        output_schema: d.output.and_then(|(schema, from)| {
+            (from == toolmock_schema::OutputSchemaSource::Discovered).then_some(schema)
+        }),
+    }
+}
+
+/// How long a discovery through the API may take.
+const DISCOVERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Reads an MCP server's tools over streamable HTTP. The API never spawns a
+/// stdio server: that would let any tenant run commands on the API's host.
+async fn discover_server(url: &str, at: &str) -> Result<Vec<NewOperation>, ApiError> {
+    let endpoint = Endpoint::http(url).map_err(|e| {
+        unprocessable(
+            ApiCode::InvalidOperations,
+            "the MCP server URL is not usable",
+            vec![json!({"code": e.code(), "path": at, "message": e.to_string()})],
+        )
+    })?;
+    let options = toolmock_discovery::Options {
+        // The fallback is the store's to apply (see `discovered_operation`).
+        fallback_output_schema: None,
+        timeout: DISCOVERY_TIMEOUT,
+    };
+    let discovery = toolmock_discovery::discover(&endpoint, &options)
+        .await
+        .map_err(|e| ApiError::Upstream {
+            code: ApiCode::DiscoveryFailed,
+            message: format!("discovering {url} failed ({}): {e}", e.code()),
+        })?;
+    Ok(discovery
+        .operations
+        .into_iter()
+        .map(discovered_operation)
+        .collect())
+}
+
+/// A source's kind, operations and the configuration to keep: a server
+/// source is discovered here, every other one normalized by [`operations`].
+async fn resolve_source(
+    source: &ToolSource,
+    fallback: Option<&Value>,
+) -> Result<(ToolKind, Vec<NewOperation>, Value), ApiError> {
+    match source {
+        ToolSource::McpServer { url } => {
+            let ops = discover_server(url, "/source/url").await?;
+            check_operations(&ops, fallback)?;
+            Ok((ToolKind::Mcp, ops, json!({ "url": url })))
+        }
+        other => {
+            let (kind, ops) = operations(other, fallback)?;
+            Ok((kind, ops, json!({})))
+        }
+    }
 }
 
 /// Names must be usable and unique, schemas must be schemas, and every
@@ -321,7 +386,8 @@ pub(crate) async fn create_tool(
             vec![json!({"code": "invalid_name", "path": "/name", "message": "the name is empty"})],
         ));
     }
-    let (kind, ops) = operations(&body.source, body.output_schema.as_ref())?;
+    let (kind, ops, source_config) =
+        resolve_source(&body.source, body.output_schema.as_ref()).await?;
     state.ensure_tenant(&auth.principal).await?;
     let store = state.store();
     let id = store
@@ -330,7 +396,7 @@ pub(crate) async fn create_tool(
             &NewTool {
                 name: body.name,
                 kind,
-                source_config: json!({}),
+                source_config,
                 output_schema: body.output_schema,
             },
         )
@@ -465,9 +531,90 @@ pub(crate) async fn update_tool(
     ApiJson(body): ApiJson<UpdateTool>,
 ) -> Result<Json<UpdatedTool>, ApiError> {
     let tenant = auth.principal.tenant;
+    let before = state.store().tool(tenant, ToolId(id)).await?;
+    let (kind, ops, _) = resolve_source(&body.source, before.output_schema.as_ref()).await?;
+    apply_update(&state, tenant, before, kind, &ops)
+        .await
+        .map(Json)
+}
+
+/// `POST /api/tools/{id}/discover`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DiscoverRequest {
+    /// The server to read this time (absent: the URL the tool was created
+    /// with). Not kept.
+    #[serde(default)]
+    url: Option<String>,
+}
+
+/// Re-reads an MCP tool's operations from its server (streamable HTTP) with
+/// the official MCP client, exactly as `PUT` does with a given source: a
+/// changed schema changes the operation's hash and makes its latest
+/// revision stale, and the answer says which, with the contract diff.
+#[utoipa::path(post, path = "/api/tools/{id}/discover", tag = "tools",
+    params(("id" = Uuid, Path, description = "The tool's id")),
+    request_body = DiscoverRequest,
+    security(("bearer" = ["AIManager:ManageTools"])),
+    responses(
+        (status = 200, description = "Re-discovered", body = UpdatedTool),
+        (status = 404, description = "No such tool for this tenant", body = crate::ErrorEnvelope),
+        (status = 422, description = "`no_mcp_server`: neither the request nor the tool names a server; `kind_mismatch`: not an MCP tool; `invalid_operations`", body = crate::ErrorEnvelope),
+        (status = 502, description = "`discovery_failed`: the server is unreachable, speaks no MCP, or lists invalid tools", body = crate::ErrorEnvelope),
+    ))]
+pub(crate) async fn discover_tool(
+    auth: Authorized<ManageTools>,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(body): ApiJson<DiscoverRequest>,
+) -> Result<Json<UpdatedTool>, ApiError> {
+    let tenant = auth.principal.tenant;
+    let before = state.store().tool(tenant, ToolId(id)).await?;
+    if before.kind != ToolKind::Mcp {
+        return Err(unprocessable(
+            ApiCode::KindMismatch,
+            &format!(
+                "a {} tool has no MCP server to discover",
+                before.kind.as_str()
+            ),
+            vec![
+                json!({"code": "kind_mismatch", "path": "", "message": "only MCP tools are discovered"}),
+            ],
+        ));
+    }
+    let (url, at) = match (
+        &body.url,
+        before.source_config.get("url").and_then(Value::as_str),
+    ) {
+        (Some(url), _) => (url.clone(), "/url"),
+        (None, Some(url)) => (url.to_owned(), ""),
+        (None, None) => {
+            return Err(unprocessable(
+                ApiCode::NoMcpServer,
+                "the tool was created from a tools list, not a server: send the server's url",
+                vec![
+                    json!({"code": "no_mcp_server", "path": "/url", "message": "no url given and none kept"}),
+                ],
+            ));
+        }
+    };
+    let ops = discover_server(&url, at).await?;
+    check_operations(&ops, before.output_schema.as_ref())?;
+    apply_update(&state, tenant, before, ToolKind::Mcp, &ops)
+        .await
+        .map(Json)
+}
+
+/// Writes a tool's re-read operations and reports which current ones went
+/// stale (with the contract diff) and which the source no longer lists.
+async fn apply_update(
+    state: &AppState,
+    tenant: TenantId,
+    before: LibraryTool,
+    kind: ToolKind,
+    ops: &[NewOperation],
+) -> Result<UpdatedTool, ApiError> {
     let store = state.store();
-    let before = store.tool(tenant, ToolId(id)).await?;
-    let (kind, ops) = operations(&body.source, before.output_schema.as_ref())?;
     if kind != before.kind {
         return Err(unprocessable(
             ApiCode::KindMismatch,
@@ -482,7 +629,7 @@ pub(crate) async fn update_tool(
         ));
     }
     let mut stale = Vec::new();
-    for op in &ops {
+    for op in ops {
         let after = store.upsert_operation(tenant, before.id, op).await?;
         let previous = before
             .operations
@@ -506,11 +653,11 @@ pub(crate) async fn update_tool(
         .map(|o| o.operation.name.clone())
         .collect();
     let tool = store.tool(tenant, before.id).await?;
-    Ok(Json(UpdatedTool {
+    Ok(UpdatedTool {
         tool: tool_view(&tool),
         stale,
         unlisted,
-    }))
+    })
 }
 
 pub(crate) fn contract_diff(

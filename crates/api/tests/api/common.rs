@@ -73,7 +73,10 @@ pub(crate) async fn raw(app: &Router, request: Request<Body>) -> Reply {
         .unwrap()
         .to_bytes()
         .to_vec();
-    let json = if bytes.is_empty() {
+    let event_stream = headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|c| c.as_bytes().starts_with(b"text/event-stream"));
+    let json = if bytes.is_empty() || event_stream {
         Value::Null
     } else {
         serde_json::from_slice(&bytes)
@@ -178,4 +181,19 @@ pub(crate) async fn save_booking(app: &Router, bearer: &str, tool: &Created) -> 
                      "contract_hash": tool.book_hash, "definition": booking_definition()})),
     )
     .await
+}
+
+/// A simulation document over the library tool `calendar` (by id): one case
+/// `books`, played by an external agent, `attempts` attempts.
+pub(crate) fn calendar_simulation(tool: &Created, attempts: u32) -> Value {
+    json!({
+        "simulation_version": 1,
+        "name": "calendar checks",
+        "allow_incomplete": true,
+        "attempts": attempts,
+        "tools": [{"name": "calendar", "from": "library", "id": tool.id}],
+        "agent": {"name": "receptionist", "tools": ["calendar"]},
+        "cases": [{"name": "books", "driver": {"type": "external"},
+                   "expect": {"trajectory": [{"kind": "used", "call": {"tool": "calendar", "operation": "book"}}]}}]
+    })
 }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers: a failed expectation must panic
 
 mod common;
+mod discover;
 mod dispatcher;
 mod errors;
 mod generator;

@@ -14,13 +14,20 @@ use toolmock_api::{ApiConfig, AppState, AuthConfig, mint_hs256, router};
 struct Ids {
     tool: Created,
     agent: String,
+    simulation: String,
     attempt: String,
 }
 
 impl Ids {
     /// Every id of A's, to swap for absent ones.
     fn all(&self) -> Vec<&str> {
-        vec![&self.tool.id, &self.tool.book, &self.agent, &self.attempt]
+        vec![
+            &self.tool.id,
+            &self.tool.book,
+            &self.agent,
+            &self.simulation,
+            &self.attempt,
+        ]
     }
 }
 
@@ -32,6 +39,8 @@ fn sample(route: &Route, ids: &Ids) -> Option<(String, Option<Value>)> {
         &ids.agent
     } else if route.path.starts_with("/api/attempts/") {
         &ids.attempt
+    } else if route.path.starts_with("/api/simulations/") {
+        &ids.simulation
     } else {
         &t.id
     };
@@ -55,8 +64,10 @@ fn sample(route: &Route, ids: &Ids) -> Option<(String, Option<Value>)> {
         ("POST", "/api/agents") => {
             Some(json!({"name": "agent-2", "tools": [{"type": "library", "tool": t.id}]}))
         }
-        ("POST", "/api/simulations") => Some(json!({"agent": ids.agent, "allow_incomplete": true,
-            "test_cases": [{"name": "books"}]})),
+        ("POST", "/api/simulations") => Some(calendar_simulation(t, 1)),
+        // A custom tool has no server: served (auth passed), refused as 422.
+        ("POST", "/api/tools/{id}/discover") => Some(json!({})),
+        ("POST", "/api/attempts/{id}/finish") => None,
         ("POST", "/api/attempts/{id}/tool-calls") => Some(
             json!({"tool": "calendar", "operation": "book", "arguments": {"day": "2026-01-02"}}),
         ),
@@ -89,17 +100,30 @@ async fn tenant_a(app: &Router) -> Ids {
         Method::POST,
         "/api/simulations",
         Some(&bearer),
-        Some(&json!({"agent": agent, "allow_incomplete": true, "test_cases": [{"name": "books"}]})),
+        Some(&calendar_simulation(&tool, 1)),
     )
     .await;
     assert_eq!(started.status, StatusCode::CREATED, "{}", started.json);
-    let attempt = started.json["attempts"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let simulation = started.json["id"].as_str().unwrap().to_owned();
+    let attempt = &started.json["attempts"][0];
+    let (attempt, capability) = (
+        attempt["id"].as_str().unwrap().to_owned(),
+        attempt["capability"].as_str().unwrap().to_owned(),
+    );
+    // Finished, so that its events stream ends.
+    let finished = send(
+        app,
+        Method::POST,
+        &format!("/api/attempts/{attempt}/finish"),
+        Some(&capability),
+        None,
+    )
+    .await;
+    assert_eq!(finished.status, StatusCode::OK, "{}", finished.json);
     Ids {
         tool,
         agent,
+        simulation,
         attempt,
     }
 }
@@ -158,12 +182,20 @@ async fn permission_matrix(pool: PgPool) {
                 // With the permission the same request is served.
                 let granted = token("tenant-a", &[permission]);
                 let reply = send(&app, method(route), &path, Some(&granted), body.as_ref()).await;
-                assert!(
-                    reply.status.is_success(),
-                    "{what}: {} {}",
-                    reply.status,
-                    reply.json
-                );
+                if route.path == "/api/tools/{id}/discover" {
+                    assert_eq!(
+                        (reply.status, reply.code()),
+                        (StatusCode::UNPROCESSABLE_ENTITY, "kind_mismatch"),
+                        "{what}"
+                    );
+                } else {
+                    assert!(
+                        reply.status.is_success(),
+                        "{what}: {} {}",
+                        reply.status,
+                        reply.json
+                    );
+                }
             }
             Access::Capability => {
                 let reply = send(&app, method(route), &path, None, body.as_ref()).await;

@@ -1,9 +1,12 @@
-//! Agents, simulation starts through the API (refusals listing every problem),
-//! and an attempt's recorded evidence read back.
+//! Agents, simulations started from their document through the API
+//! (refusals listing every problem), external attempts played and finished
+//! through the capability endpoints, scripted attempts run in the
+//! background and followed as server-sent events, listings, coverage, and an
+//! attempt's recorded evidence read back.
 
 use crate::common::*;
 use axum::http::{Method, StatusCode};
-use serde_json::json;
+use serde_json::{Value, json};
 use sqlx::PgPool;
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
@@ -32,36 +35,37 @@ async fn start_call_and_read_the_attempt(pool: PgPool) {
     assert_eq!(read.json, agent.json);
 
     // Nothing saved yet: the start is refused, listing every operation.
-    let start =
-        json!({"agent": agent_id, "test_cases": [{"name": "books"}], "attempts_per_case": 2});
+    let mut document = calendar_simulation(&tool, 2);
+    document["allow_incomplete"] = json!(false);
     let refused = send(
         &app,
         Method::POST,
         "/api/simulations",
         Some(&bearer),
-        Some(&start),
+        Some(&document),
     )
     .await;
     assert_eq!(
         (refused.status, refused.code()),
-        (StatusCode::UNPROCESSABLE_ENTITY, "start_refused")
+        (StatusCode::UNPROCESSABLE_ENTITY, "start_refused"),
+        "{}",
+        refused.json
     );
     let problems = refused.json["error"]["details"]["problems"]
         .as_array()
         .unwrap();
-    let statuses: Vec<_> = problems
+    let codes: Vec<_> = problems
         .iter()
-        .map(|p| {
-            (
-                p["operation"].as_str().unwrap(),
-                p["status"].as_str().unwrap(),
-            )
-        })
+        .map(|p| p["code"].as_str().unwrap())
         .collect();
     assert!(
-        statuses.contains(&("book", "missing"))
-            && statuses.contains(&("cancel", "needs_output_schema")),
-        "{statuses:?}"
+        codes.contains(&"missing") && codes.contains(&"needs_output_schema"),
+        "{problems:?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .all(|p| p["message"].as_str().unwrap().contains("calendar/"))
     );
 
     // With book saved and cancel knowingly unpinned, it starts.
@@ -69,18 +73,17 @@ async fn start_call_and_read_the_attempt(pool: PgPool) {
         save_booking(&app, &bearer, &tool).await.status,
         StatusCode::CREATED
     );
-    let mut start = start;
-    start["allow_incomplete"] = json!(true);
     let started = send(
         &app,
         Method::POST,
         "/api/simulations",
         Some(&bearer),
-        Some(&start),
+        Some(&calendar_simulation(&tool, 2)),
     )
     .await;
     assert_eq!(started.status, StatusCode::CREATED, "{}", started.json);
     assert_eq!(started.json["attempts"].as_array().unwrap().len(), 2);
+    assert_eq!(started.json["attempts"][0]["driver"], "external");
     let pins = started.json["pins"].as_array().unwrap();
     let book = pins.iter().find(|p| p["operation"] == "book").unwrap();
     assert_eq!(
@@ -153,6 +156,107 @@ async fn start_call_and_read_the_attempt(pool: PgPool) {
     assert_eq!(read.json["state"]["version"], 1);
     // The capability is never shown again.
     assert!(!read.json.to_string().contains(cap));
+    assert_eq!(
+        (read.json["status"].as_str(), read.json["calls"].as_u64()),
+        (Some("running"), Some(1))
+    );
+
+    // The external agent is done: judged over what was recorded. The harness
+    // error decides, whatever the expectations say.
+    let finish = format!("/api/attempts/{id}/finish");
+    let finished = send(&app, Method::POST, &finish, Some(cap), None).await;
+    assert_eq!(finished.status, StatusCode::OK, "{}", finished.json);
+    assert_eq!(finished.json["outcome"], "harness_error");
+    assert_eq!(finished.json["as_expected"], false);
+    assert_eq!(finished.json["unmet"], json!([]));
+    let again = send(&app, Method::POST, &finish, Some(cap), None).await;
+    assert_eq!(
+        (again.status, again.code()),
+        (StatusCode::CONFLICT, "attempt_finished")
+    );
+    // The capability works no more.
+    let late = send(
+        &app,
+        Method::POST,
+        &calls,
+        Some(cap),
+        Some(&json!({"tool": "calendar", "operation": "book", "arguments": {"day": "2026-01-02"}})),
+    )
+    .await;
+    assert_eq!(
+        late.json["error"]["class"], "harness_error",
+        "{}",
+        late.json
+    );
+
+    // The second attempt calls nothing and finishes: its expectation is unmet.
+    let second = &started.json["attempts"][1];
+    let (id2, cap2) = (
+        second["id"].as_str().unwrap(),
+        second["capability"].as_str().unwrap(),
+    );
+    // Another attempt's capability is refused.
+    let foreign = send(&app, Method::POST, &finish, Some(cap2), None).await;
+    assert_eq!(
+        (foreign.status, foreign.code()),
+        (StatusCode::FORBIDDEN, "foreign_capability")
+    );
+    let finished = send(
+        &app,
+        Method::POST,
+        &format!("/api/attempts/{id2}/finish"),
+        Some(cap2),
+        None,
+    )
+    .await;
+    assert_eq!(finished.json["outcome"], "failed", "{}", finished.json);
+    assert_eq!(
+        finished.json["unmet"][0]["at"],
+        "/cases/0/expect/trajectory/0"
+    );
+
+    let simulation = started.json["id"].as_str().unwrap();
+    let view = send(
+        &app,
+        Method::GET,
+        &format!("/api/simulations/{simulation}"),
+        Some(&bearer),
+        None,
+    )
+    .await;
+    assert_eq!(view.status, StatusCode::OK, "{}", view.json);
+    assert_eq!(
+        (
+            view.json["status"].as_str(),
+            view.json["harness_error"].as_u64(),
+            view.json["failed"].as_u64()
+        ),
+        (Some("finished"), Some(1), Some(1))
+    );
+    assert_eq!(view.json["name"], "calendar checks");
+    assert_eq!(view.json["pins"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        view.json["attempts"][1]["unmet"][0]["code"],
+        finished.json["unmet"][0]["code"]
+    );
+    assert_eq!(view.json["document"]["tools"][0]["id"], json!(tool.id));
+    let coverage = send(
+        &app,
+        Method::GET,
+        &format!("/api/simulations/{simulation}/coverage"),
+        Some(&bearer),
+        None,
+    )
+    .await;
+    assert_eq!(coverage.status, StatusCode::OK, "{}", coverage.json);
+    assert_eq!(coverage.json["attempts"], 2);
+    let book = coverage.json["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["operation"] == "book")
+        .unwrap();
+    assert_eq!(book["calls"], 1, "{}", coverage.json);
 }
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
@@ -182,20 +286,330 @@ async fn agents_name_only_their_tenants_tools(pool: PgPool) {
         .map(|p| p["path"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(paths, vec!["/tools/1", "/workflows/0", "/tools/0/tool"]);
+    // A simulation naming another tenant's tool: as if it did not exist.
     let reply = send(
         &app,
         Method::POST,
         "/api/simulations",
         Some(&b),
-        Some(&json!({"agent": tool.id, "test_cases": []})),
+        Some(&calendar_simulation(&tool, 1)),
     )
     .await;
+    assert_eq!(
+        (reply.status, reply.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_simulation")
+    );
+    assert_eq!(
+        reply.json["error"]["details"]["problems"],
+        json!([{"code": "unknown_tool", "path": "/tools/0/id",
+                "message": format!("the tenant has no library tool {}", tool.id)}])
+    );
+}
+
+/// `fixtures/api/notes-simulation.json`: a document with its own tool
+/// (inline in the agent, no library row) and scripted cases: one that passes,
+/// one whose expectation fails, one that hits a harness error on purpose.
+fn scripted_document() -> Value {
+    serde_json::from_str(include_str!(
+        "../../../../fixtures/api/notes-simulation.json"
+    ))
+    .unwrap()
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn scripted_attempts_run_in_the_background_and_stream_their_progress(pool: PgPool) {
+    let app = app(&pool);
+    let bearer = token("acme", &[RUN]);
+    let started = send(
+        &app,
+        Method::POST,
+        "/api/simulations",
+        Some(&bearer),
+        Some(&scripted_document()),
+    )
+    .await;
+    assert_eq!(started.status, StatusCode::CREATED, "{}", started.json);
+    let id = started.json["id"].as_str().unwrap().to_owned();
+    assert_eq!(started.json["attempts"].as_array().unwrap().len(), 6);
     assert!(
-        matches!(
-            reply.status,
-            StatusCode::NOT_FOUND | StatusCode::UNPROCESSABLE_ENTITY
+        started.json["pins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["kind"] == "inline"),
+        "{}",
+        started.json
+    );
+
+    // The events stream ends once every attempt has finished.
+    let events = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        send(
+            &app,
+            Method::GET,
+            &format!("/api/simulations/{id}/events"),
+            Some(&bearer),
+            None,
         ),
+    )
+    .await
+    .expect("the stream ends when the simulation finishes");
+    assert_eq!(events.status, StatusCode::OK);
+    assert_eq!(
+        events.headers[axum::http::header::CONTENT_TYPE],
+        "text/event-stream"
+    );
+    let text = String::from_utf8(events.bytes.clone()).unwrap();
+    let names: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("event: "))
+        .collect();
+    assert_eq!(names.first(), Some(&"snapshot"), "{text}");
+    assert_eq!(names.last(), Some(&"finished"), "{text}");
+    let finished: Value = text
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .unwrap();
+    assert_eq!(
+        (
+            finished["passed"].as_u64(),
+            finished["failed"].as_u64(),
+            finished["harness_error"].as_u64(),
+            finished["running"].as_u64()
+        ),
+        (Some(2), Some(2), Some(2), Some(0)),
+        "{finished}"
+    );
+
+    let view = send(
+        &app,
+        Method::GET,
+        &format!("/api/simulations/{id}"),
+        Some(&bearer),
+        None,
+    )
+    .await;
+    let attempts = view.json["attempts"].as_array().unwrap();
+    assert!(
+        attempts
+            .iter()
+            .all(|a| a["as_expected"] == true && a["driver"] == "scripted"),
+        "{}",
+        view.json
+    );
+    let failed = attempts
+        .iter()
+        .find(|a| a["test_case"] == "expects too much")
+        .unwrap();
+    assert_eq!(
+        failed["unmet"][0]["at"],
+        "/cases/1/expect/final_state/exact"
+    );
+    // Scripted attempts are toolmock's to finish.
+    let capability = started.json["attempts"][0]["capability"].as_str().unwrap();
+    let attempt = started.json["attempts"][0]["id"].as_str().unwrap();
+    let refused = send(
+        &app,
+        Method::POST,
+        &format!("/api/attempts/{attempt}/finish"),
+        Some(capability),
+        None,
+    )
+    .await;
+    assert_eq!(refused.code(), "attempt_finished");
+
+    // Its evidence shows the state before and after each call.
+    let read = send(
+        &app,
+        Method::GET,
+        &format!("/api/attempts/{attempt}"),
+        Some(&bearer),
+        None,
+    )
+    .await;
+    let evidence = read.json["evidence"].as_array().unwrap();
+    assert_eq!(
+        (
+            evidence[1]["state_before"].clone(),
+            evidence[1]["state_after"].clone()
+        ),
+        (json!({"last": "a"}), json!({"last": "b"}))
+    );
+
+    // Coverage over the six finished attempts: the one variant, used.
+    let coverage = send(
+        &app,
+        Method::GET,
+        &format!("/api/simulations/{id}/coverage"),
+        Some(&bearer),
+        None,
+    )
+    .await;
+    assert_eq!(coverage.json["attempts"], 6);
+    assert_eq!(
+        coverage.json["operations"][0]["calls"], 6,
+        "{}",
+        coverage.json
+    );
+    // The start added nothing to the tenant's tool library.
+    let tools = send(
+        &app,
+        Method::GET,
+        "/api/tools",
+        Some(&token("acme", &[MANAGE])),
+        None,
+    )
+    .await;
+    assert_eq!(tools.json["tools"], json!([]));
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn an_invalid_document_lists_every_problem(pool: PgPool) {
+    let app = app(&pool);
+    let bearer = token("acme", &[RUN]);
+    let mut document = scripted_document();
+    document["cases"][0]["driver"]["steps"][0]["tool"] = json!("notebook");
+    document["cases"][1]["colour"] = json!("red");
+    document["tools"][0]["definitions"]["add"]["source"] = json!("defs/add.json");
+    let reply = send(
+        &app,
+        Method::POST,
+        "/api/simulations",
+        Some(&bearer),
+        Some(&document),
+    )
+    .await;
+    assert_eq!(
+        (reply.status, reply.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_simulation"),
         "{}",
         reply.json
     );
+    let problems = reply.json["error"]["details"]["problems"]
+        .as_array()
+        .unwrap();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p["path"] == "/cases/1/colour" || p["path"] == "/cases/1"),
+        "{problems:?}"
+    );
+    // A file path where the API takes only inline documents.
+    let mut document = scripted_document();
+    document["tools"][0]["definitions"]["add"] = json!("defs/add.json");
+    let reply = send(
+        &app,
+        Method::POST,
+        "/api/simulations",
+        Some(&bearer),
+        Some(&document),
+    )
+    .await;
+    assert_eq!(
+        reply.json["error"]["details"]["problems"][0]["code"], "file_not_allowed",
+        "{}",
+        reply.json
+    );
+    // A step naming a tool the document lacks.
+    let mut document = scripted_document();
+    document["cases"][0]["driver"]["steps"][0]["tool"] = json!("notebook");
+    let reply = send(
+        &app,
+        Method::POST,
+        "/api/simulations",
+        Some(&bearer),
+        Some(&document),
+    )
+    .await;
+    assert_eq!(
+        reply.json["error"]["details"]["problems"][0],
+        json!({"code": "unknown_tool", "path": "/cases/0/driver/steps/0/tool",
+               "message": "no tool is called \"notebook\""}),
+        "{}",
+        reply.json
+    );
+    // An invalid inline definition refuses the start.
+    let mut document = scripted_document();
+    document["tools"][0]["definitions"]["add"]["default_variant"] = json!("nope");
+    let reply = send(
+        &app,
+        Method::POST,
+        "/api/simulations",
+        Some(&bearer),
+        Some(&document),
+    )
+    .await;
+    assert_eq!(
+        (reply.status, reply.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "start_refused"),
+        "{}",
+        reply.json
+    );
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn simulations_are_listed_newest_first_a_page_at_a_time(pool: PgPool) {
+    let app = app(&pool);
+    let bearer = token("acme", &[MANAGE, RUN]);
+    let tool = create_calendar(&app, &bearer).await;
+    save_booking(&app, &bearer, &tool).await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let started = send(
+            &app,
+            Method::POST,
+            "/api/simulations",
+            Some(&bearer),
+            Some(&calendar_simulation(&tool, 1)),
+        )
+        .await;
+        ids.push(started.json["id"].as_str().unwrap().to_owned());
+    }
+    let first = send(
+        &app,
+        Method::GET,
+        "/api/simulations?limit=2",
+        Some(&bearer),
+        None,
+    )
+    .await;
+    let page: Vec<_> = first.json["simulations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(page, vec![ids[2].clone(), ids[1].clone()]);
+    assert_eq!(first.json["simulations"][0]["status"], "running");
+    let next = first.json["next"].as_str().unwrap();
+    let second = send(
+        &app,
+        Method::GET,
+        &format!("/api/simulations?limit=2&before={next}"),
+        Some(&bearer),
+        None,
+    )
+    .await;
+    assert_eq!(second.json["simulations"][0]["id"], json!(ids[0]));
+    assert_eq!(second.json["next"], Value::Null);
+    let other = send(
+        &app,
+        Method::GET,
+        "/api/simulations",
+        Some(&token("globex", &[RUN])),
+        None,
+    )
+    .await;
+    assert_eq!(other.json["simulations"], json!([]));
+    let bad = send(
+        &app,
+        Method::GET,
+        "/api/simulations?limit=0",
+        Some(&bearer),
+        None,
+    )
+    .await;
+    assert_eq!(bad.code(), "invalid_query");
 }

@@ -177,6 +177,22 @@ pub enum DriverDoc {
         /// The steps.
         steps: Vec<StepDoc>,
     },
+    /// An agent outside toolmock plays the case: it calls
+    /// `POST /api/attempts/{id}/tool-calls` with the attempt's capability and
+    /// ends the attempt with `POST /api/attempts/{id}/finish`, which judges
+    /// the case's expectations over what was recorded. The API only: an
+    /// embedded run has nobody to play it (`external_driver_not_embedded`).
+    External,
+}
+
+impl DriverDoc {
+    /// The steps of a scripted driver; none for an external one.
+    pub fn steps(&self) -> &[StepDoc] {
+        match self {
+            DriverDoc::Scripted { steps } => steps,
+            DriverDoc::External => &[],
+        }
+    }
 }
 
 /// One scripted tool call (or workflow call).

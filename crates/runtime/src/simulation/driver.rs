@@ -1,6 +1,6 @@
 //! The scripted driver: plays the agent as an ordered list of steps.
 
-use super::document::{CaseDoc, DriverDoc, StepDoc};
+use super::document::{CaseDoc, StepDoc};
 use super::expect::{StepOutcome, Unmet, judge_step};
 use super::reference::{render, resolve_path, split_head};
 use crate::backend::Backend;
@@ -48,7 +48,7 @@ pub async fn run_script<B: Backend + 'static>(
     case: &CaseDoc,
     case_at: &str,
 ) -> Result<Vec<Unmet>, DispatchError> {
-    let DriverDoc::Scripted { steps } = &case.driver;
+    let steps = case.driver.steps();
     let data = Value::Object(case.data.clone());
     let mut done: Map<String, Value> = Map::new();
     let steps_at = pointer::push(&pointer::push(case_at, "driver"), "steps");

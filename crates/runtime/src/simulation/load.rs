@@ -220,6 +220,17 @@ pub fn schema_problems(value: &Value, file: &str) -> Vec<Problem> {
                     format!("the field {name:?} is required"),
                 ));
             }
+            // The schema says "not with this type" with a false subschema
+            // (e.g. `steps` of an external driver).
+            K::FalseSchema => {
+                let name = at.rsplit('/').next().unwrap_or_default().to_owned();
+                problems.push(Problem::new(
+                    file,
+                    at,
+                    LoadCode::InvalidValue,
+                    format!("the field {name:?} is not allowed here"),
+                ));
+            }
             K::Type { .. } => {
                 problems.push(Problem::new(
                     file,
@@ -896,7 +907,14 @@ impl Loader {
                 },
             }
         }
-        let DriverDoc::Scripted { steps } = &case.driver;
+        if case.driver == DriverDoc::External && matches!(self.files, Files::Relative(_)) {
+            self.problem(
+                pointer::push(&pointer::push(at, "driver"), "type"),
+                LoadCode::ExternalDriverNotEmbedded,
+                "an external driver is played by an agent outside toolmock through the API; toolmock run has nobody to play it (give the case scripted steps)",
+            );
+        }
+        let steps = case.driver.steps();
         let steps_at = pointer::push(&pointer::push(at, "driver"), "steps");
         let mut earlier: HashSet<&str> = HashSet::new();
         let data = Value::Object(case.data.clone());

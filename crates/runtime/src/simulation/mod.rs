@@ -27,6 +27,6 @@ pub use results::{
     RunResults, Summary, VariantCoverage, coverage,
 };
 pub use runner::{
-    Installed, RunError, RunOptions, SequenceClock, VirtualSleeper, check, install, run,
-    run_attempt, start, start_problems, start_request,
+    Installed, RunError, RunOptions, SequenceClock, VirtualSleeper, check, install, install_inline,
+    judge_and_finish, run, run_attempt, start, start_problems, start_request,
 };

@@ -56,6 +56,9 @@ pub enum LoadCode {
     InvalidNode,
     /// `mode: real_tools` in an embedded run, which has no real tool handlers.
     RealToolsNotEmbedded,
+    /// A case with an `external` driver in an embedded run, where no outside
+    /// agent can play it.
+    ExternalDriverNotEmbedded,
 }
 
 impl LoadCode {
@@ -85,11 +88,12 @@ impl LoadCode {
             LoadCode::WorkflowCycle => "workflow_cycle",
             LoadCode::InvalidNode => "invalid_node",
             LoadCode::RealToolsNotEmbedded => "real_tools_not_embedded",
+            LoadCode::ExternalDriverNotEmbedded => "external_driver_not_embedded",
         }
     }
 
     /// Every code, for documentation tests.
-    pub const ALL: [LoadCode; 23] = [
+    pub const ALL: [LoadCode; 24] = [
         LoadCode::InvalidJson,
         LoadCode::MissingFile,
         LoadCode::FileNotAllowed,
@@ -113,6 +117,7 @@ impl LoadCode {
         LoadCode::WorkflowCycle,
         LoadCode::InvalidNode,
         LoadCode::RealToolsNotEmbedded,
+        LoadCode::ExternalDriverNotEmbedded,
     ];
 }
 

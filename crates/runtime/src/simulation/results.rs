@@ -278,12 +278,13 @@ pub struct VariantCoverage {
     pub rules: Vec<u64>,
 }
 
-/// The coverage of every pinned definition over the given attempts, each
-/// with its case's variant choices. A call that failed (no evidence, so no
-/// recorded variant) counts for the variant its case chose, or the default.
+/// The coverage of every pinned definition over the given attempts (each
+/// its recorded calls, with its case's variant choices). A call that failed
+/// (no evidence, so no recorded variant) counts for the variant its case
+/// chose, or the default.
 pub fn coverage<'a>(
     pins: &[PinRecord],
-    attempts: impl Iterator<Item = (&'a AttemptResult, &'a [VariantChoice])>,
+    attempts: impl Iterator<Item = (&'a [CallReport], &'a [VariantChoice])>,
 ) -> Vec<OperationCoverage> {
     let defaults: BTreeMap<(&str, &str), &str> = pins
         .iter()
@@ -297,8 +298,8 @@ pub fn coverage<'a>(
         .collect();
     let mut used: BTreeMap<(&str, &str, &str), BTreeMap<Option<u32>, u64>> = BTreeMap::new();
     let mut failed: BTreeMap<(&str, &str, &str), u64> = BTreeMap::new();
-    for (a, choices) in attempts {
-        for c in &a.calls {
+    for (calls, choices) in attempts {
+        for c in calls {
             if let Some(v) = &c.variant {
                 *used
                     .entry((c.tool.as_str(), c.operation.as_str(), v.as_str()))

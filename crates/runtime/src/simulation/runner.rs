@@ -13,9 +13,10 @@ use super::results::{
 use crate::backend::{Backend, BoxFuture, Clock, Sleeper};
 use crate::dispatcher::{Dispatcher, StartRequest, StartedAttempt, StartedSimulation};
 use crate::error::{DispatchError, FinishError, StartError, StartProblem, StoreError};
-use crate::model::{AgentId, TenantId, ToolId};
+use crate::model::{AgentId, AttemptId, TenantId, ToolId};
 use crate::model::{
-    AgentSpec, AttemptOutcome, NewTool, Provenance, SaveRevision, TestCaseSpec, ToolRef, Verdict,
+    AgentSpec, AttemptOutcome, InlineOperation, InlineTool, NewTool, Provenance, SaveRevision,
+    TestCaseSpec, ToolRef, Verdict,
 };
 use crate::workflow::{AttemptContext, NodeDoc, WorkflowDoc};
 use chrono::{DateTime, Utc};
@@ -202,18 +203,35 @@ pub async fn install<B: Backend>(
             }
         }
     }
+    if !problems.is_empty() {
+        return Err(RunError::Problems(problems));
+    }
+    let spec = agent_spec(loaded, |name| {
+        ids.get(name)
+            .or_else(|| loaded.library.get(name))
+            .map(|id| ToolRef::Library { tool: *id })
+    });
+    let agent = &loaded.document.agent;
+    let agent = store.create_agent(tenant, &agent.name, &spec).await?;
+    Ok(Installed {
+        tenant,
+        agent,
+        tools: ids,
+    })
+}
+
+/// The agent of a document: what it calls directly, and the tools only its
+/// workflows call, each resolved by `tool` (`None`: a workflow of the agent,
+/// or nothing the loader would have let through).
+fn agent_spec(loaded: &LoadedSimulation, tool: impl Fn(&str) -> Option<ToolRef>) -> AgentSpec {
     let agent = &loaded.document.agent;
     let workflow_names: Vec<&str> = agent.workflows.iter().map(|w| w.name.as_str()).collect();
     let reference = |name: &str| -> Option<ToolRef> {
-        if let Some(id) = ids.get(name).or_else(|| loaded.library.get(name)) {
-            Some(ToolRef::Library { tool: *id })
-        } else if workflow_names.contains(&name) {
-            Some(ToolRef::Workflow {
+        tool(name).or_else(|| {
+            workflow_names.contains(&name).then(|| ToolRef::Workflow {
                 workflow: name.to_owned(),
             })
-        } else {
-            None
-        }
+        })
     };
     // A workflow's tool node names its tool like the agent's own calls do,
     // so the tools only workflows call are the agent's tools too: the start
@@ -230,18 +248,73 @@ pub async fn install<B: Backend>(
             }
         }
     }
-    let spec = AgentSpec {
+    AgentSpec {
         tools: names.into_iter().filter_map(reference).collect(),
         workflows: agent.workflows.clone(),
-    };
-    if !problems.is_empty() {
-        return Err(RunError::Problems(problems));
     }
-    let agent = store.create_agent(tenant, &agent.name, &spec).await?;
+}
+
+/// Creates the document's agent with its own tools as inline tools (each
+/// operation carrying its contract and definition, pinned by hash at the
+/// start) and its `from: library` tools by id: what `POST /api/simulations`
+/// does, so that a start adds no library tools to the tenant's catalog.
+/// The definitions are checked by the start, as any inline definition is.
+pub async fn install_inline<B: Backend>(
+    dispatcher: &Dispatcher<B>,
+    tenant: TenantId,
+    loaded: &LoadedSimulation,
+) -> Result<Installed, RunError> {
+    let inline: HashMap<&str, InlineTool> = loaded
+        .tools
+        .iter()
+        .map(|tool| {
+            let operations = tool
+                .operations
+                .iter()
+                .map(|op| InlineOperation {
+                    name: op.operation.name.clone(),
+                    source: op.operation.source,
+                    description: op.description.clone(),
+                    input_schema: op.input_schema.clone(),
+                    output_schema: op
+                        .output_schema
+                        .clone()
+                        .or_else(|| tool.output_schema.clone()),
+                    testing: tool
+                        .definitions
+                        .iter()
+                        .find(|d| d.operation == op.operation.name)
+                        .map(|d| d.definition.clone()),
+                })
+                .collect();
+            (
+                tool.name.as_str(),
+                InlineTool {
+                    name: tool.name.clone(),
+                    operations,
+                },
+            )
+        })
+        .collect();
+    let spec = agent_spec(loaded, |name| {
+        inline
+            .get(name)
+            .map(|t| ToolRef::Inline(t.clone()))
+            .or_else(|| {
+                loaded
+                    .library
+                    .get(name)
+                    .map(|id| ToolRef::Library { tool: *id })
+            })
+    });
+    let agent = dispatcher
+        .backend()
+        .create_agent(tenant, &loaded.document.agent.name, &spec)
+        .await?;
     Ok(Installed {
         tenant,
         agent,
-        tools: ids,
+        tools: loaded.library.clone(),
     })
 }
 
@@ -402,12 +475,40 @@ pub async fn run_attempt<B: Backend + 'static>(
         capability: &attempt.capability,
         workflows,
     };
-    let mut unmet: Vec<Unmet> = run_script(&ctx, case, case_at).await?;
+    let unmet = run_script(&ctx, case, case_at).await?;
+    let mut result = judge_and_finish(
+        dispatcher,
+        tenant,
+        case,
+        case_at,
+        (attempt.id, attempt.number),
+        unmet,
+        keep_raw,
+    )
+    .await?;
+    result.wall = began.elapsed();
+    Ok(result)
+}
+
+/// Judges an attempt whose agent is done (a script that ran, an external
+/// agent that said so) over what it recorded — `unmet` holds what its driver
+/// already found unmet — and finishes it with that verdict. The outcome is
+/// the dispatcher's: a harness error makes it `harness_error` whatever the
+/// verdict. `wall` is left zero for the caller.
+pub async fn judge_and_finish<B: Backend>(
+    dispatcher: &Dispatcher<B>,
+    tenant: TenantId,
+    case: &CaseDoc,
+    case_at: &str,
+    (attempt, number): (AttemptId, u32),
+    mut unmet: Vec<Unmet>,
+    keep_raw: bool,
+) -> Result<AttemptResult, RunError> {
     let store = dispatcher.backend();
-    let evidence = store.evidence(tenant, attempt.id).await?;
-    let tool_input_errors = store.tool_input_errors(tenant, attempt.id).await?;
-    let harness_errors = store.harness_errors(tenant, attempt.id).await?;
-    let state = store.state(tenant, attempt.id).await?;
+    let evidence = store.evidence(tenant, attempt).await?;
+    let tool_input_errors = store.tool_input_errors(tenant, attempt).await?;
+    let harness_errors = store.harness_errors(tenant, attempt).await?;
+    let state = store.state(tenant, attempt).await?;
     let calls: Vec<RecordedCall> = recorded_calls(&evidence, &tool_input_errors, &harness_errors);
     unmet.extend(judge_attempt(
         &case.expect,
@@ -420,12 +521,10 @@ pub async fn run_attempt<B: Backend + 'static>(
     } else {
         Verdict::Failed
     };
-    let outcome = dispatcher
-        .finish_attempt(tenant, attempt.id, verdict)
-        .await?;
+    let outcome = dispatcher.finish_attempt(tenant, attempt, verdict).await?;
     let virtual_time_ms = evidence.iter().map(|e| u64::from(e.delay_ms)).sum();
     Ok(AttemptResult {
-        number: attempt.number,
+        number,
         outcome,
         as_expected: outcome == case.expect.outcome,
         unmet,
@@ -436,7 +535,7 @@ pub async fn run_attempt<B: Backend + 'static>(
             .collect(),
         virtual_time_ms,
         calls: calls.into_iter().map(CallReport::from).collect(),
-        wall: began.elapsed(),
+        wall: Duration::ZERO,
         raw: keep_raw.then_some(RawAttempt {
             evidence,
             tool_input_errors,
@@ -532,7 +631,11 @@ pub async fn run<B: Backend + 'static>(
             .cases
             .iter()
             .zip(&per_case)
-            .flat_map(|(case, attempts)| attempts.iter().map(|a| (a, case.variants.as_slice()))),
+            .flat_map(|(case, attempts)| {
+                attempts
+                    .iter()
+                    .map(|a| (a.calls.as_slice(), case.variants.as_slice()))
+            }),
     );
     let cases: Vec<CaseResult> = loaded
         .document

@@ -13,8 +13,10 @@ mod catalog;
 mod evidence;
 mod fixtures;
 mod pins;
+mod simulations;
 
 pub use api::{IndexedOperation, RevisionSummary, StoredContract, TestingIndex, ToolListing};
+pub use simulations::{AttemptListing, SimulationListing};
 
 use crate::error::map_sqlx_error;
 use sqlx::postgres::PgPool;

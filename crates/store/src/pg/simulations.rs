@@ -1,0 +1,279 @@
+//! Queries the API's simulation pages need beyond the runtime's traits: the
+//! document a start was given, a page of simulations with their outcome
+//! counts, a simulation's attempts with their judgements, and recording a
+//! judgement. Every one filters by tenant.
+
+use super::{Db, PgStore, db};
+use crate::rows::corrupt;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::types::Json;
+use toolmock_runtime::error::StoreError;
+use toolmock_runtime::model::{AgentId, AttemptId, AttemptOutcome, SimulationId, TenantId};
+use uuid::Uuid;
+
+/// A simulation with how its attempts stand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimulationListing {
+    /// Its id.
+    pub id: SimulationId,
+    /// The document's name (absent for a start without a document).
+    pub name: Option<String>,
+    /// The agent under test.
+    pub agent: AgentId,
+    /// When it started.
+    pub created_at: DateTime<Utc>,
+    /// Attempts in all.
+    pub attempts: u32,
+    /// Attempts not finished yet.
+    pub running: u32,
+    /// Finished as passed.
+    pub passed: u32,
+    /// Finished as failed.
+    pub failed: u32,
+    /// Finished as harness_error.
+    pub harness_error: u32,
+}
+
+#[derive(sqlx::FromRow)]
+struct ListingRow {
+    id: Uuid,
+    name: Option<String>,
+    agent_id: Uuid,
+    created_at: DateTime<Utc>,
+    attempts: i64,
+    running: i64,
+    passed: i64,
+    failed: i64,
+    harness_error: i64,
+}
+
+fn count(value: i64) -> Db<u32> {
+    u32::try_from(value).map_err(|e| corrupt("count", e))
+}
+
+impl ListingRow {
+    fn into_listing(self) -> Db<SimulationListing> {
+        Ok(SimulationListing {
+            id: SimulationId(self.id),
+            name: self.name,
+            agent: AgentId(self.agent_id),
+            created_at: self.created_at,
+            attempts: count(self.attempts)?,
+            running: count(self.running)?,
+            passed: count(self.passed)?,
+            failed: count(self.failed)?,
+            harness_error: count(self.harness_error)?,
+        })
+    }
+}
+
+/// One attempt of a simulation, as its page lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptListing {
+    /// Its id.
+    pub id: AttemptId,
+    /// Its test case's name.
+    pub test_case: String,
+    /// Its test case's position in the document (0-based).
+    pub case_position: u32,
+    /// 1, 2, … within its test case.
+    pub number: u32,
+    /// `None` while running.
+    pub outcome: Option<AttemptOutcome>,
+    /// Whether a harness error was recorded.
+    pub has_harness_error: bool,
+    /// When it finished.
+    pub finished_at: Option<DateTime<Utc>>,
+    /// The expectations it did not meet, once judged (`[]`: all met).
+    pub unmet: Option<Value>,
+    /// How many calls it committed.
+    pub calls: u32,
+}
+
+#[derive(sqlx::FromRow)]
+struct AttemptRow {
+    id: Uuid,
+    test_case: String,
+    position: i32,
+    number: i32,
+    outcome: Option<String>,
+    has_harness_error: bool,
+    finished_at: Option<DateTime<Utc>>,
+    unmet: Option<Json<Value>>,
+    calls: i64,
+}
+
+impl AttemptRow {
+    fn into_listing(self) -> Db<AttemptListing> {
+        let outcome = self
+            .outcome
+            .as_deref()
+            .map(|o| AttemptOutcome::parse(o).ok_or_else(|| corrupt("attempt outcome", o)))
+            .transpose()?;
+        Ok(AttemptListing {
+            id: AttemptId(self.id),
+            test_case: self.test_case,
+            case_position: u32::try_from(self.position).map_err(|e| corrupt("position", e))?,
+            number: u32::try_from(self.number).map_err(|e| corrupt("attempt number", e))?,
+            outcome,
+            has_harness_error: self.has_harness_error,
+            finished_at: self.finished_at,
+            unmet: self.unmet.map(|j| j.0),
+            calls: count(self.calls)?,
+        })
+    }
+}
+
+const LISTING: &str = "SELECT s.id, d.name, s.agent_id, s.created_at, \
+         count(a.id) AS attempts, \
+         count(a.id) FILTER (WHERE a.outcome IS NULL) AS running, \
+         count(a.id) FILTER (WHERE a.outcome = 'passed') AS passed, \
+         count(a.id) FILTER (WHERE a.outcome = 'failed') AS failed, \
+         count(a.id) FILTER (WHERE a.outcome = 'harness_error') AS harness_error \
+     FROM simulations s \
+     LEFT JOIN simulation_documents d ON d.simulation_id = s.id \
+     LEFT JOIN attempts a ON a.simulation_id = s.id";
+
+const ATTEMPTS: &str = "SELECT a.id, c.name AS test_case, c.position, a.number, a.outcome, \
+         a.has_harness_error, a.finished_at, j.unmet, \
+         (SELECT count(*) FROM evidence e WHERE e.attempt_id = a.id) AS calls \
+     FROM attempts a \
+     JOIN test_cases c ON c.id = a.test_case_id \
+     LEFT JOIN attempt_judgements j ON j.attempt_id = a.id";
+
+impl PgStore {
+    /// Keeps the document a simulation was started with.
+    pub async fn record_simulation_document(
+        &self,
+        tenant: TenantId,
+        simulation: SimulationId,
+        name: &str,
+        document: &Value,
+        started_by: &str,
+    ) -> Db<()> {
+        db(sqlx::query(
+            "INSERT INTO simulation_documents (tenant_id, simulation_id, name, document, started_by) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(simulation.as_uuid())
+        .bind(name)
+        .bind(Json(document))
+        .bind(started_by)
+        .execute(self.pool())
+        .await)?;
+        Ok(())
+    }
+
+    /// The document a simulation was started with, if it was given one.
+    pub async fn simulation_document(
+        &self,
+        tenant: TenantId,
+        simulation: SimulationId,
+    ) -> Db<Option<Value>> {
+        let row: Option<Json<Value>> = db(sqlx::query_scalar(
+            "SELECT document FROM simulation_documents WHERE tenant_id = $1 AND simulation_id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(simulation.as_uuid())
+        .fetch_optional(self.pool())
+        .await)?;
+        Ok(row.map(|j| j.0))
+    }
+
+    /// Up to `limit` simulations of the tenant, newest first, started before
+    /// the simulation `before` (keyset pagination on `(created_at, id)`:
+    /// stable while simulations start). An unknown `before` gives nothing.
+    pub async fn list_simulations(
+        &self,
+        tenant: TenantId,
+        before: Option<SimulationId>,
+        limit: u32,
+    ) -> Db<Vec<SimulationListing>> {
+        let sql = format!(
+            "{LISTING} WHERE s.tenant_id = $1 \
+                 AND ($2::uuid IS NULL OR (s.created_at, s.id) < \
+                     (SELECT b.created_at, b.id FROM simulations b WHERE b.tenant_id = $1 AND b.id = $2)) \
+             GROUP BY s.id, d.name ORDER BY s.created_at DESC, s.id DESC LIMIT $3"
+        );
+        let rows: Vec<ListingRow> = db(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(tenant.as_uuid())
+            .bind(before.map(|b| b.as_uuid()))
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await)?;
+        rows.into_iter().map(ListingRow::into_listing).collect()
+    }
+
+    /// One simulation with how its attempts stand.
+    pub async fn simulation(
+        &self,
+        tenant: TenantId,
+        simulation: SimulationId,
+    ) -> Db<SimulationListing> {
+        let sql = format!("{LISTING} WHERE s.tenant_id = $1 AND s.id = $2 GROUP BY s.id, d.name");
+        let row: Option<ListingRow> = db(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(tenant.as_uuid())
+            .bind(simulation.as_uuid())
+            .fetch_optional(self.pool())
+            .await)?;
+        row.ok_or(StoreError::NotFound {
+            entity: "simulation",
+        })?
+        .into_listing()
+    }
+
+    /// A simulation's attempts in document order (case, then number).
+    pub async fn simulation_attempts(
+        &self,
+        tenant: TenantId,
+        simulation: SimulationId,
+    ) -> Db<Vec<AttemptListing>> {
+        let sql = format!(
+            "{ATTEMPTS} WHERE a.tenant_id = $1 AND a.simulation_id = $2 \
+             ORDER BY c.position, a.number"
+        );
+        let rows: Vec<AttemptRow> = db(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(tenant.as_uuid())
+            .bind(simulation.as_uuid())
+            .fetch_all(self.pool())
+            .await)?;
+        rows.into_iter().map(AttemptRow::into_listing).collect()
+    }
+
+    /// One attempt as its simulation's page lists it.
+    pub async fn attempt_listing(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> Db<AttemptListing> {
+        let sql = format!("{ATTEMPTS} WHERE a.tenant_id = $1 AND a.id = $2");
+        let row: Option<AttemptRow> = db(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(tenant.as_uuid())
+            .bind(attempt.as_uuid())
+            .fetch_optional(self.pool())
+            .await)?;
+        row.ok_or(StoreError::NotFound { entity: "attempt" })?
+            .into_listing()
+    }
+
+    /// Records a finished attempt's judgement: every expectation it did not
+    /// meet. Once: a second judgement of the same attempt is a conflict.
+    pub async fn record_judgement(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        unmet: &Value,
+    ) -> Db<()> {
+        db(sqlx::query(
+            "INSERT INTO attempt_judgements (tenant_id, attempt_id, unmet) VALUES ($1, $2, $3)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(attempt.as_uuid())
+        .bind(Json(unmet))
+        .execute(self.pool())
+        .await)?;
+        Ok(())
+    }
+}

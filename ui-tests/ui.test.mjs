@@ -1,0 +1,283 @@
+// toolmock's UI in a real browser: headless Debian Chromium driven by
+// playwright-core, against the real toolmock-api binary and PostgreSQL
+// (scripts/ui-tests.sh starts them and passes TOOLMOCK_URL, TOOLMOCK_TOKEN and
+// TOOLMOCK_SCREENSHOTS). Every page is photographed into
+// target/ui-screenshots/, and each picture is checked: not blank, and the
+// page's expected heading present when it was taken.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { inflateSync } from "node:zlib";
+import { chromium } from "playwright-core";
+
+const base = required("TOOLMOCK_URL");
+const bearer = required("TOOLMOCK_TOKEN");
+const shots = required("TOOLMOCK_SCREENSHOTS");
+const browserPath = process.env.CHROMIUM || "/usr/bin/chromium";
+const notes = JSON.parse(readFileSync(new URL("../fixtures/api/notes-simulation.json", import.meta.url), "utf8"));
+
+function required(name) {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run scripts/ui-tests.sh`);
+  return value;
+}
+
+async function api(method, path, body) {
+  const response = await fetch(base + path, {
+    method,
+    headers: { Authorization: `Bearer ${bearer}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const parsed = await response.json();
+  assert.ok(response.ok, `${method} ${path}: ${response.status} ${JSON.stringify(parsed)}`);
+  return parsed;
+}
+
+// ---- PNG reading, to tell a rendered page from a blank one ------------------
+
+/** Decodes an 8-bit RGB(A) PNG into {width, height, channels, pixels}. */
+function decodePng(bytes) {
+  assert.equal(bytes.subarray(0, 8).toString("hex"), "89504e470d0a1a0a", "a PNG signature");
+  let offset = 8;
+  let width, height, colorType, bitDepth;
+  const data = [];
+  while (offset < bytes.length) {
+    const length = bytes.readUInt32BE(offset);
+    const type = bytes.subarray(offset + 4, offset + 8).toString("ascii");
+    const body = bytes.subarray(offset + 8, offset + 8 + length);
+    if (type === "IHDR") {
+      width = body.readUInt32BE(0);
+      height = body.readUInt32BE(4);
+      bitDepth = body[8];
+      colorType = body[9];
+    } else if (type === "IDAT") data.push(body);
+    offset += 12 + length;
+  }
+  assert.equal(bitDepth, 8, "8-bit channels");
+  const channels = { 2: 3, 6: 4 }[colorType];
+  assert.ok(channels, `colour type ${colorType} is RGB or RGBA`);
+  const raw = inflateSync(Buffer.concat(data));
+  const stride = width * channels;
+  const pixels = Buffer.alloc(stride * height);
+  for (let y = 0; y < height; y++) {
+    const filter = raw[y * (stride + 1)];
+    const line = raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1));
+    for (let x = 0; x < stride; x++) {
+      const left = x >= channels ? pixels[y * stride + x - channels] : 0;
+      const up = y > 0 ? pixels[(y - 1) * stride + x] : 0;
+      const upLeft = y > 0 && x >= channels ? pixels[(y - 1) * stride + x - channels] : 0;
+      let value = line[x];
+      if (filter === 1) value += left;
+      else if (filter === 2) value += up;
+      else if (filter === 3) value += (left + up) >> 1;
+      else if (filter === 4) {
+        const p = left + up - upLeft;
+        const [pa, pb, pc] = [Math.abs(p - left), Math.abs(p - up), Math.abs(p - upLeft)];
+        value += pa <= pb && pa <= pc ? left : pb <= pc ? up : upLeft;
+      }
+      pixels[y * stride + x] = value & 0xff;
+    }
+  }
+  return { width, height, channels, pixels };
+}
+
+/** The share of pixels that differ from the most common colour. */
+function inkShare(png) {
+  const counts = new Map();
+  const n = png.width * png.height;
+  for (let i = 0; i < n; i++) {
+    const at = i * png.channels;
+    const key = (png.pixels[at] << 16) | (png.pixels[at + 1] << 8) | png.pixels[at + 2];
+    counts.set(key, (counts.get(key) || 0) + 1);
+  }
+  const background = Math.max(...counts.values());
+  return { share: (n - background) / n, colours: counts.size };
+}
+
+let browser, page;
+const taken = [];
+const pageErrors = [];
+
+/** Photographs the page once `heading` is showing and checks the picture. */
+async function shoot(name, heading) {
+  await page.getByRole("heading", { name: heading }).first().waitFor();
+  const path = join(shots, `${name}.png`);
+  const bytes = await page.screenshot({ path, fullPage: true });
+  const { share, colours } = inkShare(decodePng(bytes));
+  assert.ok(share > 0.02 && colours > 16, `${name}.png looks blank (${(share * 100).toFixed(1)} % ink, ${colours} colours)`);
+  taken.push(name);
+}
+
+before(async () => {
+  mkdirSync(shots, { recursive: true });
+  browser = await chromium.launch({ executablePath: browserPath, args: ["--no-sandbox"] });
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on("pageerror", (error) => pageErrors.push(error.message));
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+// ---- The data the pages show, made through the public API -------------------
+
+const day = { type: "object", properties: { day: { type: "string" } }, required: ["day"] };
+const reference = { type: "object", properties: { reference: { type: "string" } }, required: ["reference"] };
+const bookDefinition = {
+  schema_version: 1,
+  default_variant: "booked",
+  variants: { booked: { result: { reference: "APPT-1" } } },
+  examples: [{ variant: "booked", input: { day: "2026-01-02" }, expected: { reference: "APPT-1" } }],
+};
+
+async function seedTool(name, op) {
+  const tool = await api("POST", "/api/tools", {
+    name,
+    source: { type: "custom", operations: [{ name: op, description: "Book a visit", input_schema: day, output_schema: reference }] },
+  });
+  const operation = tool.operations[0];
+  await api("POST", `/api/tools/${tool.id}/testing`, {
+    action: "save", operation_id: operation.id, contract_hash: operation.contract_hash, definition: bookDefinition,
+  });
+  return { tool, operation };
+}
+
+/** Corrects the operation's input schema: its saved mock goes stale. */
+async function correctSchema(tool, op) {
+  const corrected = { ...day, properties: { day: { type: "string", format: "date" }, time: { type: "string" } } };
+  return api("PUT", `/api/tools/${tool.id}`, {
+    source: { type: "custom", operations: [{ name: op, description: "Book a visit", input_schema: corrected, output_schema: reference }] },
+  });
+}
+
+// ---- The flows ------------------------------------------------------------------
+
+test("sign in with a pasted development token", async () => {
+  await page.goto(base + "/");
+  await shoot("sign-in", "Sign in");
+  await page.locator("#token").fill(bearer);
+  await page.locator("#sign-in").click();
+  await shoot("tools-empty", "Tools");
+});
+
+test("a stale operation says why; regenerate, save, and it is current", async () => {
+  const { tool } = await seedTool("clinic", "book");
+  const updated = await correctSchema(tool, "book");
+  assert.equal(updated.stale.length, 1);
+  await page.goto(base + "/#/tools");
+  await page.reload();
+  await shoot("tools", "Tools");
+  await page.getByRole("link", { name: "clinic" }).click();
+  await shoot("tool", "Tool clinic");
+  assert.match(await page.locator("tr", { hasText: "book" }).innerText(), /stale/);
+  await page.getByRole("link", { name: "book" }).click();
+  await shoot("operation-stale", "clinic / book");
+  const why = await page.locator("#why-stale").innerText();
+  assert.match(why, /Why it is stale/);
+  assert.match(why, /input_schema\/properties\/day\/format/, why);
+  assert.match(why, /input_schema\/properties\/time/, why);
+  await page.locator("#generate").click();
+  await page.getByText("A checked draft for contract").waitFor();
+  await page.getByText("The definition passes its check against contract").waitFor();
+  await page.locator("#save").click();
+  await page.getByText(/Saved revision 2\. The operation is now current/).waitFor();
+  await shoot("operation-saved", "clinic / book");
+  assert.match(await page.locator("h1").innerText(), /current/);
+  // The history keeps revision 1, now marked as answering an older contract.
+  const history = await page.locator("table").last().innerText();
+  assert.match(history, /^1\s/m);
+});
+
+test("check-as-you-type points at the path of each problem", async () => {
+  const editor = page.locator("#definition");
+  const text = await editor.inputValue();
+  const broken = JSON.parse(text);
+  broken.default_variant = "nowhere";
+  await editor.fill(JSON.stringify(broken, null, 2));
+  const problem = page.locator("#diagnostics li", { hasText: "/default_variant" });
+  await problem.waitFor();
+  await shoot("operation-diagnostics", "clinic / book");
+  // The problem's path points into the editor.
+  await problem.locator("a.path").click();
+  const selected = await editor.evaluate((el) => el.value.slice(el.selectionStart, el.selectionEnd));
+  assert.equal(selected, '"default_variant"');
+});
+
+test("a 409 is explained and recovered from with one click", async () => {
+  const { tool, operation } = await seedTool("crm", "find");
+  await page.goto(`${base}/#/tools/${tool.id}/operations/${operation.id}`);
+  await shoot("operation-current", "crm / find");
+  await page.locator("#generate").click();
+  await page.getByText("A checked draft for contract").waitFor();
+  // Someone corrects the schema while the draft is open.
+  await correctSchema(tool, "find");
+  await page.locator("#save").click();
+  const explained = page.getByText("Not saved: the contract changed (409 contract_changed).");
+  await explained.waitFor();
+  await shoot("operation-conflict", "crm / find");
+  await page.locator("#regenerate-409").click();
+  await page.getByText("A checked draft for contract").waitFor();
+  await page.locator("#save").click();
+  await page.getByText(/Saved revision 2\. The operation is now current/).waitFor();
+});
+
+test("start a simulation and watch it finish", async () => {
+  await page.goto(`${base}/#/simulations`);
+  await shoot("simulations-empty", "Simulations");
+  await page.locator("#document").fill(JSON.stringify(notes));
+  await page.locator("#start").click();
+  await page.getByRole("heading", { name: "Simulation notes" }).waitFor();
+  await page.locator("#summary .badge.finished").waitFor({ timeout: 60_000 });
+  await shoot("simulation", "Simulation notes");
+  const summary = await page.locator("#summary").innerText();
+  assert.match(summary, /2 passed/);
+  assert.match(summary, /2 failed/);
+  assert.match(summary, /2 harness errors/);
+  assert.equal(await page.locator("#attempts tbody tr").count(), 6);
+  await page.goto(`${base}/#/simulations`);
+  await shoot("simulations", "Simulations");
+});
+
+test("a failed attempt's timeline shows its unmet expectation and the state around each call", async () => {
+  await page.getByRole("link", { name: "notes" }).first().click();
+  await page.getByRole("heading", { name: "Simulation notes" }).waitFor();
+  await page.getByRole("link", { name: "expects too much #1" }).click();
+  await shoot("attempt-failed", /Attempt expects too much #1/);
+  assert.match(await page.locator("h1").innerText(), /failed/);
+  const unmet = await page.locator(".diagnostics").first().innerText();
+  assert.match(unmet, /\/cases\/1\/expect\/final_state/);
+  const timeline = await page.locator("#timeline").innerText();
+  assert.match(timeline, /state before \(version 0\)/);
+  assert.match(timeline, /state after \(version 1\)/);
+});
+
+test("harness errors stand out in the timeline", async () => {
+  await page.goBack();
+  await page.getByRole("link", { name: "unknown tool #1" }).click();
+  await shoot("attempt-harness-error", /Attempt unknown tool #1/);
+  assert.equal(await page.locator("#timeline li.harness_error").count(), 1);
+  assert.match(await page.locator(".notice.bad").innerText(), /can never pass/);
+  const colour = await page.locator("#timeline li.harness_error").evaluate((el) => getComputedStyle(el).borderLeftColor);
+  assert.equal(colour, "rgb(179, 38, 30)");
+});
+
+test("the coverage report", async () => {
+  await page.goBack();
+  await page.locator("#coverage-link").click();
+  await shoot("coverage", "Coverage report");
+  assert.match(await page.locator("table").innerText(), /notes\/add/);
+});
+
+test("no page threw", () => {
+  assert.deepEqual(pageErrors, []);
+});
+
+test("every page was photographed", () => {
+  assert.deepEqual(taken.sort(), [
+    "attempt-failed", "attempt-harness-error", "coverage", "operation-conflict", "operation-current",
+    "operation-diagnostics", "operation-saved", "operation-stale", "sign-in", "simulation", "simulations",
+    "simulations-empty", "tool", "tools", "tools-empty",
+  ]);
+});
