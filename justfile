@@ -63,6 +63,11 @@ bench:
     if [ -x scripts/bench-dispatcher.sh ]; then scripts/bench-dispatcher.sh; fi
     scripts/bench-simulation.sh
 
+# Load-test toolmock-api (release build, wrk, a scratch database) beside Stoplight Prism 5
+# in the same run; figures go to docs/performance.md. Not part of `test`.
+bench-api:
+    scripts/bench-api.sh
+
 # Fuzz one target or all of them (default 600 s each); not run by CI.
 fuzz target="all" seconds="600":
     scripts/fuzz.sh {{target}} {{seconds}}

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Load-tests the real toolmock-api (release build, real PostgreSQL) with wrk,
+# and Stoplight Prism 5 — the anchor of ../shared/anchors/prism, copied in
+# fixtures/bench/prism — under the same tool-call load, in the same run
+# (docs/performance.md, "The API (issue 13)"):
+#
+#   1. GET /api/tools/{id}/testing, a tool of 50 operations each with a saved
+#      revision, a JWT, wrk -t2 -c50;
+#   2. POST /api/attempts/{id}/tool-calls, `crm`/`find_member` (the anchor's
+#      input schema, a Salesforce-enveloped result, state read and written,
+#      evidence committed before the answer) across 32 attempts, each request
+#      under its attempt's capability, wrk -t2 -c32;
+#   3. Prism serving the anchor's api.yaml, wrk -t2 -c32 -s post.lua.
+#
+# On a fresh machine it installs wrk (apt-get) and Prism (npm, into
+# .cache/bench-api/prism) when missing, starts PostgreSQL if needed
+# (scripts/test-env.sh), builds `toolmock-api` in release mode, serves it on
+# a scratch database (created here, dropped at exit), seeds it through the
+# public HTTP API (scripts/bench-api/seed.py) and prints a summary with the
+# ratios. Not part of `just test`.
+#
+#   scripts/bench-api.sh                   (or: scripts/just bench-api)
+#
+# Environment: BENCH_DURATION (15s), BENCH_WARMUP (3s, before each load),
+# BENCH_PRISM_PORT (4010), BENCH_MAX_CONNECTIONS (the server's pool; default:
+# the server's own default), CARGO_TARGET_DIR.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+duration="${BENCH_DURATION:-15s}"
+warmup="${BENCH_WARMUP:-3s}"
+prism_port="${BENCH_PRISM_PORT:-4010}"
+cache="$root/.cache/bench-api"
+mkdir -p "$cache"
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+if ! command -v wrk >/dev/null 2>&1; then
+    as_root apt-get install -y wrk || { as_root apt-get update && as_root apt-get install -y wrk; }
+fi
+prism="$cache/prism/node_modules/.bin/prism"
+if [ ! -x "$prism" ]; then
+    mkdir -p "$cache/prism"
+    (cd "$cache/prism" && { [ -f package.json ] || npm init -y >/dev/null; } &&
+        npm install --no-audit --no-fund --loglevel=error @stoplight/prism-cli@5)
+fi
+
+set --  # test-env.sh runs its arguments as a command
+. scripts/test-env.sh
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+cargo build --release --locked -q -p toolmock-api-bin
+bin="$CARGO_TARGET_DIR/release/toolmock-api"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/bench-api.XXXXXX")"
+db="toolmock_bench_api_$$_$(date +%s)"
+base="${DATABASE_URL%/*}"
+server=""
+prism_pid=""
+cleanup() {
+    local status=$?
+    if [ -n "$server" ]; then kill -TERM "$server" 2>/dev/null; wait "$server" 2>/dev/null || true; fi
+    if [ -n "$prism_pid" ]; then kill -TERM "$prism_pid" 2>/dev/null; wait "$prism_pid" 2>/dev/null || true; fi
+    psql "$DATABASE_URL" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+    rm -rf "$work"
+    exit "$status"
+}
+trap cleanup EXIT
+psql "$DATABASE_URL" -qc "CREATE DATABASE $db" >/dev/null
+
+export TOOLMOCK_JWT_SECRET="bench-api secret, at least 32 bytes long"
+port=$((20000 + RANDOM % 20000))
+serve_args=(serve --database-url "$base/$db" --bind "127.0.0.1:$port" --log-format json)
+[ -n "${BENCH_MAX_CONNECTIONS:-}" ] && serve_args+=(--max-connections "$BENCH_MAX_CONNECTIONS")
+"$bin" "${serve_args[@]}" 2>"$work/server.log" &
+server=$!
+url="http://127.0.0.1:$port"
+for _ in $(seq 1 100); do
+    curl -fsS "$url/readyz" >/dev/null 2>&1 && break
+    sleep 0.1
+done
+curl -fsS "$url/readyz" >/dev/null
+
+token="$("$bin" token --tenant bench --permission AIManager:ManageTools --permission AIManager:RunSimulations)"
+python3 scripts/bench-api/seed.py "$url" "$token" "$work" 32
+
+# Prism, on the anchor's document, exactly as ../shared/anchors/README.md runs it.
+(cd fixtures/bench/prism && exec "$prism" mock -p "$prism_port" api.yaml) >"$work/prism.log" 2>&1 &
+prism_pid=$!
+prism_url="http://127.0.0.1:$prism_port"
+for _ in $(seq 1 300); do
+    curl -fsS -H 'Content-Type: application/json' -d '{"lookup_by":"name","value":"Ann"}' \
+        "$prism_url/tools/crm__find_member" >/dev/null 2>&1 && break
+    sleep 0.1
+done
+curl -fsS -H 'Content-Type: application/json' -d '{"lookup_by":"name","value":"Ann"}' \
+    "$prism_url/tools/crm__find_member" >/dev/null
+
+# One toolmock call checked by hand: the answer is the enveloped record.
+first_id="$(sed -n 's/.*id = "\([^"]*\)".*/\1/p' "$work/attempts.lua" | head -n 1)"
+first_cap="$(sed -n 's/.*capability = "\([^"]*\)".*/\1/p' "$work/attempts.lua" | head -n 1)"
+curl -fsS -H "Authorization: Bearer $first_cap" -H 'Content-Type: application/json' \
+    -d '{"tool":"crm","operation":"find_member","arguments":{"lookup_by":"name","value":"Ann"}}' \
+    "$url/api/attempts/$first_id/tool-calls" | grep -q '"FirstName":"Ann"'
+
+export BENCH_TOKEN="$token" BENCH_TOOL_ID="$(cat "$work/tool_id")"
+export BENCH_ATTEMPTS="$work/attempts.lua" BENCH_THREADS=2
+
+# run NAME CONNECTIONS SCRIPT URL: a warm-up, then the measured run.
+run() {
+    local name=$1 connections=$2 script=$3 target=$4
+    wrk -t2 -c"$connections" -d"$warmup" -s "$script" "$target" >/dev/null
+    uptime | sed 's/.*load average: /load /' >"$work/$name.load"
+    wrk -t2 -c"$connections" -d"$duration" -s "$script" --latency "$target" | tee "$work/$name.wrk"
+    uptime | sed 's/.*load average: /load /' >>"$work/$name.load"
+}
+
+echo "== GET /api/tools/{id}/testing (50 operations), 50 clients"
+run testing 50 scripts/bench-api/testing.lua "$url"
+echo "== POST /api/attempts/{id}/tool-calls, 32 attempts, 32 clients"
+run calls 32 scripts/bench-api/tool-calls.lua "$url"
+echo "== Prism 5, POST /tools/crm__find_member, 32 clients"
+run prism 32 fixtures/bench/prism/post.lua "$prism_url/tools/crm__find_member"
+
+evidence="$(psql "$base/$db" -tAc "SELECT count(*) FROM evidence")"
+faults="$(psql "$base/$db" -tAc "SELECT (SELECT count(*) FROM harness_errors) + (SELECT count(*) FROM tool_input_errors)")"
+
+python3 - "$work" "$evidence" "$faults" "$duration" <<'EOF'
+import re, sys
+work, evidence, faults, duration = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+UNIT = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+
+def parse(name):
+    text = open(f"{work}/{name}.wrk").read()
+    out = {"rate": float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))}
+    for pct, value, unit in re.findall(r"^\s+(50|75|90|99)%\s+([\d.]+)(us|ms|s)\s*$", text, re.M):
+        out[f"p{pct}"] = float(value) * UNIT[unit]
+    out["requests"] = int(re.search(r"(\d+) requests in", text).group(1))
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    out["non2xx"] = int(m.group(1)) if m else 0
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+    out["socket"] = sum(map(int, m.groups())) if m else 0
+    out["load"] = " → ".join(l.strip() for l in open(f"{work}/{name}.load"))
+    return out
+
+t, c, p = parse("testing"), parse("calls"), parse("prism")
+met = lambda ok: "met" if ok else "MISSED"
+print()
+print(f"Summary ({duration} each, wrk -t2; machine load before → after each run)")
+print()
+print("| load | clients | requests/s | p50 ms | p90 ms | p99 ms | non-2xx | socket errors | machine load |")
+print("|---|---|---|---|---|---|---|---|---|")
+for name, r, n in (("toolmock GET /api/tools/{id}/testing (50 ops)", t, 50),
+                   ("toolmock POST …/tool-calls (32 attempts)", c, 32),
+                   ("Prism 5 POST /tools/crm__find_member", p, 32)):
+    print(f"| {name} | {n} | {r['rate']:,.0f} | {r['p50']:.2f} | {r['p90']:.2f} | {r['p99']:.2f} "
+          f"| {r['non2xx']} | {r['socket']} | {r['load']} |")
+print()
+rate_ratio = c["rate"] / p["rate"]
+p99_ratio = c["p99"] / p["p99"]
+print(f"GET testing:  {t['rate']:,.0f} req/s (>= 2,000: {met(t['rate'] >= 2000)}), "
+      f"p99 {t['p99']:.2f} ms (<= 20 ms: {met(t['p99'] <= 20)})")
+print(f"tool calls:   {c['rate']:,.0f} calls/s (>= 2,000: {met(c['rate'] >= 2000)}), "
+      f"p99 {c['p99']:.2f} ms (<= 30 ms: {met(c['p99'] <= 30)})")
+print(f"vs Prism:     rate {rate_ratio:.2f}x Prism's (>= 1.5x: {met(rate_ratio >= 1.5)}), "
+      f"p99 {p99_ratio:.3f} of Prism's = 1/{1 / p99_ratio:.1f} (<= 1/5: {met(p99_ratio <= 0.2)})")
+print(f"durability:   {evidence} evidence rows committed for the tool-call runs "
+      f"(warm-up + measured {c['requests']} answered), {faults} harness/tool input errors")
+bad = t["non2xx"] + c["non2xx"] + t["socket"] + c["socket"] + faults
+sys.exit(1 if bad or evidence < c["requests"] else 0)
+EOF
