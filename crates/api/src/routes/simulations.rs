@@ -25,6 +25,7 @@ use toolmock_runtime::simulation::{
     CallReport, Files, Problem, RunError, coverage, install_inline, load_value, start_problems,
     start_request,
 };
+use toolmock_runtime::workflow::{NodeDoc, WorkflowDoc};
 use toolmock_store::{AttemptListing, SimulationListing};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -107,15 +108,40 @@ pub(crate) async fn create_agent(
             Err(e) => problems.push(json!({"code": "invalid_workflow", "path": format!("/workflows/{i}"), "message": e.to_string()})),
         }
     }
+    // The names the agent's calls can use: its tools' and its workflows'.
+    let mut names: Vec<String> = Vec::new();
+    let mut names_known = true;
     for (i, tool) in &tools {
-        if let ToolRef::Library { tool } = tool {
-            match state.store().tool(tenant, *tool).await {
-                Ok(_) => {}
-                Err(e) if e.is_not_found() => problems.push(
-                    json!({"code": "unknown_tool", "path": format!("/tools/{i}/tool"),
-                    "message": format!("the tenant has no library tool {tool}")}),
-                ),
+        match tool {
+            ToolRef::Library { tool } => match state.store().tool(tenant, *tool).await {
+                Ok(found) => names.push(found.name),
+                Err(e) if e.is_not_found() => {
+                    names_known = false;
+                    problems.push(
+                        json!({"code": "unknown_tool", "path": format!("/tools/{i}/tool"),
+                        "message": format!("the tenant has no library tool {tool}")}),
+                    );
+                }
                 Err(e) => return Err(e.into()),
+            },
+            ToolRef::Inline(inline) => names.push(inline.name.clone()),
+            ToolRef::Workflow { workflow } => names.push(workflow.clone()),
+        }
+    }
+    // A workflow's tool node calls through the agent's own tools: one that
+    // names a tool the agent lacks would only fail at call time. (With an
+    // unknown library tool its name is unknown too: that one problem is enough.)
+    for (w, workflow) in workflows.iter().enumerate().filter(|_| names_known) {
+        let workflow: &WorkflowDoc = workflow;
+        for (n, node) in workflow.nodes.iter().enumerate() {
+            if let NodeDoc::Tool {
+                tool: Some(tool), ..
+            } = node
+                && !names.contains(tool)
+            {
+                problems.push(json!({"code": "unknown_tool",
+                    "path": format!("/workflows/{w}/nodes/{n}/tool"),
+                    "message": format!("the agent has no tool {tool:?}; a workflow calls only the agent's tools")}));
             }
         }
     }

@@ -613,3 +613,47 @@ async fn simulations_are_listed_newest_first_a_page_at_a_time(pool: PgPool) {
     .await;
     assert_eq!(bad.code(), "invalid_query");
 }
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_workflow_calls_only_its_agents_tools(pool: PgPool) {
+    let app = app(&pool);
+    let bearer = token("acme", &[MANAGE, RUN]);
+    let tool = create_calendar(&app, &bearer).await;
+    let workflow = |calls: &str| {
+        json!({"name": "rebook", "nodes": [
+            {"type": "tool", "id": "book", "tool": calls, "operation": "book",
+             "arguments": {"day": {"$input": "day"}}}]})
+    };
+    let agent = |calls: &str| {
+        json!({"name": "receptionist",
+               "tools": [{"type": "library", "tool": tool.id}, {"type": "workflow", "workflow": "rebook"}],
+               "workflows": [workflow(calls)]})
+    };
+    let refused = send(
+        &app,
+        Method::POST,
+        "/api/agents",
+        Some(&bearer),
+        Some(&agent("diary")),
+    )
+    .await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_agent"),
+        "{}",
+        refused.json
+    );
+    assert_eq!(
+        refused.json["error"]["details"]["problems"][0]["path"],
+        "/workflows/0/nodes/0/tool"
+    );
+    let created = send(
+        &app,
+        Method::POST,
+        "/api/agents",
+        Some(&bearer),
+        Some(&agent("calendar")),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.json);
+}
