@@ -540,22 +540,27 @@ pub(crate) struct AttemptItem {
     unmet: Option<Value>,
 }
 
+/// A stored simulation document, parsed (it was loaded before it was kept,
+/// so a failure here is corruption, not the caller's fault).
+pub(crate) fn parse_document(value: &Value) -> Result<SimulationDocument, ApiError> {
+    SimulationDocument::deserialize(value).map_err(|e| {
+        ApiError::Internal(format!("a stored simulation document does not parse: {e}"))
+    })
+}
+
 /// The parsed document of a simulation, when it was started with one.
-async fn document(
+pub(crate) async fn document(
     state: &AppState,
     tenant: TenantId,
     simulation: SimulationId,
 ) -> Result<Option<SimulationDocument>, ApiError> {
-    let Some(value) = state
+    state
         .store()
         .simulation_document(tenant, simulation)
         .await?
-    else {
-        return Ok(None);
-    };
-    serde_json::from_value(value).map(Some).map_err(|e| {
-        ApiError::Internal(format!("a stored simulation document does not parse: {e}"))
-    })
+        .as_ref()
+        .map(parse_document)
+        .transpose()
 }
 
 pub(crate) fn attempt_item(
@@ -619,12 +624,7 @@ pub(crate) async fn get_simulation(
     let summary = store.simulation(tenant, simulation).await?;
     let pins = store.simulation_pins(tenant, simulation).await?;
     let raw = store.simulation_document(tenant, simulation).await?;
-    let parsed: Option<SimulationDocument> = match &raw {
-        Some(v) => Some(serde_json::from_value(v.clone()).map_err(|e| {
-            ApiError::Internal(format!("a stored simulation document does not parse: {e}"))
-        })?),
-        None => None,
-    };
+    let parsed = raw.as_ref().map(parse_document).transpose()?;
     let attempts = store
         .simulation_attempts(tenant, simulation)
         .await?
