@@ -352,6 +352,7 @@ pub(crate) async fn start_simulation(
         .map_err(|e| run_error(e, ApiCode::InvalidSimulation))?;
     let mut request = start_request(&loaded.document, installed.agent);
     request.lease_owner = format!("api:{}", auth.principal.subject);
+    request.lease = state.config().attempt_lease;
     let started = match dispatcher.start(tenant, &request).await {
         Ok(started) => started,
         Err(StartError::Refused { problems }) => {
