@@ -47,6 +47,12 @@ pub(crate) struct CreateAgent {
     #[serde(default)]
     #[schema(value_type = Vec<Object>)]
     workflows: Vec<Value>,
+    /// Its system prompt, for whoever plays it (opaque to toolmock).
+    #[serde(default)]
+    prompt: String,
+    /// Prerequisite guards, for drivers and judges (opaque to toolmock).
+    #[serde(default)]
+    guards: Vec<String>,
 }
 
 /// An agent.
@@ -62,6 +68,10 @@ pub(crate) struct AgentView {
     /// Its workflows.
     #[schema(value_type = Vec<Object>)]
     workflows: Value,
+    /// Its system prompt.
+    prompt: String,
+    /// Its prerequisite guards.
+    guards: Vec<String>,
 }
 
 fn agent_view(id: AgentId, name: String, spec: &AgentSpec) -> Result<AgentView, ApiError> {
@@ -71,6 +81,8 @@ fn agent_view(id: AgentId, name: String, spec: &AgentSpec) -> Result<AgentView, 
         name,
         tools: serde_json::to_value(&spec.tools).map_err(internal)?,
         workflows: serde_json::to_value(&spec.workflows).map_err(internal)?,
+        prompt: spec.prompt.clone(),
+        guards: spec.guards.clone(),
     })
 }
 
@@ -155,6 +167,8 @@ pub(crate) async fn create_agent(
     let spec = AgentSpec {
         tools: tools.into_iter().map(|(_, t)| t).collect(),
         workflows,
+        prompt: body.prompt,
+        guards: body.guards,
     };
     state.ensure_tenant(&auth.principal).await?;
     let id = state

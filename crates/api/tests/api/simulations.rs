@@ -20,10 +20,15 @@ async fn start_call_and_read_the_attempt(pool: PgPool) {
         Method::POST,
         "/api/agents",
         Some(&bearer),
-        Some(&json!({"name": "receptionist", "tools": [{"type": "library", "tool": tool.id}]})),
+        Some(
+            &json!({"name": "receptionist", "tools": [{"type": "library", "tool": tool.id}],
+                     "prompt": "You book appointments.", "guards": ["confirm the day first"]}),
+        ),
     )
     .await;
     assert_eq!(agent.status, StatusCode::CREATED, "{}", agent.json);
+    assert_eq!(agent.json["prompt"], "You book appointments.");
+    assert_eq!(agent.json["guards"], json!(["confirm the day first"]));
     let agent_id = agent.json["id"].as_str().unwrap().to_owned();
     let read = send(
         &app,
@@ -454,6 +459,17 @@ async fn scripted_attempts_run_in_the_background_and_stream_their_progress(pool:
         "{}",
         coverage.json
     );
+    // The agent the start created keeps the document's prompt and guards.
+    let agent = send(
+        &app,
+        Method::GET,
+        &format!("/api/agents/{}", started.json["agent"].as_str().unwrap()),
+        Some(&bearer),
+        None,
+    )
+    .await;
+    assert_eq!(agent.json["prompt"], scripted_document()["agent"]["prompt"]);
+    assert_eq!(agent.json["guards"], scripted_document()["agent"]["guards"]);
     // The start added nothing to the tenant's tool library.
     let tools = send(
         &app,
