@@ -9,7 +9,7 @@
 # request states, so a schema-valid body may rightly be a 422 listing them.
 #
 # It starts PostgreSQL if needed (scripts/test-env.sh), serves the API on a
-# fresh database `toolmock_schemathesis`, seeds one tool, agent and simulation
+# fresh database of its own (scripts/serve-api.sh), seeds one tool, agent and simulation
 # so that id-taking routes meet real rows too, and stops the server at the end.
 #
 #   scripts/schemathesis.sh [MAX_EXAMPLES]     (default 50 per operation)
@@ -30,25 +30,7 @@ if [[ ! -x "$venv/bin/st" ]] || ! "$venv/bin/st" --version | grep -q "$version";
 fi
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
-cargo build --locked -q -p toolmock-api-bin
-bin="$CARGO_TARGET_DIR/debug/toolmock-api"
-
-db="toolmock_schemathesis"
-base="${DATABASE_URL%/*}"
-psql "$DATABASE_URL" -qc "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
-
-export TOOLMOCK_JWT_SECRET="schemathesis secret, at least 32 bytes long"
-port=$((20000 + RANDOM % 20000))
-log="$CARGO_TARGET_DIR/schemathesis-server.log"
-"$bin" serve --database-url "$base/$db" --bind "127.0.0.1:$port" --log-format json 2>"$log" &
-server=$!
-trap 'kill -TERM "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
-url="http://127.0.0.1:$port"
-for _ in $(seq 1 100); do
-    curl -fsS "$url/readyz" >/dev/null 2>&1 && break
-    sleep 0.1
-done
-curl -fsS "$url/readyz" >/dev/null
+. scripts/serve-api.sh schemathesis
 
 token="$("$bin" token --tenant schemathesis --permission AIManager:ManageTools --permission AIManager:RunSimulations)"
 auth="Authorization: Bearer $token"

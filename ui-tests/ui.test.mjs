@@ -226,10 +226,18 @@ test("a 409 is explained and recovered from with one click", async () => {
 test("start a simulation and watch it finish", async () => {
   await page.goto(`${base}/#/simulations`);
   await shoot("simulations-empty", "Simulations");
-  await page.locator("#document").fill(JSON.stringify(notes));
+  // Each call takes 700 ms of real time in the API (a simulated delay), so
+  // the page opens while the attempts run and follows them live.
+  const slow = structuredClone(notes);
+  slow.tools[0].definitions.add.variants.ok.delay_ms = 700;
+  await page.locator("#document").fill(JSON.stringify(slow));
   await page.locator("#start").click();
   await page.getByRole("heading", { name: "Simulation notes" }).waitFor();
-  await page.locator("#summary .badge.finished").waitFor({ timeout: 60_000 });
+  await page.getByText("Following live…").waitFor();
+  assert.match(await page.locator("#summary").innerText(), /running/);
+  await shoot("simulation-running", "Simulation notes");
+  await page.getByText("Finished.").waitFor({ timeout: 60_000 });
+  await page.locator("#summary .badge.finished").waitFor();
   await shoot("simulation", "Simulation notes");
   const summary = await page.locator("#summary").innerText();
   assert.match(summary, /2 passed/);
@@ -277,7 +285,7 @@ test("no page threw", () => {
 test("every page was photographed", () => {
   assert.deepEqual(taken.sort(), [
     "attempt-failed", "attempt-harness-error", "coverage", "operation-conflict", "operation-current",
-    "operation-diagnostics", "operation-saved", "operation-stale", "sign-in", "simulation", "simulations",
+    "operation-diagnostics", "operation-saved", "operation-stale", "sign-in", "simulation", "simulation-running", "simulations",
     "simulations-empty", "tool", "tools", "tools-empty",
   ]);
 });

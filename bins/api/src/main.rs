@@ -74,6 +74,11 @@ struct ServeArgs {
     /// Requests served at once (more: 503 `overloaded`).
     #[arg(long, env = "TOOLMOCK_CONCURRENCY_LIMIT", default_value_t = 1024)]
     concurrency_limit: usize,
+    /// How long a simulation's attempts may run, in seconds: an attempt still
+    /// running when its lease ends (its agent gone, its runner's process
+    /// dead) ends as `harness_error` (`lease_expired`).
+    #[arg(long, env = "TOOLMOCK_ATTEMPT_LEASE_SECS", default_value_t = 3600)]
+    attempt_lease_secs: u64,
     /// An OpenAI-compatible chat-completions base URL (e.g. http://127.0.0.1:8000/v1)
     /// that drafts mocks for `generate`; without it drafts are schema-derived.
     #[arg(long, env = "TOOLMOCK_GENERATOR_URL")]
@@ -204,16 +209,20 @@ fn serve(args: ServeArgs) -> Result<(), String> {
             body_limit: args.body_limit,
             request_timeout: Duration::from_secs(args.request_timeout_secs),
             concurrency_limit: args.concurrency_limit,
+            attempt_lease: Duration::from_secs(args.attempt_lease_secs),
         };
         let listener = tokio::net::TcpListener::bind(args.bind)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", args.bind))?;
         let local = listener.local_addr().map_err(|e| e.to_string())?;
         tracing::info!(address = %local, "listening");
-        let app = toolmock_api::router(AppState::new(pool.clone(), auth, config));
+        let state = AppState::new(pool.clone(), auth, config);
+        let sweeper = toolmock_api::spawn_lease_sweeper(state.clone());
+        let app = toolmock_api::router(state);
         toolmock_api::serve(listener, app, shutdown_signal())
             .await
             .map_err(|e| e.to_string())?;
+        sweeper.abort();
         pool.close().await;
         tracing::info!("stopped");
         Ok(())

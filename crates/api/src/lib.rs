@@ -67,6 +67,9 @@ pub struct ApiConfig {
     pub request_timeout: Duration,
     /// How many requests are served at once (more: 503 `overloaded`).
     pub concurrency_limit: usize,
+    /// How long a simulation's attempts may run: one still running when its
+    /// lease ends is ended as `harness_error` by [`expire_abandoned_attempts`].
+    pub attempt_lease: Duration,
 }
 
 impl Default for ApiConfig {
@@ -76,6 +79,7 @@ impl Default for ApiConfig {
             body_limit: 1024 * 1024,
             request_timeout: Duration::from_secs(30),
             concurrency_limit: 1024,
+            attempt_lease: Duration::from_secs(3600),
         }
     }
 }
@@ -186,6 +190,35 @@ pub fn router(state: AppState) -> Router {
 /// The OpenAPI 3.1 document of every route.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     routes::documented().1
+}
+
+/// Ends every attempt still running after its lease ran out — its external
+/// agent gone, or the process that ran its script dead — as `harness_error`:
+/// a `lease_expired` harness error is recorded, then the attempt is
+/// finished. Returns how many it ended. Safe to run from every API process at
+/// once: a second finish of the same attempt is refused and ignored.
+pub async fn expire_abandoned_attempts(
+    state: &AppState,
+) -> Result<usize, toolmock_runtime::error::StoreError> {
+    runner::expire_abandoned(state).await
+}
+
+/// Runs [`expire_abandoned_attempts`] every 30 s until aborted.
+pub fn spawn_lease_sweeper(state: AppState) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(30));
+        loop {
+            tick.tick().await;
+            match expire_abandoned_attempts(&state).await {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(
+                    attempts = n,
+                    "attempts whose lease ran out ended as harness_error"
+                ),
+                Err(e) => tracing::error!(error = %e, "the lease sweeper cannot read the attempts"),
+            }
+        }
+    })
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves, then lets the

@@ -247,3 +247,43 @@ pub(crate) fn events(
         .keep_alive(KeepAlive::default())
         .into_response()
 }
+
+/// Attempts expired in one sweep at the most (the next sweep takes the rest).
+const EXPIRED_PER_SWEEP: u32 = 500;
+
+/// See [`crate::expire_abandoned_attempts`].
+pub(crate) async fn expire_abandoned(
+    state: &AppState,
+) -> Result<usize, toolmock_runtime::error::StoreError> {
+    let store = state.store();
+    let now = chrono::Utc::now();
+    let expired = store.expired_attempts(now, EXPIRED_PER_SWEEP).await?;
+    let mut ended = 0;
+    for (tenant, attempt) in expired {
+        let record = HarnessErrorRecord {
+            tenant,
+            attempt,
+            tool: None,
+            operation: None,
+            pin: None,
+            arguments: None,
+            code: HarnessCode::LeaseExpired,
+            message: "the attempt's lease ran out before it was finished: no agent or runner is playing it any more".into(),
+            path: None,
+            detail: Value::Null,
+            at: now,
+        };
+        store.record_harness_error(&record).await?;
+        // Another process may have finished it meanwhile: that is fine, the
+        // recorded harness error decides its outcome either way.
+        if state
+            .dispatcher()
+            .finish_attempt(tenant, attempt, Verdict::Failed)
+            .await
+            .is_ok()
+        {
+            ended += 1;
+        }
+    }
+    Ok(ended)
+}

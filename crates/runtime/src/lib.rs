@@ -71,6 +71,7 @@
 //! let spec = AgentSpec {
 //!     tools: vec![ToolRef::Inline(InlineTool { name: "calendar".into(), operations: vec![booking] })],
 //!     workflows: vec![],
+//!     ..Default::default()
 //! };
 //! let agent = store.create_agent(tenant, "receptionist", &spec).await?;
 //!

@@ -45,3 +45,5 @@ GRANT SELECT, INSERT ON simulation_documents, attempt_judgements TO toolmock_app
 -- Listing a tenant's simulations newest first, and a simulation's attempts.
 CREATE INDEX simulations_tenant_created ON simulations (tenant_id, created_at DESC, id DESC);
 CREATE INDEX attempts_simulation ON attempts (simulation_id, test_case_id, number);
+-- The lease sweeper: running attempts by lease expiry.
+CREATE INDEX attempts_running_lease ON attempts (lease_expires_at) WHERE status = 'running';

@@ -5,6 +5,7 @@ use crate::AppState;
 use crate::auth::bearer;
 use crate::error::{ApiCode, ApiError};
 use crate::extract::{ApiJsonVerbatim, ApiPath};
+use crate::routes::simulations::document;
 use axum::Json;
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
@@ -14,7 +15,7 @@ use toolmock_contract::pointer;
 use toolmock_runtime::ToolCall;
 use toolmock_runtime::backend::AttemptStore;
 use toolmock_runtime::model::{AttemptId, Capability, TenantId};
-use toolmock_runtime::simulation::document::{CaseDoc, DriverDoc, SimulationDocument};
+use toolmock_runtime::simulation::document::{CaseDoc, DriverDoc};
 use toolmock_runtime::simulation::judge_and_finish;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -38,6 +39,17 @@ pub(crate) struct AttemptCapability {
     capability: Capability,
     tenant: TenantId,
     attempt: AttemptId,
+}
+
+impl AttemptCapability {
+    /// Refuses a capability used on another attempt's path.
+    fn for_attempt(self, path_id: Uuid) -> Result<Self, ApiError> {
+        if self.attempt.as_uuid() == path_id {
+            Ok(self)
+        } else {
+            Err(ApiError::ForeignCapability)
+        }
+    }
 }
 
 impl FromRequestParts<AppState> for AttemptCapability {
@@ -81,9 +93,7 @@ pub(crate) async fn tool_call(
     ApiPath(id): ApiPath<Uuid>,
     ApiJsonVerbatim(body): ApiJsonVerbatim<ToolCallRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    if capability.attempt.as_uuid() != id {
-        return Err(ApiError::ForeignCapability);
-    }
+    let capability = capability.for_attempt(id)?;
     let result = state
         .dispatcher()
         .call(
@@ -127,9 +137,7 @@ pub(crate) async fn finish_attempt(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<FinishedView>, ApiError> {
-    if capability.attempt.as_uuid() != id {
-        return Err(ApiError::ForeignCapability);
-    }
+    let capability = capability.for_attempt(id)?;
     let (tenant, attempt) = (capability.tenant, capability.attempt);
     let store = state.store();
     let listing = store.attempt_listing(tenant, attempt).await?;
@@ -140,14 +148,7 @@ pub(crate) async fn finish_attempt(
         });
     }
     let record = store.attempt(tenant, attempt).await?;
-    let document = store
-        .simulation_document(tenant, record.simulation)
-        .await?
-        .map(serde_json::from_value::<SimulationDocument>)
-        .transpose()
-        .map_err(|e| {
-            ApiError::Internal(format!("a stored simulation document does not parse: {e}"))
-        })?;
+    let document = document(&state, tenant, record.simulation).await?;
     let position = listing.case_position as usize;
     let case = match document.as_ref().and_then(|d| d.cases.get(position)) {
         Some(case) if case.driver == DriverDoc::External => case.clone(),

@@ -25,6 +25,7 @@ use toolmock_runtime::simulation::{
     CallReport, Files, Problem, RunError, coverage, install_inline, load_value, start_problems,
     start_request,
 };
+use toolmock_runtime::workflow::{NodeDoc, WorkflowDoc};
 use toolmock_store::{AttemptListing, SimulationListing};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -46,6 +47,12 @@ pub(crate) struct CreateAgent {
     #[serde(default)]
     #[schema(value_type = Vec<Object>)]
     workflows: Vec<Value>,
+    /// Its system prompt, for whoever plays it (opaque to toolmock).
+    #[serde(default)]
+    prompt: String,
+    /// Prerequisite guards, for drivers and judges (opaque to toolmock).
+    #[serde(default)]
+    guards: Vec<String>,
 }
 
 /// An agent.
@@ -61,6 +68,10 @@ pub(crate) struct AgentView {
     /// Its workflows.
     #[schema(value_type = Vec<Object>)]
     workflows: Value,
+    /// Its system prompt.
+    prompt: String,
+    /// Its prerequisite guards.
+    guards: Vec<String>,
 }
 
 fn agent_view(id: AgentId, name: String, spec: &AgentSpec) -> Result<AgentView, ApiError> {
@@ -70,6 +81,8 @@ fn agent_view(id: AgentId, name: String, spec: &AgentSpec) -> Result<AgentView, 
         name,
         tools: serde_json::to_value(&spec.tools).map_err(internal)?,
         workflows: serde_json::to_value(&spec.workflows).map_err(internal)?,
+        prompt: spec.prompt.clone(),
+        guards: spec.guards.clone(),
     })
 }
 
@@ -107,15 +120,40 @@ pub(crate) async fn create_agent(
             Err(e) => problems.push(json!({"code": "invalid_workflow", "path": format!("/workflows/{i}"), "message": e.to_string()})),
         }
     }
+    // The names the agent's calls can use: its tools' and its workflows'.
+    let mut names: Vec<String> = Vec::new();
+    let mut names_known = true;
     for (i, tool) in &tools {
-        if let ToolRef::Library { tool } = tool {
-            match state.store().tool(tenant, *tool).await {
-                Ok(_) => {}
-                Err(e) if e.is_not_found() => problems.push(
-                    json!({"code": "unknown_tool", "path": format!("/tools/{i}/tool"),
-                    "message": format!("the tenant has no library tool {tool}")}),
-                ),
+        match tool {
+            ToolRef::Library { tool } => match state.store().tool(tenant, *tool).await {
+                Ok(found) => names.push(found.name),
+                Err(e) if e.is_not_found() => {
+                    names_known = false;
+                    problems.push(
+                        json!({"code": "unknown_tool", "path": format!("/tools/{i}/tool"),
+                        "message": format!("the tenant has no library tool {tool}")}),
+                    );
+                }
                 Err(e) => return Err(e.into()),
+            },
+            ToolRef::Inline(inline) => names.push(inline.name.clone()),
+            ToolRef::Workflow { workflow } => names.push(workflow.clone()),
+        }
+    }
+    // A workflow's tool node calls through the agent's own tools: one that
+    // names a tool the agent lacks would only fail at call time. (With an
+    // unknown library tool its name is unknown too: that one problem is enough.)
+    for (w, workflow) in workflows.iter().enumerate().filter(|_| names_known) {
+        let workflow: &WorkflowDoc = workflow;
+        for (n, node) in workflow.nodes.iter().enumerate() {
+            if let NodeDoc::Tool {
+                tool: Some(tool), ..
+            } = node
+                && !names.contains(tool)
+            {
+                problems.push(json!({"code": "unknown_tool",
+                    "path": format!("/workflows/{w}/nodes/{n}/tool"),
+                    "message": format!("the agent has no tool {tool:?}; a workflow calls only the agent's tools")}));
             }
         }
     }
@@ -129,6 +167,8 @@ pub(crate) async fn create_agent(
     let spec = AgentSpec {
         tools: tools.into_iter().map(|(_, t)| t).collect(),
         workflows,
+        prompt: body.prompt,
+        guards: body.guards,
     };
     state.ensure_tenant(&auth.principal).await?;
     let id = state
@@ -326,6 +366,7 @@ pub(crate) async fn start_simulation(
         .map_err(|e| run_error(e, ApiCode::InvalidSimulation))?;
     let mut request = start_request(&loaded.document, installed.agent);
     request.lease_owner = format!("api:{}", auth.principal.subject);
+    request.lease = state.config().attempt_lease;
     let started = match dispatcher.start(tenant, &request).await {
         Ok(started) => started,
         Err(StartError::Refused { problems }) => {
@@ -514,22 +555,27 @@ pub(crate) struct AttemptItem {
     unmet: Option<Value>,
 }
 
+/// A stored simulation document, parsed (it was loaded before it was kept,
+/// so a failure here is corruption, not the caller's fault).
+pub(crate) fn parse_document(value: &Value) -> Result<SimulationDocument, ApiError> {
+    SimulationDocument::deserialize(value).map_err(|e| {
+        ApiError::Internal(format!("a stored simulation document does not parse: {e}"))
+    })
+}
+
 /// The parsed document of a simulation, when it was started with one.
-async fn document(
+pub(crate) async fn document(
     state: &AppState,
     tenant: TenantId,
     simulation: SimulationId,
 ) -> Result<Option<SimulationDocument>, ApiError> {
-    let Some(value) = state
+    state
         .store()
         .simulation_document(tenant, simulation)
         .await?
-    else {
-        return Ok(None);
-    };
-    serde_json::from_value(value).map(Some).map_err(|e| {
-        ApiError::Internal(format!("a stored simulation document does not parse: {e}"))
-    })
+        .as_ref()
+        .map(parse_document)
+        .transpose()
 }
 
 pub(crate) fn attempt_item(
@@ -593,12 +639,7 @@ pub(crate) async fn get_simulation(
     let summary = store.simulation(tenant, simulation).await?;
     let pins = store.simulation_pins(tenant, simulation).await?;
     let raw = store.simulation_document(tenant, simulation).await?;
-    let parsed: Option<SimulationDocument> = match &raw {
-        Some(v) => Some(serde_json::from_value(v.clone()).map_err(|e| {
-            ApiError::Internal(format!("a stored simulation document does not parse: {e}"))
-        })?),
-        None => None,
-    };
+    let parsed = raw.as_ref().map(parse_document).transpose()?;
     let attempts = store
         .simulation_attempts(tenant, simulation)
         .await?

@@ -8,6 +8,7 @@ use crate::common::*;
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use toolmock_api::{ApiConfig, AppState, AuthConfig, router};
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn start_call_and_read_the_attempt(pool: PgPool) {
@@ -19,10 +20,15 @@ async fn start_call_and_read_the_attempt(pool: PgPool) {
         Method::POST,
         "/api/agents",
         Some(&bearer),
-        Some(&json!({"name": "receptionist", "tools": [{"type": "library", "tool": tool.id}]})),
+        Some(
+            &json!({"name": "receptionist", "tools": [{"type": "library", "tool": tool.id}],
+                     "prompt": "You book appointments.", "guards": ["confirm the day first"]}),
+        ),
     )
     .await;
     assert_eq!(agent.status, StatusCode::CREATED, "{}", agent.json);
+    assert_eq!(agent.json["prompt"], "You book appointments.");
+    assert_eq!(agent.json["guards"], json!(["confirm the day first"]));
     let agent_id = agent.json["id"].as_str().unwrap().to_owned();
     let read = send(
         &app,
@@ -453,6 +459,17 @@ async fn scripted_attempts_run_in_the_background_and_stream_their_progress(pool:
         "{}",
         coverage.json
     );
+    // The agent the start created keeps the document's prompt and guards.
+    let agent = send(
+        &app,
+        Method::GET,
+        &format!("/api/agents/{}", started.json["agent"].as_str().unwrap()),
+        Some(&bearer),
+        None,
+    )
+    .await;
+    assert_eq!(agent.json["prompt"], scripted_document()["agent"]["prompt"]);
+    assert_eq!(agent.json["guards"], scripted_document()["agent"]["guards"]);
     // The start added nothing to the tenant's tool library.
     let tools = send(
         &app,
@@ -612,4 +629,123 @@ async fn simulations_are_listed_newest_first_a_page_at_a_time(pool: PgPool) {
     )
     .await;
     assert_eq!(bad.code(), "invalid_query");
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_workflow_calls_only_its_agents_tools(pool: PgPool) {
+    let app = app(&pool);
+    let bearer = token("acme", &[MANAGE, RUN]);
+    let tool = create_calendar(&app, &bearer).await;
+    let workflow = |calls: &str| {
+        json!({"name": "rebook", "nodes": [
+            {"type": "tool", "id": "book", "tool": calls, "operation": "book",
+             "arguments": {"day": {"$input": "day"}}}]})
+    };
+    let agent = |calls: &str| {
+        json!({"name": "receptionist",
+               "tools": [{"type": "library", "tool": tool.id}, {"type": "workflow", "workflow": "rebook"}],
+               "workflows": [workflow(calls)]})
+    };
+    let refused = send(
+        &app,
+        Method::POST,
+        "/api/agents",
+        Some(&bearer),
+        Some(&agent("diary")),
+    )
+    .await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_agent"),
+        "{}",
+        refused.json
+    );
+    assert_eq!(
+        refused.json["error"]["details"]["problems"][0]["path"],
+        "/workflows/0/nodes/0/tool"
+    );
+    let created = send(
+        &app,
+        Method::POST,
+        "/api/agents",
+        Some(&bearer),
+        Some(&agent("calendar")),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.json);
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn an_attempt_nobody_finishes_ends_as_harness_error_when_its_lease_runs_out(pool: PgPool) {
+    let config = ApiConfig {
+        attempt_lease: std::time::Duration::from_millis(300),
+        ..ApiConfig::default()
+    };
+    let state = AppState::new(pool.clone(), AuthConfig::hs256(SECRET).unwrap(), config);
+    let app = router(state.clone());
+    let bearer = token("acme", &[MANAGE, RUN]);
+    let tool = create_calendar(&app, &bearer).await;
+    save_booking(&app, &bearer, &tool).await;
+    let started = send(
+        &app,
+        Method::POST,
+        "/api/simulations",
+        Some(&bearer),
+        Some(&calendar_simulation(&tool, 2)),
+    )
+    .await;
+    assert_eq!(started.status, StatusCode::CREATED, "{}", started.json);
+    // The external agent finishes one attempt and abandons the other.
+    let first = &started.json["attempts"][0];
+    let finish = format!("/api/attempts/{}/finish", first["id"].as_str().unwrap());
+    let finished = send(
+        &app,
+        Method::POST,
+        &finish,
+        first["capability"].as_str(),
+        None,
+    )
+    .await;
+    assert_eq!(finished.status, StatusCode::OK, "{}", finished.json);
+    assert_eq!(
+        toolmock_api::expire_abandoned_attempts(&state)
+            .await
+            .unwrap(),
+        0
+    );
+
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    assert_eq!(
+        toolmock_api::expire_abandoned_attempts(&state)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        toolmock_api::expire_abandoned_attempts(&state)
+            .await
+            .unwrap(),
+        0
+    );
+    let abandoned = started.json["attempts"][1]["id"].as_str().unwrap();
+    let read = send(
+        &app,
+        Method::GET,
+        &format!("/api/attempts/{abandoned}"),
+        Some(&bearer),
+        None,
+    )
+    .await;
+    assert_eq!(read.json["outcome"], "harness_error", "{}", read.json);
+    assert_eq!(read.json["harness_errors"][0]["code"], "lease_expired");
+    // The finished one keeps its outcome.
+    let read = send(
+        &app,
+        Method::GET,
+        &format!("/api/attempts/{}", first["id"].as_str().unwrap()),
+        Some(&bearer),
+        None,
+    )
+    .await;
+    assert_eq!(read.json["outcome"], "failed", "{}", read.json);
 }

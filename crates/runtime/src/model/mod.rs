@@ -275,6 +275,14 @@ pub struct AgentSpec {
     /// every tool a workflow calls is one of `tools`.
     #[serde(default)]
     pub workflows: Vec<WorkflowDoc>,
+    /// Its system prompt: opaque text for whoever plays the agent (a worker
+    /// driving a model); toolmock never interprets it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub prompt: String,
+    /// Prerequisite guards ("verify the member before discussing claims"):
+    /// opaque text for drivers and judges.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guards: Vec<String>,
 }
 
 /// A reference to something callable.

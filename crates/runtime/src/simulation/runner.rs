@@ -251,6 +251,8 @@ fn agent_spec(loaded: &LoadedSimulation, tool: impl Fn(&str) -> Option<ToolRef>)
     AgentSpec {
         tools: names.into_iter().filter_map(reference).collect(),
         workflows: agent.workflows.clone(),
+        prompt: agent.prompt.clone(),
+        guards: agent.guards.clone(),
     }
 }
 

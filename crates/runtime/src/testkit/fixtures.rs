@@ -222,6 +222,7 @@ pub async fn ledger_simulation<B: Backend>(
     let spec = AgentSpec {
         tools: vec![ToolRef::Library { tool }],
         workflows: vec![],
+        ..Default::default()
     };
     (tenant, start_agent(rig, tenant, spec, attempts).await)
 }

@@ -19,6 +19,7 @@ pub async fn capabilities_follow_the_lease<B: Backend>(backend: B) {
             &AgentSpec {
                 tools: vec![ToolRef::Library { tool }],
                 workflows: vec![],
+                ..Default::default()
             },
         )
         .await
@@ -152,6 +153,7 @@ async fn seeded_tenant<B: Backend>(
     let spec = AgentSpec {
         tools: vec![ToolRef::Library { tool }],
         workflows: vec![],
+        ..Default::default()
     };
     let agent = b.create_agent(tenant, "agent", &spec).await.unwrap();
     let started = rig

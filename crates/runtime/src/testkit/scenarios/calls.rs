@@ -44,6 +44,7 @@ pub async fn result_is_exactly_rendered<B: Backend>(backend: B) {
         AgentSpec {
             tools: vec![ToolRef::Library { tool }, ToolRef::Inline(calendar)],
             workflows: vec![],
+            ..Default::default()
         },
         1,
     )
@@ -161,6 +162,7 @@ pub async fn delays_use_the_sleeper<B: Backend>(backend: B) {
         AgentSpec {
             tools: vec![ToolRef::Inline(slow)],
             workflows: vec![],
+            ..Default::default()
         },
         1,
     )
@@ -199,6 +201,7 @@ pub async fn real_tools_runs_use_the_executor<B: Backend>(backend: B) {
         workflows: vec![workflow(json!({"name": "w", "nodes": [
             {"type": "effect", "id": "mail", "effect": "email"}
         ]}))],
+        ..Default::default()
     };
     let agent = rig
         .backend()

@@ -17,6 +17,7 @@ pub async fn harness_faults_never_pass<B: Backend>(backend: B) {
             &AgentSpec {
                 tools: vec![ToolRef::Inline(faults_tool())],
                 workflows: vec![],
+                ..Default::default()
             },
         )
         .await
@@ -213,6 +214,7 @@ pub async fn tool_input_errors_are_recoverable<B: Backend>(backend: B) {
                 operations: vec![lookup, refund],
             })],
             workflows: vec![],
+            ..Default::default()
         },
         1,
     )

@@ -143,6 +143,7 @@ pub async fn nothing_real_runs_after_the_lease<B: Backend>(backend: B) {
     let spec = AgentSpec {
         tools: vec![ToolRef::Library { tool }],
         workflows: vec![],
+        ..Default::default()
     };
     let agent = rig
         .backend()

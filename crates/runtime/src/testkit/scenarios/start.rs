@@ -131,6 +131,7 @@ pub async fn start_refusals<B: Backend>(backend: B) {
                 {"type": "tool", "id": "again", "workflow": "outer"}
             ]})),
         ],
+        ..Default::default()
     };
     let agent = b.create_agent(tenant, "refused", &spec).await.unwrap();
     let error = rig
@@ -226,6 +227,7 @@ pub async fn start_refusals<B: Backend>(backend: B) {
             },
         ],
         workflows: vec![],
+        ..Default::default()
     };
     let agent = b.create_agent(tenant, "ghost", &ghost).await.unwrap();
     let StartError::Refused { problems } = rig
@@ -280,6 +282,7 @@ pub async fn workflow_cycles_and_effects_are_refused_at_start<B: Backend>(backen
                 {"type": "tool", "id": "loop", "workflow": "unused"}
             ]})),
         ],
+        ..Default::default()
     };
     let agent = rig
         .backend()
@@ -397,6 +400,7 @@ pub async fn incomplete_starts_fail_closed<B: Backend>(backend: B) {
                 {"type": "tool", "id": "log", "tool": "ledger", "operation": "append"}
             ]})),
         ],
+        ..Default::default()
     };
     let agent = b.create_agent(tenant, "booker", &spec).await.unwrap();
     let error = rig
