@@ -176,7 +176,7 @@ fn stream(
     // contract it must also exist as a `Value` to be schema-validated.
     let rendering = match contract {
         Some(_) => Rendering::JsonAndValue,
-        None => Rendering::Json,
+        None => Rendering::Nothing,
     };
     let prepare = Preparation {
         definition,

@@ -257,6 +257,9 @@ pub enum Rendering {
     Value,
     /// For [`evaluate_prepared_checked`].
     JsonAndValue,
+    /// Nothing ahead: every operator is rendered in place, by any of the
+    /// three; for when the thread that prepares is the busier one.
+    Nothing,
 }
 
 /// The part of a call that its input and variant name decide alone, worked
@@ -302,8 +305,8 @@ pub fn prepare(
         Ok(Some(v)) => Ahead::render(
             &v.input_holes,
             input,
-            rendering != Rendering::Value,
-            rendering != Rendering::Json,
+            matches!(rendering, Rendering::Json | Rendering::JsonAndValue),
+            matches!(rendering, Rendering::Value | Rendering::JsonAndValue),
         ),
         _ => Ahead::default(),
     };
@@ -625,6 +628,13 @@ mod tests {
                         written
                     );
                     assert_eq!(ahead, whole);
+                    let bare = prepare(&definition, None, input, variant, Rendering::Nothing);
+                    let mut in_place = b"prefix".to_vec();
+                    assert_eq!(
+                        evaluate_prepared_json(&definition, &bare, input, &state, &mut in_place),
+                        written
+                    );
+                    assert_eq!(in_place, whole);
                     let value = prepare(&definition, None, input, variant, Rendering::Value);
                     let outcome = evaluate(&definition, &call);
                     assert_eq!(

@@ -107,7 +107,7 @@ impl Ahead {
     /// Renders a variant's input operators (`holes`, by id) against `input`.
     pub(crate) fn render(holes: &[Expr], input: &Value, text: bool, values: bool) -> Ahead {
         let mut ahead = Ahead::default();
-        if holes.is_empty() {
+        if holes.is_empty() || !(text || values) {
             return ahead;
         }
         let state = Map::new();
