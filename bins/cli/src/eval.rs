@@ -151,8 +151,8 @@ pub(crate) fn run(args: &EvalArgs) -> Result<u8, Failure> {
 /// Only what depends on the state has to happen in file order, so that is
 /// all this thread does: one thread reads raw lines in chunks and deals them
 /// out in turn to the parsing threads, which parse each call and
-/// [`prepare`] it (the input's checks, the variant, every operator that
-/// reads the input alone); this thread takes the chunks back in that same
+/// [`prepare`] it (the input's checks, the variant and, with a contract,
+/// every operator that reads the input alone); this thread takes the chunks back in that same
 /// turn, evaluates them against the state in file order and hands each
 /// chunk's lines to a writing thread. The state and the output are exactly
 /// those of one thread doing everything. Parsed calls are freed by the thread
@@ -173,7 +173,9 @@ fn stream(
         .saturating_sub(1)
         .clamp(1, 3);
     // The result is written straight from the compiled definition; with a
-    // contract it must also exist as a `Value` to be schema-validated.
+    // contract it must also exist as a `Value` to be schema-validated, and
+    // the input operators are rendered ahead. Without one the parsing thread
+    // is the busier of the two, so they are rendered in place.
     let rendering = match contract {
         Some(_) => Rendering::JsonAndValue,
         None => Rendering::Nothing,
