@@ -1,8 +1,9 @@
 //! `toolmock eval` on the eval yardstick (`fixtures/bench/eval-realistic/`, a
 //! copy of `../shared/anchors/eval-realistic/` with a contract) writes exactly
 //! the bytes the build at 2ebde9d wrote, with and without `--contract`: the
-//! faster stream (calls parsed on a second thread, `$dateAdd` formatted by
-//! hand) changes nothing a user can see.
+//! faster stream (calls parsed and prepared on other threads, the output
+//! written by another, results rendered into the last call's, `$dateAdd`
+//! formatted by hand) changes nothing a user can see.
 
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};

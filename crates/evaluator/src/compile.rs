@@ -41,6 +41,9 @@ pub(crate) struct CompiledVariant {
     pub(crate) rules: Box<[CompiledRule]>,
     /// Set when enough rules test one path against distinct strings.
     pub(crate) index: Option<RuleIndex>,
+    /// One copy of each distinct operator of the variant that reads the
+    /// input alone, by [`crate::expr::InputHole`] id.
+    pub(crate) input_holes: Box<[Expr]>,
 }
 
 /// A shortcut through first-match order (SPEC §6 step 2) for the common
@@ -640,7 +643,19 @@ impl Walker {
         for expr in variant_exprs.chain(rule_exprs) {
             expr.for_each_reference(&mut |r| r.slot = slot_of(r.key()));
         }
+        // After the slots: the copies kept for rendering ahead carry them.
+        let mut input_holes = Vec::new();
+        let rule_exprs = rules.iter_mut().flat_map(|r| {
+            let updates = r.set_state.iter_mut().flat_map(|u| u.iter_mut());
+            r.result.iter_mut().chain(updates.map(|(_, e)| e))
+        });
+        let variant_exprs =
+            std::iter::once(&mut result).chain(set_state.iter_mut().map(|(_, e)| e));
+        for expr in variant_exprs.chain(rule_exprs) {
+            expr.mark_input_holes(&mut input_holes);
+        }
         Some(CompiledVariant {
+            input_holes: input_holes.into_iter().map(|(_, e)| e).collect(),
             name: name.into(),
             result,
             set_state,
@@ -887,13 +902,13 @@ impl CompiledDefinition {
     }
 
     pub(crate) fn variant(&self, name: Option<&str>) -> Option<&CompiledVariant> {
+        self.variant_index(name).and_then(|i| self.variants.get(i))
+    }
+
+    pub(crate) fn variant_index(&self, name: Option<&str>) -> Option<usize> {
         match name {
-            None => self.variants.get(self.default_variant),
-            Some(name) => self
-                .variants
-                .binary_search_by(|v| (*v.name).cmp(name))
-                .ok()
-                .map(|i| &self.variants[i]),
+            None => Some(self.default_variant),
+            Some(name) => self.variants.binary_search_by(|v| (*v.name).cmp(name)).ok(),
         }
     }
 }

@@ -5,7 +5,7 @@ use crate::error::CallError;
 use crate::operators::{self, DateAddError, OperandFault, Rejection, kind_of};
 use crate::path::{Path, Resolved};
 use serde_json::{Map, Value};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 /// Where a reference reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +60,89 @@ pub(crate) enum Expr {
     DateAdd(Box<[Option<Operand>; 3]>),
     /// A root expression with its JSON text prepared (see [`Template`]).
     Template(Box<Template>),
+    /// An operator that reads the input alone (see [`InputHole`]).
+    Input(Box<InputHole>),
+}
+
+/// An operator that reads only the input, never the state: its rendering is
+/// the same whatever the state, so it can be done once per call before the
+/// state is known, on another thread ([`crate::prepare`]). Operators of one
+/// variant that render alike share an `id`.
+#[derive(Debug, Clone)]
+pub(crate) struct InputHole {
+    pub(crate) id: usize,
+    pub(crate) expr: Expr,
+}
+
+/// At most this many distinct input operators of one variant are rendered
+/// ahead: a variant whose rules read many different ones would otherwise
+/// render, every call, operators its matched rule never uses.
+pub(crate) const MAX_INPUT_HOLES: usize = 16;
+
+/// One call's input operators rendered ahead, by [`InputHole::id`], as JSON
+/// text, as values, or both; `None` where there is nothing ahead: the
+/// operator failed (its error is then met by rendering it in place, with its
+/// own location), or it is a plain reference among texts rendered without
+/// values, which costs no more to write in place than to copy from here. A value is moved out, not
+/// copied, by the first rendering that uses it; a second use of the same
+/// operator renders it in place.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Ahead {
+    text: Vec<u8>,
+    /// The range of each operator's text in `text`.
+    spans: Vec<Option<(u32, u32)>>,
+    values: Vec<RefCell<Option<Value>>>,
+}
+
+impl Ahead {
+    fn text(&self, id: usize) -> Option<&[u8]> {
+        let (start, end) = (*self.spans.get(id)?)?;
+        self.text.get(start as usize..end as usize)
+    }
+
+    fn take_value(&self, id: usize) -> Option<Value> {
+        self.values.get(id)?.take()
+    }
+
+    /// Renders a variant's input operators (`holes`, by id) against `input`.
+    pub(crate) fn render(holes: &[Expr], input: &Value, text: bool, values: bool) -> Ahead {
+        let mut ahead = Ahead::default();
+        if holes.is_empty() || !(text || values) {
+            return ahead;
+        }
+        let state = Map::new();
+        let memo = Memo::new();
+        let scope = Scope::new(input, &state, &memo);
+        if text {
+            ahead.text.reserve(64 * holes.len());
+            ahead.spans = holes
+                .iter()
+                .map(|expr| {
+                    // With the values ahead too, nothing resolves a
+                    // reference's path on the evaluating thread to write it.
+                    if !values && matches!(expr, Expr::Reference(_)) {
+                        return None;
+                    }
+                    let start = ahead.text.len();
+                    if expr.write_json(&scope, &mut ahead.text).is_err() {
+                        ahead.text.truncate(start);
+                        return None;
+                    }
+                    Some((
+                        u32::try_from(start).ok()?,
+                        u32::try_from(ahead.text.len()).ok()?,
+                    ))
+                })
+                .collect();
+        }
+        if values {
+            ahead.values = holes
+                .iter()
+                .map(|expr| RefCell::new(expr.render(&scope).ok()))
+                .collect();
+        }
+        ahead
+    }
 }
 
 /// An array with at least one operator inside.
@@ -141,7 +224,11 @@ impl Template {
     fn wrap(tree: Expr) -> Expr {
         if matches!(
             tree,
-            Expr::Reference(_) | Expr::Number(_) | Expr::DateAdd(_) | Expr::Template(_)
+            Expr::Reference(_)
+                | Expr::Number(_)
+                | Expr::DateAdd(_)
+                | Expr::Template(_)
+                | Expr::Input(_)
         ) {
             return tree;
         }
@@ -184,7 +271,7 @@ impl Template {
                 text.push('}');
             }
             Expr::Template(inner) => Template::cut(&inner.tree, pieces, text),
-            Expr::Reference(_) | Expr::Number(_) | Expr::DateAdd(_) => {
+            Expr::Reference(_) | Expr::Number(_) | Expr::DateAdd(_) | Expr::Input(_) => {
                 if !text.is_empty() {
                     pieces.push(Piece::Text(std::mem::take(text).into_boxed_str()));
                 }
@@ -194,7 +281,6 @@ impl Template {
     }
 }
 
-/// The data a call reads.
 /// How many distinct paths of one variant (read by its conditions and
 /// references) are remembered per call; paths beyond that are resolved each
 /// time they are read.
@@ -223,6 +309,8 @@ pub(crate) struct Scope<'a> {
     pub(crate) input: &'a Value,
     pub(crate) state: &'a Map<String, Value>,
     memo: &'a [Cell<Option<Option<&'a Value>>>],
+    /// The input operators already rendered for this call, if any.
+    ahead: Option<&'a Ahead>,
 }
 
 impl<'a> Scope<'a> {
@@ -231,6 +319,21 @@ impl<'a> Scope<'a> {
             input,
             state,
             memo: &memo.0,
+            ahead: None,
+        }
+    }
+
+    pub(crate) fn with_ahead(
+        input: &'a Value,
+        state: &'a Map<String, Value>,
+        memo: &'a Memo<'a>,
+        ahead: &'a Ahead,
+    ) -> Self {
+        Scope {
+            input,
+            state,
+            memo: &memo.0,
+            ahead: Some(ahead),
         }
     }
 
@@ -379,6 +482,80 @@ impl Expr {
                     }
                 }
             }
+            Expr::Input(hole) => hole.expr.for_each_reference(f),
+        }
+    }
+
+    /// Wraps every operator that reads the input alone in an [`InputHole`],
+    /// the copies a template keeps of its holes included; `holes` collects one
+    /// copy of each distinct operator, its index being the id (at most
+    /// [`MAX_INPUT_HOLES`]; the rest are left as they are).
+    pub(crate) fn mark_input_holes(&mut self, holes: &mut Vec<(String, Expr)>) {
+        match self {
+            Expr::Literal(_) | Expr::Input(_) => {}
+            Expr::Array(items) => items
+                .list
+                .iter_mut()
+                .for_each(|e| e.mark_input_holes(holes)),
+            Expr::Object(fields) => fields
+                .list
+                .iter_mut()
+                .for_each(|(_, e)| e.mark_input_holes(holes)),
+            Expr::Template(template) => {
+                template.tree.mark_input_holes(holes);
+                for piece in template.pieces.iter_mut() {
+                    if let Piece::Hole(e) = piece {
+                        e.mark_input_holes(holes);
+                    }
+                }
+            }
+            Expr::Reference(_) | Expr::Number(_) | Expr::DateAdd(_) => {
+                let Some(key) = self.input_key() else {
+                    return;
+                };
+                let id = match holes.iter().position(|(k, _)| *k == key) {
+                    Some(id) => id,
+                    None if holes.len() < MAX_INPUT_HOLES => {
+                        holes.push((key, self.clone()));
+                        holes.len() - 1
+                    }
+                    None => return,
+                };
+                let expr = std::mem::replace(self, Expr::Literal(Value::Null));
+                *self = Expr::Input(Box::new(InputHole { id, expr }));
+            }
+        }
+    }
+
+    /// For an operator that reads the input alone, a text that two such
+    /// operators share exactly when they render alike (their locations in
+    /// the definition aside); `None` for anything else.
+    fn input_key(&self) -> Option<String> {
+        fn operand(o: Option<&Operand>) -> Option<String> {
+            match o {
+                None => Some("-".into()),
+                Some(Operand::Literal(v)) => Some(format!("l{v}")),
+                Some(Operand::Reference(r)) if r.source == Source::Input => {
+                    Some(format!("i{:?}", r.path.as_str()))
+                }
+                Some(Operand::Reference(_)) => None,
+            }
+        }
+        match self {
+            Expr::Reference(r) if r.source == Source::Input => {
+                Some(format!("i{:?}", r.path.as_str()))
+            }
+            Expr::Number(o) => Some(format!("n({})", operand(Some(o))?)),
+            Expr::DateAdd(operands) => {
+                let [value, days, hours] = &**operands;
+                Some(format!(
+                    "d({},{},{})",
+                    operand(value.as_ref())?,
+                    operand(days.as_ref())?,
+                    operand(hours.as_ref())?
+                ))
+            }
+            _ => None,
         }
     }
 
@@ -434,6 +611,55 @@ impl Expr {
             Expr::Number(operand) => render_number(operand, scope),
             Expr::DateAdd(operands) => render_date_add(operands, scope),
             Expr::Template(template) => template.tree.render(scope),
+            Expr::Input(hole) => match scope.ahead.and_then(|a| a.take_value(hole.id)) {
+                Some(value) => Ok(value),
+                None => hole.expr.render(scope),
+            },
+        }
+    }
+
+    /// [`Expr::render`] into `target`, which holds this expression's last
+    /// rendering: the literal parts are left in place and only the operators
+    /// are rendered again, so a large result is not rebuilt (allocated,
+    /// copied, freed) per call. Anything else in `target` is replaced by a
+    /// whole rendering. On error `target` is left half rendered; the next
+    /// call renders every operator again anyway.
+    pub(crate) fn render_into(
+        &self,
+        scope: &Scope<'_>,
+        target: &mut Value,
+    ) -> Result<(), CallError> {
+        match (self, &mut *target) {
+            (Expr::Template(template), _) => template.tree.render_into(scope, target),
+            (Expr::Array(items), Value::Array(rendered)) if rendered.len() == items.list.len() => {
+                for &i in items.holes.iter() {
+                    if let (Some(slot), Some(expr)) = (rendered.get_mut(i), items.list.get(i)) {
+                        expr.render_into(scope, slot)?;
+                    }
+                }
+                Ok(())
+            }
+            (Expr::Object(fields), Value::Object(rendered))
+                if rendered.len() == fields.list.len() =>
+            {
+                for &i in fields.holes.iter() {
+                    let Some((key, expr)) = fields.list.get(i) else {
+                        continue;
+                    };
+                    match rendered.get_mut(&**key) {
+                        Some(slot) => expr.render_into(scope, slot)?,
+                        None => {
+                            *target = self.render(scope)?;
+                            return Ok(());
+                        }
+                    }
+                }
+                Ok(())
+            }
+            _ => {
+                *target = self.render(scope)?;
+                Ok(())
+            }
         }
     }
 
@@ -478,6 +704,10 @@ impl Expr {
             Expr::Number(_) | Expr::DateAdd(_) => {
                 write_value(out, &self.render(scope)?);
             }
+            Expr::Input(hole) => match scope.ahead.and_then(|a| a.text(hole.id)) {
+                Some(text) => out.extend_from_slice(text),
+                None => hole.expr.write_json(scope, out)?,
+            },
         }
         Ok(())
     }

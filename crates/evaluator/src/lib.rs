@@ -69,8 +69,9 @@ pub use contract::{CompiledContract, SchemaError, compile_schema};
 pub use diagnostics::{Diagnostic, DiagnosticCode, Diagnostics};
 pub use error::{CallCode, CallError, ErrorClass, Violation};
 pub use eval::{
-    Call, JsonOutcome, Outcome, evaluate, evaluate_json, evaluate_with_contract, json_equal,
-    maps_equal,
+    Call, JsonOutcome, Outcome, Prepared, Rendering, Workspace, evaluate, evaluate_json,
+    evaluate_prepared, evaluate_prepared_checked, evaluate_prepared_json, evaluate_with_contract,
+    json_equal, maps_equal, prepare,
 };
 pub use warnings::{WarningCode, Warnings, warnings};
 
