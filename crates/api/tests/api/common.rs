@@ -183,6 +183,18 @@ pub(crate) async fn save_booking(app: &Router, bearer: &str, tool: &Created) -> 
     .await
 }
 
+/// `POST /api/simulations` with a document.
+pub(crate) async fn start(app: &Router, bearer: &str, document: &Value) -> Reply {
+    send(
+        app,
+        Method::POST,
+        "/api/simulations",
+        Some(bearer),
+        Some(document),
+    )
+    .await
+}
+
 /// A simulation document over the library tool `calendar` (by id): one case
 /// `books`, played by an external agent, `attempts` attempts.
 pub(crate) fn calendar_simulation(tool: &Created, attempts: u32) -> Value {

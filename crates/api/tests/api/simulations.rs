@@ -43,14 +43,7 @@ async fn start_call_and_read_the_attempt(pool: PgPool) {
     // Nothing saved yet: the start is refused, listing every operation.
     let mut document = calendar_simulation(&tool, 2);
     document["allow_incomplete"] = json!(false);
-    let refused = send(
-        &app,
-        Method::POST,
-        "/api/simulations",
-        Some(&bearer),
-        Some(&document),
-    )
-    .await;
+    let refused = start(&app, &bearer, &document).await;
     assert_eq!(
         (refused.status, refused.code()),
         (StatusCode::UNPROCESSABLE_ENTITY, "start_refused"),
@@ -79,14 +72,7 @@ async fn start_call_and_read_the_attempt(pool: PgPool) {
         save_booking(&app, &bearer, &tool).await.status,
         StatusCode::CREATED
     );
-    let started = send(
-        &app,
-        Method::POST,
-        "/api/simulations",
-        Some(&bearer),
-        Some(&calendar_simulation(&tool, 2)),
-    )
-    .await;
+    let started = start(&app, &bearer, &calendar_simulation(&tool, 2)).await;
     assert_eq!(started.status, StatusCode::CREATED, "{}", started.json);
     assert_eq!(started.json["attempts"].as_array().unwrap().len(), 2);
     assert_eq!(started.json["attempts"][0]["driver"], "external");
@@ -293,14 +279,7 @@ async fn agents_name_only_their_tenants_tools(pool: PgPool) {
         .collect();
     assert_eq!(paths, vec!["/tools/1", "/workflows/0", "/tools/0/tool"]);
     // A simulation naming another tenant's tool: as if it did not exist.
-    let reply = send(
-        &app,
-        Method::POST,
-        "/api/simulations",
-        Some(&b),
-        Some(&calendar_simulation(&tool, 1)),
-    )
-    .await;
+    let reply = start(&app, &b, &calendar_simulation(&tool, 1)).await;
     assert_eq!(
         (reply.status, reply.code()),
         (StatusCode::UNPROCESSABLE_ENTITY, "invalid_simulation")
@@ -326,14 +305,7 @@ fn scripted_document() -> Value {
 async fn scripted_attempts_run_in_the_background_and_stream_their_progress(pool: PgPool) {
     let app = app(&pool);
     let bearer = token("acme", &[RUN]);
-    let started = send(
-        &app,
-        Method::POST,
-        "/api/simulations",
-        Some(&bearer),
-        Some(&scripted_document()),
-    )
-    .await;
+    let started = start(&app, &bearer, &scripted_document()).await;
     assert_eq!(started.status, StatusCode::CREATED, "{}", started.json);
     let id = started.json["id"].as_str().unwrap().to_owned();
     assert_eq!(started.json["attempts"].as_array().unwrap().len(), 6);
@@ -490,14 +462,7 @@ async fn an_invalid_document_lists_every_problem(pool: PgPool) {
     document["cases"][0]["driver"]["steps"][0]["tool"] = json!("notebook");
     document["cases"][1]["colour"] = json!("red");
     document["tools"][0]["definitions"]["add"]["source"] = json!("defs/add.json");
-    let reply = send(
-        &app,
-        Method::POST,
-        "/api/simulations",
-        Some(&bearer),
-        Some(&document),
-    )
-    .await;
+    let reply = start(&app, &bearer, &document).await;
     assert_eq!(
         (reply.status, reply.code()),
         (StatusCode::UNPROCESSABLE_ENTITY, "invalid_simulation"),
@@ -516,14 +481,7 @@ async fn an_invalid_document_lists_every_problem(pool: PgPool) {
     // A file path where the API takes only inline documents.
     let mut document = scripted_document();
     document["tools"][0]["definitions"]["add"] = json!("defs/add.json");
-    let reply = send(
-        &app,
-        Method::POST,
-        "/api/simulations",
-        Some(&bearer),
-        Some(&document),
-    )
-    .await;
+    let reply = start(&app, &bearer, &document).await;
     assert_eq!(
         reply.json["error"]["details"]["problems"][0]["code"], "file_not_allowed",
         "{}",
@@ -532,14 +490,7 @@ async fn an_invalid_document_lists_every_problem(pool: PgPool) {
     // A step naming a tool the document lacks.
     let mut document = scripted_document();
     document["cases"][0]["driver"]["steps"][0]["tool"] = json!("notebook");
-    let reply = send(
-        &app,
-        Method::POST,
-        "/api/simulations",
-        Some(&bearer),
-        Some(&document),
-    )
-    .await;
+    let reply = start(&app, &bearer, &document).await;
     assert_eq!(
         reply.json["error"]["details"]["problems"][0],
         json!({"code": "unknown_tool", "path": "/cases/0/driver/steps/0/tool",
@@ -550,14 +501,7 @@ async fn an_invalid_document_lists_every_problem(pool: PgPool) {
     // An invalid inline definition refuses the start.
     let mut document = scripted_document();
     document["tools"][0]["definitions"]["add"]["default_variant"] = json!("nope");
-    let reply = send(
-        &app,
-        Method::POST,
-        "/api/simulations",
-        Some(&bearer),
-        Some(&document),
-    )
-    .await;
+    let reply = start(&app, &bearer, &document).await;
     assert_eq!(
         (reply.status, reply.code()),
         (StatusCode::UNPROCESSABLE_ENTITY, "start_refused"),
@@ -574,14 +518,7 @@ async fn simulations_are_listed_newest_first_a_page_at_a_time(pool: PgPool) {
     save_booking(&app, &bearer, &tool).await;
     let mut ids = Vec::new();
     for _ in 0..3 {
-        let started = send(
-            &app,
-            Method::POST,
-            "/api/simulations",
-            Some(&bearer),
-            Some(&calendar_simulation(&tool, 1)),
-        )
-        .await;
+        let started = start(&app, &bearer, &calendar_simulation(&tool, 1)).await;
         ids.push(started.json["id"].as_str().unwrap().to_owned());
     }
     let first = send(
@@ -686,14 +623,7 @@ async fn an_attempt_nobody_finishes_ends_as_harness_error_when_its_lease_runs_ou
     let bearer = token("acme", &[MANAGE, RUN]);
     let tool = create_calendar(&app, &bearer).await;
     save_booking(&app, &bearer, &tool).await;
-    let started = send(
-        &app,
-        Method::POST,
-        "/api/simulations",
-        Some(&bearer),
-        Some(&calendar_simulation(&tool, 2)),
-    )
-    .await;
+    let started = start(&app, &bearer, &calendar_simulation(&tool, 2)).await;
     assert_eq!(started.status, StatusCode::CREATED, "{}", started.json);
     // The external agent finishes one attempt and abandons the other.
     let first = &started.json["attempts"][0];
