@@ -6,7 +6,7 @@
 //! events of attempts another process (or, later, a worker) runs.
 
 use crate::AppState;
-use crate::routes::simulations::{AttemptItem, attempt_item};
+use crate::routes::simulations::{AttemptItem, attempt_item, simulation_item};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
@@ -186,7 +186,7 @@ impl Follow {
             self.started = true;
             events.push(event(
                 "snapshot",
-                &json!({"simulation": counts(&summary), "attempts": items}),
+                &json!({"simulation": simulation_item(summary.clone()), "attempts": items}),
             ));
         } else {
             for item in &items {
@@ -198,18 +198,10 @@ impl Follow {
         self.seen = items.into_iter().map(|i| (i.id, i)).collect();
         if summary.running == 0 {
             self.done = true;
-            events.push(event("finished", &counts(&summary)));
+            events.push(event("finished", &simulation_item(summary)));
         }
         events
     }
-}
-
-fn counts(s: &toolmock_store::SimulationListing) -> Value {
-    json!({
-        "id": s.id.as_uuid(), "name": s.name, "attempts": s.attempts, "running": s.running,
-        "passed": s.passed, "failed": s.failed, "harness_error": s.harness_error,
-        "status": if s.running == 0 { "finished" } else { "running" },
-    })
 }
 
 fn event(name: &str, data: &impl serde::Serialize) -> Event {

@@ -144,13 +144,23 @@ pub fn evaluate_json<'d>(
 ) -> Result<JsonOutcome<'d>, CallError> {
     let memo = Memo::new();
     let scope = Scope::new(call.input, call.state, &memo);
+    let selected = select(definition, call, &scope)?;
+    write_selected(selected, &scope, out)
+}
+
+/// Writes a selected answer's result to `out` and renders its state
+/// updates; on an error `out` is left as it was.
+fn write_selected<'d>(
+    selected: Selected<'d>,
+    scope: &Scope<'_>,
+    out: &mut Vec<u8>,
+) -> Result<JsonOutcome<'d>, CallError> {
     let start = out.len();
-    let answer = select(definition, call, &scope).and_then(|selected| {
-        selected.result.write_json(&scope, out)?;
+    let answer = selected.result.write_json(scope, out).and_then(|()| {
         Ok(JsonOutcome {
             variant: &selected.variant.name,
             rule: selected.rule,
-            state_updates: render_updates(selected.set_state, &scope)?,
+            state_updates: render_updates(selected.set_state, scope)?,
             delay_ms: selected.delay_ms,
         })
     });
@@ -341,20 +351,7 @@ pub fn evaluate_prepared_json<'d>(
     let variant = prepared.variant(definition)?;
     let memo = Memo::new();
     let scope = Scope::with_ahead(input, state, &memo, &prepared.ahead);
-    let start = out.len();
-    let selected = select_rule(variant, &scope);
-    let answer = selected.result.write_json(&scope, out).and_then(|()| {
-        Ok(JsonOutcome {
-            variant: &selected.variant.name,
-            rule: selected.rule,
-            state_updates: render_updates(selected.set_state, &scope)?,
-            delay_ms: selected.delay_ms,
-        })
-    });
-    if answer.is_err() {
-        out.truncate(start);
-    }
-    answer
+    write_selected(select_rule(variant, &scope), &scope, out)
 }
 
 /// [`evaluate`] of a call [`prepare`]d with [`Rendering::Value`] — or

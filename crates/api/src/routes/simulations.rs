@@ -460,7 +460,7 @@ pub(crate) struct SimulationItem {
     harness_error: u32,
 }
 
-fn simulation_item(s: SimulationListing) -> SimulationItem {
+pub(crate) fn simulation_item(s: SimulationListing) -> SimulationItem {
     SimulationItem {
         id: s.id.as_uuid(),
         name: s.name,
