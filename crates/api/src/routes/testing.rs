@@ -10,7 +10,8 @@ use crate::generator::GenerateResult;
 use crate::routes::testing_view::Rendered;
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolmock_contract::ContractHash;
@@ -236,12 +237,14 @@ pub(crate) async fn get_testing(
     auth: Authorized<ManageTools>,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
-) -> Result<Json<ToolTesting>, ApiError> {
-    // The index of the tool in one query; contracts and revisions only
-    // when not kept from an earlier request (routes/testing_view.rs).
-    let view = crate::routes::testing_view::tool_testing(&state, auth.principal.tenant, ToolId(id))
-        .await?;
-    Ok(Json(view))
+) -> Result<Response, ApiError> {
+    // The fingerprint of the tool's index in one query, and the answer kept
+    // under it; else the index, and contracts and revisions only when not
+    // kept from an earlier request (routes/testing_view.rs).
+    let body =
+        crate::routes::testing_view::testing_answer(&state, auth.principal.tenant, ToolId(id))
+            .await?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 /// `generate` a checked draft, or `save` a revision.

@@ -16,11 +16,20 @@
 //! makes the whole view start again from a fresh index. The pieces are
 //! rendered exactly as the view used to render them from the catalog, so
 //! the answer is the same byte for byte.
+//!
+//! The whole answer, serialized, is kept too, under the fingerprint of the
+//! index it was built from (the ids of the transactions that wrote the
+//! tool's rows, read in the statement that read the index:
+//! `PgStore::testing_fingerprint`). A request first reads only the tool's
+//! current fingerprint — one small row, however many operations — and sends
+//! the kept answer when the fingerprints are equal: no row the view is built
+//! from has been written since, by any process.
 
 use crate::AppState;
 use crate::error::ApiError;
 use crate::routes::testing::{OperationTesting, RevisionSummary, ToolTesting};
 use crate::routes::tools::source_name;
+use axum::body::Bytes;
 use chrono::{DateTime, Utc};
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
@@ -33,6 +42,10 @@ use toolmock_store::StoredContract;
 /// How many pieces of each kind are kept; past it the kept ones are dropped
 /// and the cache fills again from the requests that follow.
 const CAPACITY: usize = 20_000;
+
+/// How many bytes of whole answers are kept; past it the kept ones are
+/// dropped and the cache fills again from the requests that follow.
+const ANSWER_BYTES: usize = 64 << 20;
 
 /// How many times a view starts again when operations keep changing under it.
 const ROUNDS: usize = 4;
@@ -77,6 +90,34 @@ struct KeptRevision {
 pub(crate) struct TestingCache {
     contracts: Mutex<HashMap<ContractKey, (ContractHash, Rendered)>>,
     revisions: Mutex<HashMap<RevisionKey, Arc<KeptRevision>>>,
+    answers: Mutex<KeptAnswers>,
+}
+
+/// Whole answers by tool, each with the fingerprint of its index.
+#[derive(Debug, Default)]
+struct KeptAnswers {
+    by_tool: HashMap<(TenantId, ToolId), (String, Bytes)>,
+    bytes: usize,
+}
+
+impl TestingCache {
+    fn answer(&self, key: (TenantId, ToolId), fingerprint: &str) -> Option<Bytes> {
+        let answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+        let (kept, body) = answers.by_tool.get(&key)?;
+        (kept == fingerprint).then(|| body.clone())
+    }
+
+    fn keep_answer(&self, key: (TenantId, ToolId), fingerprint: String, body: Bytes) {
+        let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+        if answers.bytes + body.len() > ANSWER_BYTES {
+            answers.by_tool.clear();
+            answers.bytes = 0;
+        }
+        answers.bytes += body.len();
+        if let Some((_, replaced)) = answers.by_tool.insert(key, (fingerprint, body)) {
+            answers.bytes -= replaced.len();
+        }
+    }
 }
 
 fn internal(e: impl ToString) -> ApiError {
@@ -91,12 +132,31 @@ fn keep<K: std::hash::Hash + Eq, V>(map: &Mutex<HashMap<K, V>>, pieces: Vec<(K, 
     map.extend(pieces);
 }
 
-/// The testing view of a tool of `tenant`.
-pub(crate) async fn tool_testing(
+/// The testing view of a tool of `tenant`, serialized: the kept answer when
+/// the tool's index has not changed since it was built, else built now.
+pub(crate) async fn testing_answer(
     state: &AppState,
     tenant: TenantId,
     tool: ToolId,
-) -> Result<ToolTesting, ApiError> {
+) -> Result<Bytes, ApiError> {
+    let cache = state.testing_cache();
+    let fingerprint = state.store().testing_fingerprint(tenant, tool).await?;
+    if let Some(body) = cache.answer((tenant, tool), &fingerprint) {
+        return Ok(body);
+    }
+    let (view, fingerprint) = tool_testing(state, tenant, tool).await?;
+    let body = Bytes::from(serde_json::to_vec(&view).map_err(internal)?);
+    cache.keep_answer((tenant, tool), fingerprint, body.clone());
+    Ok(body)
+}
+
+/// The testing view of a tool of `tenant`, with the fingerprint of the index
+/// it was built from.
+async fn tool_testing(
+    state: &AppState,
+    tenant: TenantId,
+    tool: ToolId,
+) -> Result<(ToolTesting, String), ApiError> {
     for _ in 0..ROUNDS {
         if let Some(view) = attempt(state, tenant, tool).await? {
             return Ok(view);
@@ -113,7 +173,7 @@ async fn attempt(
     state: &AppState,
     tenant: TenantId,
     tool: ToolId,
-) -> Result<Option<ToolTesting>, ApiError> {
+) -> Result<Option<(ToolTesting, String)>, ApiError> {
     let cache = state.testing_cache();
     let store = state.store();
     let index = store.testing_index(tenant, tool).await?;
@@ -270,9 +330,12 @@ async fn attempt(
         }
     }
 
-    Ok(Some(ToolTesting {
-        tool_id: tool.as_uuid(),
-        tool_name: index.name,
-        operations,
-    }))
+    Ok(Some((
+        ToolTesting {
+            tool_id: tool.as_uuid(),
+            tool_name: index.name,
+            operations,
+        },
+        index.fingerprint,
+    )))
 }

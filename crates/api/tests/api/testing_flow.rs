@@ -3,7 +3,7 @@
 //! in a 422; inline tools checked and generated without a row.
 
 use crate::common::*;
-use axum::http::{Method, StatusCode};
+use axum::http::{Method, StatusCode, header};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
@@ -526,5 +526,85 @@ async fn the_testing_view_is_what_the_catalog_holds(pool: PgPool) {
     assert_eq!(
         testing.json,
         testing_view_from_the_catalog(&pool, &id).await
+    );
+}
+
+/// Two API processes on one database: each keeps the answers it built, and
+/// neither sends a kept answer after the other changed the tool — a saved
+/// revision, an updated schema; and another tenant never gets one.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_kept_testing_view_never_outlives_a_change_made_elsewhere(pool: PgPool) {
+    let (first, second) = (app(&pool), app(&pool));
+    let bearer = token("acme", &[MANAGE]);
+    let tool = calendar_tool("calendar");
+    let created = send(
+        &first,
+        Method::POST,
+        "/api/tools",
+        Some(&bearer),
+        Some(&tool),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.json);
+    let id = created.json["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/tools/{id}/testing");
+    let read = |app: &axum::Router| {
+        let (app, path, bearer) = (app.clone(), path.clone(), bearer.clone());
+        async move {
+            let reply = send(&app, Method::GET, &path, Some(&bearer), None).await;
+            assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
+            assert_eq!(reply.headers[header::CONTENT_TYPE], "application/json");
+            reply
+        }
+    };
+    let before = read(&first).await;
+    assert_eq!(
+        read(&first).await.bytes,
+        before.bytes,
+        "a kept answer, byte for byte"
+    );
+    assert_eq!(operation(&before.json, "book")["status"], "missing");
+
+    // The second process saves a revision: the first one's next answer has it.
+    let book = operation(&before.json, "book");
+    let save = json!({"action": "save", "operation_id": book["id"],
+        "contract_hash": book["contract_hash"], "definition": booking_definition()});
+    let saved = send(&second, Method::POST, &path, Some(&bearer), Some(&save)).await;
+    assert_eq!(saved.status, StatusCode::CREATED, "{}", saved.json);
+    let after_save = read(&first).await;
+    assert_eq!(operation(&after_save.json, "book")["status"], "current");
+    assert_eq!(
+        after_save.json,
+        testing_view_from_the_catalog(&pool, &id).await
+    );
+
+    // The second process changes the schema: the first one says stale, why.
+    let mut source = tool["source"].clone();
+    source["operations"][0]["output_schema"]["required"] = json!(["reference", "extra"]);
+    source["operations"][0]["output_schema"]["properties"]["extra"] = json!({"type": "string"});
+    let updated = send(
+        &second,
+        Method::PUT,
+        &format!("/api/tools/{id}"),
+        Some(&bearer),
+        Some(&json!({"source": source})),
+    )
+    .await;
+    assert_eq!(updated.status, StatusCode::OK, "{}", updated.json);
+    let after_update = read(&first).await;
+    assert_eq!(operation(&after_update.json, "book")["status"], "stale");
+    assert!(operation(&after_update.json, "book")["stale_diff"].is_object());
+    assert_eq!(
+        after_update.json,
+        testing_view_from_the_catalog(&pool, &id).await
+    );
+    assert_eq!(read(&second).await.bytes, after_update.bytes);
+
+    // Another tenant never gets this tenant's kept answer.
+    let other = token("globex", &[MANAGE]);
+    let foreign = send(&first, Method::GET, &path, Some(&other), None).await;
+    assert_eq!(
+        (foreign.status, foreign.code()),
+        (StatusCode::NOT_FOUND, "not_found")
     );
 }

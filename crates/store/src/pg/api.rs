@@ -1,9 +1,10 @@
 //! Queries the HTTP API needs beyond the runtime's traits: tenants named by
 //! tokens, the attempt a capability hash belongs to, a page of tools, an
 //! operation's revision history in one query, and the pieces of a tool's
-//! testing view (its index, then only the contracts and revisions a caller
-//! has not kept, each in one query for all operations). Every one filters by tenant
-//! except `capability_owner`, whose token is the only key a caller has.
+//! testing view (the fingerprint of its index, the index, then only the
+//! contracts and revisions a caller has not kept, each in one query for all
+//! operations). Every one filters by tenant except `capability_owner`, whose
+//! token is the only key a caller has.
 
 use super::{Db, PgStore, db};
 use crate::rows::{RevisionRow, contract, contract_hash, corrupt, definition_hash, to_u32};
@@ -59,6 +60,9 @@ pub struct TestingIndex {
     pub name: String,
     /// Its operations, by name.
     pub operations: Vec<IndexedOperation>,
+    /// The index's fingerprint, read in the same statement: equal
+    /// fingerprints, equal indexes ([`PgStore::testing_fingerprint`]).
+    pub fingerprint: String,
 }
 
 /// One operation of a [`TestingIndex`].
@@ -114,6 +118,7 @@ pub struct RevisionSummary {
 /// one row per operation: positions spare a lookup by name per column).
 type IndexRow = (
     String,
+    String,
     Option<Uuid>,
     Option<String>,
     Option<String>,
@@ -121,6 +126,23 @@ type IndexRow = (
     Option<DateTime<Utc>>,
     Option<i32>,
 );
+
+/// The SQL of a tool's testing-index fingerprint (`$1` the tenant, `$2` the
+/// tool; NULL when the tool is not the tenant's): the transaction ids that
+/// wrote the tool's row and each of its operations' rows, in name order.
+/// Every insert or update of a row gives it the writing transaction's id,
+/// which no earlier committed version of the row holds, and a deleted or
+/// added operation changes the list: equal fingerprints, equal indexes. It
+/// costs PostgreSQL no more than reading the operations' keys (no text of
+/// the index is built, nothing is hashed).
+macro_rules! testing_fingerprint {
+    () => {
+        "(SELECT t.xmin::text || ':' || coalesce(string_agg(o.xmin::text, ',' ORDER BY o.name), '') \
+         FROM tools t \
+         LEFT JOIN tool_operations o ON o.tenant_id = t.tenant_id AND o.tool_id = t.id \
+         WHERE t.tenant_id = $1 AND t.id = $2 GROUP BY t.id)"
+    };
+}
 
 /// An operation's id, contract hash, `updated_at` and contract.
 type ContractRow = (Uuid, Option<String>, DateTime<Utc>, Option<Json<Value>>);
@@ -220,24 +242,24 @@ impl PgStore {
     /// A tool's testing index, in one query: not found when the tool is not
     /// this tenant's.
     pub async fn testing_index(&self, tenant: TenantId, tool: ToolId) -> Db<TestingIndex> {
-        let rows: Vec<IndexRow> = db(sqlx::query_as(
-            "SELECT t.name, o.id, o.source, o.name, o.contract_hash, o.updated_at, \
-                 o.latest_revision \
+        let rows: Vec<IndexRow> = db(sqlx::query_as(concat!(
+            "SELECT t.name, ",
+            testing_fingerprint!(),
+            ", o.id, o.source, o.name, o.contract_hash, o.updated_at, o.latest_revision \
              FROM tools t \
              LEFT JOIN tool_operations o ON o.tenant_id = t.tenant_id AND o.tool_id = t.id \
              WHERE t.tenant_id = $1 AND t.id = $2 ORDER BY o.name",
-        )
+        ))
         .bind(tenant.as_uuid())
         .bind(tool.as_uuid())
         .fetch_all(self.pool())
         .await)?;
-        let tool_name = rows
+        let (tool_name, fingerprint) = rows
             .first()
-            .ok_or(StoreError::NotFound { entity: "tool" })?
-            .0
-            .clone();
+            .map(|row| (row.0.clone(), row.1.clone()))
+            .ok_or(StoreError::NotFound { entity: "tool" })?;
         let mut operations = Vec::with_capacity(rows.len());
-        for (_, id, source, name, hash, updated_at, latest) in rows {
+        for (_, _, id, source, name, hash, updated_at, latest) in rows {
             // A tool without operations is one row of NULLs.
             let (Some(id), Some(source), Some(name), Some(updated_at), Some(latest)) =
                 (id, source, name, updated_at, latest)
@@ -258,7 +280,23 @@ impl PgStore {
         Ok(TestingIndex {
             name: tool_name,
             operations,
+            fingerprint,
         })
+    }
+
+    /// The fingerprint of a tool's testing index alone (one row, whatever
+    /// the number of operations): what tells a kept testing view from a
+    /// stale one. Not found when the tool is not this tenant's.
+    pub async fn testing_fingerprint(&self, tenant: TenantId, tool: ToolId) -> Db<String> {
+        let fingerprint: Option<String> = db(sqlx::query_scalar(concat!(
+            "SELECT ",
+            testing_fingerprint!()
+        ))
+        .bind(tenant.as_uuid())
+        .bind(tool.as_uuid())
+        .fetch_one(self.pool())
+        .await)?;
+        fingerprint.ok_or(StoreError::NotFound { entity: "tool" })
     }
 
     /// The current contracts of these operations of the tenant, in one query.
