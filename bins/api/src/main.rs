@@ -62,8 +62,10 @@ struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "TOOLMOCK_BIND", default_value = "127.0.0.1:8080")]
     bind: SocketAddr,
-    /// Largest connection pool.
-    #[arg(long, env = "TOOLMOCK_DB_MAX_CONNECTIONS", default_value_t = 32)]
+    /// Largest connection pool. More connections than PostgreSQL has cores
+    /// to run them only queue inside PostgreSQL instead of here, and lengthen
+    /// the slowest answers (docs/performance.md, "The API").
+    #[arg(long, env = "TOOLMOCK_DB_MAX_CONNECTIONS", default_value_t = 10)]
     max_connections: u32,
     /// Largest request body, in bytes (larger: 413).
     #[arg(long, env = "TOOLMOCK_BODY_LIMIT", default_value_t = 1024 * 1024)]
@@ -237,7 +239,9 @@ fn init_logging(format: LogFormat) {
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
+        // The request's span is the line's `span`; the list of enclosing
+        // spans would repeat it on every request's line.
+        LogFormat::Json => builder.json().with_span_list(false).init(),
     }
 }
 
