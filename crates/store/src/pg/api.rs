@@ -131,10 +131,12 @@ type IndexRow = (
 /// tool; NULL when the tool is not the tenant's): the transaction ids that
 /// wrote the tool's row and each of its operations' rows, in name order.
 /// Every insert or update of a row gives it the writing transaction's id,
-/// which no earlier committed version of the row holds, and a deleted or
-/// added operation changes the list: equal fingerprints, equal indexes. It
-/// costs PostgreSQL no more than reading the operations' keys (no text of
-/// the index is built, nothing is hashed).
+/// which no earlier committed version of the row holds (32-bit ids come
+/// round again only after about four billion transactions, and then only
+/// the one same id would collide), and a deleted or added operation changes
+/// the list: equal fingerprints, equal indexes. It costs PostgreSQL little
+/// more than reading the operations' keys (a short list of numbers, nothing
+/// of the index's contents, nothing hashed).
 macro_rules! testing_fingerprint {
     () => {
         "(SELECT t.xmin::text || ':' || coalesce(string_agg(o.xmin::text, ',' ORDER BY o.name), '') \
