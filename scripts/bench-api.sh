@@ -10,7 +10,11 @@
 #      input schema, a Salesforce-enveloped result, state read and written,
 #      evidence committed before the answer) across 32 attempts, each request
 #      under its attempt's capability, wrk -t2 -c32;
-#   3. Prism serving the anchor's api.yaml, wrk -t2 -c32 -s post.lua.
+#   3. Prism serving the anchor's api.yaml, wrk -t2 -c32 -s post.lua;
+#   4. when ../shared/anchors/pgbench is there, that anchor exactly as its
+#      README runs it (pgbench -n -c 32 -j 2, its own scratch database): the
+#      same durable, row-locked SQL with no HTTP, no evaluation and no JSON,
+#      the physical limit of a tool call on this machine, for the ratio.
 #
 # On a fresh machine it installs wrk (apt-get) and Prism (npm, into
 # .cache/bench-api/prism) when missing, starts PostgreSQL if needed
@@ -63,6 +67,7 @@ cleanup() {
     if [ -n "$server" ]; then kill -TERM "$server" 2>/dev/null; wait "$server" 2>/dev/null || true; fi
     if [ -n "$prism_pid" ]; then kill -TERM "$prism_pid" 2>/dev/null; wait "$prism_pid" 2>/dev/null || true; fi
     psql "$DATABASE_URL" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+    psql "$DATABASE_URL" -qc "DROP DATABASE IF EXISTS ${db}_anchor WITH (FORCE)" >/dev/null 2>&1 || true
     rm -rf "$work"
     exit "$status"
 }
@@ -123,6 +128,18 @@ run calls 32 scripts/bench-api/tool-calls.lua "$url"
 echo "== Prism 5, POST /tools/crm__find_member, 32 clients"
 run prism 32 fixtures/bench/prism/post.lua "$prism_url/tools/crm__find_member"
 
+anchor="$root/../shared/anchors/pgbench"
+if [ -f "$anchor/dispatch.pgbench" ] && command -v pgbench >/dev/null 2>&1; then
+    echo "== the pgbench anchor (the same SQL without HTTP), 32 clients"
+    anchor_db="${db}_anchor"
+    psql "$DATABASE_URL" -qc "CREATE DATABASE $anchor_db" >/dev/null
+    psql "$base/$anchor_db" -q -f "$anchor/anchor.sql" >/dev/null
+    (cd "$work" && pgbench -n -c 32 -j 2 -T "${duration%s}" -l --log-prefix=anchor \
+        -f "$anchor/dispatch.pgbench" "$base/$anchor_db" | tee "$work/pgbench.out")
+    cat "$work"/anchor.* 2>/dev/null | awk 'NF >= 3 {print $3}' >"$work/pgbench.latencies" || true
+    psql "$DATABASE_URL" -qc "DROP DATABASE IF EXISTS $anchor_db WITH (FORCE)" >/dev/null
+fi
+
 evidence="$(psql "$base/$db" -tAc "SELECT count(*) FROM evidence")"
 faults="$(psql "$base/$db" -tAc "SELECT (SELECT count(*) FROM harness_errors) + (SELECT count(*) FROM tool_input_errors)")"
 
@@ -165,6 +182,15 @@ print(f"tool calls:   {c['rate']:,.0f} calls/s (>= 2,000: {met(c['rate'] >= 2000
       f"p99 {c['p99']:.2f} ms (<= 30 ms: {met(c['p99'] <= 30)})")
 print(f"vs Prism:     rate {rate_ratio:.2f}x Prism's (>= 1.5x: {met(rate_ratio >= 1.5)}), "
       f"p99 {p99_ratio:.3f} of Prism's = 1/{1 / p99_ratio:.1f} (<= 1/5: {met(p99_ratio <= 0.2)})")
+try:
+    tps = float(re.search(r"tps = ([\d.]+)", open(f"{work}/pgbench.out").read()).group(1))
+    micros = sorted(int(line) for line in open(f"{work}/pgbench.latencies") if line.strip())
+    pct = lambda q: micros[min(len(micros) - 1, int(len(micros) * q))] / 1000
+    print(f"pgbench anchor (same SQL, no HTTP, 32 clients): {tps:,.0f} tps, p50 {pct(0.5):.2f} / "
+          f"p90 {pct(0.9):.2f} / p99 {pct(0.99):.2f} ms; tool calls over HTTP = "
+          f"{c['rate'] / tps:.2f}x its rate, {c['p99'] / pct(0.99):.2f}x its p99")
+except (OSError, AttributeError, IndexError, ValueError):
+    print("pgbench anchor: not run (../shared/anchors/pgbench or pgbench missing)")
 print(f"durability:   {evidence} evidence rows committed for the tool-call runs "
       f"(warm-up + measured {c['requests']} answered), {faults} harness/tool input errors")
 bad = t["non2xx"] + c["non2xx"] + t["socket"] + c["socket"] + faults
