@@ -16,6 +16,20 @@ fn operation<'a>(testing: &'a Value, name: &str) -> &'a Value {
         .unwrap()
 }
 
+/// `PUT /api/tools/{id}` with a new source; the reply, asserted 200.
+async fn update_source(app: &axum::Router, bearer: &str, id: &str, source: Value) -> Reply {
+    let updated = send(
+        app,
+        Method::PUT,
+        &format!("/api/tools/{id}"),
+        Some(bearer),
+        Some(&json!({"source": source})),
+    )
+    .await;
+    assert_eq!(updated.status, StatusCode::OK, "{}", updated.json);
+    updated
+}
+
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn the_409_flow_end_to_end(pool: PgPool) {
     let app = app(&pool);
@@ -60,15 +74,7 @@ async fn the_409_flow_end_to_end(pool: PgPool) {
     source["operations"][0]["output_schema"] = json!({"type": "object",
         "properties": {"reference": {"type": "string"}, "day": {"type": "string"}},
         "required": ["reference", "day"]});
-    let updated = send(
-        &app,
-        Method::PUT,
-        &format!("/api/tools/{}", tool.id),
-        Some(&bearer),
-        Some(&json!({"source": source})),
-    )
-    .await;
-    assert_eq!(updated.status, StatusCode::OK, "{}", updated.json);
+    let updated = update_source(&app, &bearer, &tool.id, source).await;
     let stale = updated.json["stale"].as_array().unwrap();
     assert_eq!(stale.len(), 1);
     assert_eq!(stale[0]["name"], "book");
@@ -491,15 +497,7 @@ async fn the_testing_view_is_what_the_catalog_holds(pool: PgPool) {
     // `stale` changes its output schema after its two revisions.
     let mut source = tool["source"].clone();
     source["operations"][3]["output_schema"]["required"] = json!(["reference", "n"]);
-    let updated = send(
-        &app,
-        Method::PUT,
-        &format!("/api/tools/{id}"),
-        Some(&bearer),
-        Some(&json!({"source": source})),
-    )
-    .await;
-    assert_eq!(updated.status, StatusCode::OK, "{}", updated.json);
+    update_source(&app, &bearer, &id, source).await;
 
     let testing = send(&app, Method::GET, &path, Some(&bearer), None).await;
     assert_eq!(testing.status, StatusCode::OK);
@@ -582,15 +580,7 @@ async fn a_kept_testing_view_never_outlives_a_change_made_elsewhere(pool: PgPool
     let mut source = tool["source"].clone();
     source["operations"][0]["output_schema"]["required"] = json!(["reference", "extra"]);
     source["operations"][0]["output_schema"]["properties"]["extra"] = json!({"type": "string"});
-    let updated = send(
-        &second,
-        Method::PUT,
-        &format!("/api/tools/{id}"),
-        Some(&bearer),
-        Some(&json!({"source": source})),
-    )
-    .await;
-    assert_eq!(updated.status, StatusCode::OK, "{}", updated.json);
+    update_source(&second, &bearer, &id, source).await;
     let after_update = read(&first).await;
     assert_eq!(operation(&after_update.json, "book")["status"], "stale");
     assert!(operation(&after_update.json, "book")["stale_diff"].is_object());
