@@ -60,6 +60,14 @@ impl Reply {
     pub(crate) fn code(&self) -> &str {
         self.json["error"]["code"].as_str().unwrap_or("")
     }
+
+    /// The problems listed in an error reply's details; a reply without a
+    /// list fails the test.
+    pub(crate) fn problems(&self) -> &[Value] {
+        self.json["error"]["details"]["problems"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no problems listed: {}", self.json))
+    }
 }
 
 pub(crate) async fn raw(app: &Router, request: Request<Body>) -> Reply {

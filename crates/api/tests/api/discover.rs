@@ -71,6 +71,18 @@ impl Drop for FixtureServer {
     }
 }
 
+/// `POST /api/tools/{id}/discover` with `body`.
+async fn discover(app: &axum::Router, bearer: &str, id: &str, body: Value) -> Reply {
+    send(
+        app,
+        Method::POST,
+        &format!("/api/tools/{id}/discover"),
+        Some(bearer),
+        Some(&body),
+    )
+    .await
+}
+
 fn operation<'a>(tool: &'a Value, name: &str) -> &'a Value {
     tool["operations"]
         .as_array()
@@ -107,14 +119,7 @@ async fn a_tool_discovered_from_its_server_and_read_again(pool: PgPool) {
 
     // Read again from the kept URL: the same contracts, nothing stale.
     let id = created.json["id"].as_str().unwrap();
-    let again = send(
-        &app,
-        Method::POST,
-        &format!("/api/tools/{id}/discover"),
-        Some(&bearer),
-        Some(&json!({})),
-    )
-    .await;
+    let again = discover(&app, &bearer, id, json!({})).await;
     assert_eq!(again.status, StatusCode::OK, "{}", again.json);
     assert_eq!(again.json["stale"], json!([]));
     assert_eq!(again.json["unlisted"], json!([]));
@@ -170,28 +175,14 @@ async fn a_changed_server_schema_makes_the_mock_stale(pool: PgPool) {
     assert_eq!(saved.status, StatusCode::CREATED, "{}", saved.json);
 
     // Created from a tools list, the tool keeps no server: say which.
-    let no_server = send(
-        &app,
-        Method::POST,
-        &format!("/api/tools/{id}/discover"),
-        Some(&bearer),
-        Some(&json!({})),
-    )
-    .await;
+    let no_server = discover(&app, &bearer, &id, json!({})).await;
     assert_eq!(
         (no_server.status, no_server.code()),
         (StatusCode::UNPROCESSABLE_ENTITY, "no_mcp_server")
     );
 
     // The server now lists "urgent": the saved mock is stale, with the diff.
-    let read = send(
-        &app,
-        Method::POST,
-        &format!("/api/tools/{id}/discover"),
-        Some(&bearer),
-        Some(&json!({"url": server.url})),
-    )
-    .await;
+    let read = discover(&app, &bearer, &id, json!({"url": server.url})).await;
     assert_eq!(read.status, StatusCode::OK, "{}", read.json);
     let stale = read.json["stale"].as_array().unwrap();
     assert_eq!(stale.len(), 1, "{}", read.json);

@@ -166,9 +166,7 @@ async fn bad_inputs_have_their_status_and_code(pool: PgPool) {
         (reply.status, reply.code()),
         (StatusCode::UNPROCESSABLE_ENTITY, "invalid_manifest")
     );
-    let problems = reply.json["error"]["details"]["problems"]
-        .as_array()
-        .unwrap();
+    let problems = reply.problems();
     assert!(problems.len() >= 2, "{problems:?}");
     assert!(
         problems

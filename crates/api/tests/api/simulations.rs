@@ -50,9 +50,7 @@ async fn start_call_and_read_the_attempt(pool: PgPool) {
         "{}",
         refused.json
     );
-    let problems = refused.json["error"]["details"]["problems"]
-        .as_array()
-        .unwrap();
+    let problems = refused.problems();
     let codes: Vec<_> = problems
         .iter()
         .map(|p| p["code"].as_str().unwrap())
@@ -271,9 +269,8 @@ async fn agents_name_only_their_tenants_tools(pool: PgPool) {
         (reply.status, reply.code()),
         (StatusCode::UNPROCESSABLE_ENTITY, "invalid_agent")
     );
-    let paths: Vec<_> = reply.json["error"]["details"]["problems"]
-        .as_array()
-        .unwrap()
+    let paths: Vec<_> = reply
+        .problems()
         .iter()
         .map(|p| p["path"].as_str().unwrap().to_owned())
         .collect();
@@ -469,9 +466,7 @@ async fn an_invalid_document_lists_every_problem(pool: PgPool) {
         "{}",
         reply.json
     );
-    let problems = reply.json["error"]["details"]["problems"]
-        .as_array()
-        .unwrap();
+    let problems = reply.problems();
     assert!(
         problems
             .iter()

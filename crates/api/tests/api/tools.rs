@@ -96,9 +96,8 @@ async fn custom_operations_are_checked_together(pool: PgPool) {
         (reply.status, reply.code()),
         (StatusCode::UNPROCESSABLE_ENTITY, "invalid_operations")
     );
-    let codes: Vec<&str> = reply.json["error"]["details"]["problems"]
-        .as_array()
-        .unwrap()
+    let codes: Vec<&str> = reply
+        .problems()
         .iter()
         .map(|p| p["code"].as_str().unwrap())
         .collect();
