@@ -1,0 +1,207 @@
+//! Python objects ↔ `serde_json::Value`, directly (no JSON text between).
+//!
+//! The number rules are the project's: `bool` is never a number; an `int`
+//! within 64 bits stays an exact integer; a larger `int` becomes the nearest
+//! double, exactly as the CLI reads the same literal from a file — except
+//! where a value is hashed ([`Ints::Exact`]), where an integer no double
+//! holds exactly is refused (`inexact_number`) rather than hashed as another
+//! number; a `float` must be finite.
+
+use pyo3::exceptions::PyOverflowError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use serde_json::{Map, Number, Value};
+use toolmock_contract::pointer;
+
+/// What to do with an `int` beyond 64 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ints {
+    /// The nearest double, as serde_json parses the same literal.
+    Nearest,
+    /// Refused unless a double holds it exactly (values that are hashed).
+    Exact,
+}
+
+/// Why a Python object has no JSON value.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// Not a JSON type, a non-string key, a non-finite float, an integer
+    /// beyond any double.
+    NotJson {
+        /// Keys and indexes from the innermost outwards.
+        at: Vec<String>,
+        message: String,
+    },
+    /// An integer no double holds exactly, where the value is hashed.
+    Inexact { at: Vec<String>, number: String },
+    /// Python raised while the object was read.
+    Python(PyErr),
+}
+
+impl Refused {
+    fn within(mut self, key: String) -> Refused {
+        match &mut self {
+            Refused::NotJson { at, .. } | Refused::Inexact { at, .. } => at.push(key),
+            Refused::Python(_) => {}
+        }
+        self
+    }
+
+    /// The JSON pointer of the refused value.
+    pub(crate) fn path(at: &[String]) -> String {
+        let mut path = String::new();
+        for key in at.iter().rev() {
+            path.push('/');
+            pointer::push_token(&mut path, key);
+        }
+        path
+    }
+}
+
+impl From<PyErr> for Refused {
+    fn from(e: PyErr) -> Self {
+        Refused::Python(e)
+    }
+}
+
+fn not_json(message: impl Into<String>) -> Refused {
+    Refused::NotJson {
+        at: Vec::new(),
+        message: message.into(),
+    }
+}
+
+/// A Python object as a JSON value.
+pub(crate) fn to_value(obj: &Bound<'_, PyAny>, ints: Ints) -> Result<Value, Refused> {
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Value::String(s.to_str()?.to_owned()));
+    }
+    if let Ok(dict) = obj.cast::<PyDict>() {
+        return dict_to_map(dict, ints).map(Value::Object);
+    }
+    if let Ok(list) = obj.cast::<PyList>() {
+        let mut items = Vec::with_capacity(list.len());
+        for (i, item) in list.iter().enumerate() {
+            items.push(to_value(&item, ints).map_err(|e| e.within(i.to_string()))?);
+        }
+        return Ok(Value::Array(items));
+    }
+    if let Ok(b) = obj.cast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if let Ok(int) = obj.cast::<PyInt>() {
+        return int_to_value(int, ints);
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        let x = f.value();
+        return Number::from_f64(x).map(Value::Number).ok_or_else(|| {
+            not_json(format!(
+                "{x} is not a JSON number (JSON has no NaN or infinity)"
+            ))
+        });
+    }
+    if obj.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(tuple) = obj.cast::<PyTuple>() {
+        let mut items = Vec::with_capacity(tuple.len());
+        for (i, item) in tuple.iter().enumerate() {
+            items.push(to_value(&item, ints).map_err(|e| e.within(i.to_string()))?);
+        }
+        return Ok(Value::Array(items));
+    }
+    let type_name = obj
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".to_owned());
+    Err(not_json(format!(
+        "a {type_name} has no JSON form (JSON values are dict, list, tuple, str, int, float, bool and None)"
+    )))
+}
+
+/// A Python `dict` as a JSON object (keys must be `str`).
+pub(crate) fn dict_to_map(
+    dict: &Bound<'_, PyDict>,
+    ints: Ints,
+) -> Result<Map<String, Value>, Refused> {
+    let mut map = Map::new();
+    for (key, item) in dict.iter() {
+        let Ok(key) = key.cast::<PyString>() else {
+            let shown = key.repr().map(|r| r.to_string()).unwrap_or_default();
+            return Err(not_json(format!(
+                "the key {shown} is not a str: JSON object keys are strings"
+            )));
+        };
+        let key = key.to_str()?;
+        let value = to_value(&item, ints).map_err(|e| e.within(key.to_owned()))?;
+        map.insert(key.to_owned(), value);
+    }
+    Ok(map)
+}
+
+fn int_to_value(int: &Bound<'_, PyInt>, ints: Ints) -> Result<Value, Refused> {
+    match int.extract::<i64>() {
+        Ok(i) => return Ok(Value::from(i)),
+        Err(e) if !e.is_instance_of::<PyOverflowError>(int.py()) => return Err(e.into()),
+        Err(_) => {}
+    }
+    if let Ok(u) = int.extract::<u64>() {
+        return Ok(Value::from(u));
+    }
+    // Beyond 64 bits: decided on the decimal text, as the CLI decides on the
+    // literal it reads.
+    let text = int.str()?.to_str()?.to_owned();
+    if ints == Ints::Exact && !pointer::is_exact_integer_literal(&text) {
+        return Err(Refused::Inexact {
+            at: Vec::new(),
+            number: text,
+        });
+    }
+    match text.parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(Number::from_f64(x).map_or(Value::Null, Value::Number)),
+        _ => Err(not_json(format!(
+            "the integer {text} is beyond the range of a JSON number (a double)"
+        ))),
+    }
+}
+
+/// A JSON value as a new Python object.
+pub(crate) fn to_python<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => number_to_python(py, n)?,
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(to_python(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(map) => map_to_python(py, map)?.into_any(),
+    })
+}
+
+/// A JSON object as a new Python `dict`.
+pub(crate) fn map_to_python<'py>(
+    py: Python<'py>,
+    map: &Map<String, Value>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    for (key, item) in map {
+        dict.set_item(PyString::new(py, key), to_python(py, item)?)?;
+    }
+    Ok(dict)
+}
+
+fn number_to_python<'py>(py: Python<'py>, n: &Number) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(i) = n.as_i64() {
+        Ok(i.into_pyobject(py)?.into_any())
+    } else if let Some(u) = n.as_u64() {
+        Ok(u.into_pyobject(py)?.into_any())
+    } else {
+        Ok(PyFloat::new(py, n.as_f64().unwrap_or(f64::NAN)).into_any())
+    }
+}

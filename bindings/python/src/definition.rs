@@ -1,0 +1,365 @@
+//! A compiled definition, what one call answers, and one problem.
+
+use crate::convert::{self, Ints};
+use crate::errors;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use toolmock_contract::{OperationContract, ProblemCode};
+use toolmock_evaluator::{Call, CompiledContract, Diagnostics, Outcome as EvalOutcome};
+
+/// One problem of a definition, a manifest or a simulation: `code`, `path`
+/// (a JSON pointer, `""` for the whole document), `message`, and `severity`
+/// (`"error"`, or `"warning"` for the warnings of a passing check).
+#[pyclass(frozen, module = "toolmock", name = "Problem", get_all)]
+#[derive(Debug, Clone)]
+pub(crate) struct Problem {
+    code: String,
+    path: String,
+    message: String,
+    severity: &'static str,
+}
+
+impl Problem {
+    pub(crate) fn of<C: ProblemCode>(
+        p: &toolmock_contract::Problem<C>,
+        severity: &'static str,
+    ) -> Self {
+        Problem {
+            code: p.code.as_str().to_owned(),
+            path: p.path.clone(),
+            message: p.message.clone(),
+            severity,
+        }
+    }
+}
+
+#[pymethods]
+impl Problem {
+    fn __repr__(&self) -> String {
+        format!(
+            "Problem(code={:?}, path={:?}, message={:?}, severity={:?})",
+            self.code, self.path, self.message, self.severity
+        )
+    }
+
+    fn __str__(&self) -> String {
+        let path = if self.path.is_empty() {
+            "/"
+        } else {
+            &self.path
+        };
+        match self.severity {
+            "warning" => format!("{path}: warning: {}: {}", self.code, self.message),
+            _ => format!("{path}: {}: {}", self.code, self.message),
+        }
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other.cast::<Problem>().is_ok_and(|o| {
+            let o = o.get();
+            (&o.code, &o.path, &o.message, o.severity)
+                == (&self.code, &self.path, &self.message, self.severity)
+        })
+    }
+}
+
+/// A definition given as a `dict` (or any JSON value) or as JSON text
+/// (`str`/`bytes`: repeated keys and syntax errors are then found exactly
+/// as the CLI finds them in a file).
+pub(crate) fn read_definition(
+    py: Python<'_>,
+    definition: &Bound<'_, PyAny>,
+) -> PyResult<Result<Value, Diagnostics>> {
+    if let Ok(text) = definition.cast::<PyString>() {
+        return Ok(toolmock_evaluator::parse_definition(
+            text.to_str()?.as_bytes(),
+        ));
+    }
+    if let Ok(bytes) = definition.cast::<PyBytes>() {
+        return Ok(toolmock_evaluator::parse_definition(bytes.as_bytes()));
+    }
+    convert::to_value(definition, Ints::Nearest)
+        .map(Ok)
+        .map_err(|e| errors::refused(py, e, "the definition"))
+}
+
+/// A contract given as a `dict` or as JSON text, read and compiled.
+pub(crate) fn read_contract(
+    py: Python<'_>,
+    contract: &Bound<'_, PyAny>,
+) -> PyResult<OperationContract> {
+    let read = if let Ok(text) = contract.cast::<PyString>() {
+        OperationContract::from_json_str(text.to_str()?)
+    } else if let Ok(bytes) = contract.cast::<PyBytes>() {
+        OperationContract::from_json_slice(bytes.as_bytes())
+    } else {
+        let value = convert::to_value(contract, Ints::Exact)
+            .map_err(|e| errors::refused(py, e, "the contract"))?;
+        OperationContract::from_value(value)
+    };
+    read.map_err(|e| errors::contract_error(py, &e))
+}
+
+/// A contract read and its schemas compiled (`None` stays `None`).
+pub(crate) fn compile_contract(
+    py: Python<'_>,
+    contract: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<Arc<CompiledContract>>> {
+    let Some(contract) = contract.filter(|c| !c.is_none()) else {
+        return Ok(None);
+    };
+    if let Ok(compiled) = contract.cast::<Contract>() {
+        return Ok(Some(compiled.get().compiled.clone()));
+    }
+    let contract = read_contract(py, contract)?;
+    CompiledContract::new(contract)
+        .map(|c| Some(Arc::new(c)))
+        .map_err(|e| errors::schema_error(py, &e))
+}
+
+/// An operation contract with its schemas compiled once; pass it wherever a
+/// contract is taken to skip reading and compiling it again.
+#[pyclass(frozen, module = "toolmock", name = "Contract")]
+#[derive(Debug)]
+pub(crate) struct Contract {
+    pub(crate) compiled: Arc<CompiledContract>,
+}
+
+#[pymethods]
+impl Contract {
+    /// Reads a contract (a `dict` or JSON text) and compiles its two schemas.
+    #[new]
+    fn new(py: Python<'_>, contract: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let compiled = compile_contract(py, Some(contract))?.ok_or_else(|| {
+            errors::raise::<errors::ContractError>(
+                py,
+                "wrong_shape",
+                None,
+                "a contract is required, not None".into(),
+            )
+        })?;
+        Ok(Contract { compiled })
+    }
+
+    /// The contract hash: 64 lowercase hex digits.
+    #[getter]
+    fn hash(&self) -> &str {
+        self.compiled.hash().as_str()
+    }
+
+    /// The operation's runtime name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.compiled.contract().operation.name
+    }
+
+    /// The contract as a `dict`.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let c = self.compiled.contract();
+        let value = serde_json::to_value(c).unwrap_or(Value::Null);
+        convert::to_python(py, &value)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Contract(name={:?}, hash={:?})", self.name(), self.hash())
+    }
+}
+
+/// What one call answered, in full: the variant and rule used, the result,
+/// the post-call state and the simulated delay.
+#[pyclass(frozen, module = "toolmock", name = "Outcome", get_all)]
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    variant: String,
+    rule: Option<usize>,
+    result: Py<PyAny>,
+    state: Py<PyAny>,
+    delay_ms: u32,
+}
+
+#[pymethods]
+impl Outcome {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "Outcome(variant={:?}, rule={:?}, result={}, state={}, delay_ms={})",
+            self.variant,
+            self.rule,
+            self.result
+                .bind(py)
+                .repr()
+                .map(|r| r.to_string())
+                .unwrap_or_default(),
+            self.state
+                .bind(py)
+                .repr()
+                .map(|r| r.to_string())
+                .unwrap_or_default(),
+            self.delay_ms
+        )
+    }
+}
+
+/// A mock definition that passed its check, compiled once; evaluate calls
+/// with it as often as needed. Immutable and safe to share between threads.
+#[pyclass(frozen, module = "toolmock", name = "CompiledDefinition")]
+#[derive(Debug)]
+pub(crate) struct CompiledDefinition {
+    pub(crate) definition: Arc<toolmock_evaluator::CompiledDefinition>,
+    pub(crate) contract: Option<Arc<CompiledContract>>,
+}
+
+impl CompiledDefinition {
+    /// Evaluates one call: input validated first and result after when there
+    /// is a contract.
+    pub(crate) fn answer<'d>(
+        &'d self,
+        input: &Value,
+        state: &Map<String, Value>,
+        variant: Option<&str>,
+    ) -> Result<EvalOutcome<'d>, toolmock_evaluator::CallError> {
+        let call = Call {
+            input,
+            state,
+            variant,
+        };
+        match &self.contract {
+            Some(contract) => {
+                toolmock_evaluator::evaluate_with_contract(&self.definition, contract, &call)
+            }
+            None => toolmock_evaluator::evaluate(&self.definition, &call),
+        }
+    }
+
+    /// The call's input and pre-call state as values (`None`: the initial state).
+    fn read_call(
+        &self,
+        py: Python<'_>,
+        input: &Bound<'_, PyAny>,
+        state: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<(Value, Option<Map<String, Value>>)> {
+        let input = convert::to_value(input, Ints::Nearest)
+            .map_err(|e| errors::refused(py, e, "the input"))?;
+        let state = match state {
+            Some(state) => Some(
+                convert::dict_to_map(state, Ints::Nearest)
+                    .map_err(|e| errors::refused(py, e, "the state"))?,
+            ),
+            None => None,
+        };
+        Ok((input, state))
+    }
+}
+
+/// The post-call state as a new dict: a shallow copy of `state` (or the
+/// initial state) with the updated keys replaced.
+fn post_state<'py>(
+    py: Python<'py>,
+    state: Option<&Bound<'py, PyDict>>,
+    initial: &Map<String, Value>,
+    updates: &[(&str, Value)],
+) -> PyResult<Bound<'py, PyDict>> {
+    let dict = match state {
+        Some(state) => state.copy()?,
+        None => convert::map_to_python(py, initial)?,
+    };
+    for (key, value) in updates {
+        dict.set_item(PyString::new(py, key), convert::to_python(py, value)?)?;
+    }
+    Ok(dict)
+}
+
+#[pymethods]
+impl CompiledDefinition {
+    /// Evaluates one call and returns `(result, new_state, delay_ms)`.
+    ///
+    /// `state` is the pre-call state (default: the definition's
+    /// `initial_state`); it is not changed: `new_state` is a new dict, a
+    /// shallow copy of it with the keys the call set replaced. `variant`
+    /// defaults to the definition's `default_variant`. With a contract, the
+    /// input is validated before anything else and the result after it is
+    /// rendered. Raises `ToolInputError` or `HarnessError`.
+    #[pyo3(signature = (input, state=None, variant=None))]
+    fn evaluate<'py>(
+        &self,
+        py: Python<'py>,
+        input: &Bound<'py, PyAny>,
+        state: Option<&Bound<'py, PyDict>>,
+        variant: Option<&str>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>, u32)> {
+        let (input, pre) = self.read_call(py, input, state)?;
+        let initial = self.definition.initial_state();
+        let outcome = self
+            .answer(&input, pre.as_ref().unwrap_or(initial), variant)
+            .map_err(|e| errors::call_error(py, &e))?;
+        let result = convert::to_python(py, &outcome.result)?;
+        let new_state = post_state(py, state, initial, &outcome.state_updates)?;
+        Ok((result, new_state, outcome.delay_ms))
+    }
+
+    /// Like `evaluate`, but returns an `Outcome` that also names the
+    /// variant and the rule (an index into the variant's `rules`, or None).
+    #[pyo3(signature = (input, state=None, variant=None))]
+    fn evaluate_outcome(
+        &self,
+        py: Python<'_>,
+        input: &Bound<'_, PyAny>,
+        state: Option<&Bound<'_, PyDict>>,
+        variant: Option<&str>,
+    ) -> PyResult<Outcome> {
+        let (input, pre) = self.read_call(py, input, state)?;
+        let initial = self.definition.initial_state();
+        let outcome = self
+            .answer(&input, pre.as_ref().unwrap_or(initial), variant)
+            .map_err(|e| errors::call_error(py, &e))?;
+        let new_state = post_state(py, state, initial, &outcome.state_updates)?;
+        Ok(Outcome {
+            variant: outcome.variant.to_owned(),
+            rule: outcome.rule,
+            result: convert::to_python(py, &outcome.result)?.unbind(),
+            state: new_state.into_any().unbind(),
+            delay_ms: outcome.delay_ms,
+        })
+    }
+
+    /// The definition's `initial_state` (a new dict).
+    #[getter]
+    fn initial_state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        convert::map_to_python(py, self.definition.initial_state())
+    }
+
+    /// The variant used when a call names none.
+    #[getter]
+    fn default_variant(&self) -> &str {
+        self.definition.default_variant()
+    }
+
+    /// Every variant's name, in the definition's order.
+    #[getter]
+    fn variant_names(&self) -> Vec<String> {
+        self.definition.variant_names().map(str::to_owned).collect()
+    }
+
+    /// The contract the definition was checked against, or None.
+    #[getter]
+    fn contract(&self) -> Option<Contract> {
+        self.contract.as_ref().map(|c| Contract {
+            compiled: c.clone(),
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "CompiledDefinition(variants={:?}, default_variant={:?}, contract={})",
+            self.variant_names(),
+            self.default_variant(),
+            self.contract
+                .as_ref()
+                .map_or("None".to_owned(), |c| format!(
+                    "{:?}",
+                    c.contract().operation.name
+                ))
+        )
+    }
+}

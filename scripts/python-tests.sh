@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds the Python package (bindings/python) with maturin in a virtualenv
+# under target/, installs the wheel and runs its pytest suite: the
+# conformance vectors through the package, the property test against the
+# CLI, the plugin on HealthPlus, the API's own tests.
+#
+#   scripts/python-tests.sh [PYTEST ARGS…]
+#
+# The wheel is a release build (the performance test and bench use it too);
+# on a warm target/ only the binding crate compiles. The CLI the tests
+# compare with is target/debug/toolmock, built here when missing or stale.
+# Exits with pytest's status; pytest prints its summary line last.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv="$root/target/python-venv"
+requirements="$root/bindings/python/requirements-test.txt"
+python="${PYTHON:-python3}"
+
+if [[ ! -x "$venv/bin/python" ]]; then
+  "$python" -m venv "$venv"
+fi
+stamp="$venv/.requirements.sha256"
+want=$(sha256sum "$requirements" | cut -d' ' -f1)
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
+  echo "$want" > "$stamp"
+fi
+
+(cd "$root" && cargo build --locked -p toolmock-cli >&2)
+rm -rf "$root/target/wheels/toolmock-"*.whl
+(cd "$root/bindings/python" && "$venv/bin/maturin" build --release --locked --quiet \
+  --interpreter "$venv/bin/python" --out "$root/target/wheels" >&2)
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps \
+  "$root"/target/wheels/toolmock-*.whl
+
+cd "$root/bindings/python"
+export TOOLMOCK_BIN="$root/target/debug/toolmock"
+exec "$venv/bin/python" -m pytest -p no:cacheprovider "$@" tests
