@@ -29,6 +29,11 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// Rendering a result builds and frees a tree of small allocations; mimalloc
+// serves the Rust side of that (Python objects keep Python's allocator).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod attempt;
 mod convert;
 mod definition;

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Calls from Python through the toolmock package against an independent,
+# interpreted evaluator, in the same run (docs/performance.md, "The Python
+# package").
+#
+#   scripts/bench-python.sh [CALLS] [ROUNDS]
+#
+# Builds and installs the wheel (release) into target/python-venv, as
+# scripts/python-tests.sh does, generates CALLS calls (default 100000) with
+# the yardstick's calls.py — ../shared/anchors/eval-realistic when it is
+# there, else its copy in fixtures/bench/eval-realistic — checks that both
+# evaluators answer every call alike, then times ROUNDS (default 5)
+# alternating passes of each, the state threaded from call to call. Prints
+# the rates, the medians and their ratio.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+calls=${1:-100000}
+rounds=${2:-5}
+venv="$root/target/python-venv"
+anchor="$root/../shared/anchors/eval-realistic"
+[[ -f "$anchor/definition.json" ]] || anchor="$root/fixtures/bench/eval-realistic"
+
+if [[ ! -x "$venv/bin/maturin" ]]; then
+  "${PYTHON:-python3}" -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$root/bindings/python/requirements-test.txt"
+fi
+rm -rf "$root/target/wheels/toolmock-"*.whl
+(cd "$root/bindings/python" && "$venv/bin/maturin" build --release --locked --quiet \
+  --interpreter "$venv/bin/python" --out "$root/target/wheels" >&2)
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps \
+  "$root"/target/wheels/toolmock-*.whl
+
+PYTHONPATH="$root/scripts/bench_python" exec "$venv/bin/python" "$root/scripts/bench_python/bench.py" \
+  "$anchor" "$calls" "$rounds" "$root/fixtures/bench/eval-realistic/contract.json"
