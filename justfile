@@ -25,9 +25,10 @@ setup:
     scripts/install-test-tools.sh
     scripts/install-browser.sh
 
-# Run every test: unit, integration (real PostgreSQL, real MCP servers), doc tests, conformance vectors.
+# Run every test: unit, integration (real PostgreSQL, real MCP servers), doc tests, the Python package, conformance vectors.
 test: setup
     cargo test --workspace --locked
+    scripts/python-tests.sh
     just conformance
     just schemathesis
     just ui-test
@@ -62,6 +63,7 @@ bench:
     if [ -x scripts/bench-eval.sh ]; then scripts/bench-eval.sh; fi
     if [ -x scripts/bench-dispatcher.sh ]; then scripts/bench-dispatcher.sh; fi
     scripts/bench-simulation.sh
+    scripts/bench-python.sh
 
 # Load-test toolmock-api (release build, wrk, a scratch database) beside Stoplight Prism 5
 # in the same run; figures go to docs/performance.md. Not part of `test`.

@@ -8,7 +8,8 @@
 # Builds and installs the wheel (release) into target/python-venv, as
 # scripts/python-tests.sh does, generates CALLS calls (default 100000) with
 # the yardstick's calls.py — ../shared/anchors/eval-realistic when it is
-# there, else its copy in fixtures/bench/eval-realistic — checks that both
+# there (TOOLMOCK_SHARED_DIR names another shared folder), else its copy
+# in fixtures/bench/eval-realistic — checks that both
 # evaluators answer every call alike, then times ROUNDS (default 5)
 # alternating passes of each, the state threaded from call to call. Prints
 # the rates, the medians and their ratio.
@@ -18,13 +19,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 calls=${1:-100000}
 rounds=${2:-5}
 venv="$root/target/python-venv"
-anchor="$root/../shared/anchors/eval-realistic"
+anchor="${TOOLMOCK_SHARED_DIR:-$root/../shared}/anchors/eval-realistic"
 [[ -f "$anchor/definition.json" ]] || anchor="$root/fixtures/bench/eval-realistic"
 
-if [[ ! -x "$venv/bin/maturin" ]]; then
-  "${PYTHON:-python3}" -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$root/bindings/python/requirements-test.txt"
-fi
+"$root/scripts/install-test-tools.sh"
 rm -rf "$root/target/wheels/toolmock-"*.whl
 (cd "$root/bindings/python" && "$venv/bin/maturin" build --release --locked --quiet \
   --interpreter "$venv/bin/python" --out "$root/target/wheels" >&2)

@@ -14,19 +14,8 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv="$root/target/python-venv"
-requirements="$root/bindings/python/requirements-test.txt"
-python="${PYTHON:-python3}"
 
-if [[ ! -x "$venv/bin/python" ]]; then
-  "$python" -m venv "$venv"
-fi
-stamp="$venv/.requirements.sha256"
-want=$(sha256sum "$requirements" | cut -d' ' -f1)
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
-  echo "$want" > "$stamp"
-fi
-
+"$root/scripts/install-test-tools.sh"
 (cd "$root" && cargo build --locked -p toolmock-cli >&2)
 rm -rf "$root/target/wheels/toolmock-"*.whl
 (cd "$root/bindings/python" && "$venv/bin/maturin" build --release --locked --quiet \
