@@ -81,6 +81,30 @@ impl Attempt {
     }
 }
 
+impl Attempt {
+    /// A call the attempt cannot route (`unknown_tool`, `missing_definition`),
+    /// recorded like every call, as the harness error it is.
+    fn routing_fault(
+        &mut self,
+        py: Python<'_>,
+        operation: &str,
+        arguments: Value,
+        code: BindingCode,
+        message: String,
+    ) -> PyErr {
+        let err = errors::harness(py, code, None, message.clone());
+        self.record_failure(
+            operation,
+            arguments,
+            "harness_error",
+            code.as_str(),
+            None,
+            message,
+        );
+        err
+    }
+}
+
 fn call_failed(
     py: Python<'_>,
     e: &CallError,
@@ -212,12 +236,10 @@ impl Attempt {
                 },
             ));
         }
-        let mut chosen = HashMap::new();
-        if let Some(variants) = variants {
-            for (name, variant) in variants.iter() {
-                chosen.insert(name.extract::<String>()?, variant.extract::<String>()?);
-            }
-        }
+        let chosen = match variants {
+            Some(variants) => read_variants(variants)?,
+            None => HashMap::new(),
+        };
         Ok(Attempt {
             operations: Arc::new(operations),
             index: Arc::new(index),
@@ -263,32 +285,26 @@ impl Attempt {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            let err = errors::harness(py, BindingCode::UnknownTool, None, message.clone());
-            self.record_failure(
+            return Err(self.routing_fault(
+                py,
                 operation,
                 arguments,
-                "harness_error",
-                BindingCode::UnknownTool.as_str(),
-                None,
+                BindingCode::UnknownTool,
                 message,
-            );
-            return Err(err);
+            ));
         };
         let slot = &operations[at].1;
         let Some(definition) = &slot.definition else {
             let message = format!(
                 "{operation:?} has no definition in this attempt, so no call to it can be answered"
             );
-            let err = errors::harness(py, BindingCode::MissingDefinition, None, message.clone());
-            self.record_failure(
+            return Err(self.routing_fault(
+                py,
                 operation,
                 arguments,
-                "harness_error",
-                BindingCode::MissingDefinition.as_str(),
-                None,
+                BindingCode::MissingDefinition,
                 message,
-            );
-            return Err(err);
+            ));
         };
         let variant = variant.or_else(|| self.variants.get(operation).map(String::as_str));
         let answered = slot.contract.validate_input(&arguments).and_then(|()| {
@@ -391,13 +407,7 @@ impl Attempt {
     #[pyo3(signature = (variants=None))]
     fn restart(&self, variants: Option<&Bound<'_, PyDict>>) -> PyResult<Attempt> {
         let variants = match variants {
-            Some(v) => {
-                let mut chosen = HashMap::new();
-                for (name, variant) in v.iter() {
-                    chosen.insert(name.extract::<String>()?, variant.extract::<String>()?);
-                }
-                chosen
-            }
+            Some(variants) => read_variants(variants)?,
             None => self.variants.clone(),
         };
         Ok(Attempt {
@@ -428,6 +438,15 @@ impl Attempt {
                 .count()
         )
     }
+}
+
+/// `{"operation": "variant"}` as a map.
+fn read_variants(variants: &Bound<'_, PyDict>) -> PyResult<HashMap<String, String>> {
+    let mut chosen = HashMap::new();
+    for (name, variant) in variants.iter() {
+        chosen.insert(name.extract::<String>()?, variant.extract::<String>()?);
+    }
+    Ok(chosen)
 }
 
 fn record_dict<'py>(py: Python<'py>, record: &Record) -> PyResult<Bound<'py, PyDict>> {

@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import toolmock
+
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -69,3 +71,23 @@ def json_equal(a: Any, b: Any) -> bool:
 def write_json(path: Path, value: Any) -> Path:
     path.write_text(json.dumps(value, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     return path
+
+
+def eval_lines(compiled: toolmock.CompiledDefinition, state: dict[str, Any] | None, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each call's line as `toolmock eval` writes it, answered by the
+    package, the state threaded from call to call (`None`: the initial state)."""
+    current = compiled.initial_state if state is None else state
+    lines: list[dict[str, Any]] = []
+    for call in calls:
+        try:
+            outcome = compiled.evaluate_outcome(call["input"], current, call.get("variant"))
+        except toolmock.CallFailed as e:
+            error = {"class": e.error_class, "code": e.code, "message": e.message}
+            if e.path is not None:
+                error["path"] = e.path
+            lines.append({"error": error})
+            continue
+        current = outcome.state
+        lines.append({"ok": {"variant": outcome.variant, "rule": outcome.rule, "result": outcome.result,
+                             "state": current, "delay_ms": outcome.delay_ms}})
+    return lines

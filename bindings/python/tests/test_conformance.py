@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import toolmock
-from conftest import ROOT, json_equal, run_cli, shared_dir, strict_equal, write_json
+from conftest import ROOT, eval_lines, json_equal, run_cli, shared_dir, strict_equal, write_json
 
 
 def _vectors() -> list[Any]:
@@ -105,21 +105,7 @@ def run_check(vec: dict[str, Any], tmp: Path) -> None:
 def evaluate_calls(vec: dict[str, Any]) -> list[dict[str, Any]]:
     """Each call's line, as `toolmock eval` writes it, from the package."""
     compiled = toolmock.compile(_definition(vec), vec.get("contract"))
-    state = vec["state"] if vec.get("state") is not None else compiled.initial_state
-    lines = []
-    for call in vec["calls"]:
-        try:
-            outcome = compiled.evaluate_outcome(call["input"], state, call.get("variant"))
-        except toolmock.CallFailed as e:
-            error = {"class": e.error_class, "code": e.code, "message": e.message}
-            if e.path is not None:
-                error["path"] = e.path
-            lines.append({"error": error})
-            continue
-        state = outcome.state
-        lines.append({"ok": {"variant": outcome.variant, "rule": outcome.rule, "result": outcome.result,
-                             "state": state, "delay_ms": outcome.delay_ms}})
-    return lines
+    return eval_lines(compiled, vec.get("state"), vec["calls"])
 
 
 def _compare_with_vector(i: int, want: dict[str, Any], got: dict[str, Any]) -> None:

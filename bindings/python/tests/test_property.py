@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolmock
-from conftest import ROOT, run_cli, strict_equal, write_json
+from conftest import ROOT, eval_lines, run_cli, strict_equal, write_json
 
 HEALTHPLUS = ROOT / "fixtures" / "healthplus"
 CASES = {
@@ -102,22 +102,7 @@ def scenarios(draw: st.DrawFn) -> tuple[str, bool, dict[str, Any] | None, list[d
 
 def package_lines(name: str, with_contract: bool, state: dict[str, Any] | None, calls: list[dict[str, Any]]) -> list[Any]:
     definition, contract = LOADED[name]
-    compiled = toolmock.compile(definition, contract if with_contract else None)
-    current = compiled.initial_state if state is None else state
-    lines: list[Any] = []
-    for call in calls:
-        try:
-            outcome = compiled.evaluate_outcome(call["input"], current, call.get("variant"))
-        except toolmock.CallFailed as e:
-            error = {"class": e.error_class, "code": e.code, "message": e.message}
-            if e.path is not None:
-                error["path"] = e.path
-            lines.append({"error": error})
-            continue
-        current = outcome.state
-        lines.append({"ok": {"variant": outcome.variant, "rule": outcome.rule, "result": outcome.result,
-                             "state": current, "delay_ms": outcome.delay_ms}})
-    return lines
+    return eval_lines(toolmock.compile(definition, contract if with_contract else None), state, calls)
 
 
 def cli_lines(tmp: Path, name: str, with_contract: bool, state: dict[str, Any] | None, calls: list[dict[str, Any]]) -> list[Any]:
