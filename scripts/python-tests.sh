@@ -6,9 +6,11 @@
 #
 #   scripts/python-tests.sh [PYTEST ARGS…]
 #
-# The wheel is a release build (the performance test and bench use it too);
-# on a warm target/ only the binding crate compiles. The CLI the tests
+# The wheel is a debug build, so that it shares target/debug with
+# `cargo test` (only the binding crate compiles on a warm target/);
+# scripts/bench-python.sh builds the release wheel. The CLI the tests
 # compare with is target/debug/toolmock, built here when missing or stale.
+# The pinned test requirements are installed by scripts/install-test-tools.sh.
 # Exits with pytest's status; pytest prints its summary line last.
 set -euo pipefail
 
@@ -18,7 +20,7 @@ venv="$root/target/python-venv"
 "$root/scripts/install-test-tools.sh"
 (cd "$root" && cargo build --locked -p toolmock-cli >&2)
 rm -rf "$root/target/wheels/toolmock-"*.whl
-(cd "$root/bindings/python" && "$venv/bin/maturin" build --release --locked --quiet \
+(cd "$root/bindings/python" && "$venv/bin/maturin" build --locked --quiet \
   --interpreter "$venv/bin/python" --out "$root/target/wheels" >&2)
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps \
   "$root"/target/wheels/toolmock-*.whl
