@@ -71,18 +71,30 @@ fn not_json(message: impl Into<String>) -> Refused {
     }
 }
 
+/// The most arrays and objects one value may nest: what the JSON reader of
+/// the CLI accepts in a document (serde_json's recursion limit). Deeper
+/// values — a list that contains itself included — are refused rather than
+/// allowed to exhaust the stack.
+pub(crate) const MAX_DEPTH: usize = 127;
+
 /// A Python object as a JSON value.
 pub(crate) fn to_value(obj: &Bound<'_, PyAny>, ints: Ints) -> Result<Value, Refused> {
+    value_at(obj, ints, 0)
+}
+
+/// `obj`, found inside `depth` arrays and objects, as a JSON value.
+fn value_at(obj: &Bound<'_, PyAny>, ints: Ints, depth: usize) -> Result<Value, Refused> {
     if let Ok(s) = obj.cast::<PyString>() {
         return Ok(Value::String(s.to_str()?.to_owned()));
     }
     if let Ok(dict) = obj.cast::<PyDict>() {
-        return dict_to_map(dict, ints).map(Value::Object);
+        return map_at(dict, ints, depth + 1).map(Value::Object);
     }
     if let Ok(list) = obj.cast::<PyList>() {
+        too_deep(depth + 1)?;
         let mut items = Vec::with_capacity(list.len());
         for (i, item) in list.iter().enumerate() {
-            items.push(to_value(&item, ints).map_err(|e| e.within(i.to_string()))?);
+            items.push(value_at(&item, ints, depth + 1).map_err(|e| e.within(i.to_string()))?);
         }
         return Ok(Value::Array(items));
     }
@@ -104,9 +116,10 @@ pub(crate) fn to_value(obj: &Bound<'_, PyAny>, ints: Ints) -> Result<Value, Refu
         return Ok(Value::Null);
     }
     if let Ok(tuple) = obj.cast::<PyTuple>() {
+        too_deep(depth + 1)?;
         let mut items = Vec::with_capacity(tuple.len());
         for (i, item) in tuple.iter().enumerate() {
-            items.push(to_value(&item, ints).map_err(|e| e.within(i.to_string()))?);
+            items.push(value_at(&item, ints, depth + 1).map_err(|e| e.within(i.to_string()))?);
         }
         return Ok(Value::Array(items));
     }
@@ -120,11 +133,30 @@ pub(crate) fn to_value(obj: &Bound<'_, PyAny>, ints: Ints) -> Result<Value, Refu
     )))
 }
 
+fn too_deep(depth: usize) -> Result<(), Refused> {
+    if depth > MAX_DEPTH {
+        return Err(not_json(format!(
+            "arrays and objects nest deeper than {MAX_DEPTH} levels (the most a JSON document the CLI reads may nest)"
+        )));
+    }
+    Ok(())
+}
+
 /// A Python `dict` as a JSON object (keys must be `str`).
 pub(crate) fn dict_to_map(
     dict: &Bound<'_, PyDict>,
     ints: Ints,
 ) -> Result<Map<String, Value>, Refused> {
+    map_at(dict, ints, 1)
+}
+
+/// A `dict` found at nesting level `depth` (itself counted).
+fn map_at(
+    dict: &Bound<'_, PyDict>,
+    ints: Ints,
+    depth: usize,
+) -> Result<Map<String, Value>, Refused> {
+    too_deep(depth)?;
     let mut map = Map::new();
     for (key, item) in dict.iter() {
         let Ok(key) = key.cast::<PyString>() else {
@@ -134,7 +166,7 @@ pub(crate) fn dict_to_map(
             )));
         };
         let key = key.to_str()?;
-        let value = to_value(&item, ints).map_err(|e| e.within(key.to_owned()))?;
+        let value = value_at(&item, ints, depth).map_err(|e| e.within(key.to_owned()))?;
         map.insert(key.to_owned(), value);
     }
     Ok(map)

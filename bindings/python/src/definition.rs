@@ -252,22 +252,44 @@ impl CompiledDefinition {
     }
 }
 
-/// The post-call state as a new dict: a shallow copy of `state` (or the
-/// initial state) with the updated keys replaced.
-fn post_state<'py>(
-    py: Python<'py>,
-    state: Option<&Bound<'py, PyDict>>,
-    initial: &Map<String, Value>,
-    updates: &[(&str, Value)],
-) -> PyResult<Bound<'py, PyDict>> {
-    let dict = match state {
-        Some(state) => state.copy()?,
-        None => convert::map_to_python(py, initial)?,
-    };
-    for (key, value) in updates {
-        dict.set_item(PyString::new(py, key), convert::to_python(py, value)?)?;
+/// One call's answer, its result and post-call state as Python objects.
+struct Answered<'d, 'py> {
+    variant: &'d str,
+    rule: Option<usize>,
+    result: Bound<'py, PyAny>,
+    state: Bound<'py, PyDict>,
+    delay_ms: u32,
+}
+
+impl CompiledDefinition {
+    /// Evaluates one call given as Python objects. The post-call state is
+    /// built from the state the evaluator read (the given one converted, or
+    /// the initial state) with the updates applied, so it holds exactly the
+    /// values the CLI would print — an `int` beyond 64 bits as the double
+    /// the evaluator saw, a tuple as a list.
+    fn run<'d, 'py>(
+        &'d self,
+        py: Python<'py>,
+        input: &Bound<'py, PyAny>,
+        state: Option<&Bound<'py, PyDict>>,
+        variant: Option<&str>,
+    ) -> PyResult<Answered<'d, 'py>> {
+        let (input, pre) = self.read_call(py, input, state)?;
+        let mut post = pre.unwrap_or_else(|| self.definition.initial_state().clone());
+        let outcome = self
+            .answer(&input, &post, variant)
+            .map_err(|e| errors::call_error(py, &e))?;
+        let result = convert::to_python(py, &outcome.result)?;
+        let (variant, rule, delay_ms) = (outcome.variant, outcome.rule, outcome.delay_ms);
+        outcome.commit_to(&mut post);
+        Ok(Answered {
+            variant,
+            rule,
+            result,
+            state: convert::map_to_python(py, &post)?,
+            delay_ms,
+        })
     }
-    Ok(dict)
 }
 
 #[pymethods]
@@ -275,8 +297,8 @@ impl CompiledDefinition {
     /// Evaluates one call and returns `(result, new_state, delay_ms)`.
     ///
     /// `state` is the pre-call state (default: the definition's
-    /// `initial_state`); it is not changed: `new_state` is a new dict, a
-    /// shallow copy of it with the keys the call set replaced. `variant`
+    /// `initial_state`); it is not changed: `new_state` is a new dict, the
+    /// post-call state (each key the call set replaced). `variant`
     /// defaults to the definition's `default_variant`. With a contract, the
     /// input is validated before anything else and the result after it is
     /// rendered. Raises `ToolInputError` or `HarnessError`.
@@ -288,14 +310,8 @@ impl CompiledDefinition {
         state: Option<&Bound<'py, PyDict>>,
         variant: Option<&str>,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>, u32)> {
-        let (input, pre) = self.read_call(py, input, state)?;
-        let initial = self.definition.initial_state();
-        let outcome = self
-            .answer(&input, pre.as_ref().unwrap_or(initial), variant)
-            .map_err(|e| errors::call_error(py, &e))?;
-        let result = convert::to_python(py, &outcome.result)?;
-        let new_state = post_state(py, state, initial, &outcome.state_updates)?;
-        Ok((result, new_state, outcome.delay_ms))
+        let answered = self.run(py, input, state, variant)?;
+        Ok((answered.result, answered.state, answered.delay_ms))
     }
 
     /// Like `evaluate`, but returns an `Outcome` that also names the
@@ -308,18 +324,13 @@ impl CompiledDefinition {
         state: Option<&Bound<'_, PyDict>>,
         variant: Option<&str>,
     ) -> PyResult<Outcome> {
-        let (input, pre) = self.read_call(py, input, state)?;
-        let initial = self.definition.initial_state();
-        let outcome = self
-            .answer(&input, pre.as_ref().unwrap_or(initial), variant)
-            .map_err(|e| errors::call_error(py, &e))?;
-        let new_state = post_state(py, state, initial, &outcome.state_updates)?;
+        let answered = self.run(py, input, state, variant)?;
         Ok(Outcome {
-            variant: outcome.variant.to_owned(),
-            rule: outcome.rule,
-            result: convert::to_python(py, &outcome.result)?.unbind(),
-            state: new_state.into_any().unbind(),
-            delay_ms: outcome.delay_ms,
+            variant: answered.variant.to_owned(),
+            rule: answered.rule,
+            result: answered.result.unbind(),
+            state: answered.state.into_any().unbind(),
+            delay_ms: answered.delay_ms,
         })
     }
 

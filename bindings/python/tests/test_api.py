@@ -222,3 +222,36 @@ def test_compiled_definitions_are_shared_between_threads() -> None:
 
 def test_every_code_the_package_reports_is_documented() -> None:
     toolmock._toolmock._check_documented_codes((ROOT / "docs/error-codes.md").read_text())
+
+
+def nested(levels: int) -> object:
+    value: object = 0
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def test_a_value_nested_deeper_than_a_json_document_may_be_is_refused() -> None:
+    assert ECHO.evaluate({"x": nested(126)})[0] == {"got": nested(126)}
+    with pytest.raises(toolmock.NotJsonError) as raised:
+        ECHO.evaluate({"x": nested(127)})
+    assert raised.value.code == "not_json" and raised.value.path == "/x" + "/0" * 126
+    looped: list = []
+    looped.append(looped)
+    with pytest.raises(toolmock.NotJsonError):
+        ECHO.evaluate({"x": looped})
+
+
+def test_the_new_state_holds_what_the_evaluator_read(tmp_path: Path) -> None:
+    """Found by the property test: keys the call does not set come back as
+    the evaluator read them, as the CLI prints them — not as the caller's
+    objects (an int beyond 64 bits is the double it became, a tuple a list)."""
+    mock = toolmock.compile(DEFINITION)
+    state = {"next_reference": [-(2**63) - 1], "history": ("a", "b")}
+    call = {"member_id": "M-42", "from_date": "2026-03-01", "days_out": 7, "copay_dollars": "25.00"}
+    _, new_state, _ = mock.evaluate(call, state)
+    assert new_state["next_reference"] == [float(-(2**63) - 1)] and type(new_state["next_reference"][0]) is float
+    assert new_state["history"] == ["a", "b"]
+    (tmp_path / "calls.jsonl").write_text(json.dumps({"input": call}) + "\n")
+    ran = run_cli("eval", BOOK / "mock.json", "--calls", tmp_path / "calls.jsonl", "--state", write_json(tmp_path / "s.json", state))
+    assert json.loads(ran.stdout)["ok"]["state"] == new_state
