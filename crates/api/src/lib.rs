@@ -39,7 +39,7 @@ mod extract;
 mod generator;
 mod middleware;
 pub mod routes;
-mod runner;
+mod jobs;
 pub mod ui;
 
 pub use auth::{AuthConfig, AuthConfigError, Claims, Principal, mint_hs256};
@@ -200,7 +200,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 pub async fn expire_abandoned_attempts(
     state: &AppState,
 ) -> Result<usize, toolmock_runtime::error::StoreError> {
-    runner::expire_abandoned(state).await
+    jobs::expire_abandoned(state).await
 }
 
 /// Runs [`expire_abandoned_attempts`] every 30 s until aborted.

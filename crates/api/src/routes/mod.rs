@@ -8,10 +8,10 @@ mod attempts;
 mod health;
 pub(crate) mod simulations;
 mod testing;
-mod testing_view;
+
 mod tools;
 
-pub(crate) use testing_view::TestingCache;
+pub(crate) use testing::TestingCache;
 
 use crate::AppState;
 use crate::auth::{MANAGE_TOOLS, RUN_SIMULATIONS};

@@ -419,7 +419,7 @@ pub(crate) async fn start_simulation(
             })
             .collect(),
     };
-    crate::runner::spawn_scripted(state.clone(), tenant, Arc::new(loaded), started.attempts);
+    crate::jobs::spawn_scripted(state.clone(), tenant, Arc::new(loaded), started.attempts);
     Ok((StatusCode::CREATED, Json(view)))
 }
 
@@ -749,7 +749,7 @@ pub(crate) async fn simulation_events(
     let simulation = SimulationId(id);
     state.store().simulation(tenant, simulation).await?;
     let document = document(&state, tenant, simulation).await?;
-    Ok(crate::runner::events(state, tenant, simulation, document))
+    Ok(crate::jobs::events(state, tenant, simulation, document))
 }
 
 /// What an attempt recorded.

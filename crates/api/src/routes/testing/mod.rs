@@ -2,12 +2,16 @@
 //! status; generating and saving revisions; checking and generating for
 //! inline tools without a row.
 
+mod cache;
+
+pub(crate) use cache::TestingCache;
+
 use crate::AppState;
 use crate::auth::{Authorized, ManageTools};
 use crate::error::{ApiCode, ApiError};
 use crate::extract::{ApiJson, ApiPath};
 use crate::generator::GenerateResult;
-use crate::routes::testing_view::Rendered;
+use cache::Rendered;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -242,7 +246,7 @@ pub(crate) async fn get_testing(
     // under it; else the index, and contracts and revisions only when not
     // kept from an earlier request (routes/testing_view.rs).
     let body =
-        crate::routes::testing_view::testing_answer(&state, auth.principal.tenant, ToolId(id))
+        cache::testing_answer(&state, auth.principal.tenant, ToolId(id))
             .await?;
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
