@@ -79,7 +79,9 @@ async fn the_document_lists_exactly_the_routes(pool: PgPool) {
                     route.path
                 );
                 assert!(
-                    response["description"].as_str().is_some_and(|d| !d.is_empty()),
+                    response["description"]
+                        .as_str()
+                        .is_some_and(|d| !d.is_empty()),
                     "{} {}: {status} has no description",
                     route.method,
                     route.path
