@@ -153,7 +153,7 @@ mod tests {
     #[tokio::test]
     async fn a_workflow_calls_only_the_agents_tools() {
         let store = MemoryStore::new();
-        let tenant = TenantId(uuid::Uuid::new_v4());
+        let tenant = store.create_tenant("acme").await.unwrap();
         let crm = store
             .create_tool(
                 tenant,
@@ -169,7 +169,7 @@ mod tests {
         let tools = [json!({"type": "library", "tool": crm})];
         let workflow = |tool: &str| {
             json!({"name": "w", "nodes": [
-                {"name": "call", "type": "tool", "tool": tool, "operation": "find"}]})
+                {"id": "call", "type": "tool", "tool": tool, "operation": "find"}]})
         };
         let good = [workflow("crm")];
         let draft = AgentDraft {
