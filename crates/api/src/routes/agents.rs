@@ -49,7 +49,7 @@ pub(crate) struct CreateAgent {
     security(("bearer" = ["AIManager:RunSimulations"])),
     responses(
         (status = 201, description = "Created", body = AgentView),
-        (status = 422, description = "`invalid_agent`: every problem with its pointer (an unknown library tool, a malformed tool or workflow)", body = crate::ErrorEnvelope),
+        (status = 422, description = "`invalid_agent`: every problem with its pointer (`invalid_name`, `malformed_tool`, `malformed_workflow`, `unknown_tool`: another tenant's or a missing library tool, or a workflow node calling a tool the agent lacks)", body = crate::ErrorEnvelope),
     ))]
 pub(crate) async fn create_agent(
     auth: Authorized<RunSimulations>,
