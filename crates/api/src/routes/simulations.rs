@@ -20,15 +20,14 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::convert::Infallible;
 use std::sync::Arc;
-use toolmock_contract::pointer;
-use toolmock_runtime::backend::{Catalog, EvidenceSink, PinStore};
+use toolmock_runtime::backend::{EvidenceSink, PinStore};
 use toolmock_runtime::error::StartError;
 use toolmock_runtime::model::{SimulationId, VariantChoice};
 use toolmock_runtime::simulation::document::SimulationDocument;
 use toolmock_runtime::simulation::expect::recorded_calls;
 use toolmock_runtime::simulation::{
     CallReport, Files, Problem, RunError, coverage, install_inline, load_value, start_problems,
-    start_request,
+    start_request, unknown_library_tools,
 };
 use uuid::Uuid;
 
@@ -83,22 +82,7 @@ pub(crate) async fn start_simulation(
         )
     };
     let loaded = load_value(&body, "request", &Files::InlineOnly).map_err(|p| invalid(&p))?;
-    let mut problems = Vec::new();
-    for (index, tool) in loaded.document.tools.iter().enumerate() {
-        let Some(id) = loaded.library.get(&tool.name) else {
-            continue;
-        };
-        match state.store().tool(tenant, *id).await {
-            Ok(_) => {}
-            Err(e) if e.is_not_found() => problems.push(Problem::foreign(
-                "request",
-                pointer::push(&pointer::index("/tools", index), "id"),
-                "unknown_tool",
-                format!("the tenant has no library tool {id}"),
-            )),
-            Err(e) => return Err(e.into()),
-        }
-    }
+    let problems = unknown_library_tools(state.store(), tenant, &loaded, "request").await?;
     if !problems.is_empty() {
         return Err(invalid(&problems));
     }
