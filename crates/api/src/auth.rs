@@ -8,7 +8,6 @@
 //! naming it, which maps to a stable UUID (v5 in [`TENANT_NAMESPACE`]) so a
 //! development token can say `--tenant acme`.
 
-use crate::AppState;
 use crate::error::ApiError;
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
@@ -273,11 +272,13 @@ pub(crate) fn bearer(parts: &Parts) -> Result<&str, ApiError> {
     Ok(token.trim())
 }
 
-impl<P: Permission> FromRequestParts<AppState> for Authorized<P> {
+// Generic over the state so that auth sits below it (the state holds an
+// `AuthConfig`, and says so with `AsRef`).
+impl<P: Permission, S: AsRef<AuthConfig> + Send + Sync> FromRequestParts<S> for Authorized<P> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let principal = state.auth().verify(bearer(parts)?)?;
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let principal = state.as_ref().verify(bearer(parts)?)?;
         if !principal.has(P::NAME) {
             return Err(ApiError::Forbidden {
                 permission: P::NAME,

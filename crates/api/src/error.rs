@@ -121,6 +121,64 @@ pub(crate) fn current_request_id() -> Option<String> {
     REQUEST_ID.try_with(Clone::clone).ok()
 }
 
+/// One entry of a 422's `details.problems`: `{code, path, message}`, the
+/// path a JSON pointer into the request body. Handlers build them from the
+/// libraries' typed problems (or, for a rule of the request itself, from an
+/// [`ApiCode`]); this is the one place that writes their JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Listed {
+    code: String,
+    path: String,
+    message: String,
+}
+
+impl Listed {
+    /// A problem of `code` at `path` of the request body.
+    pub(crate) fn new(
+        code: impl Into<String>,
+        path: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            code: code.into(),
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A library's problem, its pointer moved under `base` (where the
+    /// document it is about sits in the request body).
+    pub(crate) fn under<C: toolmock_contract::ProblemCode>(
+        base: &str,
+        problem: &toolmock_contract::Problem<C>,
+    ) -> Self {
+        Self::new(
+            problem.code.as_str(),
+            format!("{base}{}", problem.path),
+            problem.message.clone(),
+        )
+    }
+}
+
+impl ApiError {
+    /// A 422 with `code`, a sentence, and every problem in `details.problems`.
+    pub(crate) fn unprocessable(
+        code: ApiCode,
+        message: impl Into<String>,
+        problems: impl IntoIterator<Item = Listed>,
+    ) -> Self {
+        let problems: Vec<Value> = problems
+            .into_iter()
+            .map(|p| json!({"code": p.code, "path": p.path, "message": p.message}))
+            .collect();
+        ApiError::Unprocessable {
+            code,
+            message: message.into(),
+            details: json!({ "problems": problems }),
+        }
+    }
+}
+
 /// Everything a request can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {

@@ -37,148 +37,21 @@ pub mod auth;
 mod error;
 mod extract;
 mod generator;
+mod jobs;
 mod middleware;
 pub mod routes;
-mod runner;
+mod state;
+mod stored;
 pub mod ui;
+mod views;
 
 pub use auth::{AuthConfig, AuthConfigError, Claims, Principal, mint_hs256};
 pub use error::{ApiCode, ApiError, ErrorBody, ErrorEnvelope};
 pub use generator::{ChatCompletions, Generator};
+pub use state::{ApiConfig, AppState};
 
 use axum::Router;
-use sqlx::PgPool;
-use std::collections::HashSet;
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
-use toolmock_runtime::Dispatcher;
-use toolmock_runtime::model::TenantId;
-use toolmock_store::PgStore;
-
-/// The tunables of the HTTP layer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiConfig {
-    /// Which generator answers `generate` (default: schema-derived).
-    pub generator: Generator,
-    /// The largest request body accepted, in bytes (larger: 413).
-    pub body_limit: usize,
-    /// How long one request may take (longer: 503 `timeout`).
-    pub request_timeout: Duration,
-    /// How many requests are served at once (more: 503 `overloaded`).
-    pub concurrency_limit: usize,
-    /// How long a simulation's attempts may run: one still running when its
-    /// lease ends is ended as `harness_error` by [`expire_abandoned_attempts`].
-    pub attempt_lease: Duration,
-}
-
-impl Default for ApiConfig {
-    fn default() -> Self {
-        Self {
-            generator: Generator::Schema,
-            body_limit: 1024 * 1024,
-            request_timeout: Duration::from_secs(30),
-            concurrency_limit: 1024,
-            attempt_lease: Duration::from_secs(3600),
-        }
-    }
-}
-
-/// What every handler shares: the dispatcher over the PostgreSQL store, the
-/// pool, the token verifier and the configuration.
-#[derive(Clone)]
-pub struct AppState {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    dispatcher: Dispatcher<PgStore>,
-    pool: PgPool,
-    auth: AuthConfig,
-    config: ApiConfig,
-    /// Tenants known to have their row, so that it is written once per process.
-    tenants: Mutex<HashSet<TenantId>>,
-    /// The rendered pieces of tool testing views kept between requests.
-    testing: routes::TestingCache,
-}
-
-impl std::fmt::Debug for AppState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AppState")
-            .field("auth", &self.inner.auth)
-            .field("config", &self.inner.config)
-            .finish_non_exhaustive()
-    }
-}
-
-impl AppState {
-    /// State over a migrated pool.
-    pub fn new(pool: PgPool, auth: AuthConfig, config: ApiConfig) -> Self {
-        Self {
-            inner: Arc::new(Inner {
-                dispatcher: Dispatcher::new(PgStore::new(pool.clone())),
-                pool,
-                auth,
-                config,
-                tenants: Mutex::new(HashSet::new()),
-                testing: routes::TestingCache::default(),
-            }),
-        }
-    }
-
-    /// The dispatcher.
-    pub fn dispatcher(&self) -> &Dispatcher<PgStore> {
-        &self.inner.dispatcher
-    }
-
-    /// The store.
-    pub fn store(&self) -> &PgStore {
-        self.inner.dispatcher.backend()
-    }
-
-    /// The pool.
-    pub fn pool(&self) -> &PgPool {
-        &self.inner.pool
-    }
-
-    /// The token verifier.
-    pub fn auth(&self) -> &AuthConfig {
-        &self.inner.auth
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &ApiConfig {
-        &self.inner.config
-    }
-
-    /// What tool testing views keep between requests.
-    pub(crate) fn testing_cache(&self) -> &routes::TestingCache {
-        &self.inner.testing
-    }
-
-    /// Makes sure the principal's tenant has its row before anything is
-    /// written for it: tenants come from tokens, not from a sign-up step.
-    pub(crate) async fn ensure_tenant(&self, principal: &Principal) -> Result<(), ApiError> {
-        let known = self
-            .inner
-            .tenants
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(&principal.tenant);
-        if known {
-            return Ok(());
-        }
-        self.store()
-            .ensure_tenant(principal.tenant, &principal.tenant_name)
-            .await?;
-        self.inner
-            .tenants
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(principal.tenant);
-        Ok(())
-    }
-}
 
 /// The whole application: every route of [`routes::ROUTES`], the OpenAPI
 /// document, the browser UI ([`ui`]), request ids, the body limit, the timeout and the concurrency
@@ -200,25 +73,12 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 pub async fn expire_abandoned_attempts(
     state: &AppState,
 ) -> Result<usize, toolmock_runtime::error::StoreError> {
-    runner::expire_abandoned(state).await
+    jobs::expire_abandoned(state.dispatcher()).await
 }
 
 /// Runs [`expire_abandoned_attempts`] every 30 s until aborted.
 pub fn spawn_lease_sweeper(state: AppState) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(30));
-        loop {
-            tick.tick().await;
-            match expire_abandoned_attempts(&state).await {
-                Ok(0) => {}
-                Ok(n) => tracing::warn!(
-                    attempts = n,
-                    "attempts whose lease ran out ended as harness_error"
-                ),
-                Err(e) => tracing::error!(error = %e, "the lease sweeper cannot read the attempts"),
-            }
-        }
-    })
+    jobs::spawn_lease_sweeper(state.shared_dispatcher())
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves, then lets the

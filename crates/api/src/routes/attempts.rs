@@ -1,19 +1,21 @@
-//! The dispatcher endpoint: nested services and external agents call tools
-//! of an attempt with the attempt's capability.
+//! Attempts: what an attempt recorded, and the dispatcher endpoint, where
+//! nested services and external agents call tools of an attempt with the
+//! attempt's capability and finish it.
 
 use crate::AppState;
 use crate::auth::bearer;
+use crate::auth::{Authorized, RunSimulations};
 use crate::error::{ApiCode, ApiError};
 use crate::extract::{ApiJsonVerbatim, ApiPath};
-use crate::routes::simulations::document;
+use crate::views::simulations::{AttemptView, FinishedView, attempt_item, attempt_view};
 use axum::Json;
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use toolmock_contract::pointer;
 use toolmock_runtime::ToolCall;
-use toolmock_runtime::backend::AttemptStore;
+use toolmock_runtime::backend::{AttemptStore, EvidenceSink, FixtureStore};
 use toolmock_runtime::model::{AttemptId, Capability, TenantId};
 use toolmock_runtime::simulation::document::{CaseDoc, DriverDoc};
 use toolmock_runtime::simulation::judge_and_finish;
@@ -105,20 +107,6 @@ pub(crate) async fn tool_call(
     Ok(Json(result))
 }
 
-/// What finishing an external attempt decided.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct FinishedView {
-    /// `passed`, `failed`, or `harness_error` (a recorded harness error
-    /// decides it, whatever the expectations say).
-    outcome: String,
-    /// Whether that is the outcome the case expects.
-    as_expected: bool,
-    /// Every expectation of the case that did not hold over what the
-    /// attempt recorded (`[]`: all held).
-    #[schema(value_type = Vec<Object>)]
-    unmet: Value,
-}
-
 /// Ends an attempt whose case has an `external` driver: the case's
 /// expectations are judged over what the attempt recorded (never over what
 /// the caller says), the attempt finishes with that verdict and its
@@ -148,7 +136,7 @@ pub(crate) async fn finish_attempt(
         });
     }
     let record = store.attempt(tenant, attempt).await?;
-    let document = document(&state, tenant, record.simulation).await?;
+    let document = crate::stored::document(state.store(), tenant, record.simulation).await?;
     let position = listing.case_position as usize;
     let case = match document.as_ref().and_then(|d| d.cases.get(position)) {
         Some(case) if case.driver == DriverDoc::External => case.clone(),
@@ -188,4 +176,38 @@ pub(crate) async fn finish_attempt(
         as_expected: result.as_expected,
         unmet,
     }))
+}
+
+/// An attempt with its evidence timeline, tool input errors and harness errors.
+#[utoipa::path(get, path = "/api/attempts/{id}", tag = "simulations",
+    params(("id" = Uuid, Path, description = "The attempt's id")),
+    security(("bearer" = ["AIManager:RunSimulations"])),
+    responses(
+        (status = 200, description = "The attempt", body = AttemptView),
+        (status = 404, description = "No such attempt for this tenant", body = crate::ErrorEnvelope),
+    ))]
+pub(crate) async fn get_attempt(
+    auth: Authorized<RunSimulations>,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<Json<AttemptView>, ApiError> {
+    // Another tenant's attempt answers 404 like an absent one.
+    let tenant = auth.principal.tenant;
+    let attempt = AttemptId(id);
+    let store = state.store();
+    let record = store.attempt(tenant, attempt).await?;
+    let listing = store.attempt_listing(tenant, attempt).await?;
+    let document = crate::stored::document(state.store(), tenant, record.simulation).await?;
+    let snapshot = store.state(tenant, attempt).await?;
+    let evidence = store.evidence(tenant, attempt).await?;
+    let tool_input_errors = store.tool_input_errors(tenant, attempt).await?;
+    let harness_errors = store.harness_errors(tenant, attempt).await?;
+    Ok(Json(attempt_view(
+        attempt_item(listing, document.as_ref()),
+        &record,
+        snapshot,
+        evidence,
+        tool_input_errors,
+        harness_errors,
+    )))
 }

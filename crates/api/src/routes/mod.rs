@@ -4,14 +4,12 @@
 //! permission and tenant matrices, the OpenAPI completeness check) cover
 //! every route there is.
 
+mod agents;
 mod attempts;
 mod health;
-pub(crate) mod simulations;
+mod simulations;
 mod testing;
-mod testing_view;
 mod tools;
-
-pub(crate) use testing_view::TestingCache;
 
 use crate::AppState;
 use crate::auth::{MANAGE_TOOLS, RUN_SIMULATIONS};
@@ -123,13 +121,13 @@ pub const ROUTES: &[Route] = &[
         method: "POST",
         path: "/api/agents",
         access: Access::Permission(RUN_SIMULATIONS),
-        register: || routes!(simulations::create_agent),
+        register: || routes!(agents::create_agent),
     },
     Route {
         method: "GET",
         path: "/api/agents/{id}",
         access: Access::Permission(RUN_SIMULATIONS),
-        register: || routes!(simulations::get_agent),
+        register: || routes!(agents::get_agent),
     },
     Route {
         method: "POST",
@@ -165,7 +163,7 @@ pub const ROUTES: &[Route] = &[
         method: "GET",
         path: "/api/attempts/{id}",
         access: Access::Permission(RUN_SIMULATIONS),
-        register: || routes!(simulations::get_attempt),
+        register: || routes!(attempts::get_attempt),
     },
     Route {
         method: "POST",
@@ -303,17 +301,23 @@ pub(crate) fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     (router, openapi)
 }
 
-/// The routes, plus the OpenAPI document at `/api/openapi.json`.
+/// The routes, plus the OpenAPI document at `/api/openapi.json`. What a
+/// route keeps between requests is its module's, handed to its handlers as
+/// an extension of this router (so it lives as long as the router does).
 pub(crate) fn api_router() -> Router<AppState> {
     let (router, openapi) = documented();
     let document = std::sync::Arc::new(openapi);
-    router.route(
-        OPENAPI_PATH,
-        axum::routing::get(move || {
-            let document = document.clone();
-            async move { axum::Json(document.as_ref().clone()) }
-        }),
-    )
+    router
+        .route(
+            OPENAPI_PATH,
+            axum::routing::get(move || {
+                let document = document.clone();
+                async move { axum::Json(document.as_ref().clone()) }
+            }),
+        )
+        .layer(axum::Extension(std::sync::Arc::new(
+            testing::TestingCache::default(),
+        )))
 }
 
 /// Where the OpenAPI document is served.

@@ -1,314 +1,54 @@
-//! Agents; simulations started from their document, listed, read, followed
-//! as server-sent events and their coverage; what an attempt recorded.
+//! Simulations: started from their document, listed, read, followed as
+//! server-sent events, and their coverage.
 
 use crate::AppState;
 use crate::auth::{Authorized, RunSimulations};
-use crate::error::{ApiCode, ApiError};
-use crate::extract::ApiQuery;
-use crate::extract::{ApiJson, ApiPath};
+use crate::error::{ApiCode, ApiError, Listed};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::jobs::SimulationFollower;
+use crate::views::simulations::{
+    CoverageView, SimulationEvent, SimulationPage, SimulationView, StartedAttemptView, StartedView,
+    attempt_item, driver_name, pin_view, simulation_item, step_events,
+};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use serde::Deserialize;
+use serde_json::Value;
+use std::convert::Infallible;
 use std::sync::Arc;
-use toolmock_contract::pointer;
-use toolmock_runtime::backend::{AttemptStore, Catalog, EvidenceSink, FixtureStore, PinStore};
+use toolmock_runtime::backend::{EvidenceSink, PinStore};
 use toolmock_runtime::error::StartError;
-use toolmock_runtime::model::{
-    AgentId, AgentSpec, AttemptId, PinRecord, PinRef, PinTarget, SimulationId, TenantId, ToolId,
-    ToolRef, VariantChoice,
-};
-use toolmock_runtime::simulation::document::{DriverDoc, SimulationDocument};
+use toolmock_runtime::model::{SimulationId, VariantChoice};
+use toolmock_runtime::simulation::document::SimulationDocument;
 use toolmock_runtime::simulation::expect::recorded_calls;
 use toolmock_runtime::simulation::{
     CallReport, Files, Problem, RunError, coverage, install_inline, load_value, start_problems,
-    start_request,
+    start_request, unknown_library_tools,
 };
-use toolmock_runtime::workflow::{NodeDoc, WorkflowDoc};
-use toolmock_store::{AttemptListing, SimulationListing};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
-/// `POST /api/agents`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct CreateAgent {
-    /// Its name.
-    name: String,
-    /// Library tools (`{"type": "library", "tool": id}`), inline tools
-    /// (`{"type": "inline", "name", "operations"}`) and workflows called as
-    /// tools (`{"type": "workflow", "workflow"}`).
-    #[serde(default)]
-    #[schema(value_type = Vec<Object>)]
-    tools: Vec<Value>,
-    /// Workflows in the documented format (docs/workflows.md): `{name,
-    /// start?, max_steps?, nodes}` with tool, branch, return and effect nodes.
-    #[serde(default)]
-    #[schema(value_type = Vec<Object>)]
-    workflows: Vec<Value>,
-    /// Its system prompt, for whoever plays it (opaque to toolmock).
-    #[serde(default)]
-    prompt: String,
-    /// Prerequisite guards, for drivers and judges (opaque to toolmock).
-    #[serde(default)]
-    guards: Vec<String>,
-}
-
-/// An agent.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct AgentView {
-    /// Its id.
-    id: Uuid,
-    /// Its name.
-    name: String,
-    /// What it reaches.
-    #[schema(value_type = Vec<Object>)]
-    tools: Value,
-    /// Its workflows.
-    #[schema(value_type = Vec<Object>)]
-    workflows: Value,
-    /// Its system prompt.
-    prompt: String,
-    /// Its prerequisite guards.
-    guards: Vec<String>,
-}
-
-fn agent_view(id: AgentId, name: String, spec: &AgentSpec) -> Result<AgentView, ApiError> {
-    let internal = |e: serde_json::Error| ApiError::Internal(e.to_string());
-    Ok(AgentView {
-        id: id.as_uuid(),
-        name,
-        tools: serde_json::to_value(&spec.tools).map_err(internal)?,
-        workflows: serde_json::to_value(&spec.workflows).map_err(internal)?,
-        prompt: spec.prompt.clone(),
-        guards: spec.guards.clone(),
-    })
-}
-
-/// Creates an agent. Every library tool it names must be one of the tenant's.
-#[utoipa::path(post, path = "/api/agents", tag = "simulations",
-    request_body = CreateAgent,
-    security(("bearer" = ["AIManager:RunSimulations"])),
-    responses(
-        (status = 201, description = "Created", body = AgentView),
-        (status = 422, description = "`invalid_agent`: every problem with its pointer (an unknown library tool, a malformed tool or workflow)", body = crate::ErrorEnvelope),
-    ))]
-pub(crate) async fn create_agent(
-    auth: Authorized<RunSimulations>,
-    State(state): State<AppState>,
-    ApiJson(body): ApiJson<CreateAgent>,
-) -> Result<(StatusCode, Json<AgentView>), ApiError> {
-    let tenant = auth.principal.tenant;
-    let mut problems = Vec::new();
-    if body.name.is_empty() {
-        problems.push(
-            json!({"code": "invalid_name", "path": "/name", "message": "the agent needs a name"}),
-        );
-    }
-    let mut tools = Vec::new();
-    for (i, value) in body.tools.iter().enumerate() {
-        match serde_json::from_value::<ToolRef>(value.clone()) {
-            Ok(tool) => tools.push((i, tool)),
-            Err(e) => problems.push(json!({"code": "invalid_tool", "path": format!("/tools/{i}"), "message": e.to_string()})),
-        }
-    }
-    let mut workflows = Vec::new();
-    for (i, value) in body.workflows.iter().enumerate() {
-        match serde_json::from_value(value.clone()) {
-            Ok(workflow) => workflows.push(workflow),
-            Err(e) => problems.push(json!({"code": "invalid_workflow", "path": format!("/workflows/{i}"), "message": e.to_string()})),
-        }
-    }
-    // The names the agent's calls can use: its tools' and its workflows'.
-    let mut names: Vec<String> = Vec::new();
-    let mut names_known = true;
-    for (i, tool) in &tools {
-        match tool {
-            ToolRef::Library { tool } => match state.store().tool(tenant, *tool).await {
-                Ok(found) => names.push(found.name),
-                Err(e) if e.is_not_found() => {
-                    names_known = false;
-                    problems.push(
-                        json!({"code": "unknown_tool", "path": format!("/tools/{i}/tool"),
-                        "message": format!("the tenant has no library tool {tool}")}),
-                    );
-                }
-                Err(e) => return Err(e.into()),
-            },
-            ToolRef::Inline(inline) => names.push(inline.name.clone()),
-            ToolRef::Workflow { workflow } => names.push(workflow.clone()),
-        }
-    }
-    // A workflow's tool node calls through the agent's own tools: one that
-    // names a tool the agent lacks would only fail at call time. (With an
-    // unknown library tool its name is unknown too: that one problem is enough.)
-    for (w, workflow) in workflows.iter().enumerate().filter(|_| names_known) {
-        let workflow: &WorkflowDoc = workflow;
-        for (n, node) in workflow.nodes.iter().enumerate() {
-            if let NodeDoc::Tool {
-                tool: Some(tool), ..
-            } = node
-                && !names.contains(tool)
-            {
-                problems.push(json!({"code": "unknown_tool",
-                    "path": format!("/workflows/{w}/nodes/{n}/tool"),
-                    "message": format!("the agent has no tool {tool:?}; a workflow calls only the agent's tools")}));
-            }
-        }
-    }
-    if !problems.is_empty() {
-        return Err(ApiError::Unprocessable {
-            code: ApiCode::InvalidAgent,
-            message: "the agent is not valid".into(),
-            details: json!({ "problems": problems }),
-        });
-    }
-    let spec = AgentSpec {
-        tools: tools.into_iter().map(|(_, t)| t).collect(),
-        workflows,
-        prompt: body.prompt,
-        guards: body.guards,
-    };
-    state.ensure_tenant(&auth.principal).await?;
-    let id = state
-        .store()
-        .create_agent(tenant, &body.name, &spec)
-        .await?;
-    Ok((StatusCode::CREATED, Json(agent_view(id, body.name, &spec)?)))
-}
-
-/// One agent.
-#[utoipa::path(get, path = "/api/agents/{id}", tag = "simulations",
-    params(("id" = Uuid, Path, description = "The agent's id")),
-    security(("bearer" = ["AIManager:RunSimulations"])),
-    responses(
-        (status = 200, description = "The agent", body = AgentView),
-        (status = 404, description = "No such agent for this tenant", body = crate::ErrorEnvelope),
-    ))]
-pub(crate) async fn get_agent(
-    auth: Authorized<RunSimulations>,
-    State(state): State<AppState>,
-    ApiPath(id): ApiPath<Uuid>,
-) -> Result<Json<AgentView>, ApiError> {
-    let agent = state
-        .store()
-        .agent(auth.principal.tenant, AgentId(id))
-        .await?;
-    Ok(Json(agent_view(agent.id, agent.name, &agent.spec)?))
-}
-
-/// One pin of a simulation.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct PinView {
-    /// Tool name.
-    tool: String,
-    /// Operation name.
-    operation: String,
-    /// `library`, `inline` or `unpinned`.
-    kind: String,
-    /// The library tool.
-    tool_id: Option<Uuid>,
-    /// The library revision.
-    revision: Option<u32>,
-    /// The pinned definition's hash.
-    definition_hash: Option<String>,
-    /// Why an operation is unpinned (`allow_incomplete`).
-    unpinned_reason: Option<String>,
-}
-
-fn pin_view(p: &PinRecord) -> PinView {
-    let (kind, tool_id, revision, hash, reason) = match &p.pin {
-        PinTarget::Pinned { pin, .. } => {
-            let tool_id = match pin {
-                PinRef::Library { tool, .. } => Some(ToolId::as_uuid(tool)),
-                PinRef::Inline { .. } => None,
-            };
-            (
-                pin.kind(),
-                tool_id,
-                pin.revision(),
-                Some(pin.definition_hash().to_string()),
-                None,
-            )
-        }
-        PinTarget::Unpinned { reason } => (
-            "unpinned",
-            None,
-            None,
-            None,
-            Some(reason.as_str().to_owned()),
-        ),
-    };
-    PinView {
-        tool: p.tool.clone(),
-        operation: p.operation.clone(),
-        kind: kind.to_owned(),
-        tool_id,
-        revision,
-        definition_hash: hash,
-        unpinned_reason: reason,
-    }
-}
-
-/// One attempt of a started simulation.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct StartedAttemptView {
-    /// Its id.
-    id: Uuid,
-    /// Its test case's name.
-    test_case: String,
-    /// 1, 2, … within the test case.
-    number: u32,
-    /// `scripted` (run by the API right away) or `external` (played by the
-    /// caller through the tool-call endpoint, then `finish`).
-    driver: String,
-    /// The capability a nested service or external agent calls
-    /// `POST /api/attempts/{id}/tool-calls` with. Shown only here.
-    capability: String,
-}
-
-/// A started simulation.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct StartedView {
-    /// Its id.
-    id: Uuid,
-    /// The document's name.
-    name: String,
-    /// The agent created for it.
-    agent: Uuid,
-    /// Every reachable operation and its pin.
-    pins: Vec<PinView>,
-    /// The attempts.
-    attempts: Vec<StartedAttemptView>,
-}
-
-fn driver_name(driver: &DriverDoc) -> &'static str {
-    match driver {
-        DriverDoc::Scripted { .. } => "scripted",
-        DriverDoc::External => "external",
-    }
-}
-
-/// Loader and start problems as the API lists them: `{code, path, message}`,
-/// the path a JSON pointer into the request body.
-fn problem_list(problems: &[Problem]) -> Value {
+/// Loader and start problems as the API lists them, each at its pointer
+/// into the request body.
+fn listed(problems: &[Problem]) -> impl Iterator<Item = Listed> + '_ {
     problems
         .iter()
-        .map(|p| json!({"code": p.code, "path": p.path, "message": p.message}))
-        .collect()
+        .map(|p| Listed::new(p.code.clone(), p.path.clone(), p.message.clone()))
 }
 
 fn run_error(error: RunError, code: ApiCode) -> ApiError {
     match error {
-        RunError::Problems(problems) => ApiError::Unprocessable {
+        RunError::Problems(problems) => ApiError::unprocessable(
             code,
-            message: format!(
+            format!(
                 "the simulation cannot start ({} problem(s))",
                 problems.len()
             ),
-            details: json!({ "problems": problem_list(&problems) }),
-        },
+            listed(&problems),
+        ),
         RunError::Storage(message) => ApiError::Internal(message),
     }
 }
@@ -331,35 +71,24 @@ pub(crate) async fn start_simulation(
     ApiJson(body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<StartedView>), ApiError> {
     let tenant = auth.principal.tenant;
-    let invalid = |problems: &[Problem]| ApiError::Unprocessable {
-        code: ApiCode::InvalidSimulation,
-        message: format!(
-            "the simulation document is not valid ({} problem(s))",
-            problems.len()
-        ),
-        details: json!({ "problems": problem_list(problems) }),
+    let invalid = |problems: &[Problem]| {
+        ApiError::unprocessable(
+            ApiCode::InvalidSimulation,
+            format!(
+                "the simulation document is not valid ({} problem(s))",
+                problems.len()
+            ),
+            listed(problems),
+        )
     };
     let loaded = load_value(&body, "request", &Files::InlineOnly).map_err(|p| invalid(&p))?;
-    let mut problems = Vec::new();
-    for (index, tool) in loaded.document.tools.iter().enumerate() {
-        let Some(id) = loaded.library.get(&tool.name) else {
-            continue;
-        };
-        match state.store().tool(tenant, *id).await {
-            Ok(_) => {}
-            Err(e) if e.is_not_found() => problems.push(Problem::foreign(
-                "request",
-                pointer::push(&pointer::index("/tools", index), "id"),
-                "unknown_tool",
-                format!("the tenant has no library tool {id}"),
-            )),
-            Err(e) => return Err(e.into()),
-        }
-    }
+    let problems = unknown_library_tools(state.store(), tenant, &loaded, "request").await?;
     if !problems.is_empty() {
         return Err(invalid(&problems));
     }
-    state.ensure_tenant(&auth.principal).await?;
+    state
+        .ensure_tenant(tenant, &auth.principal.tenant_name)
+        .await?;
     let dispatcher = state.dispatcher();
     let installed = install_inline(dispatcher, tenant, &loaded)
         .await
@@ -376,11 +105,7 @@ pub(crate) async fn start_simulation(
             ));
         }
         Err(StartError::InvalidRequest(message)) => {
-            return Err(ApiError::Unprocessable {
-                code: ApiCode::InvalidStart,
-                message,
-                details: json!({ "problems": [] }),
-            });
+            return Err(ApiError::unprocessable(ApiCode::InvalidStart, message, []));
         }
         Err(StartError::Store(e)) => return Err(e.into()),
     };
@@ -419,7 +144,12 @@ pub(crate) async fn start_simulation(
             })
             .collect(),
     };
-    crate::runner::spawn_scripted(state.clone(), tenant, Arc::new(loaded), started.attempts);
+    crate::jobs::spawn_scripted(
+        state.shared_dispatcher(),
+        tenant,
+        Arc::new(loaded),
+        started.attempts,
+    );
     Ok((StatusCode::CREATED, Json(view)))
 }
 
@@ -433,60 +163,6 @@ pub(crate) struct SimulationListQuery {
     /// Page size, 1 to 200 (default 50).
     #[param(minimum = 1, maximum = 200)]
     limit: Option<u32>,
-}
-
-/// A simulation and how its attempts stand.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct SimulationItem {
-    /// Its id.
-    id: Uuid,
-    /// The document's name (absent for a simulation started without one).
-    name: Option<String>,
-    /// The agent under test.
-    agent: Uuid,
-    /// When it started.
-    created_at: chrono::DateTime<chrono::Utc>,
-    /// `running` until every attempt has finished, then `finished`.
-    status: String,
-    /// Attempts in all.
-    attempts: u32,
-    /// Attempts not finished yet.
-    running: u32,
-    /// Finished as passed.
-    passed: u32,
-    /// Finished as failed.
-    failed: u32,
-    /// Finished as harness_error.
-    harness_error: u32,
-}
-
-pub(crate) fn simulation_item(s: SimulationListing) -> SimulationItem {
-    SimulationItem {
-        id: s.id.as_uuid(),
-        name: s.name,
-        agent: s.agent.as_uuid(),
-        created_at: s.created_at,
-        status: if s.running == 0 {
-            "finished"
-        } else {
-            "running"
-        }
-        .to_owned(),
-        attempts: s.attempts,
-        running: s.running,
-        passed: s.passed,
-        failed: s.failed,
-        harness_error: s.harness_error,
-    }
-}
-
-/// A page of simulations.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct SimulationPage {
-    /// Newest first.
-    simulations: Vec<SimulationItem>,
-    /// Pass as `before` for the next page; absent on the last page.
-    next: Option<Uuid>,
 }
 
 /// The tenant's simulations, newest first, a page at a time.
@@ -525,101 +201,6 @@ pub(crate) async fn list_simulations(
     }))
 }
 
-/// One attempt as its simulation lists it.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
-pub(crate) struct AttemptItem {
-    /// Its id.
-    pub(crate) id: Uuid,
-    /// Its test case's name.
-    test_case: String,
-    /// 1, 2, … within its test case.
-    number: u32,
-    /// `scripted` or `external` (absent without a document).
-    driver: Option<String>,
-    /// `running` or `finished`.
-    status: String,
-    /// `passed`, `failed` or `harness_error` once finished.
-    outcome: Option<String>,
-    /// The outcome its case expects (default `passed`).
-    expected_outcome: Option<String>,
-    /// Whether the outcome is the expected one, once finished.
-    as_expected: Option<bool>,
-    /// Whether a harness error was recorded (it can then never pass).
-    has_harness_error: bool,
-    /// When it finished.
-    finished_at: Option<chrono::DateTime<chrono::Utc>>,
-    /// Committed calls.
-    calls: u32,
-    /// Every expectation it did not meet (`[]`: all met), once judged.
-    #[schema(value_type = Option<Vec<Object>>)]
-    unmet: Option<Value>,
-}
-
-/// A stored simulation document, parsed (it was loaded before it was kept,
-/// so a failure here is corruption, not the caller's fault).
-pub(crate) fn parse_document(value: &Value) -> Result<SimulationDocument, ApiError> {
-    SimulationDocument::deserialize(value).map_err(|e| {
-        ApiError::Internal(format!("a stored simulation document does not parse: {e}"))
-    })
-}
-
-/// The parsed document of a simulation, when it was started with one.
-pub(crate) async fn document(
-    state: &AppState,
-    tenant: TenantId,
-    simulation: SimulationId,
-) -> Result<Option<SimulationDocument>, ApiError> {
-    state
-        .store()
-        .simulation_document(tenant, simulation)
-        .await?
-        .as_ref()
-        .map(parse_document)
-        .transpose()
-}
-
-pub(crate) fn attempt_item(
-    a: AttemptListing,
-    document: Option<&SimulationDocument>,
-) -> AttemptItem {
-    let case = document.and_then(|d| d.cases.get(a.case_position as usize));
-    let expected = case.map(|c| c.expect.outcome);
-    AttemptItem {
-        id: a.id.as_uuid(),
-        test_case: a.test_case,
-        number: a.number,
-        driver: case.map(|c| driver_name(&c.driver).to_owned()),
-        status: if a.outcome.is_some() {
-            "finished"
-        } else {
-            "running"
-        }
-        .to_owned(),
-        outcome: a.outcome.map(|o| o.as_str().to_owned()),
-        expected_outcome: expected.map(|o| o.as_str().to_owned()),
-        as_expected: a.outcome.zip(expected).map(|(o, e)| o == e),
-        has_harness_error: a.has_harness_error,
-        finished_at: a.finished_at,
-        calls: a.calls,
-        unmet: a.unmet,
-    }
-}
-
-/// A simulation with its pins and attempts.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct SimulationView {
-    /// How it stands.
-    #[serde(flatten)]
-    summary: SimulationItem,
-    /// Every reachable operation and its pin, as fixed at the start.
-    pins: Vec<PinView>,
-    /// Its attempts, in document order.
-    attempts: Vec<AttemptItem>,
-    /// The document it was started with.
-    #[schema(value_type = Option<Object>)]
-    document: Option<Value>,
-}
-
 /// One simulation: its pins, its attempts and their outcomes.
 #[utoipa::path(get, path = "/api/simulations/{id}", tag = "simulations",
     params(("id" = Uuid, Path, description = "The simulation's id")),
@@ -639,7 +220,10 @@ pub(crate) async fn get_simulation(
     let summary = store.simulation(tenant, simulation).await?;
     let pins = store.simulation_pins(tenant, simulation).await?;
     let raw = store.simulation_document(tenant, simulation).await?;
-    let parsed = raw.as_ref().map(parse_document).transpose()?;
+    let parsed = raw
+        .as_ref()
+        .map(crate::stored::parse_document)
+        .transpose()?;
     let attempts = store
         .simulation_attempts(tenant, simulation)
         .await?
@@ -652,17 +236,6 @@ pub(crate) async fn get_simulation(
         attempts,
         document: raw,
     }))
-}
-
-/// The coverage report of a simulation.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct CoverageView {
-    /// Finished attempts counted.
-    attempts: u32,
-    /// Per pinned operation: calls, per variant calls and rules used, and
-    /// everything never exercised (`VARIANT`, `VARIANT/rules/N`, `VARIANT/own`).
-    #[schema(value_type = Vec<Object>)]
-    operations: Value,
 }
 
 /// Which variants and rules of each pinned definition the simulation's
@@ -684,7 +257,7 @@ pub(crate) async fn get_coverage(
     let store = state.store();
     store.simulation(tenant, simulation).await?;
     let pins = store.simulation_pins(tenant, simulation).await?;
-    let document = document(&state, tenant, simulation).await?;
+    let document = crate::stored::document(state.store(), tenant, simulation).await?;
     let mut counted: Vec<(Vec<CallReport>, Vec<VariantChoice>)> = Vec::new();
     for a in store.simulation_attempts(tenant, simulation).await? {
         if a.outcome.is_none() {
@@ -717,17 +290,6 @@ pub(crate) async fn get_coverage(
     }))
 }
 
-/// One server-sent event of a simulation's stream.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct SimulationEvent {
-    /// `snapshot`, `attempt`, `finished` or `error`.
-    #[schema(pattern = "^(snapshot|attempt|finished|error)$")]
-    event: String,
-    /// JSON: `snapshot` `{simulation, attempts}`; `attempt` an attempt as
-    /// listed; `finished` the final counts; `error` `{code, message}`.
-    data: String,
-}
-
 /// Follows a simulation as server-sent events: `snapshot` (the simulation
 /// and every attempt), then `attempt` each time an attempt changes (its
 /// outcome, its calls), then `finished` once every attempt has finished, and
@@ -748,92 +310,26 @@ pub(crate) async fn simulation_events(
     let tenant = auth.principal.tenant;
     let simulation = SimulationId(id);
     state.store().simulation(tenant, simulation).await?;
-    let document = document(&state, tenant, simulation).await?;
-    Ok(crate::runner::events(state, tenant, simulation, document))
+    let document = crate::stored::document(state.store(), tenant, simulation).await?;
+    let follower = SimulationFollower::new(state.store().clone(), tenant, simulation);
+    Ok(events(follower, document))
 }
 
-/// What an attempt recorded.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct AttemptView {
-    /// The attempt as its simulation lists it.
-    #[serde(flatten)]
-    item: AttemptItem,
-    /// Its simulation.
-    simulation: Uuid,
-    /// Until when its capability is valid.
-    lease_expires_at: chrono::DateTime<chrono::Utc>,
-    /// The fixture state now, and its version.
-    #[schema(value_type = Object)]
-    state: Value,
-    /// Every committed call in order, with the state before and after.
-    #[schema(value_type = Vec<Object>)]
-    evidence: Vec<Value>,
-    /// The agent's recoverable argument errors.
-    #[schema(value_type = Vec<Object>)]
-    tool_input_errors: Vec<Value>,
-    /// The harness's faults.
-    #[schema(value_type = Vec<Object>)]
-    harness_errors: Vec<Value>,
-}
-
-/// An attempt with its evidence timeline, tool input errors and harness errors.
-#[utoipa::path(get, path = "/api/attempts/{id}", tag = "simulations",
-    params(("id" = Uuid, Path, description = "The attempt's id")),
-    security(("bearer" = ["AIManager:RunSimulations"])),
-    responses(
-        (status = 200, description = "The attempt", body = AttemptView),
-        (status = 404, description = "No such attempt for this tenant", body = crate::ErrorEnvelope),
-    ))]
-pub(crate) async fn get_attempt(
-    auth: Authorized<RunSimulations>,
-    State(state): State<AppState>,
-    ApiPath(id): ApiPath<Uuid>,
-) -> Result<Json<AttemptView>, ApiError> {
-    // Another tenant's attempt answers 404 like an absent one.
-    let tenant = auth.principal.tenant;
-    let attempt = AttemptId(id);
-    let store = state.store();
-    let record = store.attempt(tenant, attempt).await?;
-    let listing = store.attempt_listing(tenant, attempt).await?;
-    let document = document(&state, tenant, record.simulation).await?;
-    let snapshot = store.state(tenant, attempt).await?;
-    let evidence = store
-        .evidence(tenant, attempt)
-        .await?
-        .into_iter()
-        .map(|e| {
-            json!({"tool": e.tool, "operation": e.operation, "pin": e.pin, "executor": e.executor,
-                   "variant": e.variant, "rule": e.rule, "arguments": e.arguments, "result": e.result,
-                   "state_before": e.state_before, "state_after": e.state_after,
-                   "version_before": e.version_before, "version_after": e.version_after,
-                   "delay_ms": e.delay_ms, "started_at": e.started_at, "duration_us": e.duration_us})
-        })
-        .collect();
-    let tool_input_errors = store
-        .tool_input_errors(tenant, attempt)
-        .await?
-        .into_iter()
-        .map(|e| {
-            json!({"tool": e.tool, "operation": e.operation, "pin": e.pin, "arguments": e.arguments,
-                   "code": e.code, "message": e.message, "path": e.path, "violations": e.violations, "at": e.at})
-        })
-        .collect();
-    let harness_errors = store
-        .harness_errors(tenant, attempt)
-        .await?
-        .into_iter()
-        .map(|e| {
-            json!({"tool": e.tool, "operation": e.operation, "pin": e.pin, "arguments": e.arguments,
-                   "code": e.code, "message": e.message, "path": e.path, "detail": e.detail, "at": e.at})
-        })
-        .collect();
-    Ok(Json(AttemptView {
-        item: attempt_item(listing, document.as_ref()),
-        simulation: record.simulation.as_uuid(),
-        lease_expires_at: record.lease_expires_at,
-        state: json!({"state": snapshot.state, "version": snapshot.version}),
-        evidence,
-        tool_input_errors,
-        harness_errors,
-    }))
+/// The server-sent events of one followed simulation: each step of the
+/// follower as the events the stream documents.
+fn events(follower: SimulationFollower, document: Option<SimulationDocument>) -> Response {
+    let stream = futures_util::stream::unfold(follower, |mut follower| async move {
+        let steps = follower.next().await?;
+        Some((steps, follower))
+    })
+    .flat_map(move |steps| {
+        let events: Vec<Event> = steps
+            .into_iter()
+            .flat_map(|step| step_events(step, document.as_ref()))
+            .collect();
+        futures_util::stream::iter(events.into_iter().map(Ok::<_, Infallible>))
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
 }

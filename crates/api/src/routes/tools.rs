@@ -3,18 +3,21 @@
 
 use crate::AppState;
 use crate::auth::{Authorized, ManageTools};
-use crate::error::{ApiCode, ApiError};
+use crate::error::{ApiCode, ApiError, Listed};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::views::tools::{
+    StaleOperation, ToolListItem, ToolPage, ToolView, UpdatedTool, contract_diff, tool_view,
+};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
-use toolmock_contract::{OperationContract, OperationIdentity, OperationSource};
+use toolmock_contract::{OperationIdentity, OperationSource};
 use toolmock_discovery::Endpoint;
 use toolmock_runtime::backend::Catalog;
 use toolmock_runtime::model::{
-    LibraryTool, NewOperation, NewTool, OperationView, TenantId, TestingStatus, ToolId, ToolKind,
+    LibraryTool, NewOperation, NewTool, TenantId, TestingStatus, ToolId, ToolKind,
 };
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -89,99 +92,6 @@ pub(crate) struct UpdateTool {
     source: ToolSource,
 }
 
-/// An operation of a tool, briefly.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct OperationSummary {
-    /// The operation's id (`operation_id` in the testing requests).
-    id: Uuid,
-    /// Runtime name.
-    name: String,
-    /// `platform`, `mcp` or `custom`.
-    source: String,
-    /// `current`, `stale`, `missing` or `needs_output_schema`.
-    status: String,
-    /// The current contract hash (absent: needs an output schema).
-    contract_hash: Option<String>,
-    /// The latest revision's number.
-    latest_revision: Option<u32>,
-}
-
-/// A library tool.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct ToolView {
-    /// Its id.
-    id: Uuid,
-    /// Its name.
-    name: String,
-    /// `platform`, `mcp` or `custom`.
-    kind: String,
-    /// The fallback output schema.
-    #[schema(value_type = Option<Object>)]
-    output_schema: Option<Value>,
-    /// Its operations, by name.
-    operations: Vec<OperationSummary>,
-}
-
-/// An operation whose latest revision an update made stale.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct StaleOperation {
-    /// The operation's id.
-    operation_id: Uuid,
-    /// Runtime name.
-    name: String,
-    /// The schema crate's contract diff (old → new).
-    #[schema(value_type = Object)]
-    diff: Value,
-}
-
-/// What an update did.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct UpdatedTool {
-    /// The tool after the update.
-    tool: ToolView,
-    /// Operations that were current and are now stale.
-    stale: Vec<StaleOperation>,
-    /// Operations the source no longer lists (kept, with their revisions).
-    unlisted: Vec<String>,
-}
-
-pub(crate) fn tool_view(tool: &LibraryTool) -> ToolView {
-    ToolView {
-        id: tool.id.as_uuid(),
-        name: tool.name.clone(),
-        kind: tool.kind.as_str().to_owned(),
-        output_schema: tool.output_schema.clone(),
-        operations: tool.operations.iter().map(summary).collect(),
-    }
-}
-
-fn summary(op: &OperationView) -> OperationSummary {
-    OperationSummary {
-        id: op.id.as_uuid(),
-        name: op.operation.name.clone(),
-        source: source_name(op.operation.source).to_owned(),
-        status: op.status().as_str().to_owned(),
-        contract_hash: op.contract_hash.as_ref().map(ToString::to_string),
-        latest_revision: op.latest.as_ref().map(|r| r.revision),
-    }
-}
-
-pub(crate) fn source_name(source: OperationSource) -> &'static str {
-    match source {
-        OperationSource::Platform => "platform",
-        OperationSource::Mcp => "mcp",
-        OperationSource::Custom => "custom",
-    }
-}
-
-fn unprocessable(code: ApiCode, message: &str, problems: Vec<Value>) -> ApiError {
-    ApiError::Unprocessable {
-        code,
-        message: message.into(),
-        details: json!({ "problems": problems }),
-    }
-}
-
 /// The source's kind and operations, every problem reported at once with a
 /// JSON pointer into the request body.
 fn operations(
@@ -191,13 +101,11 @@ fn operations(
     let (kind, ops): (ToolKind, Vec<NewOperation>) = match source {
         ToolSource::Platform { manifest } => {
             let contracts = toolmock_schema::normalize_manifest(manifest).map_err(|errors| {
-                let problems = errors
-                    .iter()
-                    .map(|e| {
-                        json!({"code": e.code, "path": format!("/source/manifest{}", e.path), "message": e.message})
-                    })
-                    .collect();
-                unprocessable(ApiCode::InvalidManifest, "the platform manifest is not valid", problems)
+                ApiError::unprocessable(
+                    ApiCode::InvalidManifest,
+                    "the platform manifest is not valid",
+                    errors.iter().map(|e| Listed::under("/source/manifest", e)),
+                )
             })?;
             let ops = contracts.into_iter().map(NewOperation::from).collect();
             (ToolKind::Platform, ops)
@@ -206,13 +114,11 @@ fn operations(
             let page = json!({ "tools": tools });
             let discovered =
                 toolmock_schema::normalize_pages(&[page], fallback).map_err(|errors| {
-                    let problems = errors
-                        .iter()
-                        .map(|e| {
-                            json!({"code": e.code, "path": format!("/source{}", e.path), "message": e.message})
-                        })
-                        .collect();
-                    unprocessable(ApiCode::InvalidMcpTools, "the MCP tools are not valid", problems)
+                    ApiError::unprocessable(
+                        ApiCode::InvalidMcpTools,
+                        "the MCP tools are not valid",
+                        errors.iter().map(|e| Listed::under("/source", e)),
+                    )
                 })?;
             let ops = discovered.into_iter().map(discovered_operation).collect();
             (ToolKind::Mcp, ops)
@@ -263,10 +169,10 @@ const DISCOVERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20
 /// stdio server: that would let any tenant run commands on the API's host.
 async fn discover_server(url: &str, at: &str) -> Result<Vec<NewOperation>, ApiError> {
     let endpoint = Endpoint::http(url).map_err(|e| {
-        unprocessable(
+        ApiError::unprocessable(
             ApiCode::InvalidOperations,
             "the MCP server URL is not usable",
-            vec![json!({"code": e.code(), "path": at, "message": e.to_string()})],
+            [Listed::new(e.code(), at, e.to_string())],
         )
     })?;
     let options = toolmock_discovery::Options {
@@ -306,62 +212,24 @@ async fn resolve_source(
     }
 }
 
-/// Names must be usable and unique, schemas must be schemas, and every
-/// contract must hash (no integer beyond what a double holds exactly).
+/// The operations' rules (`toolmock_runtime::model::check_operations`),
+/// their pointers moved into the request: an operation's under `/source`,
+/// the fallback's at `/output_schema` as it is.
 fn check_operations(ops: &[NewOperation], fallback: Option<&Value>) -> Result<(), ApiError> {
-    let mut problems = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    if ops.is_empty() {
-        problems.push(json!({"code": "no_operations", "path": "/source", "message": "the source lists no operation"}));
-    }
-    for (i, op) in ops.iter().enumerate() {
-        let path = format!("/source/operations/{i}");
-        if !toolmock_schema::is_valid_runtime_name(&op.operation.name) {
-            problems.push(
-                json!({"code": "invalid_name", "path": format!("{path}/name"),
-                "message": format!("{:?} is not a usable operation name", op.operation.name)}),
-            );
-        }
-        if !seen.insert(op.operation.name.as_str()) {
-            problems.push(
-                json!({"code": "duplicate_operation", "path": format!("{path}/name"),
-                "message": format!("{} is listed twice", op.operation.name)}),
-            );
-        }
-        for (member, schema) in [
-            ("input_schema", Some(&op.input_schema)),
-            ("output_schema", op.output_schema.as_ref().or(fallback)),
-        ] {
-            if let Some(schema) = schema
-                && !(schema.is_object() || schema.is_boolean())
-            {
-                problems.push(
-                    json!({"code": "invalid_schema", "path": format!("{path}/{member}"),
-                    "message": format!("{member} must be a JSON Schema (an object or a boolean)")}),
-                );
-            }
-        }
-        if let Some(contract) = toolmock_runtime::model::effective_contract(op, fallback)
-            && let Err(e) = contract.hash()
-        {
-            problems.push(json!({"code": e.code(), "path": path, "message": e.to_string()}));
-        }
-    }
-    if let Some(f) = fallback
-        && let Err(e) = toolmock_contract::check_exact_numbers(f)
-    {
-        problems
-            .push(json!({"code": e.code(), "path": "/output_schema", "message": e.to_string()}));
-    }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(unprocessable(
+    toolmock_runtime::model::check_operations(ops, fallback).map_err(|problems| {
+        ApiError::unprocessable(
             ApiCode::InvalidOperations,
             "the operations are not valid",
-            problems,
-        ))
-    }
+            problems.iter().map(|p| {
+                let base = if p.path.starts_with("/operations") {
+                    "/source"
+                } else {
+                    ""
+                };
+                Listed::under(base, p)
+            }),
+        )
+    })
 }
 
 /// Creates a library tool and its operations.
@@ -380,15 +248,21 @@ pub(crate) async fn create_tool(
 ) -> Result<(StatusCode, Json<ToolView>), ApiError> {
     let tenant = auth.principal.tenant;
     if body.name.is_empty() {
-        return Err(unprocessable(
+        return Err(ApiError::unprocessable(
             ApiCode::InvalidName,
             "the tool needs a name",
-            vec![json!({"code": "invalid_name", "path": "/name", "message": "the name is empty"})],
+            [Listed::new(
+                ApiCode::InvalidName.as_str(),
+                "/name",
+                "the name is empty",
+            )],
         ));
     }
     let (kind, ops, source_config) =
         resolve_source(&body.source, body.output_schema.as_ref()).await?;
-    state.ensure_tenant(&auth.principal).await?;
+    state
+        .ensure_tenant(tenant, &auth.principal.tenant_name)
+        .await?;
     let store = state.store();
     let id = store
         .create_tool(
@@ -418,34 +292,6 @@ pub(crate) struct ListQuery {
     /// Page size, 1 to 200 (default 50).
     #[param(minimum = 1, maximum = 200)]
     limit: Option<u32>,
-}
-
-/// One tool of a page.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct ToolListItem {
-    /// Its id.
-    id: Uuid,
-    /// Its name.
-    name: String,
-    /// `platform`, `mcp` or `custom`.
-    kind: String,
-    /// How many operations are in each testing status.
-    current: u32,
-    /// Stale operations (their latest revision answers an older contract).
-    stale: u32,
-    /// Operations without a revision.
-    missing: u32,
-    /// Operations without an output schema.
-    needs_output_schema: u32,
-}
-
-/// A page of tools.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct ToolPage {
-    /// The tools, by name.
-    tools: Vec<ToolListItem>,
-    /// Pass as `after` for the next page; absent on the last page.
-    next: Option<String>,
 }
 
 /// The tenant's tools, by name, a page at a time.
@@ -571,15 +417,17 @@ pub(crate) async fn discover_tool(
     let tenant = auth.principal.tenant;
     let before = state.store().tool(tenant, ToolId(id)).await?;
     if before.kind != ToolKind::Mcp {
-        return Err(unprocessable(
+        return Err(ApiError::unprocessable(
             ApiCode::KindMismatch,
-            &format!(
+            format!(
                 "a {} tool has no MCP server to discover",
                 before.kind.as_str()
             ),
-            vec![
-                json!({"code": "kind_mismatch", "path": "", "message": "only MCP tools are discovered"}),
-            ],
+            [Listed::new(
+                ApiCode::KindMismatch.as_str(),
+                "",
+                "only MCP tools are discovered",
+            )],
         ));
     }
     let (url, at) = match (
@@ -589,12 +437,14 @@ pub(crate) async fn discover_tool(
         (Some(url), _) => (url.clone(), "/url"),
         (None, Some(url)) => (url.to_owned(), ""),
         (None, None) => {
-            return Err(unprocessable(
+            return Err(ApiError::unprocessable(
                 ApiCode::NoMcpServer,
                 "the tool was created from a tools list, not a server: send the server's url",
-                vec![
-                    json!({"code": "no_mcp_server", "path": "/url", "message": "no url given and none kept"}),
-                ],
+                [Listed::new(
+                    ApiCode::NoMcpServer.as_str(),
+                    "/url",
+                    "no url given and none kept",
+                )],
             ));
         }
     };
@@ -616,16 +466,18 @@ async fn apply_update(
 ) -> Result<UpdatedTool, ApiError> {
     let store = state.store();
     if kind != before.kind {
-        return Err(unprocessable(
+        return Err(ApiError::unprocessable(
             ApiCode::KindMismatch,
-            &format!(
+            format!(
                 "a {} tool cannot be updated from a {} source",
                 before.kind.as_str(),
                 kind.as_str()
             ),
-            vec![
-                json!({"code": "kind_mismatch", "path": "/source/type", "message": "the source is of another kind than the tool"}),
-            ],
+            [Listed::new(
+                ApiCode::KindMismatch.as_str(),
+                "/source/type",
+                "the source is of another kind than the tool",
+            )],
         ));
     }
     let mut stale = Vec::new();
@@ -658,15 +510,4 @@ async fn apply_update(
         stale,
         unlisted,
     })
-}
-
-pub(crate) fn contract_diff(
-    old: Option<&OperationContract>,
-    new: Option<&OperationContract>,
-) -> Result<Value, ApiError> {
-    let (Some(old), Some(new)) = (old, new) else {
-        return Ok(Value::Null);
-    };
-    let diff = toolmock_schema::diff(old, new).map_err(|e| ApiError::Internal(e.to_string()))?;
-    serde_json::to_value(diff).map_err(|e| ApiError::Internal(e.to_string()))
 }

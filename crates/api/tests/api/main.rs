@@ -9,6 +9,7 @@ mod dispatcher;
 mod errors;
 mod generator;
 mod matrix;
+mod modules;
 mod openapi;
 mod simulations;
 mod testing_flow;

@@ -269,12 +269,25 @@ async fn agents_name_only_their_tenants_tools(pool: PgPool) {
         (reply.status, reply.code()),
         (StatusCode::UNPROCESSABLE_ENTITY, "invalid_agent")
     );
-    let paths: Vec<_> = reply
+    // The runtime's agent codes, each at its pointer (a malformed tool or
+    // workflow has its own code, not a harness error's).
+    let listed: Vec<_> = reply
         .problems()
         .iter()
-        .map(|p| p["path"].as_str().unwrap().to_owned())
+        .map(|p| {
+            (
+                p["code"].as_str().unwrap().to_owned(),
+                p["path"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect();
-    assert_eq!(paths, vec!["/tools/1", "/workflows/0", "/tools/0/tool"]);
+    let expected = [
+        ("malformed_tool", "/tools/1"),
+        ("malformed_workflow", "/workflows/0"),
+        ("unknown_tool", "/tools/0/tool"),
+    ]
+    .map(|(code, path)| (code.to_owned(), path.to_owned()));
+    assert_eq!(listed, expected);
     // A simulation naming another tenant's tool: as if it did not exist.
     let reply = start(&app, &b, &calendar_simulation(&tool, 1)).await;
     assert_eq!(

@@ -6,9 +6,12 @@
 //! `call` (in `call.rs`) is the call pipeline and the recording of its
 //! faults; `pins.rs` holds the compiled pins and their caches.
 
+mod agent;
 mod call;
 mod pins;
 mod start;
+
+pub use agent::{AgentDraft, check_agent};
 
 use crate::backend::{
     Backend, Clock, ExternalExecutor, NoExternalExecutor, Sleeper, SystemClock, TokioSleeper,

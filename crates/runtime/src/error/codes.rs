@@ -201,6 +201,38 @@ problem_codes! {
     }
 }
 
+problem_codes! {
+    /// Why an agent cannot be created: each problem of the agent a caller
+    /// describes (`toolmock_runtime::dispatcher::check_agent`).
+    pub enum AgentCode {
+        /// The agent's name is empty.
+        InvalidName => "invalid_name",
+        /// A tool entry is none of the documented shapes (library, inline, workflow).
+        MalformedTool => "malformed_tool",
+        /// A workflow is not in the documented workflow format.
+        MalformedWorkflow => "malformed_workflow",
+        /// A library tool the agent names is not the tenant's, or a workflow's tool node names a tool the agent lacks.
+        UnknownTool => "unknown_tool",
+    }
+}
+
+problem_codes! {
+    /// Why a tool's operations cannot be stored: each problem of the list
+    /// (`toolmock_runtime::model::check_operations`).
+    pub enum OperationsCode {
+        /// The source lists no operation.
+        NoOperations => "no_operations",
+        /// An operation name that is not a usable runtime name.
+        InvalidName => "invalid_name",
+        /// Two operations share one name.
+        DuplicateOperation => "duplicate_operation",
+        /// An input or output schema that is neither an object nor a boolean.
+        InvalidSchema => "invalid_schema",
+        /// An integer no double holds exactly, so the contract cannot be hashed.
+        InexactNumber => "inexact_number",
+    }
+}
+
 /// Reads a code of family `C` back from its text (e.g. a stored code).
 pub fn parse_code<C: ProblemCode>(text: &str) -> Option<C> {
     C::ALL.iter().copied().find(|code| code.as_str() == text)
@@ -222,6 +254,8 @@ pub fn all_codes() -> Vec<(&'static str, &'static str)> {
         family::<StartCode>("start"),
         family::<DispatchCode>("dispatch"),
         family::<FinishCode>("finish"),
+        family::<AgentCode>("agent"),
+        family::<OperationsCode>("operations"),
     ]
     .concat()
 }

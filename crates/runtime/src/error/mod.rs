@@ -5,8 +5,8 @@
 mod codes;
 
 pub use codes::{
-    CallCode, DispatchCode, FinishCode, HarnessCode, IncompleteStatus, SaveRevisionCode, StartCode,
-    StartProblemCode, StoreCode, ToolInputCode, all_codes, parse_code,
+    AgentCode, CallCode, DispatchCode, FinishCode, HarnessCode, IncompleteStatus, OperationsCode,
+    SaveRevisionCode, StartCode, StartProblemCode, StoreCode, ToolInputCode, all_codes, parse_code,
 };
 
 use serde::Serialize;
@@ -367,4 +367,16 @@ impl FinishError {
             FinishError::Store(e) => e.code(),
         }
     }
+}
+
+/// Why an agent was not accepted (`dispatcher::check_agent`).
+#[derive(Debug, thiserror::Error)]
+pub enum AgentRejected {
+    /// The agent breaks its rules: every problem, each with a JSON pointer
+    /// into the agent as described.
+    #[error("the agent is not valid: {0}")]
+    Invalid(toolmock_contract::Problems<AgentCode>),
+    /// Its library tools could not be looked up.
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }

@@ -4,9 +4,11 @@
 
 mod capability;
 mod ids;
+mod rules;
 
 pub use capability::{Capability, TokenHash};
 pub use ids::{AgentId, AttemptId, OperationId, SimulationId, TenantId, TestCaseId, ToolId};
+pub use rules::check_operations;
 
 use crate::error::{HarnessCode, IncompleteStatus, ToolInputCode};
 use crate::workflow::WorkflowDoc;

@@ -29,4 +29,5 @@ pub use results::{
 pub use runner::{
     Installed, RunError, RunOptions, SequenceClock, VirtualSleeper, check, install, install_inline,
     judge_and_finish, run, run_attempt, start, start_problems, start_request,
+    unknown_library_tools,
 };

@@ -10,9 +10,11 @@ use super::results::{
     AttemptResult, CallReport, CaseResult, ErrorEntry, PassK, RawAttempt, RunResults, Summary,
     coverage,
 };
-use crate::backend::{Backend, BoxFuture, Clock, Sleeper};
+use crate::backend::{Backend, BoxFuture, Catalog, Clock, Sleeper};
 use crate::dispatcher::{Dispatcher, StartRequest, StartedAttempt, StartedSimulation};
-use crate::error::{DispatchError, FinishError, StartError, StartProblem, StoreError};
+use crate::error::{
+    DispatchError, FinishError, StartError, StartProblem, StartProblemCode, StoreError,
+};
 use crate::model::{AgentId, AttemptId, TenantId, ToolId};
 use crate::model::{
     AgentSpec, AttemptOutcome, InlineOperation, InlineTool, NewTool, Provenance, SaveRevision,
@@ -254,6 +256,36 @@ fn agent_spec(loaded: &LoadedSimulation, tool: impl Fn(&str) -> Option<ToolRef>)
         prompt: agent.prompt.clone(),
         guards: agent.guards.clone(),
     }
+}
+
+/// The document's `from: library` tools that are not the tenant's (another
+/// tenant's reads as absent): one `unknown_tool` problem each (the start
+/// problem's code: a library tool the agent references does not exist for
+/// this tenant), at the tool's `id` in `file`. An API start checks this
+/// before it installs anything.
+pub async fn unknown_library_tools<C: Catalog>(
+    catalog: &C,
+    tenant: TenantId,
+    loaded: &LoadedSimulation,
+    file: &str,
+) -> Result<Vec<Problem>, StoreError> {
+    let mut problems = Vec::new();
+    for (index, tool) in loaded.document.tools.iter().enumerate() {
+        let Some(id) = loaded.library.get(&tool.name) else {
+            continue;
+        };
+        match catalog.tool(tenant, *id).await {
+            Ok(_) => {}
+            Err(e) if e.is_not_found() => problems.push(Problem::foreign(
+                file,
+                pointer::push(&pointer::index("/tools", index), "id"),
+                StartProblemCode::UnknownTool.as_str(),
+                format!("the tenant has no library tool {id}"),
+            )),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(problems)
 }
 
 /// Creates the document's agent with its own tools as inline tools (each

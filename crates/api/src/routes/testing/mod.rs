@@ -2,98 +2,31 @@
 //! status; generating and saving revisions; checking and generating for
 //! inline tools without a row.
 
+mod cache;
+
+pub(crate) use cache::TestingCache;
+
 use crate::AppState;
 use crate::auth::{Authorized, ManageTools};
-use crate::error::{ApiCode, ApiError};
+use crate::error::{ApiCode, ApiError, Listed};
 use crate::extract::{ApiJson, ApiPath};
 use crate::generator::GenerateResult;
-use crate::routes::testing_view::Rendered;
-use axum::Json;
+use crate::views::testing::{CheckResult, InlineResult, RevisionView, ToolTesting, revision_view};
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-use toolmock_contract::ContractHash;
+use axum::{Extension, Json};
+use serde::Deserialize;
+use serde_json::Value;
+use std::sync::Arc;
+use toolmock_contract::{ContractHash, pointer};
 use toolmock_evaluator::{CompiledContract, compile_checked};
 use toolmock_runtime::backend::Catalog;
 use toolmock_runtime::model::{
-    InlineTool, OperationId, OperationView, Provenance, RevisionRecord, SaveRevision, TenantId,
-    ToolId,
+    InlineTool, OperationId, OperationView, Provenance, SaveRevision, TenantId, ToolId,
 };
 use utoipa::ToSchema;
 use uuid::Uuid;
-
-/// A revision, without its definition.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct RevisionSummary {
-    /// 1, 2, 3… per operation.
-    pub(crate) revision: u32,
-    /// The contract hash it was saved against.
-    pub(crate) contract_hash: String,
-    /// The definition's hash.
-    pub(crate) definition_hash: String,
-    /// Who saved it (the token's subject).
-    pub(crate) author: String,
-    /// `authored` or `generated`.
-    pub(crate) provenance: String,
-    /// The generation instructions, for generated revisions.
-    pub(crate) instructions: Option<String>,
-    /// When.
-    pub(crate) created_at: chrono::DateTime<chrono::Utc>,
-}
-
-/// A revision with its definition.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct RevisionView {
-    /// The tool.
-    tool_id: Uuid,
-    /// The operation.
-    operation_id: Uuid,
-    /// Number, hashes, author, time, provenance.
-    #[serde(flatten)]
-    summary: RevisionSummary,
-    /// The definition document.
-    #[schema(value_type = Object)]
-    definition: Value,
-}
-
-/// One operation's testing view.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct OperationTesting {
-    /// The operation's id (`operation_id` in requests).
-    pub(crate) id: Uuid,
-    /// Runtime name.
-    pub(crate) name: String,
-    /// `platform`, `mcp` or `custom`.
-    pub(crate) source: String,
-    /// `current`, `stale`, `missing` or `needs_output_schema`.
-    pub(crate) status: String,
-    /// The current contract (absent: needs an output schema).
-    #[schema(value_type = Option<Object>)]
-    pub(crate) contract: Option<Rendered>,
-    /// Its hash.
-    pub(crate) contract_hash: Option<String>,
-    /// The latest revision.
-    #[schema(value_type = Option<RevisionSummary>)]
-    pub(crate) latest_revision: Option<Rendered>,
-    /// For a stale operation: the contract diff (the schema crate's `diff`)
-    /// from the contract the latest revision was saved against to the current one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    pub(crate) stale_diff: Option<Value>,
-}
-
-/// `GET /api/tools/{id}/testing`.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct ToolTesting {
-    /// The tool.
-    pub(crate) tool_id: Uuid,
-    /// Its name.
-    pub(crate) tool_name: String,
-    /// Its operations.
-    pub(crate) operations: Vec<OperationTesting>,
-}
 
 /// Authored by a person, or generated (with the instructions used).
 #[derive(Debug, Clone, Copy, Default, Deserialize, ToSchema)]
@@ -165,49 +98,6 @@ pub(crate) enum InlineRequest {
     },
 }
 
-/// The outcome of `check`.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct CheckResult {
-    /// The definition passes.
-    ok: bool,
-    /// The contract checked against.
-    contract_hash: String,
-    /// Every problem: `{code, path, message}`.
-    #[schema(value_type = Vec<Object>)]
-    diagnostics: Value,
-}
-
-/// Either answer of `POST /api/tools/testing`.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub(crate) enum InlineResult {
-    /// For `check`.
-    Check(CheckResult),
-    /// For `generate`.
-    Generate(GenerateResult),
-}
-
-fn revision_summary(record: &RevisionRecord) -> RevisionSummary {
-    RevisionSummary {
-        revision: record.revision,
-        contract_hash: record.contract_hash.to_string(),
-        definition_hash: record.definition_hash.to_string(),
-        author: record.author.clone(),
-        provenance: record.provenance.as_str().to_owned(),
-        instructions: record.provenance.instructions().map(str::to_owned),
-        created_at: record.created_at,
-    }
-}
-
-fn revision_view(record: RevisionRecord) -> RevisionView {
-    RevisionView {
-        tool_id: record.tool.as_uuid(),
-        operation_id: record.operation.as_uuid(),
-        summary: revision_summary(&record),
-        definition: record.definition,
-    }
-}
-
 /// The operation `operation` of tool `tool`, 404 when either is absent for
 /// this tenant or the operation belongs to another tool.
 async fn find_operation(
@@ -236,14 +126,14 @@ async fn find_operation(
 pub(crate) async fn get_testing(
     auth: Authorized<ManageTools>,
     State(state): State<AppState>,
+    Extension(cache): Extension<Arc<TestingCache>>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Response, ApiError> {
     // The fingerprint of the tool's index in one query, and the answer kept
     // under it; else the index, and contracts and revisions only when not
-    // kept from an earlier request (routes/testing_view.rs).
+    // kept from an earlier request (`cache.rs`).
     let body =
-        crate::routes::testing_view::testing_answer(&state, auth.principal.tenant, ToolId(id))
-            .await?;
+        cache::testing_answer(&cache, state.store(), auth.principal.tenant, ToolId(id)).await?;
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
@@ -300,11 +190,16 @@ pub(crate) async fn post_testing(
             };
             let provenance = match provenance {
                 ProvenanceIn::Authored if instructions.is_some() => {
-                    return Err(ApiError::Unprocessable {
-                        code: ApiCode::InstructionsWithoutGeneration,
-                        message: "instructions belong to generated revisions only".into(),
-                        details: json!({"problems": [{"code": "instructions_without_generation", "path": "/instructions", "message": "set provenance to generated, or leave instructions out"}]}),
-                    });
+                    let code = ApiCode::InstructionsWithoutGeneration;
+                    return Err(ApiError::unprocessable(
+                        code,
+                        "instructions belong to generated revisions only",
+                        [Listed::new(
+                            code.as_str(),
+                            "/instructions",
+                            "set provenance to generated, or leave instructions out",
+                        )],
+                    ));
                 }
                 ProvenanceIn::Authored => Provenance::Authored,
                 ProvenanceIn::Generated => Provenance::Generated { instructions },
@@ -413,26 +308,45 @@ pub(crate) async fn post_inline_testing(
         .enumerate()
         .find(|(_, o)| &o.name == operation_id)
         .map(|(i, o)| (i, o.clone()))
-        .ok_or_else(|| ApiError::Unprocessable {
-            code: ApiCode::UnknownOperation,
-            message: format!("the tool has no operation {operation_id:?}"),
-            details: json!({"problems": [{"code": "unknown_operation", "path": "/operation_id", "message": "not an operation of the tool"}]}),
+        .ok_or_else(|| {
+            let code = ApiCode::UnknownOperation;
+            ApiError::unprocessable(
+                code,
+                format!("the tool has no operation {operation_id:?}"),
+                [Listed::new(
+                    code.as_str(),
+                    "/operation_id",
+                    "not an operation of the tool",
+                )],
+            )
         })?;
     let contract = op.contract().ok_or(ApiError::NeedsOutputSchema)?;
-    let unusable = |message: String| ApiError::Unprocessable {
-        code: ApiCode::InvalidContract,
-        message: format!("the operation's contract is unusable: {message}"),
-        details: json!({"problems": [{"code": "invalid_contract", "path": format!("/tool/operations/{index}"), "message": message}]}),
+    let unusable = |message: String| {
+        let code = ApiCode::InvalidContract;
+        ApiError::unprocessable(
+            code,
+            format!("the operation's contract is unusable: {message}"),
+            [Listed::new(
+                code.as_str(),
+                pointer::index("/tool/operations", index),
+                message,
+            )],
+        )
     };
     let contract_hash = contract.hash().map_err(|e| unusable(e.to_string()))?;
     match body {
         InlineRequest::Check { definition, .. } => {
             let definition = definition.or_else(|| op.testing.clone()).ok_or_else(|| {
-                ApiError::Unprocessable {
-                    code: ApiCode::MissingDefinition,
-                    message: "send a definition or give the operation a testing definition".into(),
-                    details: json!({"problems": [{"code": "missing_definition", "path": "/definition", "message": "no definition to check"}]}),
-                }
+                let code = ApiCode::MissingDefinition;
+                ApiError::unprocessable(
+                    code,
+                    "send a definition or give the operation a testing definition",
+                    [Listed::new(
+                        code.as_str(),
+                        "/definition",
+                        "no definition to check",
+                    )],
+                )
             })?;
             let compiled = CompiledContract::new(contract).map_err(|e| unusable(e.to_string()))?;
             let diagnostics = match compile_checked(&definition, Some(&compiled)) {

@@ -1,35 +1,34 @@
-//! What the API does for a simulation after answering its start: it runs the
-//! scripted cases' attempts in the background, and it follows a simulation's
-//! attempts in PostgreSQL for the server-sent events.
+//! The work the API does besides answering requests: it runs the scripted
+//! cases' attempts of a simulation it started, ends attempts whose lease ran
+//! out, and follows a simulation's attempts in PostgreSQL for the events
+//! stream.
 //!
-//! Both work through the database alone, so any API process can serve the
-//! events of attempts another process (or, later, a worker) runs.
+//! Each job works through the dispatcher over the PostgreSQL store alone:
+//! it imports nothing from the HTTP layer (no state, route or view type; a
+//! test in `tests/api/modules.rs` holds it to that), so it can move into a
+//! worker binary as it is, and any process can follow attempts another
+//! process runs.
 
-use crate::AppState;
-use crate::routes::simulations::{AttemptItem, attempt_item, simulation_item};
-use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
-use futures_util::StreamExt;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 use toolmock_contract::pointer;
+use toolmock_runtime::Dispatcher;
 use toolmock_runtime::backend::EvidenceSink;
 use toolmock_runtime::dispatcher::StartedAttempt;
-use toolmock_runtime::error::HarnessCode;
+use toolmock_runtime::error::{HarnessCode, StoreError};
 use toolmock_runtime::model::{HarnessErrorRecord, SimulationId, TenantId, Verdict};
-use toolmock_runtime::simulation::document::{DriverDoc, SimulationDocument};
+use toolmock_runtime::simulation::document::DriverDoc;
 use toolmock_runtime::simulation::{LoadedSimulation, run_attempt};
+use toolmock_store::{AttemptListing, PgStore, SimulationListing};
+
+use futures_util::StreamExt;
 
 /// Scripted attempts of one simulation run at once by the process that
 /// started it: enough to overlap their database round trips, few enough
 /// that one big simulation does not starve the API's pool.
 const SCRIPTED_AT_ONCE: usize = 4;
-
-/// How often the events stream reads the simulation's attempts.
-const EVENTS_POLL: Duration = Duration::from_millis(200);
 
 /// Runs the scripted cases' attempts of a just-started simulation in the
 /// background, [`SCRIPTED_AT_ONCE`] at a time, and records each one's
@@ -40,7 +39,7 @@ const EVENTS_POLL: Duration = Duration::from_millis(200);
 /// ends as `harness_error`, never as a pass, and never stays running; if
 /// even that cannot be written, its lease runs out and the log says why.
 pub(crate) fn spawn_scripted(
-    state: AppState,
+    dispatcher: Arc<Dispatcher<PgStore>>,
     tenant: TenantId,
     loaded: Arc<LoadedSimulation>,
     attempts: Vec<StartedAttempt>,
@@ -70,9 +69,9 @@ pub(crate) fn spawn_scripted(
         let workflows = loaded.workflows();
         futures_util::stream::iter(scripted)
             .for_each_concurrent(SCRIPTED_AT_ONCE, |(position, attempt)| {
-                let (state, loaded, workflows) = (&state, &loaded, &workflows);
+                let (dispatcher, loaded, workflows) = (&*dispatcher, &loaded, &workflows);
                 async move {
-                    run_one(state, tenant, loaded, workflows, position, &attempt).await;
+                    run_one(dispatcher, tenant, loaded, workflows, position, &attempt).await;
                 }
             })
             .await;
@@ -80,7 +79,7 @@ pub(crate) fn spawn_scripted(
 }
 
 async fn run_one(
-    state: &AppState,
+    dispatcher: &Dispatcher<PgStore>,
     tenant: TenantId,
     loaded: &LoadedSimulation,
     workflows: &HashMap<String, toolmock_runtime::workflow::WorkflowDoc>,
@@ -89,7 +88,7 @@ async fn run_one(
 ) {
     let case = &loaded.document.cases[position];
     let ran = run_attempt(
-        state.dispatcher(),
+        dispatcher,
         tenant,
         workflows,
         case,
@@ -100,8 +99,8 @@ async fn run_one(
     .await;
     let failure = match ran {
         Ok(result) => match serde_json::to_value(&result.unmet) {
-            Ok(unmet) => state
-                .store()
+            Ok(unmet) => dispatcher
+                .backend()
                 .record_judgement(tenant, attempt.id, &unmet)
                 .await
                 .err()
@@ -127,127 +126,117 @@ async fn run_one(
         detail: Value::Null,
         at: chrono::Utc::now(),
     };
-    if let Err(e) = state.store().record_harness_error(&record).await {
+    if let Err(e) = dispatcher.backend().record_harness_error(&record).await {
         tracing::error!(attempt = %attempt.id.as_uuid(), error = %e, "the runner's failure could not be recorded");
         return;
     }
     // Already finished (the failure came after the finish) is fine: the
     // harness error recorded above makes the outcome harness_error either way.
-    let _ = state
-        .dispatcher()
+    let _ = dispatcher
         .finish_attempt(tenant, attempt.id, Verdict::Failed)
         .await;
 }
 
-/// Where the events stream of one simulation stands.
-struct Follow {
-    state: AppState,
+/// How often the events stream reads the simulation's attempts.
+const EVENTS_POLL: Duration = Duration::from_millis(200);
+
+/// What one look at a followed simulation found.
+#[derive(Debug)]
+pub(crate) enum FollowStep {
+    /// The first look: the simulation and every attempt.
+    Snapshot(SimulationListing, Vec<AttemptListing>),
+    /// A later look: the attempts that changed since the one before.
+    Changed(Vec<AttemptListing>),
+    /// No attempt is running any more (after a snapshot or changes): the last step.
+    Finished(SimulationListing),
+    /// The simulation could not be read: the last step.
+    Failed(StoreError),
+}
+
+/// Follows one simulation's attempts in PostgreSQL, a look every
+/// [`EVENTS_POLL`], until none is running.
+pub(crate) struct SimulationFollower {
+    store: PgStore,
     tenant: TenantId,
     simulation: SimulationId,
-    document: Option<SimulationDocument>,
-    seen: HashMap<uuid::Uuid, AttemptItem>,
+    seen: HashMap<uuid::Uuid, AttemptListing>,
     started: bool,
     done: bool,
 }
 
-impl Follow {
-    /// The events of one look at the database: on the first, `snapshot`;
-    /// then an `attempt` for each attempt that changed; `finished` (and the
-    /// end) once none is running.
-    async fn step(&mut self) -> Vec<Event> {
+impl SimulationFollower {
+    /// A follower of `simulation`; its first look is taken at once.
+    pub(crate) fn new(store: PgStore, tenant: TenantId, simulation: SimulationId) -> Self {
+        Self {
+            store,
+            tenant,
+            simulation,
+            seen: HashMap::new(),
+            started: false,
+            done: false,
+        }
+    }
+
+    /// The next look's steps (a snapshot or the changes, then `Finished`
+    /// once none is running), or `None` after the last step.
+    pub(crate) async fn next(&mut self) -> Option<Vec<FollowStep>> {
+        if self.done {
+            return None;
+        }
         if self.started {
             tokio::time::sleep(EVENTS_POLL).await;
         }
-        let store = self.state.store();
         let read = async {
-            let summary = store.simulation(self.tenant, self.simulation).await?;
-            let attempts = store
+            let summary = self.store.simulation(self.tenant, self.simulation).await?;
+            let attempts = self
+                .store
                 .simulation_attempts(self.tenant, self.simulation)
                 .await?;
-            Ok::<_, toolmock_runtime::error::StoreError>((summary, attempts))
+            Ok::<_, StoreError>((summary, attempts))
         };
         let (summary, attempts) = match read.await {
             Ok(read) => read,
             Err(e) => {
                 self.done = true;
                 tracing::error!(simulation = %self.simulation.as_uuid(), error = %e, "the events stream cannot read the simulation");
-                return vec![event(
-                    "error",
-                    &json!({"code": e.code(), "message": "the simulation cannot be read"}),
-                )];
+                return Some(vec![FollowStep::Failed(e)]);
             }
         };
-        let items: Vec<AttemptItem> = attempts
-            .into_iter()
-            .map(|a| attempt_item(a, self.document.as_ref()))
-            .collect();
-        let mut events = Vec::new();
+        let mut steps = Vec::new();
         if !self.started {
             self.started = true;
-            events.push(event(
-                "snapshot",
-                &json!({"simulation": simulation_item(summary.clone()), "attempts": items}),
-            ));
+            steps.push(FollowStep::Snapshot(summary.clone(), attempts.clone()));
         } else {
-            for item in &items {
-                if self.seen.get(&item.id) != Some(item) {
-                    events.push(event("attempt", item));
-                }
+            let changed: Vec<AttemptListing> = attempts
+                .iter()
+                .filter(|a| self.seen.get(&a.id.as_uuid()) != Some(*a))
+                .cloned()
+                .collect();
+            if !changed.is_empty() {
+                steps.push(FollowStep::Changed(changed));
             }
         }
-        self.seen = items.into_iter().map(|i| (i.id, i)).collect();
+        self.seen = attempts.into_iter().map(|a| (a.id.as_uuid(), a)).collect();
         if summary.running == 0 {
             self.done = true;
-            events.push(event("finished", &simulation_item(summary)));
+            steps.push(FollowStep::Finished(summary));
         }
-        events
+        Some(steps)
     }
-}
-
-fn event(name: &str, data: &impl serde::Serialize) -> Event {
-    Event::default()
-        .event(name)
-        .json_data(data)
-        .unwrap_or_else(|_| Event::default().event("error").data("{}"))
-}
-
-/// The server-sent events of one simulation (see `GET /api/simulations/{id}/events`).
-pub(crate) fn events(
-    state: AppState,
-    tenant: TenantId,
-    simulation: SimulationId,
-    document: Option<SimulationDocument>,
-) -> Response {
-    let follow = Follow {
-        state,
-        tenant,
-        simulation,
-        document,
-        seen: HashMap::new(),
-        started: false,
-        done: false,
-    };
-    let stream = futures_util::stream::unfold(follow, |mut follow| async move {
-        if follow.done {
-            return None;
-        }
-        let events = follow.step().await;
-        Some((events, follow))
-    })
-    .flat_map(|events| futures_util::stream::iter(events.into_iter().map(Ok::<_, Infallible>)));
-    Sse::new(stream)
-        .keep_alive(KeepAlive::default())
-        .into_response()
 }
 
 /// Attempts expired in one sweep at the most (the next sweep takes the rest).
 const EXPIRED_PER_SWEEP: u32 = 500;
 
-/// See [`crate::expire_abandoned_attempts`].
+/// Ends every attempt still running after its lease ran out — its external
+/// agent gone, or the process that ran its script dead — as `harness_error`:
+/// a `lease_expired` harness error is recorded, then the attempt is
+/// finished. Returns how many it ended. Safe to run from every process at
+/// once: a second finish of the same attempt is refused and ignored.
 pub(crate) async fn expire_abandoned(
-    state: &AppState,
-) -> Result<usize, toolmock_runtime::error::StoreError> {
-    let store = state.store();
+    dispatcher: &Dispatcher<PgStore>,
+) -> Result<usize, StoreError> {
+    let store = dispatcher.backend();
     let now = chrono::Utc::now();
     let expired = store.expired_attempts(now, EXPIRED_PER_SWEEP).await?;
     let mut ended = 0;
@@ -268,8 +257,7 @@ pub(crate) async fn expire_abandoned(
         store.record_harness_error(&record).await?;
         // Another process may have finished it meanwhile: that is fine, the
         // recorded harness error decides its outcome either way.
-        if state
-            .dispatcher()
+        if dispatcher
             .finish_attempt(tenant, attempt, Verdict::Failed)
             .await
             .is_ok()
@@ -278,4 +266,27 @@ pub(crate) async fn expire_abandoned(
         }
     }
     Ok(ended)
+}
+
+/// How often the lease sweep runs.
+const SWEEP_EVERY: Duration = Duration::from_secs(30);
+
+/// Runs [`expire_abandoned`] every [`SWEEP_EVERY`] until aborted.
+pub(crate) fn spawn_lease_sweeper(
+    dispatcher: Arc<Dispatcher<PgStore>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(SWEEP_EVERY);
+        loop {
+            tick.tick().await;
+            match expire_abandoned(&dispatcher).await {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(
+                    attempts = n,
+                    "attempts whose lease ran out ended as harness_error"
+                ),
+                Err(e) => tracing::error!(error = %e, "the lease sweeper cannot read the attempts"),
+            }
+        }
+    })
 }

@@ -25,19 +25,16 @@
 //! the kept answer when the fingerprints are equal: no row the view is built
 //! from has been written since, by any process.
 
-use crate::AppState;
 use crate::error::ApiError;
-use crate::routes::testing::{OperationTesting, RevisionSummary, ToolTesting};
-use crate::routes::tools::source_name;
+use crate::views::testing::{OperationTesting, Rendered, RevisionSummary, ToolTesting};
+use crate::views::tools::{contract_diff, source_name};
 use axum::body::Bytes;
 use chrono::{DateTime, Utc};
-use serde::{Serialize, Serializer};
-use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use toolmock_contract::{ContractHash, OperationContract};
 use toolmock_runtime::model::{OperationId, TenantId, TestingStatus, ToolId};
-use toolmock_store::StoredContract;
+use toolmock_store::{PgStore, StoredContract};
 
 /// How many pieces of each kind are kept; past it the kept ones are dropped
 /// and the cache fills again from the requests that follow.
@@ -54,29 +51,6 @@ const ROUNDS: usize = 4;
 /// with the piece and compared: the key stays small to hash).
 type ContractKey = (OperationId, DateTime<Utc>);
 type RevisionKey = (OperationId, u32);
-
-/// A piece of JSON rendered once and written as it is into every answer.
-#[derive(Debug, Clone)]
-pub(crate) struct Rendered(Arc<Box<RawValue>>);
-
-impl Rendered {
-    fn new<T: Serialize>(value: &T) -> Result<Self, ApiError> {
-        let text = serde_json::to_string(value).map_err(internal)?;
-        Ok(Self(Arc::new(
-            RawValue::from_string(text).map_err(internal)?,
-        )))
-    }
-
-    fn text(&self) -> &str {
-        self.0.get()
-    }
-}
-
-impl Serialize for Rendered {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
-    }
-}
 
 /// A revision summary as rendered, with the hash its status depends on.
 #[derive(Debug)]
@@ -135,16 +109,16 @@ fn keep<K: std::hash::Hash + Eq, V>(map: &Mutex<HashMap<K, V>>, pieces: Vec<(K, 
 /// The testing view of a tool of `tenant`, serialized: the kept answer when
 /// the tool's index has not changed since it was built, else built now.
 pub(crate) async fn testing_answer(
-    state: &AppState,
+    cache: &TestingCache,
+    store: &PgStore,
     tenant: TenantId,
     tool: ToolId,
 ) -> Result<Bytes, ApiError> {
-    let cache = state.testing_cache();
-    let fingerprint = state.store().testing_fingerprint(tenant, tool).await?;
+    let fingerprint = store.testing_fingerprint(tenant, tool).await?;
     if let Some(body) = cache.answer((tenant, tool), &fingerprint) {
         return Ok(body);
     }
-    let (view, fingerprint) = tool_testing(state, tenant, tool).await?;
+    let (view, fingerprint) = tool_testing(cache, store, tenant, tool).await?;
     let body = Bytes::from(serde_json::to_vec(&view).map_err(internal)?);
     cache.keep_answer((tenant, tool), fingerprint, body.clone());
     Ok(body)
@@ -153,12 +127,13 @@ pub(crate) async fn testing_answer(
 /// The testing view of a tool of `tenant`, with the fingerprint of the index
 /// it was built from.
 async fn tool_testing(
-    state: &AppState,
+    cache: &TestingCache,
+    store: &PgStore,
     tenant: TenantId,
     tool: ToolId,
 ) -> Result<(ToolTesting, String), ApiError> {
     for _ in 0..ROUNDS {
-        if let Some(view) = attempt(state, tenant, tool).await? {
+        if let Some(view) = attempt(cache, store, tenant, tool).await? {
             return Ok(view);
         }
     }
@@ -170,12 +145,11 @@ async fn tool_testing(
 /// One try: `None` when an operation changed between the index and the
 /// read of its contract.
 async fn attempt(
-    state: &AppState,
+    cache: &TestingCache,
+    store: &PgStore,
     tenant: TenantId,
     tool: ToolId,
 ) -> Result<Option<(ToolTesting, String)>, ApiError> {
-    let cache = state.testing_cache();
-    let store = state.store();
     let index = store.testing_index(tenant, tool).await?;
     let ops = &index.operations;
 
@@ -323,10 +297,7 @@ async fn attempt(
                 .map(|rendered| serde_json::from_str::<OperationContract>(rendered.text()))
                 .transpose()
                 .map_err(internal)?;
-            view.stale_diff = Some(crate::routes::tools::contract_diff(
-                saved.get(&(id, hash)),
-                current.as_ref(),
-            )?);
+            view.stale_diff = Some(contract_diff(saved.get(&(id, hash)), current.as_ref())?);
         }
     }
 

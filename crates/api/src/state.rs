@@ -1,0 +1,148 @@
+//! What every handler shares, at the bottom of the crate: the dispatcher
+//! over the PostgreSQL store, the pool, the token verifier and the
+//! configuration. It holds no route's data: what a route keeps between
+//! requests belongs to that route's module.
+
+use crate::auth::AuthConfig;
+use crate::generator::Generator;
+use sqlx::PgPool;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use toolmock_runtime::Dispatcher;
+use toolmock_runtime::error::StoreError;
+use toolmock_runtime::model::TenantId;
+use toolmock_store::PgStore;
+
+/// The tunables of the HTTP layer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiConfig {
+    /// Which generator answers `generate` (default: schema-derived).
+    pub generator: Generator,
+    /// The largest request body accepted, in bytes (larger: 413).
+    pub body_limit: usize,
+    /// How long one request may take (longer: 503 `timeout`).
+    pub request_timeout: Duration,
+    /// How many requests are served at once (more: 503 `overloaded`).
+    pub concurrency_limit: usize,
+    /// How long a simulation's attempts may run: one still running when its
+    /// lease ends is ended as `harness_error` by
+    /// [`expire_abandoned_attempts`](crate::expire_abandoned_attempts).
+    pub attempt_lease: Duration,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        Self {
+            generator: Generator::Schema,
+            body_limit: 1024 * 1024,
+            request_timeout: Duration::from_secs(30),
+            concurrency_limit: 1024,
+            attempt_lease: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// What every handler shares: the dispatcher over the PostgreSQL store, the
+/// pool, the token verifier and the configuration.
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// Shared with the background jobs, which outlive a request.
+    dispatcher: Arc<Dispatcher<PgStore>>,
+    pool: PgPool,
+    auth: AuthConfig,
+    config: ApiConfig,
+    /// Tenants known to have their row, so that it is written once per process.
+    tenants: Mutex<HashSet<TenantId>>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("auth", &self.inner.auth)
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// State over a migrated pool.
+    pub fn new(pool: PgPool, auth: AuthConfig, config: ApiConfig) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                dispatcher: Arc::new(Dispatcher::new(PgStore::new(pool.clone()))),
+                pool,
+                auth,
+                config,
+                tenants: Mutex::new(HashSet::new()),
+            }),
+        }
+    }
+
+    /// The dispatcher.
+    pub fn dispatcher(&self) -> &Dispatcher<PgStore> {
+        &self.inner.dispatcher
+    }
+
+    /// The store.
+    pub fn store(&self) -> &PgStore {
+        self.inner.dispatcher.backend()
+    }
+
+    /// The pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.inner.pool
+    }
+
+    /// The token verifier.
+    pub fn auth(&self) -> &AuthConfig {
+        &self.inner.auth
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ApiConfig {
+        &self.inner.config
+    }
+
+    /// The dispatcher, for a background job that outlives the request
+    /// which started it (the same dispatcher: its count of answered calls
+    /// is the one `finish_attempt` checks).
+    pub(crate) fn shared_dispatcher(&self) -> Arc<Dispatcher<PgStore>> {
+        Arc::clone(&self.inner.dispatcher)
+    }
+
+    /// Makes sure a token's tenant has its row before anything is written
+    /// for it: tenants come from tokens, not from a sign-up step.
+    pub(crate) async fn ensure_tenant(
+        &self,
+        tenant: TenantId,
+        name: &str,
+    ) -> Result<(), StoreError> {
+        let known = self
+            .inner
+            .tenants
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&tenant);
+        if known {
+            return Ok(());
+        }
+        self.store().ensure_tenant(tenant, name).await?;
+        self.inner
+            .tenants
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(tenant);
+        Ok(())
+    }
+}
+
+impl AsRef<AuthConfig> for AppState {
+    fn as_ref(&self) -> &AuthConfig {
+        self.auth()
+    }
+}

@@ -1,0 +1,404 @@
+//! What the agent, simulation and attempt routes answer.
+
+use crate::error::ApiError;
+use crate::jobs::FollowStep;
+use axum::response::sse::Event;
+use serde::Serialize;
+use serde_json::{Value, json};
+use toolmock_runtime::model::{
+    AgentId, AgentSpec, AttemptRecord, EvidenceRecord, HarnessErrorRecord, PinRecord, PinRef,
+    PinTarget, StateSnapshot, ToolId, ToolInputErrorRecord,
+};
+use toolmock_runtime::simulation::document::{DriverDoc, SimulationDocument};
+use toolmock_store::{AttemptListing, SimulationListing};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// An agent.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct AgentView {
+    /// Its id.
+    pub(crate) id: Uuid,
+    /// Its name.
+    pub(crate) name: String,
+    /// What it reaches.
+    #[schema(value_type = Vec<Object>)]
+    pub(crate) tools: Value,
+    /// Its workflows.
+    #[schema(value_type = Vec<Object>)]
+    pub(crate) workflows: Value,
+    /// Its system prompt.
+    pub(crate) prompt: String,
+    /// Its prerequisite guards.
+    pub(crate) guards: Vec<String>,
+}
+
+pub(crate) fn agent_view(
+    id: AgentId,
+    name: String,
+    spec: &AgentSpec,
+) -> Result<AgentView, ApiError> {
+    let internal = |e: serde_json::Error| ApiError::Internal(e.to_string());
+    Ok(AgentView {
+        id: id.as_uuid(),
+        name,
+        tools: serde_json::to_value(&spec.tools).map_err(internal)?,
+        workflows: serde_json::to_value(&spec.workflows).map_err(internal)?,
+        prompt: spec.prompt.clone(),
+        guards: spec.guards.clone(),
+    })
+}
+
+/// One pin of a simulation.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct PinView {
+    /// Tool name.
+    pub(crate) tool: String,
+    /// Operation name.
+    pub(crate) operation: String,
+    /// `library`, `inline` or `unpinned`.
+    pub(crate) kind: String,
+    /// The library tool.
+    pub(crate) tool_id: Option<Uuid>,
+    /// The library revision.
+    pub(crate) revision: Option<u32>,
+    /// The pinned definition's hash.
+    pub(crate) definition_hash: Option<String>,
+    /// Why an operation is unpinned (`allow_incomplete`).
+    pub(crate) unpinned_reason: Option<String>,
+}
+
+pub(crate) fn pin_view(p: &PinRecord) -> PinView {
+    let (kind, tool_id, revision, hash, reason) = match &p.pin {
+        PinTarget::Pinned { pin, .. } => {
+            let tool_id = match pin {
+                PinRef::Library { tool, .. } => Some(ToolId::as_uuid(tool)),
+                PinRef::Inline { .. } => None,
+            };
+            (
+                pin.kind(),
+                tool_id,
+                pin.revision(),
+                Some(pin.definition_hash().to_string()),
+                None,
+            )
+        }
+        PinTarget::Unpinned { reason } => (
+            "unpinned",
+            None,
+            None,
+            None,
+            Some(reason.as_str().to_owned()),
+        ),
+    };
+    PinView {
+        tool: p.tool.clone(),
+        operation: p.operation.clone(),
+        kind: kind.to_owned(),
+        tool_id,
+        revision,
+        definition_hash: hash,
+        unpinned_reason: reason,
+    }
+}
+
+/// One attempt of a started simulation.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct StartedAttemptView {
+    /// Its id.
+    pub(crate) id: Uuid,
+    /// Its test case's name.
+    pub(crate) test_case: String,
+    /// 1, 2, … within the test case.
+    pub(crate) number: u32,
+    /// `scripted` (run by the API right away) or `external` (played by the
+    /// caller through the tool-call endpoint, then `finish`).
+    pub(crate) driver: String,
+    /// The capability a nested service or external agent calls
+    /// `POST /api/attempts/{id}/tool-calls` with. Shown only here.
+    pub(crate) capability: String,
+}
+
+/// A started simulation.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct StartedView {
+    /// Its id.
+    pub(crate) id: Uuid,
+    /// The document's name.
+    pub(crate) name: String,
+    /// The agent created for it.
+    pub(crate) agent: Uuid,
+    /// Every reachable operation and its pin.
+    pub(crate) pins: Vec<PinView>,
+    /// The attempts.
+    pub(crate) attempts: Vec<StartedAttemptView>,
+}
+
+pub(crate) fn driver_name(driver: &DriverDoc) -> &'static str {
+    match driver {
+        DriverDoc::Scripted { .. } => "scripted",
+        DriverDoc::External => "external",
+    }
+}
+
+/// A simulation and how its attempts stand.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct SimulationItem {
+    /// Its id.
+    pub(crate) id: Uuid,
+    /// The document's name (absent for a simulation started without one).
+    pub(crate) name: Option<String>,
+    /// The agent under test.
+    pub(crate) agent: Uuid,
+    /// When it started.
+    pub(crate) created_at: chrono::DateTime<chrono::Utc>,
+    /// `running` until every attempt has finished, then `finished`.
+    pub(crate) status: String,
+    /// Attempts in all.
+    pub(crate) attempts: u32,
+    /// Attempts not finished yet.
+    pub(crate) running: u32,
+    /// Finished as passed.
+    pub(crate) passed: u32,
+    /// Finished as failed.
+    pub(crate) failed: u32,
+    /// Finished as harness_error.
+    pub(crate) harness_error: u32,
+}
+
+pub(crate) fn simulation_item(s: SimulationListing) -> SimulationItem {
+    SimulationItem {
+        id: s.id.as_uuid(),
+        name: s.name,
+        agent: s.agent.as_uuid(),
+        created_at: s.created_at,
+        status: if s.running == 0 {
+            "finished"
+        } else {
+            "running"
+        }
+        .to_owned(),
+        attempts: s.attempts,
+        running: s.running,
+        passed: s.passed,
+        failed: s.failed,
+        harness_error: s.harness_error,
+    }
+}
+
+/// A page of simulations.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct SimulationPage {
+    /// Newest first.
+    pub(crate) simulations: Vec<SimulationItem>,
+    /// Pass as `before` for the next page; absent on the last page.
+    pub(crate) next: Option<Uuid>,
+}
+
+/// One attempt as its simulation lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub(crate) struct AttemptItem {
+    /// Its id.
+    pub(crate) id: Uuid,
+    /// Its test case's name.
+    pub(crate) test_case: String,
+    /// 1, 2, … within its test case.
+    pub(crate) number: u32,
+    /// `scripted` or `external` (absent without a document).
+    pub(crate) driver: Option<String>,
+    /// `running` or `finished`.
+    pub(crate) status: String,
+    /// `passed`, `failed` or `harness_error` once finished.
+    pub(crate) outcome: Option<String>,
+    /// The outcome its case expects (default `passed`).
+    pub(crate) expected_outcome: Option<String>,
+    /// Whether the outcome is the expected one, once finished.
+    pub(crate) as_expected: Option<bool>,
+    /// Whether a harness error was recorded (it can then never pass).
+    pub(crate) has_harness_error: bool,
+    /// When it finished.
+    pub(crate) finished_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Committed calls.
+    pub(crate) calls: u32,
+    /// Every expectation it did not meet (`[]`: all met), once judged.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub(crate) unmet: Option<Value>,
+}
+
+pub(crate) fn attempt_item(
+    a: AttemptListing,
+    document: Option<&SimulationDocument>,
+) -> AttemptItem {
+    let case = document.and_then(|d| d.cases.get(a.case_position as usize));
+    let expected = case.map(|c| c.expect.outcome);
+    AttemptItem {
+        id: a.id.as_uuid(),
+        test_case: a.test_case,
+        number: a.number,
+        driver: case.map(|c| driver_name(&c.driver).to_owned()),
+        status: if a.outcome.is_some() {
+            "finished"
+        } else {
+            "running"
+        }
+        .to_owned(),
+        outcome: a.outcome.map(|o| o.as_str().to_owned()),
+        expected_outcome: expected.map(|o| o.as_str().to_owned()),
+        as_expected: a.outcome.zip(expected).map(|(o, e)| o == e),
+        has_harness_error: a.has_harness_error,
+        finished_at: a.finished_at,
+        calls: a.calls,
+        unmet: a.unmet,
+    }
+}
+
+/// A simulation with its pins and attempts.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct SimulationView {
+    /// How it stands.
+    #[serde(flatten)]
+    pub(crate) summary: SimulationItem,
+    /// Every reachable operation and its pin, as fixed at the start.
+    pub(crate) pins: Vec<PinView>,
+    /// Its attempts, in document order.
+    pub(crate) attempts: Vec<AttemptItem>,
+    /// The document it was started with.
+    #[schema(value_type = Option<Object>)]
+    pub(crate) document: Option<Value>,
+}
+
+/// The coverage report of a simulation.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct CoverageView {
+    /// Finished attempts counted.
+    pub(crate) attempts: u32,
+    /// Per pinned operation: calls, per variant calls and rules used, and
+    /// everything never exercised (`VARIANT`, `VARIANT/rules/N`, `VARIANT/own`).
+    #[schema(value_type = Vec<Object>)]
+    pub(crate) operations: Value,
+}
+
+/// One server-sent event of a simulation's stream.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct SimulationEvent {
+    /// `snapshot`, `attempt`, `finished` or `error`.
+    #[schema(pattern = "^(snapshot|attempt|finished|error)$")]
+    pub(crate) event: String,
+    /// JSON: `snapshot` `{simulation, attempts}`; `attempt` an attempt as
+    /// listed; `finished` the final counts; `error` `{code, message}`.
+    pub(crate) data: String,
+}
+
+/// What an attempt recorded.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct AttemptView {
+    /// The attempt as its simulation lists it.
+    #[serde(flatten)]
+    pub(crate) item: AttemptItem,
+    /// Its simulation.
+    pub(crate) simulation: Uuid,
+    /// Until when its capability is valid.
+    pub(crate) lease_expires_at: chrono::DateTime<chrono::Utc>,
+    /// The fixture state now, and its version.
+    #[schema(value_type = Object)]
+    pub(crate) state: Value,
+    /// Every committed call in order, with the state before and after.
+    #[schema(value_type = Vec<Object>)]
+    pub(crate) evidence: Vec<Value>,
+    /// The agent's recoverable argument errors.
+    #[schema(value_type = Vec<Object>)]
+    pub(crate) tool_input_errors: Vec<Value>,
+    /// The harness's faults.
+    #[schema(value_type = Vec<Object>)]
+    pub(crate) harness_errors: Vec<Value>,
+}
+
+/// What finishing an external attempt decided.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct FinishedView {
+    /// `passed`, `failed`, or `harness_error` (a recorded harness error
+    /// decides it, whatever the expectations say).
+    pub(crate) outcome: String,
+    /// Whether that is the outcome the case expects.
+    pub(crate) as_expected: bool,
+    /// Every expectation of the case that did not hold over what the
+    /// attempt recorded (`[]`: all held).
+    #[schema(value_type = Vec<Object>)]
+    pub(crate) unmet: Value,
+}
+
+/// An attempt with everything it recorded, as `GET /api/attempts/{id}`
+/// answers it.
+pub(crate) fn attempt_view(
+    item: AttemptItem,
+    record: &AttemptRecord,
+    snapshot: StateSnapshot,
+    evidence: Vec<EvidenceRecord>,
+    tool_input_errors: Vec<ToolInputErrorRecord>,
+    harness_errors: Vec<HarnessErrorRecord>,
+) -> AttemptView {
+    let evidence = evidence
+        .into_iter()
+        .map(|e| {
+            json!({"tool": e.tool, "operation": e.operation, "pin": e.pin, "executor": e.executor,
+                   "variant": e.variant, "rule": e.rule, "arguments": e.arguments, "result": e.result,
+                   "state_before": e.state_before, "state_after": e.state_after,
+                   "version_before": e.version_before, "version_after": e.version_after,
+                   "delay_ms": e.delay_ms, "started_at": e.started_at, "duration_us": e.duration_us})
+        })
+        .collect();
+    let tool_input_errors = tool_input_errors
+        .into_iter()
+        .map(|e| {
+            json!({"tool": e.tool, "operation": e.operation, "pin": e.pin, "arguments": e.arguments,
+                   "code": e.code, "message": e.message, "path": e.path, "violations": e.violations, "at": e.at})
+        })
+        .collect();
+    let harness_errors = harness_errors
+        .into_iter()
+        .map(|e| {
+            json!({"tool": e.tool, "operation": e.operation, "pin": e.pin, "arguments": e.arguments,
+                   "code": e.code, "message": e.message, "path": e.path, "detail": e.detail, "at": e.at})
+        })
+        .collect();
+    AttemptView {
+        item,
+        simulation: record.simulation.as_uuid(),
+        lease_expires_at: record.lease_expires_at,
+        state: json!({"state": snapshot.state, "version": snapshot.version}),
+        evidence,
+        tool_input_errors,
+        harness_errors,
+    }
+}
+
+/// The server-sent events of one step of a followed simulation (see
+/// `GET /api/simulations/{id}/events`).
+pub(crate) fn step_events(step: FollowStep, document: Option<&SimulationDocument>) -> Vec<Event> {
+    let item = |a| attempt_item(a, document);
+    match step {
+        FollowStep::Snapshot(summary, attempts) => {
+            let attempts: Vec<AttemptItem> = attempts.into_iter().map(item).collect();
+            vec![event(
+                "snapshot",
+                &json!({"simulation": simulation_item(summary), "attempts": attempts}),
+            )]
+        }
+        FollowStep::Changed(attempts) => attempts
+            .into_iter()
+            .map(|a| event("attempt", &item(a)))
+            .collect(),
+        FollowStep::Finished(summary) => vec![event("finished", &simulation_item(summary))],
+        FollowStep::Failed(e) => vec![event(
+            "error",
+            &json!({"code": e.code(), "message": "the simulation cannot be read"}),
+        )],
+    }
+}
+
+fn event(name: &str, data: &impl Serialize) -> Event {
+    Event::default()
+        .event(name)
+        .json_data(data)
+        .unwrap_or_else(|_| Event::default().event("error").data("{}"))
+}
