@@ -79,6 +79,7 @@ async fn append_only_tables_reject_update_delete_truncate(pool: PgPool) {
         "simulation_pins",
         "simulation_documents",
         "attempt_judgements",
+        "calls_begun",
     ] {
         let count: (i64,) =
             sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {table}")))
@@ -337,6 +338,7 @@ const TABLES: &[&str] = &[
     "attempt_judgements",
     "attempt_state",
     "attempts",
+    "calls_begun",
     "evidence",
     "harness_errors",
     "operation_contracts",

@@ -310,6 +310,8 @@ fn run_error(error: RunError, code: ApiCode) -> ApiError {
             details: json!({ "problems": problem_list(&problems) }),
         },
         RunError::Storage(message) => ApiError::Internal(message),
+        // Starting never finishes an attempt.
+        other @ RunError::AlreadyFinished => ApiError::Internal(other.to_string()),
     }
 }
 

@@ -3,9 +3,12 @@
 //! and error records.
 
 mod capability;
+mod fault;
 mod ids;
 
 pub use capability::{Capability, TokenHash};
+pub use fault::FaultCall;
+pub(crate) use fault::{has_nul, sanitize, sanitize_text};
 pub use ids::{AgentId, AttemptId, OperationId, SimulationId, TenantId, TestCaseId, ToolId};
 
 use crate::error::{HarnessCode, IncompleteStatus, ToolInputCode};
@@ -815,7 +818,8 @@ pub struct ToolInputErrorRecord {
     pub at: DateTime<Utc>,
 }
 
-/// A harness error: the harness's fault; the attempt can never pass.
+/// A harness error: the harness's fault; the attempt can never pass. Made
+/// only by [`HarnessErrorRecord::new`] (and read back by the stores).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HarnessErrorRecord {
     /// The tenant.

@@ -5,6 +5,7 @@ mod access;
 mod arguments;
 mod calls;
 mod faults;
+mod finish;
 mod leases;
 mod revisions;
 mod start;
@@ -19,6 +20,9 @@ pub use calls::{
     delays_use_the_sleeper, real_tools_runs_use_the_executor, result_is_exactly_rendered,
 };
 pub use faults::{harness_faults_never_pass, tool_input_errors_are_recoverable};
+pub use finish::{
+    concurrent_finishes_have_one_winner, finish_honours_the_lease, lost_faults_fail_every_finisher,
+};
 pub use leases::{expired_leases_refuse_every_call, nothing_real_runs_after_the_lease};
 pub use revisions::revisions_are_dense;
 pub use start::{
