@@ -83,6 +83,8 @@ problem_codes! {
         StartRefused => "start_refused",
         /// A start request that is unusable (no test case, zero attempts).
         InvalidStart => "invalid_start",
+        /// A start that would create more than one start may (attempts, initial-state bytes).
+        StartTooLarge => "start_too_large",
         /// A simulation document that does not load; every problem is listed with its pointer.
         InvalidSimulation => "invalid_simulation",
         /// The attempt is already finished.

@@ -70,6 +70,10 @@ pub struct ApiConfig {
     /// How long a simulation's attempts may run: one still running when its
     /// lease ends is ended as `harness_error` by [`expire_abandoned_attempts`].
     pub attempt_lease: Duration,
+    /// How many simulation starts run at once; more wait their turn, so
+    /// that starts never hold more than this many of the pool's connections
+    /// and other requests are not starved.
+    pub concurrent_starts: usize,
 }
 
 impl Default for ApiConfig {
@@ -80,6 +84,7 @@ impl Default for ApiConfig {
             request_timeout: Duration::from_secs(30),
             concurrency_limit: 1024,
             attempt_lease: Duration::from_secs(3600),
+            concurrent_starts: 2,
         }
     }
 }
@@ -100,6 +105,8 @@ struct Inner {
     tenants: Mutex<HashSet<TenantId>>,
     /// The rendered pieces of tool testing views kept between requests.
     testing: routes::TestingCache,
+    /// One permit per start running (`ApiConfig::concurrent_starts`).
+    starts: tokio::sync::Semaphore,
 }
 
 impl std::fmt::Debug for AppState {
@@ -119,11 +126,18 @@ impl AppState {
                 dispatcher: Dispatcher::new(PgStore::new(pool.clone())),
                 pool,
                 auth,
-                config,
                 tenants: Mutex::new(HashSet::new()),
                 testing: routes::TestingCache::default(),
+                starts: tokio::sync::Semaphore::new(config.concurrent_starts.max(1)),
+                config,
             }),
         }
+    }
+
+    /// Waits for a start's turn (see [`ApiConfig::concurrent_starts`]).
+    pub(crate) async fn start_permit(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        // The semaphore is never closed; `None` would only mean no limit.
+        self.inner.starts.acquire().await.ok()
     }
 
     /// The dispatcher.

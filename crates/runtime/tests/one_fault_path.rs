@@ -41,7 +41,11 @@ fn no_code_builds_a_harness_error_record_by_hand() {
     for top in ["crates", "bins"] {
         rust_files(&root.join(top), &mut files);
     }
-    assert!(files.len() > 50, "the scan found the sources ({})", files.len());
+    assert!(
+        files.len() > 50,
+        "the scan found the sources ({})",
+        files.len()
+    );
     let needle = ["HarnessErrorRecord", " {"].concat();
     let own_impl = ["impl ", "HarnessErrorRecord"].concat();
     let returns = ["-> ", &needle].concat();

@@ -362,6 +362,8 @@ pub(crate) async fn start_simulation(
         return Err(invalid(&problems));
     }
     state.ensure_tenant(&auth.principal).await?;
+    // Bounded: a start holds a connection for its writes.
+    let _turn = state.start_permit().await;
     let dispatcher = state.dispatcher();
     let installed = install_inline(dispatcher, tenant, &loaded)
         .await
@@ -382,6 +384,27 @@ pub(crate) async fn start_simulation(
                 code: ApiCode::InvalidStart,
                 message,
                 details: json!({ "problems": [] }),
+            });
+        }
+        Err(StartError::TooLarge {
+            limit,
+            maximum,
+            actual,
+        }) => {
+            return Err(ApiError::Unprocessable {
+                code: ApiCode::StartTooLarge,
+                message: StartError::TooLarge {
+                    limit,
+                    maximum,
+                    actual,
+                }
+                .to_string(),
+                details: json!({
+                    "limit": limit.as_str(),
+                    "maximum": maximum,
+                    "actual": actual,
+                    "problems": [],
+                }),
             });
         }
         Err(StartError::Store(e)) => return Err(e.into()),

@@ -6,9 +6,9 @@
 //! for revisions, evidence and errors, and tenant checks on every lookup.
 //! Nothing is persisted.
 
-use super::{finished_after_lease, ledger_gap};
 use super::revision::check_revision;
 use super::{AttemptStore, Catalog, Clock, EvidenceSink, FixtureStore, PinStore, SystemClock};
+use super::{finished_after_lease, ledger_gap};
 use crate::error::{ApplyError, FinishError, SaveRevisionError, StoreError};
 use crate::model::{
     AgentId, AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptId, AttemptOutcome,
@@ -452,6 +452,8 @@ impl PinStore for MemoryStore {
             .capabilities
             .write()
             .unwrap_or_else(PoisonError::into_inner);
+        // One copy for every attempt: a call replaces its attempt's Arc.
+        let initial_state = Arc::new(simulation.initial_state.clone());
         for attempt in &simulation.attempts {
             let Some(case) = simulation
                 .test_cases
@@ -479,7 +481,7 @@ impl PinStore for MemoryStore {
                         revoked: false,
                     }),
                     fixture: Mutex::new(Fixture {
-                        state: Arc::new(attempt.initial_state.clone()),
+                        state: initial_state.clone(),
                         version: 0,
                         evidence: Vec::new(),
                     }),

@@ -281,7 +281,9 @@ pub fn finished_after_lease(
     };
     let fault = HarnessFault {
         code: HarnessCode::LeaseExpired,
-        message: format!("the attempt was finished after {why}: no verdict counts once the lease is over"),
+        message: format!(
+            "the attempt was finished after {why}: no verdict counts once the lease is over"
+        ),
         path: None,
     };
     let detail = json!({

@@ -79,7 +79,9 @@ impl<B: Backend> Dispatcher<B> {
         {
             bound.unmarked.fetch_add(1, Ordering::Relaxed);
             let detail = json!({ "begin_mark": "the call's begin mark could not be written; it was not processed" });
-            return Err(self.storage_failed(&bound, call, None, &cause, detail).await);
+            return Err(self
+                .storage_failed(&bound, call, None, &cause, detail)
+                .await);
         }
         match live {
             Some(false) => Err(self.lease_expired(&bound, call, None, json!({})).await),
@@ -481,7 +483,8 @@ impl<B: Backend> Dispatcher<B> {
         detail: Value,
     ) -> Result<HarnessFault, StoreError> {
         tracing::warn!(%attempt, tool = call.map(|c| c.tool), operation = call.map(|c| c.operation), code = %fault.code, "harness error");
-        let record = HarnessErrorRecord::new(tenant, attempt, call, &fault, detail, self.clock.now());
+        let record =
+            HarnessErrorRecord::new(tenant, attempt, call, &fault, detail, self.clock.now());
         let first = match self.backend.record_harness_error(&record).await {
             Ok(()) => return Ok(fault),
             Err(e) => e,

@@ -10,6 +10,8 @@ mod call;
 mod pins;
 mod start;
 
+pub use start::{MAX_ATTEMPTS_PER_START, MAX_INITIAL_STATE_BYTES, MAX_START_STATE_BYTES};
+
 use crate::backend::{
     Backend, Clock, ExternalExecutor, NoExternalExecutor, Sleeper, SystemClock, TokioSleeper,
 };

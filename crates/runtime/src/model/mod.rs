@@ -513,8 +513,12 @@ pub struct NewSimulation {
     pub pins: Vec<PinRecord>,
     /// The test cases.
     pub test_cases: Vec<NewTestCase>,
-    /// The attempts, with their initial state and capability hash.
+    /// The attempts, with their capability hash.
     pub attempts: Vec<NewAttempt>,
+    /// The initial fixture state of every attempt (the union of the pinned
+    /// definitions' initial states): held once, each attempt's state row
+    /// written from it by the backend.
+    pub initial_state: Map<String, Value>,
     /// When.
     pub created_at: DateTime<Utc>,
 }
@@ -539,8 +543,6 @@ pub struct NewAttempt {
     pub test_case: TestCaseId,
     /// 1, 2, … within the test case.
     pub number: u32,
-    /// The union of the pinned definitions' initial states.
-    pub initial_state: Map<String, Value>,
     /// SHA-256 of the capability token.
     pub token_hash: TokenHash,
     /// Who holds the lease.

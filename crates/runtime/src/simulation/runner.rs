@@ -12,9 +12,7 @@ use super::results::{
 };
 use crate::backend::{Backend, BoxFuture, Clock, Sleeper};
 use crate::dispatcher::{Dispatcher, StartRequest, StartedAttempt, StartedSimulation};
-use crate::error::{
-    DispatchError, FinishCode, FinishError, StartError, StartProblem, StoreError,
-};
+use crate::error::{DispatchError, FinishCode, FinishError, StartError, StartProblem, StoreError};
 use crate::model::{AgentId, AttemptId, TenantId, ToolId};
 use crate::model::{
     AgentSpec, AttemptOutcome, InlineOperation, InlineTool, NewTool, Provenance, SaveRevision,
@@ -455,6 +453,14 @@ pub async fn start<B: Backend>(
             LoadCode::InvalidValue,
             message,
         )])),
+        Err(too_large @ StartError::TooLarge { .. }) => {
+            Err(RunError::Problems(vec![Problem::new(
+                loaded.file.clone(),
+                "",
+                LoadCode::InvalidValue,
+                too_large.to_string(),
+            )]))
+        }
         Err(StartError::Store(e)) => Err(e.into()),
     }
 }

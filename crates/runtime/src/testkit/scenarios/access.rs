@@ -239,6 +239,7 @@ pub async fn tenancy_is_total<B: Backend>(backend: B) {
         pins: vec![],
         test_cases: vec![],
         attempts: vec![],
+        initial_state: Map::new(),
         created_at: now,
     };
     nf(

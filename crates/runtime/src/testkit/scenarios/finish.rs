@@ -43,7 +43,11 @@ pub async fn lost_faults_fail_every_finisher<B: Backend + Clone>(backend: B) {
     assert!(matches!(error, DispatchError::Store(_)), "{error:?}");
     faulty.heal();
     assert!(
-        faulty.harness_errors(tenant, lost.id).await.unwrap().is_empty(),
+        faulty
+            .harness_errors(tenant, lost.id)
+            .await
+            .unwrap()
+            .is_empty(),
         "nothing of the fault was written"
     );
     let outcome = p2

@@ -3,6 +3,7 @@
 
 mod access;
 mod arguments;
+mod bounds;
 mod calls;
 mod faults;
 mod finish;
@@ -16,6 +17,7 @@ pub use access::{capabilities_follow_the_lease, tenancy_is_total};
 pub use arguments::{
     arbitrary_arguments_are_always_answered, nul_in_arguments_is_a_tool_input_error,
 };
+pub use bounds::starts_are_bounded;
 pub use calls::{
     delays_use_the_sleeper, real_tools_runs_use_the_executor, result_is_exactly_rendered,
 };
