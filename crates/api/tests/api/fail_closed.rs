@@ -147,3 +147,68 @@ async fn of_concurrent_finishes_one_wins_and_the_others_get_409(pool: PgPool) {
         assert_eq!(won, 1, "{statuses:?}");
     }
 }
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_start_past_its_limits_is_refused_with_start_too_large(pool: PgPool) {
+    let app = app(&pool);
+    let bearer = token("acme", &[MANAGE, RUN]);
+    let blob = json!({"blob": "x".repeat(90_000)});
+    let mut document = external_notes(100_000);
+    document["tools"][0]["definitions"]["add"]["initial_state"] = blob.clone();
+    let refused = start(&app, &bearer, &document).await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "start_too_large"),
+        "{}",
+        refused.json
+    );
+    assert_eq!(refused.json["error"]["details"]["limit"], "attempts");
+    assert_eq!(refused.json["error"]["details"]["maximum"], 1000);
+    let attempts: i64 = sqlx::query_scalar("SELECT count(*) FROM attempts")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(attempts, 0, "nothing was written");
+
+    let mut document = external_notes(1000);
+    document["tools"][0]["definitions"]["add"]["initial_state"] = blob;
+    let refused = start(&app, &bearer, &document).await;
+    assert_eq!(refused.code(), "start_too_large", "{}", refused.json);
+    assert_eq!(
+        refused.json["error"]["details"]["limit"],
+        "start_state_bytes"
+    );
+}
+
+/// Ten large starts at once take at most `concurrent_starts` connections:
+/// a listing answers promptly while they run, and every start succeeds.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn large_starts_do_not_starve_other_requests(pool: PgPool) {
+    let app = app(&pool);
+    let bearer = token("acme", &[MANAGE, RUN]);
+    create_calendar(&app, &bearer).await;
+    let mut starts = tokio::task::JoinSet::new();
+    for _ in 0..10 {
+        let (app, bearer) = (app.clone(), bearer.clone());
+        starts.spawn(async move { start(&app, &bearer, &external_notes(1000)).await });
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut slowest = Duration::ZERO;
+    for _ in 0..5 {
+        let began = std::time::Instant::now();
+        let listed = send(&app, Method::GET, "/api/tools", Some(&bearer), None).await;
+        assert_eq!(listed.status, StatusCode::OK, "{}", listed.json);
+        slowest = slowest.max(began.elapsed());
+    }
+    let mut started = 0;
+    while let Some(reply) = starts.join_next().await {
+        let reply = reply.unwrap();
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.json);
+        started += 1;
+    }
+    assert_eq!(started, 10);
+    assert!(
+        slowest < Duration::from_secs(3),
+        "GET /api/tools took {slowest:?} while large starts ran"
+    );
+}
