@@ -14,18 +14,10 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-const SECRET: &str = "fail-closed test secret, at least 32 bytes";
+mod common;
+use common::database_url;
 
-/// The URL of the test's own database.
-async fn database_url(pool: &PgPool) -> String {
-    let name: String = sqlx::query_scalar("SELECT current_database()")
-        .fetch_one(pool)
-        .await
-        .unwrap();
-    let base = std::env::var("DATABASE_URL").unwrap();
-    let (server, _) = base.rsplit_once('/').unwrap();
-    format!("{server}/{name}")
-}
+const SECRET: &str = "fail-closed test secret, at least 32 bytes";
 
 /// One `toolmock-api serve` process, killed when dropped.
 struct Process {

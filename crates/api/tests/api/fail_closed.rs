@@ -163,7 +163,7 @@ async fn a_start_past_its_limits_is_refused_with_start_too_large(pool: PgPool) {
         refused.json
     );
     assert_eq!(refused.json["error"]["details"]["limit"], "attempts");
-    assert_eq!(refused.json["error"]["details"]["maximum"], 1000);
+    assert_eq!(refused.json["error"]["details"]["maximum"], 10_000);
     let attempts: i64 = sqlx::query_scalar("SELECT count(*) FROM attempts")
         .fetch_one(&pool)
         .await

@@ -421,7 +421,7 @@ fn validate(request: &StartRequest) -> Result<chrono::Duration, StartError> {
 }
 
 /// The most attempts one start may create (test cases × attempts per case).
-pub const MAX_ATTEMPTS_PER_START: u64 = 1_000;
+pub const MAX_ATTEMPTS_PER_START: u64 = 10_000;
 /// The largest initial fixture state an attempt may start with, in bytes of
 /// compact JSON.
 pub const MAX_INITIAL_STATE_BYTES: u64 = 256 * 1024;
