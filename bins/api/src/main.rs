@@ -67,6 +67,10 @@ struct ServeArgs {
     /// the slowest answers (docs/performance.md, "The API").
     #[arg(long, env = "TOOLMOCK_DB_MAX_CONNECTIONS", default_value_t = 10)]
     max_connections: u32,
+    /// How many simulation starts run at once (more wait their turn), so
+    /// that large starts never starve other requests of connections.
+    #[arg(long, env = "TOOLMOCK_CONCURRENT_STARTS", default_value_t = 2)]
+    concurrent_starts: usize,
     /// Largest request body, in bytes (larger: 413).
     #[arg(long, env = "TOOLMOCK_BODY_LIMIT", default_value_t = 1024 * 1024)]
     body_limit: usize,
@@ -212,6 +216,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
             request_timeout: Duration::from_secs(args.request_timeout_secs),
             concurrency_limit: args.concurrency_limit,
             attempt_lease: Duration::from_secs(args.attempt_lease_secs),
+            concurrent_starts: args.concurrent_starts,
         };
         let listener = tokio::net::TcpListener::bind(args.bind)
             .await

@@ -11,21 +11,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+mod common;
+use common::database_url;
+
 const SECRET: &str = "process test secret, at least 32 bytes";
 
 fn binary() -> Command {
     Command::new(env!("CARGO_BIN_EXE_toolmock-api"))
-}
-
-/// The URL of the test's own database.
-async fn database_url(pool: &PgPool) -> String {
-    let name: String = sqlx::query_scalar("SELECT current_database()")
-        .fetch_one(pool)
-        .await
-        .unwrap();
-    let base = std::env::var("DATABASE_URL").unwrap();
-    let (server, _) = base.rsplit_once('/').unwrap();
-    format!("{server}/{name}")
 }
 
 struct Server {

@@ -83,6 +83,8 @@ problem_codes! {
         StartRefused => "start_refused",
         /// A start request that is unusable (no test case, zero attempts).
         InvalidStart => "invalid_start",
+        /// A start that would create more than one start may (attempts, initial-state bytes).
+        StartTooLarge => "start_too_large",
         /// A simulation document that does not load; every problem is listed with its pointer.
         InvalidSimulation => "invalid_simulation",
         /// The attempt is already finished.
@@ -175,6 +177,31 @@ impl ApiError {
             code,
             message: message.into(),
             details: json!({ "problems": problems }),
+        }
+    }
+
+    /// A start past one of its limits: which limit, its maximum and what the
+    /// start asked for, beside an empty problem list.
+    pub(crate) fn start_too_large(
+        limit: toolmock_runtime::error::StartLimit,
+        maximum: u64,
+        actual: u64,
+    ) -> Self {
+        let message = toolmock_runtime::error::StartError::TooLarge {
+            limit,
+            maximum,
+            actual,
+        }
+        .to_string();
+        ApiError::Unprocessable {
+            code: ApiCode::StartTooLarge,
+            message,
+            details: json!({
+                "limit": limit.as_str(),
+                "maximum": maximum,
+                "actual": actual,
+                "problems": [],
+            }),
         }
     }
 }

@@ -15,10 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use toolmock_contract::pointer;
 use toolmock_runtime::Dispatcher;
-use toolmock_runtime::backend::EvidenceSink;
 use toolmock_runtime::dispatcher::StartedAttempt;
-use toolmock_runtime::error::{HarnessCode, StoreError};
-use toolmock_runtime::model::{HarnessErrorRecord, SimulationId, TenantId, Verdict};
+use toolmock_runtime::error::{FinishError, HarnessCode, HarnessFault, StoreError};
+use toolmock_runtime::model::{SimulationId, TenantId, Verdict};
 use toolmock_runtime::simulation::document::DriverDoc;
 use toolmock_runtime::simulation::{LoadedSimulation, run_attempt};
 use toolmock_store::{AttemptListing, PgStore, SimulationListing};
@@ -113,20 +112,15 @@ async fn run_one(
         return;
     };
     tracing::error!(attempt = %attempt.id.as_uuid(), error = %message, "a scripted attempt failed");
-    let record = HarnessErrorRecord {
-        tenant,
-        attempt: attempt.id,
-        tool: None,
-        operation: None,
-        pin: None,
-        arguments: None,
+    let fault = HarnessFault {
         code: HarnessCode::StorageFailed,
         message: format!("the API's scripted runner failed: {message}"),
         path: None,
-        detail: Value::Null,
-        at: chrono::Utc::now(),
     };
-    if let Err(e) = dispatcher.backend().record_harness_error(&record).await {
+    if let Err(e) = dispatcher
+        .record_harness_fault(tenant, attempt.id, None, fault, Value::Null)
+        .await
+    {
         tracing::error!(attempt = %attempt.id.as_uuid(), error = %e, "the runner's failure could not be recorded");
         return;
     }
@@ -241,28 +235,16 @@ pub(crate) async fn expire_abandoned(
     let expired = store.expired_attempts(now, EXPIRED_PER_SWEEP).await?;
     let mut ended = 0;
     for (tenant, attempt) in expired {
-        let record = HarnessErrorRecord {
-            tenant,
-            attempt,
-            tool: None,
-            operation: None,
-            pin: None,
-            arguments: None,
-            code: HarnessCode::LeaseExpired,
-            message: "the attempt's lease ran out before it was finished: no agent or runner is playing it any more".into(),
-            path: None,
-            detail: Value::Null,
-            at: now,
-        };
-        store.record_harness_error(&record).await?;
-        // Another process may have finished it meanwhile: that is fine, the
-        // recorded harness error decides its outcome either way.
-        if dispatcher
+        // The finish itself records `lease_expired`: the lease is over.
+        // Another process may have finished it meanwhile: that is fine, its
+        // finish recorded the same.
+        match dispatcher
             .finish_attempt(tenant, attempt, Verdict::Failed)
             .await
-            .is_ok()
         {
-            ended += 1;
+            Ok(_) => ended += 1,
+            Err(FinishError::AlreadyFinished) => {}
+            Err(FinishError::Store(e)) => return Err(e),
         }
     }
     Ok(ended)

@@ -29,6 +29,10 @@ pub struct ApiConfig {
     /// lease ends is ended as `harness_error` by
     /// [`expire_abandoned_attempts`](crate::expire_abandoned_attempts).
     pub attempt_lease: Duration,
+    /// How many simulation starts run at once; more wait their turn, so
+    /// that starts never hold more than this many of the pool's connections
+    /// and other requests are not starved.
+    pub concurrent_starts: usize,
 }
 
 impl Default for ApiConfig {
@@ -39,6 +43,7 @@ impl Default for ApiConfig {
             request_timeout: Duration::from_secs(30),
             concurrency_limit: 1024,
             attempt_lease: Duration::from_secs(3600),
+            concurrent_starts: 2,
         }
     }
 }
@@ -58,6 +63,8 @@ struct Inner {
     config: ApiConfig,
     /// Tenants known to have their row, so that it is written once per process.
     tenants: Mutex<HashSet<TenantId>>,
+    /// One permit per start running (`ApiConfig::concurrent_starts`).
+    starts: tokio::sync::Semaphore,
 }
 
 impl std::fmt::Debug for AppState {
@@ -77,10 +84,17 @@ impl AppState {
                 dispatcher: Arc::new(Dispatcher::new(PgStore::new(pool.clone()))),
                 pool,
                 auth,
-                config,
                 tenants: Mutex::new(HashSet::new()),
+                starts: tokio::sync::Semaphore::new(config.concurrent_starts.max(1)),
+                config,
             }),
         }
+    }
+
+    /// Waits for a start's turn (see [`ApiConfig::concurrent_starts`]).
+    pub(crate) async fn start_permit(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        // The semaphore is never closed; `None` would only mean no limit.
+        self.inner.starts.acquire().await.ok()
     }
 
     /// The dispatcher.

@@ -18,7 +18,7 @@ use toolmock_runtime::ToolCall;
 use toolmock_runtime::backend::{AttemptStore, EvidenceSink, FixtureStore};
 use toolmock_runtime::model::{AttemptId, Capability, TenantId};
 use toolmock_runtime::simulation::document::{CaseDoc, DriverDoc};
-use toolmock_runtime::simulation::judge_and_finish;
+use toolmock_runtime::simulation::{RunError, judge_and_finish};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -167,7 +167,14 @@ pub(crate) async fn finish_attempt(
         false,
     )
     .await
-    .map_err(|e| ApiError::Internal(e.to_string()))?;
+    .map_err(|e| match e {
+        // A concurrent finish won the attempt's lock first.
+        RunError::AlreadyFinished => ApiError::StateConflict {
+            code: ApiCode::AttemptFinished,
+            message: "the attempt is already finished".into(),
+        },
+        other => ApiError::Internal(other.to_string()),
+    })?;
     let unmet =
         serde_json::to_value(&result.unmet).map_err(|e| ApiError::Internal(e.to_string()))?;
     store.record_judgement(tenant, attempt, &unmet).await?;

@@ -50,6 +50,8 @@ fn run_error(error: RunError, code: ApiCode) -> ApiError {
             listed(&problems),
         ),
         RunError::Storage(message) => ApiError::Internal(message),
+        // Starting never finishes an attempt.
+        other @ RunError::AlreadyFinished => ApiError::Internal(other.to_string()),
     }
 }
 
@@ -89,6 +91,8 @@ pub(crate) async fn start_simulation(
     state
         .ensure_tenant(tenant, &auth.principal.tenant_name)
         .await?;
+    // Bounded: a start holds a connection for its writes.
+    let _turn = state.start_permit().await;
     let dispatcher = state.dispatcher();
     let installed = install_inline(dispatcher, tenant, &loaded)
         .await
@@ -106,6 +110,13 @@ pub(crate) async fn start_simulation(
         }
         Err(StartError::InvalidRequest(message)) => {
             return Err(ApiError::unprocessable(ApiCode::InvalidStart, message, []));
+        }
+        Err(StartError::TooLarge {
+            limit,
+            maximum,
+            actual,
+        }) => {
+            return Err(ApiError::start_too_large(limit, maximum, actual));
         }
         Err(StartError::Store(e)) => return Err(e.into()),
     };

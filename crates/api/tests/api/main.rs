@@ -7,6 +7,7 @@ mod common;
 mod discover;
 mod dispatcher;
 mod errors;
+mod fail_closed;
 mod generator;
 mod matrix;
 mod modules;

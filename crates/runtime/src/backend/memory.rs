@@ -6,9 +6,9 @@
 //! for revisions, evidence and errors, and tenant checks on every lookup.
 //! Nothing is persisted.
 
-use super::ledger_gap;
 use super::revision::check_revision;
 use super::{AttemptStore, Catalog, Clock, EvidenceSink, FixtureStore, PinStore, SystemClock};
+use super::{finished_after_lease, ledger_gap};
 use crate::error::{ApplyError, FinishError, SaveRevisionError, StoreError};
 use crate::model::{
     AgentId, AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptId, AttemptOutcome,
@@ -117,6 +117,10 @@ struct AttemptMeta {
     lease_owner: String,
     lease_expires_at: DateTime<Utc>,
     has_harness_error: bool,
+    /// The marks of `begin_call`: calls begun.
+    calls_begun: u64,
+    /// Every capability of the attempt is revoked.
+    revoked: bool,
 }
 
 struct Fixture {
@@ -448,6 +452,8 @@ impl PinStore for MemoryStore {
             .capabilities
             .write()
             .unwrap_or_else(PoisonError::into_inner);
+        // One copy for every attempt: a call replaces its attempt's Arc.
+        let initial_state = Arc::new(simulation.initial_state.clone());
         for attempt in &simulation.attempts {
             let Some(case) = simulation
                 .test_cases
@@ -471,9 +477,11 @@ impl PinStore for MemoryStore {
                         lease_owner: attempt.lease_owner.clone(),
                         lease_expires_at: attempt.lease_expires_at,
                         has_harness_error: false,
+                        calls_begun: 0,
+                        revoked: false,
                     }),
                     fixture: Mutex::new(Fixture {
-                        state: Arc::new(attempt.initial_state.clone()),
+                        state: initial_state.clone(),
                         version: 0,
                         evidence: Vec::new(),
                     }),
@@ -704,7 +712,8 @@ impl AttemptStore for MemoryStore {
         attempt: AttemptId,
         _at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        self.inner.attempt(tenant, attempt)?;
+        let cell = self.inner.attempt(tenant, attempt)?;
+        lock(&cell.meta).revoked = true;
         let mut capabilities = self
             .inner
             .capabilities
@@ -718,13 +727,24 @@ impl AttemptStore for MemoryStore {
         Ok(())
     }
 
+    async fn begin_call(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        _at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let cell = self.inner.attempt(tenant, attempt)?;
+        lock(&cell.meta).calls_begun += 1;
+        Ok(())
+    }
+
     async fn finish_attempt(
         &self,
         tenant: TenantId,
         attempt: AttemptId,
         verdict: Verdict,
         at: DateTime<Utc>,
-        answered: u64,
+        unmarked: u64,
     ) -> Result<AttemptOutcome, FinishError> {
         let cell = self.inner.attempt(tenant, attempt)?;
         // Evidence only grows, so counting it before the meta lock (a call
@@ -737,10 +757,22 @@ impl AttemptStore for MemoryStore {
         }
         let mut errors = lock(&cell.errors);
         let recorded = evidence + errors.tool_input.len() + errors.harness.len();
-        if u64::try_from(recorded).unwrap_or(u64::MAX) < answered {
+        let recorded = u64::try_from(recorded).unwrap_or(u64::MAX);
+        let begun = meta.calls_begun.saturating_add(unmarked);
+        if recorded < begun {
             errors
                 .harness
-                .push(ledger_gap(tenant, attempt, answered, recorded, at));
+                .push(ledger_gap(tenant, attempt, begun, recorded, at));
+            meta.has_harness_error = true;
+        }
+        if meta.lease_expires_at <= at || meta.revoked {
+            errors.harness.push(finished_after_lease(
+                tenant,
+                attempt,
+                meta.lease_expires_at,
+                meta.revoked,
+                at,
+            ));
             meta.has_harness_error = true;
         }
         let outcome = if meta.has_harness_error {

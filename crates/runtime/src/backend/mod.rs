@@ -14,7 +14,9 @@ mod revision;
 pub use memory::MemoryStore;
 pub use revision::check_revision;
 
-use crate::error::{ApplyError, FinishError, HarnessCode, SaveRevisionError, StoreError};
+use crate::error::{
+    ApplyError, FinishError, HarnessCode, HarnessFault, SaveRevisionError, StoreError,
+};
 use crate::model::{
     AgentId, AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptId, AttemptOutcome,
     AttemptRecord, CapabilityCheck, EvidenceRecord, HarnessErrorRecord, LibraryTool, NewOperation,
@@ -202,20 +204,35 @@ pub trait AttemptStore: Send + Sync {
         at: DateTime<Utc>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// Ends an attempt: `harness_error` when it has any harness error,
-    /// otherwise the verdict's outcome. `answered` is how many calls the
-    /// dispatcher answered for the attempt; when its records (evidence, tool
-    /// input errors and harness errors together) are fewer, a call was lost
-    /// on the way to storage, and the finish itself records a
-    /// `storage_failed` harness error in the same step, so the attempt ends
-    /// `harness_error`.
+    /// Marks, in a committed write of its own, that a call of `attempt`
+    /// began: the dispatcher writes it before anything of the call is
+    /// evaluated, executed or answered, so that any process finishing the
+    /// attempt can tell how many calls it must find records of.
+    fn begin_call(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Ends a running attempt, in one step that excludes other finishes and
+    /// harness-error writes of it ([`FinishError::AlreadyFinished`] when it
+    /// has ended already). First, when its records (evidence, tool input
+    /// errors and harness errors together) are fewer than its calls begun —
+    /// the marks of [`AttemptStore::begin_call`] plus `unmarked`, the calls
+    /// the finishing dispatcher itself could not mark — a call was lost on
+    /// its way to storage, and the finish records `storage_failed`
+    /// ([`ledger_gap`]). Then, when its lease ended at or before `at` or
+    /// every capability of it is revoked, it records `lease_expired`
+    /// ([`finished_after_lease`]). The outcome is `harness_error` when the
+    /// attempt has any harness error, otherwise the verdict's.
     fn finish_attempt(
         &self,
         tenant: TenantId,
         attempt: AttemptId,
         verdict: Verdict,
         at: DateTime<Utc>,
-        answered: u64,
+        unmarked: u64,
     ) -> impl Future<Output = Result<AttemptOutcome, FinishError>> + Send;
 
     /// One attempt.
@@ -227,30 +244,54 @@ pub trait AttemptStore: Send + Sync {
 }
 
 /// The `storage_failed` harness error a finish records when the attempt's
-/// records fall short of the calls the dispatcher answered (the same text in
-/// every backend).
+/// records fall short of its calls begun (the same text in every backend).
 pub fn ledger_gap(
     tenant: TenantId,
     attempt: AttemptId,
-    answered: u64,
-    recorded: usize,
+    begun: u64,
+    recorded: u64,
     at: DateTime<Utc>,
 ) -> HarnessErrorRecord {
-    HarnessErrorRecord {
-        tenant,
-        attempt,
-        tool: None,
-        operation: None,
-        pin: None,
-        arguments: None,
+    let fault = HarnessFault {
         code: HarnessCode::StorageFailed,
         message: format!(
-            "the dispatcher answered {answered} call(s) of this attempt but only {recorded} are recorded: a call was lost on its way to storage"
+            "{begun} call(s) of this attempt began but only {recorded} are recorded: a call was lost on its way to storage (or was still in flight when the attempt finished)"
         ),
         path: None,
-        detail: json!({ "answered": answered, "recorded": recorded }),
-        at,
-    }
+    };
+    let detail = json!({ "begun": begun, "recorded": recorded });
+    HarnessErrorRecord::new(tenant, attempt, None, &fault, detail, at)
+}
+
+/// The `lease_expired` harness error a finish records when the attempt's
+/// lease ended before it (`lease_expires_at <= at`) or its capabilities were
+/// revoked (the same text in every backend): whatever played the attempt
+/// held it past its lease, so its verdict cannot count.
+pub fn finished_after_lease(
+    tenant: TenantId,
+    attempt: AttemptId,
+    lease_expires_at: DateTime<Utc>,
+    revoked: bool,
+    at: DateTime<Utc>,
+) -> HarnessErrorRecord {
+    let why = if lease_expires_at <= at {
+        format!("its lease ended at {lease_expires_at}")
+    } else {
+        "its capability was revoked".to_owned()
+    };
+    let fault = HarnessFault {
+        code: HarnessCode::LeaseExpired,
+        message: format!(
+            "the attempt was finished after {why}: no verdict counts once the lease is over"
+        ),
+        path: None,
+    };
+    let detail = json!({
+        "lease_expires_at": lease_expires_at.to_rfc3339(),
+        "revoked": revoked,
+        "finished_at": at.to_rfc3339(),
+    });
+    HarnessErrorRecord::new(tenant, attempt, None, &fault, detail, at)
 }
 
 /// Everything the dispatcher and the start need from storage.

@@ -16,11 +16,12 @@ use crate::error::{
     ApplyError, CallCode, DispatchError, HarnessCode, HarnessFault, StoreError, ToolInputFault,
 };
 use crate::model::{
-    Capability, EvidenceDraft, Executor, HarnessErrorRecord, PinRef, SimulationMode, Step,
-    TenantId, TokenHash, ToolInputErrorRecord,
+    AttemptId, Capability, EvidenceDraft, Executor, FaultCall, HarnessErrorRecord, PinRef,
+    SimulationMode, Step, TenantId, TokenHash, ToolInputErrorRecord, has_nul, sanitize,
+    sanitize_text,
 };
 use chrono::{DateTime, Utc};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -66,16 +67,26 @@ impl<B: Backend> Dispatcher<B> {
                 return Err(DispatchError::Store(e));
             }
         };
-        let answer = match live {
+        // The begin mark, committed before anything of the call happens:
+        // whichever process finishes the attempt compares the marks with the
+        // attempt's records. A call that cannot be marked is not processed;
+        // this dispatcher counts it for its own finish.
+        let binding = &bound.binding;
+        if let Err(cause) = self
+            .backend
+            .begin_call(binding.tenant, binding.attempt, started_at)
+            .await
+        {
+            bound.unmarked.fetch_add(1, Ordering::Relaxed);
+            let detail = json!({ "begin_mark": "the call's begin mark could not be written; it was not processed" });
+            return Err(self
+                .storage_failed(&bound, call, None, &cause, detail)
+                .await);
+        }
+        match live {
             Some(false) => Err(self.lease_expired(&bound, call, None, json!({})).await),
             _ => self.dispatch(&bound, &token, call, started_at, clock).await,
-        };
-        // Every call that reached its attempt counts, recorded or not: the
-        // finish compares this count with the attempt's records.
-        if !matches!(answer, Err(DispatchError::CapabilityRejected)) {
-            bound.answered.fetch_add(1, Ordering::Relaxed);
         }
-        answer
     }
 
     async fn dispatch(
@@ -307,7 +318,7 @@ impl<B: Backend> Dispatcher<B> {
             Err(e) => return Resolved::Unreadable(e),
         };
         let bound = Arc::new(Bound {
-            answered: self.ledger_of(check.binding.attempt),
+            unmarked: self.unmarked_of(check.binding.attempt),
             binding: check.binding,
         });
         write(&self.bindings).insert(*token, bound.clone());
@@ -423,11 +434,10 @@ impl<B: Backend> Dispatcher<B> {
         self.record_harness(bound, call, pin, fault, detail).await
     }
 
-    /// Records a harness error in its own committed write and returns it as
-    /// the call's error. When it cannot be written as it is (the arguments,
-    /// say, are what the store refuses), it is written as `storage_failed`
-    /// without the arguments; when that fails too, the storage failure is
-    /// returned, and the attempt's ledger makes the finish see the gap.
+    /// Records a harness error of a call through
+    /// [`Dispatcher::record_harness_fault`] and returns it as the call's
+    /// error (or the storage failure that kept it from being written, which
+    /// the attempt's ledger makes the finish see).
     async fn record_harness(
         &self,
         bound: &Bound,
@@ -437,25 +447,49 @@ impl<B: Backend> Dispatcher<B> {
         detail: Value,
     ) -> DispatchError {
         let binding = &bound.binding;
-        tracing::warn!(attempt = %binding.attempt, tool = %call.tool, operation = %call.operation, code = %fault.code, "harness error");
-        let mut record = HarnessErrorRecord {
-            tenant: binding.tenant,
-            attempt: binding.attempt,
-            tool: Some(sanitize_text(&call.tool)),
-            operation: Some(sanitize_text(&call.operation)),
-            pin: pin.cloned(),
-            arguments: Some(sanitize(call.input.clone())),
-            code: fault.code,
-            message: sanitize_text(&fault.message),
-            path: fault.path.as_deref().map(sanitize_text),
-            detail: sanitize(detail),
-            at: self.clock.now(),
+        let site = FaultCall {
+            tool: &call.tool,
+            operation: &call.operation,
+            arguments: Some(&call.input),
+            pin,
         };
+        match self
+            .record_harness_fault(binding.tenant, binding.attempt, Some(site), fault, detail)
+            .await
+        {
+            Ok(fault) => DispatchError::Harness(fault),
+            Err(e) => DispatchError::Store(e),
+        }
+    }
+
+    /// Records a harness fault of `attempt` — of one of its calls (`call`),
+    /// or of whatever drives it (a workflow, a runner, a sweep) — in its own
+    /// committed write, at the injected clock's now, with every U+0000
+    /// cleaned ([`HarnessErrorRecord::new`]), and returns the fault. When it
+    /// cannot be written as it is (the arguments, say, are what the store
+    /// refuses), it is written as `storage_failed` without the call's
+    /// arguments, and that fault is returned; when that fails too, the
+    /// storage failure is returned, and the attempt's begun-calls ledger
+    /// (or this dispatcher's count of calls it could not mark) makes the
+    /// finish see the gap. Every harness error toolmock records goes through
+    /// here, except the ones a backend's finish writes in its own locked
+    /// step.
+    pub async fn record_harness_fault(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        call: Option<FaultCall<'_>>,
+        fault: HarnessFault,
+        detail: Value,
+    ) -> Result<HarnessFault, StoreError> {
+        tracing::warn!(%attempt, tool = call.map(|c| c.tool), operation = call.map(|c| c.operation), code = %fault.code, "harness error");
+        let record =
+            HarnessErrorRecord::new(tenant, attempt, call, &fault, detail, self.clock.now());
         let first = match self.backend.record_harness_error(&record).await {
-            Ok(()) => return DispatchError::Harness(fault),
+            Ok(()) => return Ok(fault),
             Err(e) => e,
         };
-        tracing::error!(attempt = %binding.attempt, error = %first, "a harness error could not be recorded");
+        tracing::error!(%attempt, error = %first, "a harness error could not be recorded");
         let fallback = self::fault(
             HarnessCode::StorageFailed,
             format!(
@@ -463,18 +497,26 @@ impl<B: Backend> Dispatcher<B> {
                 fault.code
             ),
         );
-        record.code = fallback.code;
-        record.message = sanitize_text(&fallback.message);
-        record.arguments = None;
-        record.path = None;
-        record.detail = json!({
+        let detail = json!({
             "fault": fault.code,
-            "message": sanitize_text(&fault.message),
-            "cause": sanitize_text(&first.to_string()),
+            "message": fault.message,
+            "cause": first.to_string(),
         });
+        let without_arguments = call.map(|c| FaultCall {
+            arguments: None,
+            ..c
+        });
+        let record = HarnessErrorRecord::new(
+            tenant,
+            attempt,
+            without_arguments,
+            &fallback,
+            detail,
+            self.clock.now(),
+        );
         match self.backend.record_harness_error(&record).await {
-            Ok(()) => DispatchError::Harness(fallback),
-            Err(_) => DispatchError::Store(first),
+            Ok(()) => Ok(fallback),
+            Err(_) => Err(first),
         }
     }
 
@@ -562,51 +604,4 @@ fn fault(code: HarnessCode, message: String) -> HarnessFault {
 
 fn elapsed_us(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
-}
-
-/// U+0000 as every record stores it: U+FFFD, the replacement character (no
-/// store can keep U+0000; docs/mock-language.md, "Text"). Both backends store
-/// the same text.
-fn sanitize_text(text: &str) -> String {
-    text.replace('\0', "\u{FFFD}")
-}
-
-fn has_nul(value: &Value) -> bool {
-    match value {
-        Value::String(s) => s.contains('\0'),
-        Value::Array(items) => items.iter().any(has_nul),
-        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
-        _ => false,
-    }
-}
-
-/// `value` with every U+0000 in its strings and keys replaced (see [`sanitize_text`]).
-fn sanitize(value: Value) -> Value {
-    if !has_nul(&value) {
-        return value;
-    }
-    match value {
-        Value::String(s) => Value::String(sanitize_text(&s)),
-        Value::Array(items) => Value::Array(items.into_iter().map(sanitize).collect()),
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| (sanitize_text(&k), sanitize(v)))
-                .collect::<Map<String, Value>>(),
-        ),
-        other => other,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sanitize_replaces_nul_in_strings_and_keys_only() {
-        let value = json!({"a\u{0}": ["x\u{0}y", 1, {"k": "\u{0}"}], "b": "ok"});
-        assert_eq!(
-            sanitize(value),
-            json!({"a\u{FFFD}": ["x\u{FFFD}y", 1, {"k": "\u{FFFD}"}], "b": "ok"})
-        );
-    }
 }

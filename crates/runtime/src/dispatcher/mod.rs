@@ -12,6 +12,7 @@ mod pins;
 mod start;
 
 pub use agent::{AgentDraft, check_agent};
+pub use start::{MAX_ATTEMPTS_PER_START, MAX_INITIAL_STATE_BYTES, MAX_START_STATE_BYTES};
 
 use crate::backend::{
     Backend, Clock, ExternalExecutor, NoExternalExecutor, Sleeper, SystemClock, TokioSleeper,
@@ -98,11 +99,11 @@ pub struct StartedAttempt {
 }
 
 /// A capability's attempt, with the count of its calls this dispatcher
-/// answered (shared by every capability of the attempt).
+/// could not mark as begun (shared by every capability of the attempt).
 #[derive(Debug)]
 struct Bound {
     binding: AttemptBinding,
-    answered: Arc<AtomicU64>,
+    unmarked: Arc<AtomicU64>,
 }
 
 /// The dispatcher: starts simulations and runs every call of their attempts.
@@ -112,11 +113,13 @@ struct Bound {
 /// bindings by token hash: nothing is recompiled per call. Share it with an
 /// `Arc`; every method takes `&self`.
 ///
-/// It also keeps each running attempt's ledger: how many calls it answered
-/// for it (results, tool input errors, harness errors, and calls whose
-/// record could not be written), and the capabilities it could not even
-/// resolve because storage failed. `finish_attempt` hands the count to the
-/// backend, which refuses a pass when the attempt's records fall short of it.
+/// Every call it processes is first marked as begun in storage (a
+/// committed write of its own), so whichever process finishes the attempt
+/// refuses a pass when the attempt's records fall short of its marks. What
+/// storage could not even take — calls whose mark could not be written,
+/// capabilities it could not resolve — it keeps in memory, and
+/// `finish_attempt` adds them to the count (docs/data-model.md, "Faults that
+/// cannot be written").
 pub struct Dispatcher<B> {
     backend: B,
     clock: Arc<dyn Clock>,
@@ -126,7 +129,7 @@ pub struct Dispatcher<B> {
     definitions: RwLock<HashMap<DefinitionKey, Arc<CompiledDefinition>>>,
     simulations: RwLock<HashMap<SimulationId, Arc<PinSet>>>,
     bindings: RwLock<HashMap<TokenHash, Arc<Bound>>>,
-    ledger: Mutex<HashMap<AttemptId, Arc<AtomicU64>>>,
+    unmarked: Mutex<HashMap<AttemptId, Arc<AtomicU64>>>,
     unresolved: Mutex<HashMap<TokenHash, (TenantId, u64)>>,
 }
 
@@ -161,7 +164,7 @@ impl<B: Backend> Dispatcher<B> {
             definitions: RwLock::default(),
             simulations: RwLock::default(),
             bindings: RwLock::default(),
-            ledger: Mutex::default(),
+            unmarked: Mutex::default(),
             unresolved: Mutex::default(),
         }
     }
@@ -200,12 +203,15 @@ impl<B: Backend> Dispatcher<B> {
     }
 
     /// Ends an attempt. Its outcome is `harness_error` whenever any harness
-    /// error was recorded for it, whatever `verdict` says — and whenever its
+    /// error was recorded for it, whatever `verdict` says; whenever its
     /// records (evidence, tool input errors, harness errors) are fewer than
-    /// the calls this dispatcher answered for it: a call whose record could
-    /// not be written is then recorded as `storage_failed` by the finish.
-    /// When the attempt's calls cannot be accounted for (storage still
-    /// failing), the finish fails instead of passing.
+    /// its calls begun (the marks in storage, by any process, plus the calls
+    /// this dispatcher could not mark or resolve) — a call whose record could
+    /// not be written is then recorded as `storage_failed` by the finish;
+    /// and whenever its lease has ended or its capabilities were revoked
+    /// (recorded as `lease_expired`). When the attempt's calls cannot be
+    /// accounted for (storage still failing), the finish fails instead of
+    /// passing.
     pub async fn finish_attempt(
         &self,
         tenant: TenantId,
@@ -213,7 +219,7 @@ impl<B: Backend> Dispatcher<B> {
         verdict: Verdict,
     ) -> Result<AttemptOutcome, FinishError> {
         let unresolved = self.unresolved_calls_of(tenant, attempt).await?;
-        let answered = lock(&self.ledger)
+        let unmarked = lock(&self.unmarked)
             .get(&attempt)
             .map_or(0, |count| count.load(Ordering::Relaxed));
         let outcome = self
@@ -223,12 +229,12 @@ impl<B: Backend> Dispatcher<B> {
                 attempt,
                 verdict,
                 self.clock.now(),
-                answered + unresolved,
+                unmarked + unresolved,
             )
             .await?;
         write(&self.bindings)
             .retain(|_, b| !(b.binding.attempt == attempt && b.binding.tenant == tenant));
-        lock(&self.ledger).remove(&attempt);
+        lock(&self.unmarked).remove(&attempt);
         Ok(outcome)
     }
 
@@ -239,9 +245,9 @@ impl<B: Backend> Dispatcher<B> {
         write(&self.bindings).retain(|_, b| b.binding.simulation != simulation);
     }
 
-    /// The shared answered-calls counter of an attempt.
-    fn ledger_of(&self, attempt: AttemptId) -> Arc<AtomicU64> {
-        lock(&self.ledger).entry(attempt).or_default().clone()
+    /// The shared count of an attempt's calls this dispatcher could not mark.
+    fn unmarked_of(&self, attempt: AttemptId) -> Arc<AtomicU64> {
+        lock(&self.unmarked).entry(attempt).or_default().clone()
     }
 
     /// Remembers a call whose capability storage could not resolve: its

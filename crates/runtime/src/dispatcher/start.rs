@@ -16,7 +16,7 @@
 use super::pins::{PinEntry, PinSet, ResolvedPin, pin_label};
 use super::{Dispatcher, StartRequest, StartedAttempt, StartedSimulation};
 use crate::backend::Backend;
-use crate::error::{IncompleteStatus, StartError, StartProblem, StoreError};
+use crate::error::{IncompleteStatus, StartError, StartLimit, StartProblem, StoreError};
 use crate::model::{
     AgentSpec, AttemptId, Capability, InlineTool, NewAttempt, NewSimulation, NewTestCase,
     PinRecord, PinRef, PinTarget, SimulationId, SimulationMode, TenantId, TestCaseId,
@@ -130,9 +130,10 @@ impl<B: Backend> Dispatcher<B> {
         }
         let (pins, pin_set) = self.pin_records(resolution, request.mode)?;
 
+        check_state_size(&initial, request)?;
         let now = self.clock.now();
         let plan = plan_attempts(request);
-        let attempts = assign_leases(&plan, &initial, &request.lease_owner, now + lease);
+        let attempts = assign_leases(&plan, &request.lease_owner, now + lease);
         let simulation = SimulationId::random();
         let new = NewSimulation {
             id: simulation,
@@ -142,6 +143,7 @@ impl<B: Backend> Dispatcher<B> {
             pins,
             test_cases: plan.test_cases,
             attempts,
+            initial_state: initial,
             created_at: now,
         };
         self.backend.create_simulation(tenant, &new).await?;
@@ -399,6 +401,16 @@ fn validate(request: &StartRequest) -> Result<chrono::Duration, StartError> {
     if request.attempts_per_case == 0 {
         return Err(StartError::InvalidRequest("attempts_per_case is 0".into()));
     }
+    let attempts = u64::try_from(request.test_cases.len())
+        .unwrap_or(u64::MAX)
+        .saturating_mul(u64::from(request.attempts_per_case));
+    if attempts > MAX_ATTEMPTS_PER_START {
+        return Err(StartError::TooLarge {
+            limit: StartLimit::Attempts,
+            maximum: MAX_ATTEMPTS_PER_START,
+            actual: attempts,
+        });
+    }
     if request.lease_owner.is_empty() {
         return Err(StartError::InvalidRequest(
             "the lease owner is empty".into(),
@@ -406,6 +418,45 @@ fn validate(request: &StartRequest) -> Result<chrono::Duration, StartError> {
     }
     chrono::Duration::from_std(request.lease)
         .map_err(|_| StartError::InvalidRequest("the lease is too long".into()))
+}
+
+/// The most attempts one start may create (test cases × attempts per case).
+pub const MAX_ATTEMPTS_PER_START: u64 = 10_000;
+/// The largest initial fixture state an attempt may start with, in bytes of
+/// compact JSON.
+pub const MAX_INITIAL_STATE_BYTES: u64 = 256 * 1024;
+/// The most initial-state bytes one start may write over all its attempts
+/// (attempts × the initial state's bytes).
+pub const MAX_START_STATE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Refuses a start whose initial state, alone or once per attempt, passes
+/// its limit: what one request may make the store write is bounded.
+fn check_state_size(
+    initial: &Map<String, Value>,
+    request: &StartRequest,
+) -> Result<(), StartError> {
+    let bytes = serde_json::to_vec(initial).map_or(u64::MAX, |text| {
+        u64::try_from(text.len()).unwrap_or(u64::MAX)
+    });
+    if bytes > MAX_INITIAL_STATE_BYTES {
+        return Err(StartError::TooLarge {
+            limit: StartLimit::InitialStateBytes,
+            maximum: MAX_INITIAL_STATE_BYTES,
+            actual: bytes,
+        });
+    }
+    let attempts = u64::try_from(request.test_cases.len())
+        .unwrap_or(u64::MAX)
+        .saturating_mul(u64::from(request.attempts_per_case));
+    let total = bytes.saturating_mul(attempts);
+    if total > MAX_START_STATE_BYTES {
+        return Err(StartError::TooLarge {
+            limit: StartLimit::StartStateBytes,
+            maximum: MAX_START_STATE_BYTES,
+            actual: total,
+        });
+    }
+    Ok(())
 }
 
 /// Phase 1: every tool the agent reaches, breadth first, each workflow once.
@@ -552,21 +603,15 @@ fn plan_attempts(request: &StartRequest) -> AttemptPlan {
     }
 }
 
-/// Phase 4b: the planned attempts as stored, each with the initial state and
-/// leased to `owner` until `expires_at`.
-fn assign_leases(
-    plan: &AttemptPlan,
-    initial: &Map<String, Value>,
-    owner: &str,
-    expires_at: DateTime<Utc>,
-) -> Vec<NewAttempt> {
+/// Phase 4b: the planned attempts as stored, each leased to `owner` until
+/// `expires_at` (their initial state is the simulation's, held once).
+fn assign_leases(plan: &AttemptPlan, owner: &str, expires_at: DateTime<Utc>) -> Vec<NewAttempt> {
     plan.attempts
         .iter()
         .map(|a| NewAttempt {
             id: a.id,
             test_case: a.test_case,
             number: a.number,
-            initial_state: initial.clone(),
             token_hash: a.capability.hash(),
             lease_owner: owner.to_owned(),
             lease_expires_at: expires_at,

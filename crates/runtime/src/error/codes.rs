@@ -182,6 +182,8 @@ problem_codes! {
         StartRefused => "start_refused",
         /// The request itself is unusable (no test case, zero attempts, …).
         InvalidRequest => "invalid_request",
+        /// The start would create more than one start may (attempts, state bytes).
+        StartTooLarge => "start_too_large",
     }
 }
 

@@ -203,6 +203,17 @@ pub enum StartError {
     /// The request itself is unusable (no test case, zero attempts, an empty lease owner).
     #[error("invalid start request: {0}")]
     InvalidRequest(String),
+    /// The start would create more than one start may: too many attempts,
+    /// or too large an initial state (alone or once per attempt).
+    #[error("the start is too large: {} is {actual}, at most {maximum}", limit.describe())]
+    TooLarge {
+        /// Which limit.
+        limit: StartLimit,
+        /// The limit.
+        maximum: u64,
+        /// What the start asked for.
+        actual: u64,
+    },
     /// Storage failed, or the agent does not exist for this tenant.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -214,7 +225,40 @@ impl StartError {
         match self {
             StartError::Refused { .. } => StartCode::StartRefused.as_str(),
             StartError::InvalidRequest(_) => StartCode::InvalidRequest.as_str(),
+            StartError::TooLarge { .. } => StartCode::StartTooLarge.as_str(),
             StartError::Store(e) => e.code(),
+        }
+    }
+}
+
+/// A bound on what one start may create (docs/simulations.md, "Limits").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartLimit {
+    /// Test cases × attempts per case.
+    Attempts,
+    /// Bytes of the initial fixture state (compact JSON).
+    InitialStateBytes,
+    /// Bytes of initial state over all attempts (attempts × its bytes).
+    StartStateBytes,
+}
+
+impl StartLimit {
+    /// Its name in an error's details.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StartLimit::Attempts => "attempts",
+            StartLimit::InitialStateBytes => "initial_state_bytes",
+            StartLimit::StartStateBytes => "start_state_bytes",
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            StartLimit::Attempts => "the number of attempts (test cases × attempts)",
+            StartLimit::InitialStateBytes => "the initial state's size in bytes",
+            StartLimit::StartStateBytes => {
+                "the initial state's bytes over all attempts (attempts × its size)"
+            }
         }
     }
 }

@@ -3,10 +3,13 @@
 //! and error records.
 
 mod capability;
+mod fault;
 mod ids;
 mod rules;
 
 pub use capability::{Capability, TokenHash};
+pub use fault::FaultCall;
+pub(crate) use fault::{has_nul, sanitize, sanitize_text};
 pub use ids::{AgentId, AttemptId, OperationId, SimulationId, TenantId, TestCaseId, ToolId};
 pub use rules::check_operations;
 
@@ -512,8 +515,12 @@ pub struct NewSimulation {
     pub pins: Vec<PinRecord>,
     /// The test cases.
     pub test_cases: Vec<NewTestCase>,
-    /// The attempts, with their initial state and capability hash.
+    /// The attempts, with their capability hash.
     pub attempts: Vec<NewAttempt>,
+    /// The initial fixture state of every attempt (the union of the pinned
+    /// definitions' initial states): held once, each attempt's state row
+    /// written from it by the backend.
+    pub initial_state: Map<String, Value>,
     /// When.
     pub created_at: DateTime<Utc>,
 }
@@ -538,8 +545,6 @@ pub struct NewAttempt {
     pub test_case: TestCaseId,
     /// 1, 2, … within the test case.
     pub number: u32,
-    /// The union of the pinned definitions' initial states.
-    pub initial_state: Map<String, Value>,
     /// SHA-256 of the capability token.
     pub token_hash: TokenHash,
     /// Who holds the lease.
@@ -817,7 +822,8 @@ pub struct ToolInputErrorRecord {
     pub at: DateTime<Utc>,
 }
 
-/// A harness error: the harness's fault; the attempt can never pass.
+/// A harness error: the harness's fault; the attempt can never pass. Made
+/// only by [`HarnessErrorRecord::new`] (and read back by the stores).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HarnessErrorRecord {
     /// The tenant.

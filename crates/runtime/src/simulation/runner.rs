@@ -13,7 +13,7 @@ use super::results::{
 use crate::backend::{Backend, BoxFuture, Catalog, Clock, Sleeper};
 use crate::dispatcher::{Dispatcher, StartRequest, StartedAttempt, StartedSimulation};
 use crate::error::{
-    DispatchError, FinishError, StartError, StartProblem, StartProblemCode, StoreError,
+    DispatchError, FinishCode, FinishError, StartError, StartProblem, StartProblemCode, StoreError,
 };
 use crate::model::{AgentId, AttemptId, TenantId, ToolId};
 use crate::model::{
@@ -73,6 +73,9 @@ pub enum RunError {
     /// Storage failed, or a call could not be recorded.
     #[error("the run failed: {0}")]
     Storage(String),
+    /// The attempt was finished by someone else first (a concurrent finish).
+    #[error("the attempt is already finished")]
+    AlreadyFinished,
 }
 
 impl RunError {
@@ -81,6 +84,7 @@ impl RunError {
         match self {
             RunError::Problems(_) => "start_refused",
             RunError::Storage(_) => "storage_failed",
+            RunError::AlreadyFinished => FinishCode::AlreadyFinished.as_str(),
         }
     }
 }
@@ -99,7 +103,10 @@ impl From<DispatchError> for RunError {
 
 impl From<FinishError> for RunError {
     fn from(e: FinishError) -> Self {
-        RunError::Storage(e.to_string())
+        match e {
+            FinishError::AlreadyFinished => RunError::AlreadyFinished,
+            FinishError::Store(e) => RunError::Storage(e.to_string()),
+        }
     }
 }
 
@@ -478,6 +485,14 @@ pub async fn start<B: Backend>(
             LoadCode::InvalidValue,
             message,
         )])),
+        Err(too_large @ StartError::TooLarge { .. }) => {
+            Err(RunError::Problems(vec![Problem::new(
+                loaded.file.clone(),
+                "",
+                LoadCode::InvalidValue,
+                too_large.to_string(),
+            )]))
+        }
         Err(StartError::Store(e)) => Err(e.into()),
     }
 }

@@ -111,6 +111,8 @@ pub enum Fault {
     RecordToolInputError,
     /// `EvidenceSink::record_harness_error`.
     RecordHarnessError,
+    /// `AttemptStore::begin_call` (the call's begin mark).
+    BeginCall,
 }
 
 /// A backend wrapper that fails chosen operations with
@@ -312,16 +314,25 @@ impl<B: AttemptStore> AttemptStore for Faulty<B> {
     ) -> Result<(), StoreError> {
         self.inner.revoke_capabilities(tenant, attempt, at).await
     }
+    async fn begin_call(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.check(Fault::BeginCall)?;
+        self.inner.begin_call(tenant, attempt, at).await
+    }
     async fn finish_attempt(
         &self,
         tenant: TenantId,
         attempt: AttemptId,
         verdict: Verdict,
         at: DateTime<Utc>,
-        answered: u64,
+        unmarked: u64,
     ) -> Result<AttemptOutcome, FinishError> {
         self.inner
-            .finish_attempt(tenant, attempt, verdict, at, answered)
+            .finish_attempt(tenant, attempt, verdict, at, unmarked)
             .await
     }
     async fn attempt(

@@ -87,6 +87,10 @@ macro_rules! behaviour_suite {
             expired_leases_refuse_every_call,
             nothing_real_runs_after_the_lease,
             storage_faults_never_pass,
+            lost_faults_fail_every_finisher,
+            finish_honours_the_lease,
+            concurrent_finishes_have_one_winner,
+            starts_are_bounded,
             nul_in_arguments_is_a_tool_input_error,
             arbitrary_arguments_are_always_answered,
         );

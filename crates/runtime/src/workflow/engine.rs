@@ -6,9 +6,8 @@
 use super::model::{ConditionSource, DEFAULT_MAX_STEPS, NodeDoc, WorkflowDoc};
 use crate::backend::{Backend, BoxFuture};
 use crate::dispatcher::{Dispatcher, ToolCall};
-use crate::error::{DispatchError, HarnessCode};
+use crate::error::{DispatchError, HarnessCode, HarnessFault};
 use crate::model::Capability;
-use crate::model::HarnessErrorRecord;
 use crate::model::{AttemptId, TenantId};
 use crate::simulation::document::CallStatus;
 use crate::simulation::reference::{render, resolve_path, split_head};
@@ -98,29 +97,20 @@ impl<B: Backend> AttemptContext<'_, B> {
     /// Records a harness error of the workflow engine itself (a run-away
     /// loop, an unresolvable reference): the attempt can no longer pass.
     pub async fn harness_error(&self, code: HarnessCode, message: String) -> CallFailure {
-        let record = HarnessErrorRecord {
-            tenant: self.tenant,
-            attempt: self.attempt,
-            tool: None,
-            operation: None,
-            pin: None,
-            arguments: None,
+        let fault = HarnessFault {
             code,
-            message: message.clone(),
+            message,
             path: None,
-            detail: json!({}),
-            at: chrono::Utc::now(),
         };
         match self
             .dispatcher
-            .backend()
-            .record_harness_error(&record)
+            .record_harness_fault(self.tenant, self.attempt, None, fault, json!({}))
             .await
         {
-            Ok(()) => CallFailure::Recorded {
+            Ok(recorded) => CallFailure::Recorded {
                 class: CallStatus::HarnessError,
-                code: code.as_str().to_owned(),
-                message,
+                code: recorded.code.as_str().to_owned(),
+                message: recorded.message,
                 violations: Value::Array(vec![]),
             },
             Err(e) => CallFailure::Fatal(DispatchError::Store(e)),

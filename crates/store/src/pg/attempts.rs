@@ -87,23 +87,41 @@ impl AttemptStore for PgStore {
             .await
     }
 
+    async fn begin_call(&self, tenant: TenantId, attempt: AttemptId, at: DateTime<Utc>) -> Db<()> {
+        // Its own autocommitted statement: the mark stands whatever happens
+        // to the call after it.
+        db(sqlx::query(
+            "INSERT INTO calls_begun (tenant_id, attempt_id, begun_at) VALUES ($1, $2, $3)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(attempt.as_uuid())
+        .bind(at)
+        .execute(&self.pool)
+        .await)?;
+        Ok(())
+    }
+
     async fn finish_attempt(
         &self,
         tenant: TenantId,
         attempt: AttemptId,
         verdict: Verdict,
         at: DateTime<Utc>,
-        answered: u64,
+        unmarked: u64,
     ) -> Result<AttemptOutcome, FinishError> {
         let mut tx = db(self.pool.begin().await)?;
-        let status: Option<String> = db(sqlx::query_scalar(
-            "SELECT status FROM attempts WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        // FOR UPDATE: excludes other finishes, harness-error writes (FOR NO
+        // KEY UPDATE) and begin marks in flight (their foreign key's KEY
+        // SHARE) of this attempt until the outcome is written.
+        let row: Option<(String, DateTime<Utc>)> = db(sqlx::query_as(
+            "SELECT status, lease_expires_at FROM attempts \
+             WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
         )
         .bind(tenant.as_uuid())
         .bind(attempt.as_uuid())
         .fetch_optional(&mut *tx)
         .await)?;
-        let Some(status) = status else {
+        let Some((status, lease_expires_at)) = row else {
             rollback(tx).await?;
             return Err(StoreError::NotFound { entity: "attempt" }.into());
         };
@@ -111,22 +129,29 @@ impl AttemptStore for PgStore {
             rollback(tx).await?;
             return Err(FinishError::AlreadyFinished);
         }
-        let recorded: i64 = db(sqlx::query_scalar(
+        let (recorded, begun, revoked): (i64, i64, bool) = db(sqlx::query_as(
             "SELECT (SELECT count(*) FROM evidence WHERE tenant_id = $1 AND attempt_id = $2) \
                   + (SELECT count(*) FROM tool_input_errors WHERE tenant_id = $1 AND attempt_id = $2) \
-                  + (SELECT count(*) FROM harness_errors WHERE tenant_id = $1 AND attempt_id = $2)",
+                  + (SELECT count(*) FROM harness_errors WHERE tenant_id = $1 AND attempt_id = $2), \
+                    (SELECT count(*) FROM calls_begun WHERE tenant_id = $1 AND attempt_id = $2), \
+                    NOT EXISTS (SELECT 1 FROM attempt_capabilities \
+                        WHERE tenant_id = $1 AND attempt_id = $2 AND revoked_at IS NULL)",
         )
         .bind(tenant.as_uuid())
         .bind(attempt.as_uuid())
         .fetch_one(&mut *tx)
         .await)?;
-        let recorded = usize::try_from(recorded).map_err(|e| corrupt("record count", e))?;
-        if u64::try_from(recorded).unwrap_or(u64::MAX) < answered {
-            insert_harness_error(
-                &mut tx,
-                &ledger_gap(tenant, attempt, answered, recorded, at),
-            )
-            .await?;
+        let recorded = u64::try_from(recorded).map_err(|e| corrupt("record count", e))?;
+        let begun = u64::try_from(begun)
+            .map_err(|e| corrupt("begun-call count", e))?
+            .saturating_add(unmarked);
+        if recorded < begun {
+            insert_harness_error(&mut tx, &ledger_gap(tenant, attempt, begun, recorded, at))
+                .await?;
+        }
+        if lease_expires_at <= at || revoked {
+            let record = finished_after_lease(tenant, attempt, lease_expires_at, revoked, at);
+            insert_harness_error(&mut tx, &record).await?;
         }
         // The outcome is the database's to derive: harness_error whenever a
         // harness_errors row exists (the attempts trigger holds it so).

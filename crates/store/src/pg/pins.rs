@@ -2,6 +2,7 @@
 
 use super::{Db, PgStore, db};
 use crate::rows::*;
+use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 use sqlx::{Postgres, Transaction};
 use toolmock_runtime::backend::*;
@@ -93,43 +94,59 @@ impl PinStore for PgStore {
             .execute(&mut *tx)
             .await)?;
         }
-        for attempt in &simulation.attempts {
-            db(sqlx::query(
-                "INSERT INTO attempts (tenant_id, id, simulation_id, test_case_id, number, \
-                     lease_owner, lease_expires_at, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            )
-            .bind(tenant.as_uuid())
-            .bind(attempt.id.as_uuid())
-            .bind(simulation.id.as_uuid())
-            .bind(attempt.test_case.as_uuid())
-            .bind(to_i32(attempt.number)?)
-            .bind(&attempt.lease_owner)
-            .bind(attempt.lease_expires_at)
-            .bind(simulation.created_at)
-            .execute(&mut *tx)
-            .await)?;
-            db(sqlx::query(
-                "INSERT INTO attempt_state (attempt_id, tenant_id, state, version, updated_at) \
-                 VALUES ($1, $2, $3, 0, $4)",
-            )
-            .bind(attempt.id.as_uuid())
-            .bind(tenant.as_uuid())
-            .bind(Json(&attempt.initial_state))
-            .bind(simulation.created_at)
-            .execute(&mut *tx)
-            .await)?;
-            db(sqlx::query(
-                "INSERT INTO attempt_capabilities (token_hash, tenant_id, attempt_id, created_at) \
-                 VALUES ($1, $2, $3, $4)",
-            )
-            .bind(&attempt.token_hash.as_bytes()[..])
-            .bind(tenant.as_uuid())
-            .bind(attempt.id.as_uuid())
-            .bind(simulation.created_at)
-            .execute(&mut *tx)
-            .await)?;
-        }
+        // Three statements whatever the number of attempts, each reading
+        // arrays: the state is sent once and copied by the server.
+        let attempts = &simulation.attempts;
+        let ids: Vec<uuid::Uuid> = attempts.iter().map(|a| a.id.as_uuid()).collect();
+        let cases: Vec<uuid::Uuid> = attempts.iter().map(|a| a.test_case.as_uuid()).collect();
+        let numbers = attempts
+            .iter()
+            .map(|a| to_i32(a.number))
+            .collect::<Result<Vec<i32>, _>>()?;
+        let owners: Vec<&str> = attempts.iter().map(|a| a.lease_owner.as_str()).collect();
+        let expiries: Vec<DateTime<Utc>> = attempts.iter().map(|a| a.lease_expires_at).collect();
+        let tokens: Vec<Vec<u8>> = attempts
+            .iter()
+            .map(|a| a.token_hash.as_bytes().to_vec())
+            .collect();
+        db(sqlx::query(
+            "INSERT INTO attempts (tenant_id, id, simulation_id, test_case_id, number, \
+                 lease_owner, lease_expires_at, created_at) \
+             SELECT $1, a.id, $2, a.test_case_id, a.number, a.lease_owner, a.lease_expires_at, $3 \
+             FROM unnest($4::uuid[], $5::uuid[], $6::int4[], $7::text[], $8::timestamptz[]) \
+                 AS a (id, test_case_id, number, lease_owner, lease_expires_at)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(simulation.id.as_uuid())
+        .bind(simulation.created_at)
+        .bind(&ids)
+        .bind(&cases)
+        .bind(&numbers)
+        .bind(&owners)
+        .bind(&expiries)
+        .execute(&mut *tx)
+        .await)?;
+        db(sqlx::query(
+            "INSERT INTO attempt_state (attempt_id, tenant_id, state, version, updated_at) \
+             SELECT a.id, $1, $2, 0, $3 FROM unnest($4::uuid[]) AS a (id)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(Json(&simulation.initial_state))
+        .bind(simulation.created_at)
+        .bind(&ids)
+        .execute(&mut *tx)
+        .await)?;
+        db(sqlx::query(
+            "INSERT INTO attempt_capabilities (token_hash, tenant_id, attempt_id, created_at) \
+             SELECT c.token_hash, $1, c.attempt_id, $2 \
+             FROM unnest($3::bytea[], $4::uuid[]) AS c (token_hash, attempt_id)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(simulation.created_at)
+        .bind(&tokens)
+        .bind(&ids)
+        .execute(&mut *tx)
+        .await)?;
         db(tx.commit().await)
     }
 

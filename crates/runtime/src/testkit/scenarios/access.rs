@@ -239,6 +239,7 @@ pub async fn tenancy_is_total<B: Backend>(backend: B) {
         pins: vec![],
         test_cases: vec![],
         attempts: vec![],
+        initial_state: Map::new(),
         created_at: now,
     };
     nf(
@@ -282,19 +283,18 @@ pub async fn tenancy_is_total<B: Backend>(backend: B) {
         b.record_tool_input_error(&input_error).await,
         "record_tool_input_error",
     );
-    let harness = HarnessErrorRecord {
-        tenant: other,
-        attempt: attempt.id,
-        tool: None,
-        operation: None,
-        pin: None,
-        arguments: None,
-        code: HarnessCode::UnknownTool,
-        message: "m".into(),
-        path: None,
-        detail: json!({}),
-        at: now,
-    };
+    let harness = HarnessErrorRecord::new(
+        other,
+        attempt.id,
+        None,
+        &HarnessFault {
+            code: HarnessCode::UnknownTool,
+            message: "m".into(),
+            path: None,
+        },
+        json!({}),
+        now,
+    );
     nf(
         b.record_harness_error(&harness).await,
         "record_harness_error",
@@ -322,6 +322,7 @@ pub async fn tenancy_is_total<B: Backend>(backend: B) {
         b.revoke_capabilities(other, attempt.id, now).await,
         "revoke_capabilities",
     );
+    nf(b.begin_call(other, attempt.id, now).await, "begin_call");
     match b
         .finish_attempt(other, attempt.id, Verdict::Passed, now, 0)
         .await

@@ -3,8 +3,10 @@
 
 mod access;
 mod arguments;
+mod bounds;
 mod calls;
 mod faults;
+mod finish;
 mod leases;
 mod revisions;
 mod start;
@@ -15,10 +17,14 @@ pub use access::{capabilities_follow_the_lease, tenancy_is_total};
 pub use arguments::{
     arbitrary_arguments_are_always_answered, nul_in_arguments_is_a_tool_input_error,
 };
+pub use bounds::starts_are_bounded;
 pub use calls::{
     delays_use_the_sleeper, real_tools_runs_use_the_executor, result_is_exactly_rendered,
 };
 pub use faults::{harness_faults_never_pass, tool_input_errors_are_recoverable};
+pub use finish::{
+    concurrent_finishes_have_one_winner, finish_honours_the_lease, lost_faults_fail_every_finisher,
+};
 pub use leases::{expired_leases_refuse_every_call, nothing_real_runs_after_the_lease};
 pub use revisions::revisions_are_dense;
 pub use start::{
