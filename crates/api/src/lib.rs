@@ -34,17 +34,23 @@
 #![warn(missing_docs)]
 
 pub mod auth;
+mod call_task;
 mod error;
 mod extract;
 mod generator;
+mod limits;
+mod mcp_allow;
 mod middleware;
 pub mod routes;
 mod runner;
+pub mod security_headers;
 pub mod ui;
 
 pub use auth::{AuthConfig, AuthConfigError, Claims, Principal, mint_hs256};
 pub use error::{ApiCode, ApiError, ErrorBody, ErrorEnvelope};
 pub use generator::{ChatCompletions, Generator};
+pub use limits::{MAX_DEFINITION_DELAY, ServeLimits, serve_with};
+pub use mcp_allow::{McpAllowEntryError, McpAllowList};
 
 use axum::Router;
 use sqlx::PgPool;
@@ -63,8 +69,19 @@ pub struct ApiConfig {
     pub generator: Generator,
     /// The largest request body accepted, in bytes (larger: 413).
     pub body_limit: usize,
-    /// How long one request may take (longer: 503 `timeout`).
+    /// How long one request may take (longer: 503 `timeout`), except a
+    /// tool call.
     pub request_timeout: Duration,
+    /// How long a tool call's request may take. It should exceed
+    /// [`MAX_DEFINITION_DELAY`] (the binary refuses less), so that a delay a
+    /// definition asks for is served inside it; a call still running when it
+    /// ends runs on to its recorded end and is recorded as `answer_lost`.
+    pub tool_call_timeout: Duration,
+    /// How long a client may take to send a request's body (longer: 408
+    /// `body_timeout`).
+    pub body_read_timeout: Duration,
+    /// Which MCP servers discovery may reach (default: every URL).
+    pub mcp_allow: McpAllowList,
     /// How many requests are served at once (more: 503 `overloaded`).
     pub concurrency_limit: usize,
     /// How long a simulation's attempts may run: one still running when its
@@ -78,6 +95,9 @@ impl Default for ApiConfig {
             generator: Generator::Schema,
             body_limit: 1024 * 1024,
             request_timeout: Duration::from_secs(30),
+            tool_call_timeout: Duration::from_secs(30) + MAX_DEFINITION_DELAY,
+            body_read_timeout: Duration::from_secs(10),
+            mcp_allow: McpAllowList::default(),
             concurrency_limit: 1024,
             attempt_lease: Duration::from_secs(3600),
         }
@@ -221,14 +241,13 @@ pub fn spawn_lease_sweeper(state: AppState) -> tokio::task::JoinHandle<()> {
     })
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves, then lets the
-/// requests in flight finish (graceful shutdown).
+/// Serves `app` on `listener` with the default [`ServeLimits`] until
+/// `shutdown` resolves, then lets the requests in flight finish (graceful
+/// shutdown).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    serve_with(listener, app, shutdown, ServeLimits::default()).await
 }

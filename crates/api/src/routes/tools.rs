@@ -261,7 +261,19 @@ const DISCOVERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20
 
 /// Reads an MCP server's tools over streamable HTTP. The API never spawns a
 /// stdio server: that would let any tenant run commands on the API's host.
-async fn discover_server(url: &str, at: &str) -> Result<Vec<NewOperation>, ApiError> {
+async fn discover_server(
+    allow: &crate::McpAllowList,
+    url: &str,
+    at: &str,
+) -> Result<Vec<NewOperation>, ApiError> {
+    if !allow.permits(url) {
+        return Err(unprocessable(
+            ApiCode::McpUrlNotAllowed,
+            "the MCP server URL is not on this server's allow-list",
+            vec![json!({"code": "mcp_url_not_allowed", "path": at,
+                        "message": format!("{url} is not allowed (--mcp-allow {allow})")})],
+        ));
+    }
     let endpoint = Endpoint::http(url).map_err(|e| {
         unprocessable(
             ApiCode::InvalidOperations,
@@ -278,7 +290,13 @@ async fn discover_server(url: &str, at: &str) -> Result<Vec<NewOperation>, ApiEr
         .await
         .map_err(|e| ApiError::Upstream {
             code: ApiCode::DiscoveryFailed,
-            message: format!("discovering {url} failed ({}): {e}", e.code()),
+            // Only the failure's class: what the URL answered is never
+            // shown (it may be any internal service, not an MCP server).
+            message: format!(
+                "discovering {url} failed ({}): {}",
+                e.code(),
+                e.failure_class()
+            ),
         })?;
     Ok(discovery
         .operations
@@ -290,12 +308,13 @@ async fn discover_server(url: &str, at: &str) -> Result<Vec<NewOperation>, ApiEr
 /// A source's kind, operations and the configuration to keep: a server
 /// source is discovered here, every other one normalized by [`operations`].
 async fn resolve_source(
+    allow: &crate::McpAllowList,
     source: &ToolSource,
     fallback: Option<&Value>,
 ) -> Result<(ToolKind, Vec<NewOperation>, Value), ApiError> {
     match source {
         ToolSource::McpServer { url } => {
-            let ops = discover_server(url, "/source/url").await?;
+            let ops = discover_server(allow, url, "/source/url").await?;
             check_operations(&ops, fallback)?;
             Ok((ToolKind::Mcp, ops, json!({ "url": url })))
         }
@@ -387,7 +406,12 @@ pub(crate) async fn create_tool(
         ));
     }
     let (kind, ops, source_config) =
-        resolve_source(&body.source, body.output_schema.as_ref()).await?;
+        resolve_source(
+            &state.config().mcp_allow,
+            &body.source,
+            body.output_schema.as_ref(),
+        )
+        .await?;
     state.ensure_tenant(&auth.principal).await?;
     let store = state.store();
     let id = store
@@ -532,7 +556,12 @@ pub(crate) async fn update_tool(
 ) -> Result<Json<UpdatedTool>, ApiError> {
     let tenant = auth.principal.tenant;
     let before = state.store().tool(tenant, ToolId(id)).await?;
-    let (kind, ops, _) = resolve_source(&body.source, before.output_schema.as_ref()).await?;
+    let (kind, ops, _) = resolve_source(
+        &state.config().mcp_allow,
+        &body.source,
+        before.output_schema.as_ref(),
+    )
+    .await?;
     apply_update(&state, tenant, before, kind, &ops)
         .await
         .map(Json)
@@ -598,7 +627,7 @@ pub(crate) async fn discover_tool(
             ));
         }
     };
-    let ops = discover_server(&url, at).await?;
+    let ops = discover_server(&state.config().mcp_allow, &url, at).await?;
     check_operations(&ops, before.output_schema.as_ref())?;
     apply_update(&state, tenant, before, ToolKind::Mcp, &ops)
         .await
