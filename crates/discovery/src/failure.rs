@@ -89,7 +89,9 @@ fn known(error: &(dyn std::error::Error + 'static)) -> Option<FailureClass> {
             StreamableHttpError::AuthRequired(_) => Some(FailureClass::HttpStatus(401)),
             StreamableHttpError::InsufficientScope(_) => Some(FailureClass::HttpStatus(403)),
             StreamableHttpError::SessionExpired => Some(FailureClass::HttpStatus(404)),
-            StreamableHttpError::Client(_) | StreamableHttpError::Io(_) => None,
+            // Neither variant names its cause as `source`: descend by hand.
+            StreamableHttpError::Client(e) => Some(of_error(e)),
+            StreamableHttpError::Io(e) => Some(of_error(e)),
             StreamableHttpError::ControlRequestTimeout
             | StreamableHttpError::SessionRecoveryTimeout => Some(FailureClass::TimedOut),
             _ => Some(FailureClass::NotMcp),

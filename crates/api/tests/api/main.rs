@@ -8,6 +8,7 @@ mod discover;
 mod dispatcher;
 mod errors;
 mod generator;
+mod hardening;
 mod matrix;
 mod openapi;
 mod simulations;
