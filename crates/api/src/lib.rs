@@ -12,7 +12,7 @@
 //! the token's tenant, and another tenant's rows answer 404.
 //!
 //! This crate is not the binary (`toolmock-api`, in `bins/api`, reads the
-//! configuration, sets up logging, the pool and migrations and calls
+//! configuration, sets up logging and the pool, checks the schema and calls
 //! [`serve`]) and holds no business rules: those are the runtime's, the
 //! evaluator's and the schema crate's.
 //!

@@ -263,9 +263,11 @@ pub(crate) struct StartedAttemptView {
     /// `scripted` (run by the API right away) or `external` (played by the
     /// caller through the tool-call endpoint, then `finish`).
     driver: String,
-    /// The capability a nested service or external agent calls
-    /// `POST /api/attempts/{id}/tool-calls` with. Shown only here.
-    capability: String,
+    /// The capability an external agent (or a nested service it drives)
+    /// calls `POST /api/attempts/{id}/tool-calls` and `finish` with. Shown
+    /// only here, and only for an `external` attempt: a scripted attempt is
+    /// toolmock's to play, so nobody else can inject calls into it (`null`).
+    capability: Option<String>,
 }
 
 /// A started simulation.
@@ -415,7 +417,8 @@ pub(crate) async fn start_simulation(
                 test_case: a.test_case_name.clone(),
                 number: a.number,
                 driver: driver_of(&a.test_case_name).to_owned(),
-                capability: a.capability.token().to_owned(),
+                capability: (driver_of(&a.test_case_name) == "external")
+                    .then(|| a.capability.token().to_owned()),
             })
             .collect(),
     };
