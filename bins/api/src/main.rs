@@ -121,7 +121,12 @@ struct ServeArgs {
     connection_limit: usize,
     /// MCP servers discovery may reach: host, host:port, *.domain[:port],
     /// or * for every URL; repeat, or separate with commas.
-    #[arg(long = "mcp-allow", env = "TOOLMOCK_MCP_ALLOW", value_delimiter = ',', default_value = "*")]
+    #[arg(
+        long = "mcp-allow",
+        env = "TOOLMOCK_MCP_ALLOW",
+        value_delimiter = ',',
+        default_value = "*"
+    )]
     mcp_allow: Vec<String>,
     /// Requests served at once (more: 503 `overloaded`).
     #[arg(long, env = "TOOLMOCK_CONCURRENCY_LIMIT", default_value_t = 1024)]

@@ -143,7 +143,11 @@ async fn migrate_as_the_owner_serve_as_the_application_role(pool: PgPool) {
         .args(["migrate", "--database-url", &owner])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let server = Server::start(&app, &[]);
     let client = reqwest::Client::new();
@@ -166,7 +170,10 @@ async fn migrate_as_the_owner_serve_as_the_application_role(pool: PgPool) {
     .await
     .unwrap()
     .unwrap_or_default();
-    assert_eq!(user, "toolmock_app", "the server connects as the application role");
+    assert_eq!(
+        user, "toolmock_app",
+        "the server connects as the application role"
+    );
 }
 
 /// A TCP proxy to PostgreSQL that can be cut: every forwarded connection is
@@ -190,7 +197,10 @@ impl Drop for Proxy {
 fn proxy_to_postgres() -> Proxy {
     let upstream = {
         let url = std::env::var("DATABASE_URL").unwrap();
-        let rest = url.split_once('@').map_or(url.as_str(), |(_, r)| r).to_owned();
+        let rest = url
+            .split_once('@')
+            .map_or(url.as_str(), |(_, r)| r)
+            .to_owned();
         rest.split('/').next().unwrap().to_owned()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -210,7 +220,9 @@ fn proxy_to_postgres() -> Proxy {
                 a = listener.accept() => a,
                 _ = accept_cut.wait_for(|c| *c) => return, // drops the listener: refused
             };
-            let Ok((mut client, _)) = accepted else { return };
+            let Ok((mut client, _)) = accepted else {
+                return;
+            };
             let upstream = upstream.clone();
             let mut conn_cut = cutting.clone();
             tokio::spawn(async move {
@@ -246,7 +258,15 @@ async fn an_outage_is_answered_at_once(pool: PgPool) {
         .timeout(Duration::from_secs(20))
         .build()
         .unwrap();
-    assert_eq!(client.get(server.url("/readyz")).send().await.unwrap().status(), 200);
+    assert_eq!(
+        client
+            .get(server.url("/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
 
     proxy.cut.send(true).unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -262,8 +282,17 @@ async fn an_outage_is_answered_at_once(pool: PgPool) {
         assert_eq!(reply.status(), 503);
         let body = reply.text().await.unwrap();
         assert!(waited < Duration::from_secs(2), "readyz took {waited:?}");
-        assert!(body.contains("not_ready") && body.contains("cannot be reached"), "{body}");
-        for leak in ["refused", "error communicating", "127.0.0.1", "toolmock_app", "os error"] {
+        assert!(
+            body.contains("not_ready") && body.contains("cannot be reached"),
+            "{body}"
+        );
+        for leak in [
+            "refused",
+            "error communicating",
+            "127.0.0.1",
+            "toolmock_app",
+            "os error",
+        ] {
             assert!(!body.contains(leak), "{leak} in {body}");
         }
     }
@@ -310,7 +339,9 @@ fn closed_within(stream: &mut TcpStream, within: Duration, trickle: bool) -> Opt
         match stream.read(&mut buffer) {
             Ok(0) => return Some(started.elapsed()),
             Ok(_) => return Some(started.elapsed()), // an answer (408) then close
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut => {}
             Err(_) => return Some(started.elapsed()),
         }
     }
@@ -336,7 +367,9 @@ async fn slow_clients_are_cut_off_and_connections_bounded(pool: PgPool) {
     let (server, cut) = tokio::task::spawn_blocking(move || {
         // Headers, one line every 200 ms: cut off after about a second.
         let mut trickler = connect(&server);
-        trickler.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n").unwrap();
+        trickler
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+            .unwrap();
         let cut = closed_within(&mut trickler, Duration::from_secs(6), true);
         (server, cut)
     })

@@ -29,10 +29,7 @@ pub(crate) async fn call_to_its_end(
     let (answer, answered) = tokio::sync::oneshot::channel();
     let state = state.clone();
     tokio::spawn(async move {
-        let result = state
-            .dispatcher()
-            .call(tenant, &capability, &call)
-            .await;
+        let result = state.dispatcher().call(tenant, &capability, &call).await;
         let outcome = match &result {
             Ok(_) => "answered".to_owned(),
             Err(e) => format!("ended with {}", e.code()),
@@ -44,7 +41,9 @@ pub(crate) async fn call_to_its_end(
     match answered.await {
         Ok(result) => result.map_err(ApiError::from),
         // The task panicked: nothing says the call was recorded.
-        Err(_) => Err(ApiError::Internal("the tool call's task ended without an answer".into())),
+        Err(_) => Err(ApiError::Internal(
+            "the tool call's task ended without an answer".into(),
+        )),
     }
 }
 

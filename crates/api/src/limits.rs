@@ -8,8 +8,8 @@
 //! [`ServeLimits::max_connections`] are open: a further client waits in the
 //! kernel's backlog instead of costing a task and a buffer each.
 
-use crate::error::ApiError;
 use crate::AppState;
+use crate::error::ApiError;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};

@@ -60,7 +60,10 @@ impl McpAllowList {
         let Some(host) = url.host_str() else {
             return false;
         };
-        let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase();
         let port = url.port_or_known_default();
         self.entries.iter().any(|entry| match entry {
             Entry::Any => true,
@@ -146,9 +149,13 @@ mod tests {
 
     #[test]
     fn entries_match_hosts_ports_and_domains() {
-        let list =
-            McpAllowList::parse(&["mcp.example.com", "127.0.0.1:9000", "*.tools.test", "[::1]:7"])
-                .unwrap();
+        let list = McpAllowList::parse(&[
+            "mcp.example.com",
+            "127.0.0.1:9000",
+            "*.tools.test",
+            "[::1]:7",
+        ])
+        .unwrap();
         assert!(list.permits("https://mcp.example.com/mcp"));
         assert!(list.permits("http://MCP.example.com:8080/mcp"));
         assert!(list.permits("http://127.0.0.1:9000/mcp"));

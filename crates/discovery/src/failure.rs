@@ -81,7 +81,9 @@ fn of_error(error: &(dyn std::error::Error + 'static)) -> FailureClass {
 fn known(error: &(dyn std::error::Error + 'static)) -> Option<FailureClass> {
     if let Some(http) = error.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
         return match http {
-            StreamableHttpError::HttpStatus(status) => Some(FailureClass::HttpStatus(status.status)),
+            StreamableHttpError::HttpStatus(status) => {
+                Some(FailureClass::HttpStatus(status.status))
+            }
             // rmcp writes "HTTP <status>: <body>"; only the status is kept.
             StreamableHttpError::UnexpectedServerResponse(text) => {
                 Some(status_prefix(text).map_or(FailureClass::NotMcp, FailureClass::HttpStatus))
@@ -135,7 +137,10 @@ mod tests {
 
     #[test]
     fn only_the_status_of_an_unexpected_answer_is_kept() {
-        assert_eq!(status_prefix("HTTP 403 Forbidden: INTERNAL-SECRET=1"), Some(403));
+        assert_eq!(
+            status_prefix("HTTP 403 Forbidden: INTERNAL-SECRET=1"),
+            Some(403)
+        );
         assert_eq!(status_prefix("HTTP 4x3: x"), None);
         assert_eq!(status_prefix("something else"), None);
         let class = FailureClass::HttpStatus(403).to_string();

@@ -46,11 +46,11 @@ mod rows;
 mod schema_check;
 
 pub use error::{SqlState, map_sqlx_error};
-pub use schema_check::{SchemaCheckError, check_schema};
 pub use pg::{
     AttemptListing, IndexedOperation, PgStore, RevisionSummary, SimulationListing, StoredContract,
     TestingIndex, ToolListing,
 };
+pub use schema_check::{SchemaCheckError, check_schema};
 
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};

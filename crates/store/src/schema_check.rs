@@ -9,7 +9,9 @@ use sqlx::postgres::PgPool;
 pub enum SchemaCheckError {
     /// Some embedded migrations are not applied (or none is: the
     /// migrations' table is absent or unreadable to this role).
-    #[error("the database schema is not up to date ({missing} of {total} migrations not applied{first}): run `toolmock-api migrate --database-url OWNER_URL` as the schema's owner first")]
+    #[error(
+        "the database schema is not up to date ({missing} of {total} migrations not applied{first}): run `toolmock-api migrate --database-url OWNER_URL` as the schema's owner first"
+    )]
     NotMigrated {
         /// How many embedded migrations are missing.
         missing: usize,

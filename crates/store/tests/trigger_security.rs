@@ -104,12 +104,12 @@ async fn a_temporary_table_cannot_shadow_the_harness_errors(pool: PgPool) {
             .expect_err("a pass with a harness error is refused");
         assert_eq!(sqlstate(&error).as_deref(), Some("23514"), "{sql}: {error}");
     }
-    sqlx::query("DISCARD TEMP").execute(&mut conn).await.unwrap();
+    sqlx::query("DISCARD TEMP")
+        .execute(&mut conn)
+        .await
+        .unwrap();
     let (status, outcome, flagged) = outcome(&mut conn, faulty).await;
-    assert_eq!(
-        (status.as_str(), outcome, flagged),
-        ("running", None, true)
-    );
+    assert_eq!((status.as_str(), outcome, flagged), ("running", None, true));
     conn.close().await.unwrap();
 }
 

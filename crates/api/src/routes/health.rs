@@ -43,7 +43,10 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Health>
             return Err(unreachable());
         }
         Err(_) => {
-            tracing::warn!(waited_ms = wait.as_millis() as u64, "not ready: the database did not answer in time");
+            tracing::warn!(
+                waited_ms = wait.as_millis() as u64,
+                "not ready: the database did not answer in time"
+            );
             return Err(unreachable());
         }
     };

@@ -405,13 +405,12 @@ pub(crate) async fn create_tool(
             vec![json!({"code": "invalid_name", "path": "/name", "message": "the name is empty"})],
         ));
     }
-    let (kind, ops, source_config) =
-        resolve_source(
-            &state.config().mcp_allow,
-            &body.source,
-            body.output_schema.as_ref(),
-        )
-        .await?;
+    let (kind, ops, source_config) = resolve_source(
+        &state.config().mcp_allow,
+        &body.source,
+        body.output_schema.as_ref(),
+    )
+    .await?;
     state.ensure_tenant(&auth.principal).await?;
     let store = state.store();
     let id = store

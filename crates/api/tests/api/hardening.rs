@@ -144,7 +144,11 @@ async fn a_call_answered_503_after_it_began_is_a_harness_fault(pool: PgPool) {
     let codes = wait_for_harness_error(&app, &attempt, "answer_lost").await;
     assert_eq!(codes, ["answer_lost"]);
     let finished = finish(&app, &attempt, &capability).await;
-    assert_eq!(finished.json["outcome"], "harness_error", "{}", finished.json);
+    assert_eq!(
+        finished.json["outcome"], "harness_error",
+        "{}",
+        finished.json
+    );
 }
 
 /// (b) of the issue: an unknown-tool call waits for its attempt's row, locked
@@ -180,14 +184,23 @@ async fn a_call_waiting_for_a_lock_past_the_budget_still_records_its_fault(pool:
         Some(&json!({"tool": "nope", "operation": "nope", "arguments": {}})),
     )
     .await;
-    assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE, "{}", reply.json);
+    assert_eq!(
+        reply.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        reply.json
+    );
     tokio::time::sleep(Duration::from_millis(1500)).await;
     locker.rollback().await.unwrap();
     let codes = wait_for_harness_error(&app, &attempt, "answer_lost").await;
     assert!(codes.contains(&"unknown_tool".to_owned()), "{codes:?}");
     assert!(codes.contains(&"answer_lost".to_owned()), "{codes:?}");
     let finished = finish(&app, &attempt, &capability).await;
-    assert_eq!(finished.json["outcome"], "harness_error", "{}", finished.json);
+    assert_eq!(
+        finished.json["outcome"], "harness_error",
+        "{}",
+        finished.json
+    );
 }
 
 fn signed(claims: &Value) -> String {
@@ -226,22 +239,39 @@ async fn a_nul_in_a_tokens_tenant_or_subject_is_refused_not_a_500(pool: PgPool) 
                                 "exp": now() + 600, "iat": now()});
         claims[claim] = json!(value);
         for (path, reply) in write_routes(&app, &tool, &signed(&claims)).await {
-            assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "{claim} {path}: {}", reply.json);
+            assert_eq!(
+                reply.status,
+                StatusCode::UNAUTHORIZED,
+                "{claim} {path}: {}",
+                reply.json
+            );
             assert_eq!(reply.code(), "unauthenticated");
             let message = reply.json["error"]["message"].as_str().unwrap();
-            assert!(message.contains(claim) && message.contains("U+0000"), "{message}");
+            assert!(
+                message.contains(claim) && message.contains("U+0000"),
+                "{message}"
+            );
         }
     }
     let long = "x".repeat(257);
-    let claims = json!({"sub": long, "tenant": "acme", "permissions": [MANAGE], "exp": now() + 600});
-    let reply = send(&app, Method::GET, "/api/tools", Some(&signed(&claims)), None).await;
+    let claims =
+        json!({"sub": long, "tenant": "acme", "permissions": [MANAGE], "exp": now() + 600});
+    let reply = send(
+        &app,
+        Method::GET,
+        "/api/tools",
+        Some(&signed(&claims)),
+        None,
+    )
+    .await;
     assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
 }
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn token_time_rules_are_strict(pool: PgPool) {
     let app = app(&pool);
-    let base = || json!({"sub": "user", "tenant": "acme", "permissions": [MANAGE], "exp": now() + 600});
+    let base =
+        || json!({"sub": "user", "tenant": "acme", "permissions": [MANAGE], "exp": now() + 600});
     let mut cases = Vec::new();
     let mut expired = base();
     expired["exp"] = json!(now() - 30);
@@ -253,7 +283,14 @@ async fn token_time_rules_are_strict(pool: PgPool) {
     issued_later["iat"] = json!(now() + 3600);
     cases.push(("issued in an hour", issued_later, "issued in the future"));
     for (what, claims, reason) in cases {
-        let reply = send(&app, Method::GET, "/api/tools", Some(&signed(&claims)), None).await;
+        let reply = send(
+            &app,
+            Method::GET,
+            "/api/tools",
+            Some(&signed(&claims)),
+            None,
+        )
+        .await;
         assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "{what}");
         let message = reply.json["error"]["message"].as_str().unwrap();
         assert!(message.contains(reason), "{what}: {message}");
@@ -263,7 +300,14 @@ async fn token_time_rules_are_strict(pool: PgPool) {
     recent["exp"] = json!(now() - 2);
     recent["nbf"] = json!(now() + 2);
     recent["iat"] = json!(now() + 2);
-    let reply = send(&app, Method::GET, "/api/tools", Some(&signed(&recent)), None).await;
+    let reply = send(
+        &app,
+        Method::GET,
+        "/api/tools",
+        Some(&signed(&recent)),
+        None,
+    )
+    .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
     // A leeway of 0 refuses it.
     let strict = toolmock_api::router(toolmock_api::AppState::new(
@@ -273,7 +317,14 @@ async fn token_time_rules_are_strict(pool: PgPool) {
             .with_leeway(Duration::ZERO),
         ApiConfig::default(),
     ));
-    let reply = send(&strict, Method::GET, "/api/tools", Some(&signed(&recent)), None).await;
+    let reply = send(
+        &strict,
+        Method::GET,
+        "/api/tools",
+        Some(&signed(&recent)),
+        None,
+    )
+    .await;
     assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
 }
 
@@ -301,7 +352,12 @@ async fn every_response_carries_the_security_headers(pool: PgPool) {
         let reply = send(&app, method.clone(), &path, None, body.as_ref()).await;
         for (name, value) in &SECURITY_HEADERS {
             let got = reply.headers.get(name).map(|v| v.to_str().unwrap());
-            assert_eq!(got, Some(*value), "{method} {path} ({}): {name}", reply.status);
+            assert_eq!(
+                got,
+                Some(*value),
+                "{method} {path} ({}): {name}",
+                reply.status
+            );
         }
     }
     // The UI's page keeps its own policy and caching rule, and gets the rest.
@@ -359,8 +415,14 @@ async fn discovery_names_the_failure_and_never_reflects_a_body(pool: PgPool) {
         format!("http://{}/mcp", listener.local_addr().unwrap())
     };
     for (url, class) in [
-        (secret_service(200, "text/plain").await, "not answer as an MCP server"),
-        (secret_service(200, "application/json").await, "not answer as an MCP server"),
+        (
+            secret_service(200, "text/plain").await,
+            "not answer as an MCP server",
+        ),
+        (
+            secret_service(200, "application/json").await,
+            "not answer as an MCP server",
+        ),
         (secret_service(403, "text/plain").await, "HTTP status 403"),
         (secret_service(500, "text/html").await, "HTTP status 500"),
         (closed, "refused"),
@@ -373,10 +435,18 @@ async fn discovery_names_the_failure_and_never_reflects_a_body(pool: PgPool) {
             Some(&json!({"name": "probe", "source": {"type": "mcp_server", "url": url}})),
         )
         .await;
-        assert_eq!(reply.status, StatusCode::BAD_GATEWAY, "{url}: {}", reply.json);
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_GATEWAY,
+            "{url}: {}",
+            reply.json
+        );
         assert_eq!(reply.code(), "discovery_failed");
         let text = String::from_utf8_lossy(&reply.bytes);
-        assert!(!text.contains("SECRET") && !text.contains("hunter2") && !text.contains("admin"), "{text}");
+        assert!(
+            !text.contains("SECRET") && !text.contains("hunter2") && !text.contains("admin"),
+            "{text}"
+        );
         assert!(text.contains(class), "{url}: {text}");
     }
 }
@@ -384,7 +454,14 @@ async fn discovery_names_the_failure_and_never_reflects_a_body(pool: PgPool) {
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn discovery_reaches_only_the_allowed_servers(pool: PgPool) {
     let url = secret_service(200, "text/plain").await;
-    let port = url.split(':').nth(2).unwrap().split('/').next().unwrap().to_owned();
+    let port = url
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
     let body = json!({"name": "probe", "source": {"type": "mcp_server", "url": url}});
     let bearer = token("acme", &[MANAGE]);
     let restricted = app_with(
@@ -394,8 +471,20 @@ async fn discovery_reaches_only_the_allowed_servers(pool: PgPool) {
             ..ApiConfig::default()
         },
     );
-    let reply = send(&restricted, Method::POST, "/api/tools", Some(&bearer), Some(&body)).await;
-    assert_eq!(reply.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", reply.json);
+    let reply = send(
+        &restricted,
+        Method::POST,
+        "/api/tools",
+        Some(&bearer),
+        Some(&body),
+    )
+    .await;
+    assert_eq!(
+        reply.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        reply.json
+    );
     assert_eq!(reply.code(), "mcp_url_not_allowed");
     assert_eq!(reply.problems()[0]["path"], "/source/url");
     // Listed with its port, the same server is reached (and is no MCP server).
@@ -406,6 +495,13 @@ async fn discovery_reaches_only_the_allowed_servers(pool: PgPool) {
             ..ApiConfig::default()
         },
     );
-    let reply = send(&allowed, Method::POST, "/api/tools", Some(&bearer), Some(&body)).await;
+    let reply = send(
+        &allowed,
+        Method::POST,
+        "/api/tools",
+        Some(&bearer),
+        Some(&body),
+    )
+    .await;
     assert_eq!(reply.status, StatusCode::BAD_GATEWAY, "{}", reply.json);
 }
