@@ -119,8 +119,8 @@ struct ServeArgs {
     /// Connections open at once; further clients wait to be accepted.
     #[arg(long, env = "TOOLMOCK_CONNECTION_LIMIT", default_value_t = 4096)]
     connection_limit: usize,
-    /// MCP servers discovery may reach: host, host:port, *.domain[:port],
-    /// or * for every URL; repeat, or separate with commas.
+    /// MCP servers discovery may reach: `host`, `host:port`, `*.domain[:port]`,
+    /// or `*` for every URL; repeat, or separate with commas.
     #[arg(
         long = "mcp-allow",
         env = "TOOLMOCK_MCP_ALLOW",
