@@ -384,7 +384,7 @@ async fn migrations_apply_to_an_empty_database(pool: PgPool) {
 /// The migration the seed below was written against: the schema an older
 /// release left. When a migration is added, this becomes the one before it
 /// and the seed is rewritten against it (the test says so when they drift).
-const PREVIOUS_MIGRATION: i64 = 20261203110000;
+const PREVIOUS_MIGRATION: i64 = 20261203140000;
 
 const SEED_TOKEN: &str = "seed-capability-token";
 
@@ -392,7 +392,8 @@ const SEED_TOKEN: &str = "seed-capability-token";
 /// that schema's columns: a tenant, a library tool with one operation and
 /// revision, an agent, a simulation with its pin and test case, two attempts
 /// (one running with one call of evidence, a tool input error and its
-/// capability; one finished `harness_error` with its harness error).
+/// capability; one finished `harness_error` with its harness error and
+/// judgement), and the simulation's document.
 async fn seed_previous_schema(pool: &PgPool) -> (uuid::Uuid, uuid::Uuid) {
     use toolmock_runtime::testkit::{ledger_definition, ledger_operation};
     let contract = toolmock_runtime::model::effective_contract(&ledger_operation(), None).unwrap();
@@ -523,6 +524,16 @@ async fn seed_previous_schema(pool: &PgPool) -> (uuid::Uuid, uuid::Uuid) {
             "UPDATE attempts SET status = 'finished', outcome = 'harness_error', finished_at = now() \
              WHERE id = $1::uuid",
             vec![json!(finished)],
+        ),
+        (
+            "INSERT INTO simulation_documents (tenant_id, simulation_id, name, document, started_by) \
+             VALUES ($1::uuid, $2::uuid, 'ledger', '{\"cases\": []}', 'seeded')",
+            vec![json!(tenant), json!(simulation)],
+        ),
+        (
+            "INSERT INTO attempt_judgements (tenant_id, attempt_id, unmet) \
+             VALUES ($1::uuid, $2::uuid, '[]')",
+            vec![json!(tenant), json!(finished)],
         ),
     ];
     for (sql, binds) in statements {
