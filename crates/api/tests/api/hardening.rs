@@ -89,30 +89,35 @@ async fn finish(app: &axum::Router, attempt: &str, capability: &str) -> Reply {
     .await
 }
 
-fn wait_call() -> Value {
-    json!({"tool": "slow", "operation": "wait", "arguments": {}})
-}
-
-/// A delay a definition may ask for is served inside the tool call's budget,
-/// even when the ordinary request time-out is shorter.
-#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
-async fn a_definitions_delay_fits_the_tool_call_budget(pool: PgPool) {
-    let app = app_with(
-        &pool,
-        ApiConfig {
-            request_timeout: Duration::from_secs(1),
-            ..ApiConfig::default()
-        },
-    );
+/// An app with `config`, an attempt of the slow document (2.5 s delay), and
+/// the answer to one call of `tool` (`slow` waits; another is unknown).
+async fn slow_call(
+    pool: &PgPool,
+    config: ApiConfig,
+    tool: &str,
+) -> (axum::Router, String, String, Reply) {
+    let app = app_with(pool, config);
     let (attempt, capability) = start_slow(&app, 2500).await;
     let reply = send(
         &app,
         Method::POST,
         &format!("/api/attempts/{attempt}/tool-calls"),
         Some(&capability),
-        Some(&wait_call()),
+        Some(&json!({"tool": tool, "operation": "wait", "arguments": {}})),
     )
     .await;
+    (app, attempt, capability, reply)
+}
+
+/// A delay a definition may ask for is served inside the tool call's budget,
+/// even when the ordinary request time-out is shorter.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_definitions_delay_fits_the_tool_call_budget(pool: PgPool) {
+    let config = ApiConfig {
+        request_timeout: Duration::from_secs(1),
+        ..ApiConfig::default()
+    };
+    let (app, attempt, capability, reply) = slow_call(&pool, config, "slow").await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
     assert_eq!(reply.json, json!({"ok": true}));
     let finished = finish(&app, &attempt, &capability).await;
@@ -123,22 +128,11 @@ async fn a_definitions_delay_fits_the_tool_call_budget(pool: PgPool) {
 /// past the budget. The answer is a 503, and the attempt cannot pass.
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn a_call_answered_503_after_it_began_is_a_harness_fault(pool: PgPool) {
-    let app = app_with(
-        &pool,
-        ApiConfig {
-            tool_call_timeout: Duration::from_secs(1),
-            ..ApiConfig::default()
-        },
-    );
-    let (attempt, capability) = start_slow(&app, 2500).await;
-    let reply = send(
-        &app,
-        Method::POST,
-        &format!("/api/attempts/{attempt}/tool-calls"),
-        Some(&capability),
-        Some(&wait_call()),
-    )
-    .await;
+    let config = ApiConfig {
+        tool_call_timeout: Duration::from_secs(1),
+        ..ApiConfig::default()
+    };
+    let (app, attempt, capability, reply) = slow_call(&pool, config, "slow").await;
     assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(reply.code(), "timeout");
     let codes = wait_for_harness_error(&app, &attempt, "answer_lost").await;
