@@ -14,6 +14,13 @@ default:
 run file="fixtures/healthplus/simulation.json" *args="": build
     target/debug/toolmock run {{file}} {{args}}
 
+# Serve the API on DATABASE_URL as deployed: migrate as the owner, then serve as the
+# least-privilege role toolmock_app (needs TOOLMOCK_JWT_SECRET; docs/api.md).
+serve *args="":
+    cargo build --locked -p toolmock-api-bin
+    target/debug/toolmock-api migrate --database-url "$DATABASE_URL"
+    target/debug/toolmock-api serve --database-url "$(printf '%s' "$DATABASE_URL" | sed -E 's#^(postgres(ql)?://)([^@/]*@)?#\1toolmock_app@#')" {{args}}
+
 # Build every package (debug).
 build:
     cargo build --workspace --locked

@@ -76,7 +76,10 @@ psql "$DATABASE_URL" -qc "CREATE DATABASE $db" >/dev/null
 
 export TOOLMOCK_JWT_SECRET="bench-api secret, at least 32 bytes long"
 port=$((20000 + RANDOM % 20000))
-serve_args=(serve --database-url "$base/$db" --bind "127.0.0.1:$port" --log-format json)
+# Migrated as the owner, served as the least-privilege role, as deployed.
+"$bin" migrate --database-url "$base/$db" >/dev/null
+app_url="$(printf '%s' "$base/$db" | sed -E 's#^(postgres(ql)?://)([^@/]*@)?#\1toolmock_app@#')"
+serve_args=(serve --database-url "$app_url" --bind "127.0.0.1:$port" --log-format json)
 [ -n "${BENCH_MAX_CONNECTIONS:-}" ] && serve_args+=(--max-connections "$BENCH_MAX_CONNECTIONS")
 "$bin" "${serve_args[@]}" 2>"$work/server.log" &
 server=$!

@@ -15,7 +15,11 @@ psql "$DATABASE_URL" -qc "CREATE DATABASE $serve_db" >/dev/null
 
 export TOOLMOCK_JWT_SECRET="$serve_name secret, at least thirty-two bytes long"
 serve_port=$((20000 + RANDOM % 20000))
-"$bin" serve --database-url "${DATABASE_URL%/*}/$serve_db" --bind "127.0.0.1:$serve_port" \
+# Migrated as the owner, served as the least-privilege role (docs/api.md).
+serve_owner_url="${DATABASE_URL%/*}/$serve_db"
+"$bin" migrate --database-url "$serve_owner_url" >/dev/null
+serve_app_url="$(printf '%s' "$serve_owner_url" | sed -E 's#^(postgres(ql)?://)([^@/]*@)?#\1toolmock_app@#')"
+"$bin" serve --database-url "$serve_app_url" --bind "127.0.0.1:$serve_port" \
     --log-format json 2>"$CARGO_TARGET_DIR/$serve_name-server.log" &
 serve_pid=$!
 stop_api() {

@@ -1,13 +1,18 @@
-//! `toolmock-api`: the HTTP API server (`serve`) and a development token
-//! minter (`token`). Thin: configuration, logging, the pool and migrations;
-//! everything else is `toolmock_api`.
+//! `toolmock-api`: the HTTP API server (`serve`), its migrations (`migrate`,
+//! run as the schema's owner, so that `serve` can connect as the
+//! least-privilege role `toolmock_app`) and a development token minter
+//! (`token`). Thin: configuration, logging, the pool; everything else is
+//! `toolmock_api`.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use toolmock_api::{ApiConfig, AppState, AuthConfig, ChatCompletions, Claims, Generator};
+use toolmock_api::{
+    ApiConfig, AppState, AuthConfig, ChatCompletions, Claims, Generator, MAX_DEFINITION_DELAY,
+    McpAllowList, ServeLimits,
+};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -23,8 +28,11 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run migrations, then serve the API until SIGTERM or Ctrl-C.
+    /// Serve the API until SIGTERM or Ctrl-C. Connect as `toolmock_app`:
+    /// the schema must be migrated (`migrate`) first.
     Serve(ServeArgs),
+    /// Apply the embedded migrations, connected as the schema's owner.
+    Migrate(MigrateArgs),
     /// Print a development token (HS256, signed with --jwt-secret).
     Token(TokenArgs),
 }
@@ -44,6 +52,21 @@ struct JwtArgs {
     /// Required `aud` claim.
     #[arg(long, env = "TOOLMOCK_JWT_AUDIENCE")]
     jwt_audience: Option<String>,
+    /// Clock difference allowed on `exp`, `nbf` and `iat`, in seconds (0–5).
+    #[arg(long, env = "TOOLMOCK_JWT_LEEWAY_SECS", default_value_t = 5,
+          value_parser = clap::value_parser!(u64).range(0..=5))]
+    jwt_leeway_secs: u64,
+}
+
+#[derive(Debug, Args)]
+struct MigrateArgs {
+    /// PostgreSQL URL of the schema's owner (a role that may create tables
+    /// and the role `toolmock_app`).
+    #[arg(long, env = "TOOLMOCK_MIGRATE_DATABASE_URL")]
+    database_url: String,
+    /// Log line format.
+    #[arg(long, env = "TOOLMOCK_LOG_FORMAT", value_enum, default_value = "text")]
+    log_format: LogFormat,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -56,9 +79,15 @@ enum LogFormat {
 
 #[derive(Debug, Args)]
 struct ServeArgs {
-    /// PostgreSQL connection URL.
+    /// PostgreSQL connection URL, as the application role `toolmock_app`.
+    /// `serve` never migrates: it checks the schema is up to date.
     #[arg(long, env = "DATABASE_URL")]
     database_url: String,
+    /// How long a query waits for a pooled connection (opening one
+    /// included) before it fails, in milliseconds: short, so that an outage
+    /// fails requests at once instead of queueing them.
+    #[arg(long, env = "TOOLMOCK_DB_ACQUIRE_TIMEOUT_MS", default_value_t = 2000)]
+    db_acquire_timeout_ms: u64,
     /// Address to listen on.
     #[arg(long, env = "TOOLMOCK_BIND", default_value = "127.0.0.1:8080")]
     bind: SocketAddr,
@@ -74,9 +103,35 @@ struct ServeArgs {
     /// Largest request body, in bytes (larger: 413).
     #[arg(long, env = "TOOLMOCK_BODY_LIMIT", default_value_t = 1024 * 1024)]
     body_limit: usize,
-    /// Longest a request may take, in seconds (longer: 503 `timeout`).
+    /// Longest a request may take, in seconds (longer: 503 `timeout`);
+    /// tool calls have their own.
     #[arg(long, env = "TOOLMOCK_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
     request_timeout_secs: u64,
+    /// Longest a tool call's request may take, in seconds; more than the
+    /// 30 s delay a definition may ask for. A call still running then runs
+    /// on to its recorded end and is recorded as `answer_lost`.
+    #[arg(long, env = "TOOLMOCK_TOOL_CALL_TIMEOUT_SECS", default_value_t = 60)]
+    tool_call_timeout_secs: u64,
+    /// Longest a client may take to send a request's line and headers, in
+    /// seconds; then its connection is closed.
+    #[arg(long, env = "TOOLMOCK_HEADER_READ_TIMEOUT_SECS", default_value_t = 10)]
+    header_read_timeout_secs: u64,
+    /// Longest a client may take to send a request's body, in seconds
+    /// (longer: 408 `body_timeout`).
+    #[arg(long, env = "TOOLMOCK_BODY_READ_TIMEOUT_SECS", default_value_t = 10)]
+    body_read_timeout_secs: u64,
+    /// Connections open at once; further clients wait to be accepted.
+    #[arg(long, env = "TOOLMOCK_CONNECTION_LIMIT", default_value_t = 4096)]
+    connection_limit: usize,
+    /// MCP servers discovery may reach: `host`, `host:port`, `*.domain[:port]`,
+    /// or `*` for every URL; repeat, or separate with commas.
+    #[arg(
+        long = "mcp-allow",
+        env = "TOOLMOCK_MCP_ALLOW",
+        value_delimiter = ',',
+        default_value = "*"
+    )]
+    mcp_allow: Vec<String>,
     /// Requests served at once (more: 503 `overloaded`).
     #[arg(long, env = "TOOLMOCK_CONCURRENCY_LIMIT", default_value_t = 1024)]
     concurrency_limit: usize,
@@ -130,6 +185,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(args) => serve(args),
+        Command::Migrate(args) => migrate(&args),
         Command::Token(args) => token(&args),
     };
     match result {
@@ -157,7 +213,7 @@ fn auth_config(jwt: &JwtArgs) -> Result<AuthConfig, String> {
     if let Some(audience) = &jwt.jwt_audience {
         auth = auth.with_audience(audience);
     }
-    Ok(auth)
+    Ok(auth.with_leeway(Duration::from_secs(jwt.jwt_leeway_secs)))
 }
 
 fn token(args: &TokenArgs) -> Result<(), String> {
@@ -189,17 +245,33 @@ fn token(args: &TokenArgs) -> Result<(), String> {
 fn serve(args: ServeArgs) -> Result<(), String> {
     init_logging(args.log_format);
     let auth = auth_config(&args.jwt)?;
+    let mcp_allow = McpAllowList::parse(&args.mcp_allow).map_err(|e| e.to_string())?;
+    let tool_call_timeout = Duration::from_secs(args.tool_call_timeout_secs);
+    if tool_call_timeout <= MAX_DEFINITION_DELAY {
+        return Err(format!(
+            "--tool-call-timeout-secs must be more than {} (the longest delay a definition may ask for)",
+            MAX_DEFINITION_DELAY.as_secs()
+        ));
+    }
+    let limits = ServeLimits {
+        max_connections: args.connection_limit,
+        header_read_timeout: Duration::from_secs(args.header_read_timeout_secs),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
     runtime.block_on(async move {
-        let pool = toolmock_store::connect(&args.database_url, args.max_connections)
+        let pool = toolmock_store::connect_bounded(
+            &args.database_url,
+            args.max_connections,
+            Duration::from_millis(args.db_acquire_timeout_ms),
+        )
+        .await
+        .map_err(|e| format!("cannot connect to the database: {e}"))?;
+        toolmock_store::check_schema(&pool)
             .await
-            .map_err(|e| format!("cannot connect to the database: {e}"))?;
-        toolmock_store::migrate(&pool)
-            .await
-            .map_err(|e| format!("migrations failed: {e}"))?;
+            .map_err(|e| e.to_string())?;
         let generator = match args.generator_url {
             Some(base_url) => Generator::ChatCompletions(ChatCompletions {
                 base_url,
@@ -214,6 +286,9 @@ fn serve(args: ServeArgs) -> Result<(), String> {
             generator,
             body_limit: args.body_limit,
             request_timeout: Duration::from_secs(args.request_timeout_secs),
+            tool_call_timeout,
+            body_read_timeout: Duration::from_secs(args.body_read_timeout_secs),
+            mcp_allow,
             concurrency_limit: args.concurrency_limit,
             attempt_lease: Duration::from_secs(args.attempt_lease_secs),
             concurrent_starts: args.concurrent_starts,
@@ -226,12 +301,31 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         let state = AppState::new(pool.clone(), auth, config);
         let sweeper = toolmock_api::spawn_lease_sweeper(state.clone());
         let app = toolmock_api::router(state);
-        toolmock_api::serve(listener, app, shutdown_signal())
+        toolmock_api::serve_with(listener, app, shutdown_signal(), limits)
             .await
             .map_err(|e| e.to_string())?;
         sweeper.abort();
         pool.close().await;
         tracing::info!("stopped");
+        Ok(())
+    })
+}
+
+fn migrate(args: &MigrateArgs) -> Result<(), String> {
+    init_logging(args.log_format);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let pool = toolmock_store::connect(&args.database_url, 1)
+            .await
+            .map_err(|e| format!("cannot connect to the database: {e}"))?;
+        toolmock_store::migrate(&pool)
+            .await
+            .map_err(|e| format!("migrations failed: {e}"))?;
+        pool.close().await;
+        tracing::info!("migrated");
         Ok(())
     })
 }

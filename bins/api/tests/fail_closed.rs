@@ -199,7 +199,7 @@ async fn finish(client: &reqwest::Client, process: &Process, attempt: &Value) ->
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn a_fault_lost_on_one_process_fails_the_finish_on_another(pool: PgPool) {
-    let url = database_url(&pool).await;
+    let url = database_url(&pool, None).await;
     let p1 = Process::start(&url);
     let p2 = Process::start(&url);
     let client = reqwest::Client::builder()
@@ -309,7 +309,7 @@ impl Bodies {
 /// it still answers afterwards. Bounded to about half a minute.
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn hostile_start_bodies_under_a_2_gb_limit_never_crash(pool: PgPool) {
-    let url = database_url(&pool).await;
+    let url = database_url(&pool, None).await;
     let server = Process::start_limited(&url, 2 * 1024 * 1024 * 1024);
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))

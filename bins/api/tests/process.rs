@@ -4,88 +4,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers: a failed expectation must panic
 
-use serde_json::{Value, json};
+use serde_json::json;
 use sqlx::PgPool;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::Command;
 
 mod common;
-use common::database_url;
 
-const SECRET: &str = "process test secret, at least 32 bytes";
-
-fn binary() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_toolmock-api"))
-}
-
-struct Server {
-    child: Child,
-    address: String,
-    logs: mpsc::Receiver<Value>,
-}
-
-impl Server {
-    fn start(url: &str) -> Server {
-        let mut child = binary()
-            .args(["serve", "--bind", "127.0.0.1:0", "--log-format", "json"])
-            .env("DATABASE_URL", url)
-            .env("TOOLMOCK_JWT_SECRET", SECRET)
-            .env("RUST_LOG", "info")
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let (tx, logs) = mpsc::channel();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let line = line.unwrap();
-                let value = serde_json::from_str(&line)
-                    .unwrap_or_else(|_| panic!("a log line that is not JSON: {line}"));
-                if tx.send(value).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut server = Server {
-            child,
-            address: String::new(),
-            logs,
-        };
-        let listening = server.wait_for(|l| l["fields"]["message"] == "listening");
-        server.address = listening["fields"]["address"].as_str().unwrap().to_owned();
-        server
-    }
-
-    fn wait_for(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
-        loop {
-            let line = self
-                .logs
-                .recv_timeout(Duration::from_secs(30))
-                .expect("the expected log line within 30 s");
-            if pred(&line) {
-                return line;
-            }
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.address)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::{SECRET, Server, binary, database_url};
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn serve_token_logs_and_sigterm(pool: PgPool) {
-    let url = database_url(&pool).await;
+    let url = database_url(&pool, None).await;
     // A development token in one step.
     let out = binary()
         .args([
@@ -106,7 +35,7 @@ async fn serve_token_logs_and_sigterm(pool: PgPool) {
     let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
     assert_eq!(token.split('.').count(), 3);
 
-    let mut server = Server::start(&url);
+    let mut server = Server::start(&url, &[]);
     let client = reqwest::Client::new();
     for path in ["/healthz", "/readyz"] {
         let reply = client.get(server.url(path)).send().await.unwrap();
@@ -169,6 +98,19 @@ fn configuration_errors_are_clear() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("at least 32 bytes"), "{stderr}");
+    // A tool-call time-out that a definition's delay could outlast.
+    let out = binary()
+        .args(["serve", "--database-url", "postgres://127.0.0.1:1/none"])
+        .args(["--tool-call-timeout-secs", "30"])
+        .env("TOOLMOCK_JWT_SECRET", SECRET)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--tool-call-timeout-secs must be more than 30"),
+        "{stderr}"
+    );
     let out = binary()
         .args(["token", "--tenant", "acme"])
         .output()
@@ -189,6 +131,13 @@ fn configuration_errors_are_clear() {
         "--log-format",
         "--generator-url",
         "--generator-max-attempts",
+        "--tool-call-timeout-secs",
+        "--header-read-timeout-secs",
+        "--body-read-timeout-secs",
+        "--connection-limit",
+        "--db-acquire-timeout-ms",
+        "--jwt-leeway-secs",
+        "--mcp-allow",
     ] {
         assert!(help.contains(flag), "{flag} missing from --help");
     }

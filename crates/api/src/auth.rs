@@ -2,8 +2,10 @@
 //! capabilities for the dispatcher endpoint.
 //!
 //! A token is verified with `jsonwebtoken` (HS256 with a shared secret, or
-//! RS256 with a public key); `exp` is required, and `iss`/`aud` are required
-//! and checked when configured. Its claims carry the subject, the tenant and
+//! RS256 with a public key); `exp` is required, `nbf` and `iat` may not lie
+//! in the future, each within a small leeway ([`DEFAULT_LEEWAY`]), and
+//! `iss`/`aud` are required and checked when configured. `sub` and `tenant`
+//! are validated like any input (no U+0000, bounded length). Its claims carry the subject, the tenant and
 //! the permissions. The tenant claim is the tenant's UUID, or any other string
 //! naming it, which maps to a stable UUID (v5 in [`TENANT_NAMESPACE`]) so a
 //! development token can say `--tenant acme`.
@@ -33,10 +35,20 @@ pub struct AuthConfig {
     algorithm: Algorithm,
     issuer: Option<String>,
     audience: Option<String>,
+    /// How far `exp`, `nbf` and `iat` may be off the server's clock.
+    leeway: std::time::Duration,
     /// The rules above as `jsonwebtoken` checks them, built once rather
     /// than per request.
     validation: Validation,
 }
+
+/// How far a token's time claims may be off the server's clock by default:
+/// a token expired longer ago, or valid (`nbf`) or issued (`iat`) further in
+/// the future, is refused.
+pub const DEFAULT_LEEWAY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The longest `sub` or `tenant` claim accepted, in characters.
+pub const MAX_CLAIM_CHARS: usize = 256;
 
 impl std::fmt::Debug for AuthConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -84,6 +96,7 @@ impl AuthConfig {
             algorithm,
             issuer: None,
             audience: None,
+            leeway: DEFAULT_LEEWAY,
             validation: Validation::new(algorithm),
         };
         config.validation = config.build_validation();
@@ -104,10 +117,20 @@ impl AuthConfig {
         self
     }
 
-    /// What `verify` checks: `exp` and `sub` always, `iss` and `aud` when
-    /// configured.
+    /// Allows `leeway` of clock difference on `exp`, `nbf` and `iat`
+    /// (default [`DEFAULT_LEEWAY`]).
+    pub fn with_leeway(mut self, leeway: std::time::Duration) -> Self {
+        self.leeway = leeway;
+        self.validation = self.build_validation();
+        self
+    }
+
+    /// What `verify` checks: `exp` and `sub` always, `nbf` when present,
+    /// `iss` and `aud` when configured.
     fn build_validation(&self) -> Validation {
         let mut validation = Validation::new(self.algorithm);
+        validation.leeway = self.leeway.as_secs();
+        validation.validate_nbf = true;
         let mut required = vec!["exp", "sub"];
         match &self.issuer {
             Some(issuer) => {
@@ -134,6 +157,7 @@ impl AuthConfig {
                 use jsonwebtoken::errors::ErrorKind;
                 let reason = match e.kind() {
                     ErrorKind::ExpiredSignature => "the token has expired",
+                    ErrorKind::ImmatureSignature => "the token is not valid yet (`nbf`)",
                     ErrorKind::InvalidSignature => "the token's signature is not valid",
                     ErrorKind::InvalidIssuer => "the token's issuer is not accepted",
                     ErrorKind::InvalidAudience => "the token's audience is not accepted",
@@ -146,10 +170,9 @@ impl AuthConfig {
                 }
             })?;
         let claims = data.claims;
-        if claims.sub.is_empty() || claims.tenant.is_empty() {
-            return Err(ApiError::Unauthenticated {
-                reason: "the token's subject and tenant must not be empty".into(),
-            });
+        self.check_issued_at(claims.iat)?;
+        for (name, value) in [("sub", &claims.sub), ("tenant", &claims.tenant)] {
+            check_claim_text(name, value)?;
         }
         Ok(Principal {
             subject: claims.sub,
@@ -158,6 +181,40 @@ impl AuthConfig {
             permissions: claims.permissions,
         })
     }
+}
+
+impl AuthConfig {
+    /// `jsonwebtoken` does not check `iat`: a token issued in the future
+    /// (beyond the leeway) was minted by a clock that cannot be trusted.
+    fn check_issued_at(&self, iat: Option<u64>) -> Result<(), ApiError> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        match iat {
+            Some(iat) if iat > now.saturating_add(self.leeway.as_secs()) => {
+                Err(ApiError::Unauthenticated {
+                    reason: "the token is issued in the future (`iat`)".into(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A `sub` or `tenant` claim is input like any other: not empty, at most
+/// [`MAX_CLAIM_CHARS`] characters, and no U+0000 (which PostgreSQL cannot
+/// store, so it would fail every write as an internal error).
+fn check_claim_text(name: &str, value: &str) -> Result<(), ApiError> {
+    let reason = if value.is_empty() {
+        format!("the token's `{name}` claim is empty")
+    } else if value.contains('\0') {
+        format!("the token's `{name}` claim holds U+0000")
+    } else if value.chars().count() > MAX_CLAIM_CHARS {
+        format!("the token's `{name}` claim is longer than {MAX_CLAIM_CHARS} characters")
+    } else {
+        return Ok(());
+    };
+    Err(ApiError::Unauthenticated { reason })
 }
 
 /// The claims of an API token.

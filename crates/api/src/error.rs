@@ -103,6 +103,12 @@ problem_codes! {
         GeneratorFailed => "generator_failed",
         /// The request took longer than the configured timeout.
         Timeout => "timeout",
+        /// The client did not send its whole body within the body-read time-out.
+        BodyTimeout => "body_timeout",
+        /// The body could not be read (the client closed the connection or sent a malformed chunk).
+        BodyUnreadable => "body_unreadable",
+        /// An MCP server URL outside the configured allow-list (`--mcp-allow`).
+        McpUrlNotAllowed => "mcp_url_not_allowed",
         /// The server is at its concurrency limit.
         Overloaded => "overloaded",
         /// The database is unreachable or migrations are missing.
@@ -225,6 +231,12 @@ pub enum ApiError {
         /// The limit in bytes.
         limit: usize,
     },
+    /// The client did not send its whole body within the body-read time-out.
+    #[error("the request's body did not arrive within the body-read time-out")]
+    BodyTimeout,
+    /// The body could not be read to its end.
+    #[error("the request's body could not be read to its end")]
+    BodyUnreadable,
     /// The body was not declared as `application/json`.
     #[error("the body must be sent as application/json")]
     UnsupportedMediaType,
@@ -401,7 +413,9 @@ impl ApiError {
         match self {
             ApiError::MalformedJson { .. }
             | ApiError::InvalidPathParameter { .. }
-            | ApiError::InvalidQuery { .. } => StatusCode::BAD_REQUEST,
+            | ApiError::InvalidQuery { .. }
+            | ApiError::BodyUnreadable => StatusCode::BAD_REQUEST,
+            ApiError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::UnknownField { .. }
@@ -445,6 +459,8 @@ impl ApiError {
         Some(match self {
             ApiError::MalformedJson { .. } => ApiCode::MalformedJson,
             ApiError::BodyTooLarge { .. } => ApiCode::BodyTooLarge,
+            ApiError::BodyTimeout => ApiCode::BodyTimeout,
+            ApiError::BodyUnreadable => ApiCode::BodyUnreadable,
             ApiError::UnsupportedMediaType => ApiCode::UnsupportedMediaType,
             ApiError::UnknownField { .. } => ApiCode::UnknownField,
             ApiError::InvalidBody { .. } => ApiCode::InvalidBody,

@@ -12,7 +12,7 @@
 //! the token's tenant, and another tenant's rows answer 404.
 //!
 //! This crate is not the binary (`toolmock-api`, in `bins/api`, reads the
-//! configuration, sets up logging, the pool and migrations and calls
+//! configuration, sets up logging and the pool, checks the schema and calls
 //! [`serve`]) and holds no business rules: those are the runtime's, the
 //! evaluator's and the schema crate's.
 //!
@@ -34,12 +34,16 @@
 #![warn(missing_docs)]
 
 pub mod auth;
+mod call_task;
 mod error;
 mod extract;
 mod generator;
 mod jobs;
+mod limits;
+mod mcp_allow;
 mod middleware;
 pub mod routes;
+pub mod security_headers;
 mod state;
 mod stored;
 pub mod ui;
@@ -48,6 +52,8 @@ mod views;
 pub use auth::{AuthConfig, AuthConfigError, Claims, Principal, mint_hs256};
 pub use error::{ApiCode, ApiError, ErrorBody, ErrorEnvelope};
 pub use generator::{ChatCompletions, Generator};
+pub use limits::{MAX_DEFINITION_DELAY, ServeLimits, serve_with};
+pub use mcp_allow::{McpAllowEntryError, McpAllowList};
 pub use state::{ApiConfig, AppState};
 
 use axum::Router;
@@ -81,14 +87,13 @@ pub fn spawn_lease_sweeper(state: AppState) -> tokio::task::JoinHandle<()> {
     jobs::spawn_lease_sweeper(state.shared_dispatcher())
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves, then lets the
-/// requests in flight finish (graceful shutdown).
+/// Serves `app` on `listener` with the default [`ServeLimits`] until
+/// `shutdown` resolves, then lets the requests in flight finish (graceful
+/// shutdown).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    serve_with(listener, app, shutdown, ServeLimits::default()).await
 }

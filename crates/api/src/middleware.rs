@@ -1,9 +1,11 @@
-//! The layers around every route: request ids (in the logs, the response
-//! header and every 500's body), the body limit, the timeout, the concurrency
-//! limit with load shedding, and JSON answers for unknown routes and methods.
+//! The layers around every route: security headers, request ids (in the
+//! logs, the response header and every 500's body), the concurrency limit
+//! with load shedding, the request's budget (`limits`: longer for a tool
+//! call), the body read within its time-out and limit, and JSON answers for
+//! unknown routes and methods.
 
-use crate::AppState;
 use crate::error::{ApiError, REQUEST_ID};
+use crate::{AppState, limits, security_headers};
 use axum::Router;
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::{DefaultBodyLimit, Request};
@@ -23,21 +25,27 @@ pub(crate) fn wrap(routes: Router<AppState>, state: AppState) -> Router {
         .fallback(|| async { ApiError::RouteNotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(config.body_limit))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            limits::read_body,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            limits::request_budget,
+        ))
         .layer(
             ServiceBuilder::new()
                 .layer(HandleErrorLayer::new(overload_error))
                 .load_shed()
-                .concurrency_limit(config.concurrency_limit)
-                .timeout(config.request_timeout),
+                .concurrency_limit(config.concurrency_limit),
         )
         .layer(axum::middleware::from_fn(request_id))
+        .layer(axum::middleware::from_fn(security_headers::add))
         .with_state(state)
 }
 
 async fn overload_error(error: BoxError) -> ApiError {
-    if error.is::<tower::timeout::error::Elapsed>() {
-        ApiError::Timeout
-    } else if error.is::<tower::load_shed::error::Overloaded>() {
+    if error.is::<tower::load_shed::error::Overloaded>() {
         ApiError::Overloaded
     } else {
         ApiError::Internal(error.to_string())

@@ -5,6 +5,7 @@
 
 use crate::auth::AuthConfig;
 use crate::generator::Generator;
+use crate::mcp_allow::McpAllowList;
 use sqlx::PgPool;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -14,6 +15,10 @@ use toolmock_runtime::error::StoreError;
 use toolmock_runtime::model::TenantId;
 use toolmock_store::PgStore;
 
+/// The longest delay a mock definition may ask for (`delay_ms`): a tool
+/// call's budget must leave room for it.
+pub const MAX_DEFINITION_DELAY: Duration = Duration::from_secs(30);
+
 /// The tunables of the HTTP layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiConfig {
@@ -21,8 +26,19 @@ pub struct ApiConfig {
     pub generator: Generator,
     /// The largest request body accepted, in bytes (larger: 413).
     pub body_limit: usize,
-    /// How long one request may take (longer: 503 `timeout`).
+    /// How long one request may take (longer: 503 `timeout`), except a
+    /// tool call.
     pub request_timeout: Duration,
+    /// How long a tool call's request may take. It should exceed
+    /// [`MAX_DEFINITION_DELAY`] (the binary refuses less), so that a delay a
+    /// definition asks for is served inside it; a call still running when it
+    /// ends runs on to its recorded end and is recorded as `answer_lost`.
+    pub tool_call_timeout: Duration,
+    /// How long a client may take to send a request's body (longer: 408
+    /// `body_timeout`).
+    pub body_read_timeout: Duration,
+    /// Which MCP servers discovery may reach (default: every URL).
+    pub mcp_allow: McpAllowList,
     /// How many requests are served at once (more: 503 `overloaded`).
     pub concurrency_limit: usize,
     /// How long a simulation's attempts may run: one still running when its
@@ -41,6 +57,9 @@ impl Default for ApiConfig {
             generator: Generator::Schema,
             body_limit: 1024 * 1024,
             request_timeout: Duration::from_secs(30),
+            tool_call_timeout: Duration::from_secs(30) + MAX_DEFINITION_DELAY,
+            body_read_timeout: Duration::from_secs(10),
+            mcp_allow: McpAllowList::default(),
             concurrency_limit: 1024,
             attempt_lease: Duration::from_secs(3600),
             concurrent_starts: 2,

@@ -49,8 +49,10 @@
 #![warn(missing_docs)]
 
 mod command_line;
+mod failure;
 
 pub use command_line::split_command_line;
+pub use failure::FailureClass;
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ErrorCode, Implementation, PaginatedRequestParams,
@@ -193,8 +195,11 @@ pub enum DiscoveryError {
     /// The MCP handshake failed (the server exited, spoke no MCP, refused us).
     #[error("cannot connect to the MCP server: {message}{stderr}")]
     Connect {
-        /// The client's explanation.
+        /// The client's explanation (may quote what the server sent: for
+        /// the person who runs the discovery, not for a third party).
         message: String,
+        /// The failure's class, which quotes nothing.
+        class: FailureClass,
         /// The end of the server's stderr, when it was spawned (may be empty).
         stderr: String,
     },
@@ -203,8 +208,10 @@ pub enum DiscoveryError {
     ListTools {
         /// The page number (1 is the first).
         page: usize,
-        /// The client's explanation.
+        /// The client's explanation (may quote what the server sent).
         message: String,
+        /// The failure's class, which quotes nothing.
+        class: FailureClass,
         /// The end of the server's stderr, when it was spawned (may be empty).
         stderr: String,
     },
@@ -281,6 +288,26 @@ impl From<&DiscoveryError> for DiscoveryCode {
 }
 
 impl DiscoveryError {
+    /// What kind of failure this is, in words that hold nothing the server
+    /// sent: what a service may show to someone other than the server's
+    /// operator (the API shows only this).
+    pub fn failure_class(&self) -> FailureClass {
+        match self {
+            DiscoveryError::Connect { class, .. } | DiscoveryError::ListTools { class, .. } => {
+                *class
+            }
+            DiscoveryError::Timeout { .. } => FailureClass::TimedOut,
+            DiscoveryError::InvalidTools(_) => FailureClass::InvalidTools,
+            DiscoveryError::RepeatedCursor { .. }
+            | DiscoveryError::TooManyPages
+            | DiscoveryError::Page(_) => FailureClass::NotMcp,
+            DiscoveryError::InvalidCommand { .. }
+            | DiscoveryError::InvalidUrl { .. }
+            | DiscoveryError::Spawn { .. }
+            | DiscoveryError::Runtime(_) => FailureClass::Local,
+        }
+    }
+
     /// A stable, machine-readable code.
     pub fn code(&self) -> &'static str {
         DiscoveryCode::from(self).as_str()
@@ -461,10 +488,15 @@ async fn discover_untimed(
     let _ = client.cancel().await;
     let pages = match listed {
         Ok(pages) => pages,
-        Err(ListFailure::Request { page, message }) => {
+        Err(ListFailure::Request {
+            page,
+            message,
+            class,
+        }) => {
             return Err(DiscoveryError::ListTools {
                 page,
                 message,
+                class,
                 stderr: tail.text().await,
             });
         }
@@ -493,6 +525,7 @@ enum Connected {
 fn unreachable_legacy() -> Result<(Client, StderrTail), DiscoveryError> {
     Err(DiscoveryError::Connect {
         message: "the server answered initialize as if it were a probe".into(),
+        class: FailureClass::NotMcp,
         stderr: String::new(),
     })
 }
@@ -530,13 +563,18 @@ async fn connect(endpoint: &Endpoint, handshake: Handshake) -> Result<Connected,
         Err(e) if handshake == Handshake::Discover && is_legacy_answer(&e) => Ok(Connected::Legacy),
         Err(e) => Err(DiscoveryError::Connect {
             message: connect_message(endpoint, &e),
+            class: failure::of_handshake(&e),
             stderr: tail.text().await,
         }),
     }
 }
 
 enum ListFailure {
-    Request { page: usize, message: String },
+    Request {
+        page: usize,
+        message: String,
+        class: FailureClass,
+    },
     Other(DiscoveryError),
 }
 
@@ -559,6 +597,7 @@ async fn list_pages(client: &Client) -> Result<Vec<Value>, ListFailure> {
             .map_err(|e| ListFailure::Request {
                 page: pages.len() + 1,
                 message: e.to_string(),
+                class: failure::of_request(&e),
             })?;
         let next = result.next_cursor.clone();
         let page = serde_json::to_value(&result)

@@ -11,17 +11,26 @@ pub enum SqlState {
     AppendOnly,
     /// `TM002`: a revision number is not the operation's latest + 1.
     RevisionGap,
+    /// `TM010`: a finished attempt's status, outcome or finish time would
+    /// change (only a later harness error may turn its outcome into
+    /// `harness_error`).
+    FinalAttempt,
 }
 
 impl SqlState {
     /// Every SQLSTATE of the schema.
-    pub const ALL: &'static [SqlState] = &[SqlState::AppendOnly, SqlState::RevisionGap];
+    pub const ALL: &'static [SqlState] = &[
+        SqlState::AppendOnly,
+        SqlState::RevisionGap,
+        SqlState::FinalAttempt,
+    ];
 
     /// The five-character SQLSTATE.
     pub fn as_str(self) -> &'static str {
         match self {
             SqlState::AppendOnly => "TM001",
             SqlState::RevisionGap => "TM002",
+            SqlState::FinalAttempt => "TM010",
         }
     }
 

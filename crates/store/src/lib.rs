@@ -43,12 +43,14 @@
 mod error;
 mod pg;
 mod rows;
+mod schema_check;
 
 pub use error::{SqlState, map_sqlx_error};
 pub use pg::{
     AttemptListing, IndexedOperation, PgStore, RevisionSummary, SimulationListing, StoredContract,
     TestingIndex, ToolListing,
 };
+pub use schema_check::{SchemaCheckError, check_schema};
 
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -74,16 +76,33 @@ pub fn as_app_role(options: PgConnectOptions) -> PgConnectOptions {
     options.username(APP_ROLE)
 }
 
-/// Opens a pool of at most `max_connections` to `url`.
+/// Opens a pool of at most `max_connections` to `url`, waiting at most
+/// [`DEFAULT_ACQUIRE_TIMEOUT`] for a connection.
 ///
 /// A connection taken from the pool after more than [`PING_AFTER_IDLE`] idle
 /// is pinged first (and replaced when the server has gone); one in steady
 /// use is not, which saves a round trip per query (sqlx pings on every
 /// acquire by default).
 pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, sqlx::Error> {
+    connect_bounded(url, max_connections, DEFAULT_ACQUIRE_TIMEOUT).await
+}
+
+/// How long a query waits for a pooled connection by default before it
+/// fails: short, so that during an outage requests fail fast instead of
+/// queueing (sqlx's own default is 30 s).
+pub const DEFAULT_ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// [`connect`], waiting at most `acquire_timeout` for a connection (opening
+/// one included) before a query fails.
+pub async fn connect_bounded(
+    url: &str,
+    max_connections: u32,
+    acquire_timeout: std::time::Duration,
+) -> Result<PgPool, sqlx::Error> {
     let options = PgConnectOptions::from_str(url)?;
     PgPoolOptions::new()
         .max_connections(max_connections)
+        .acquire_timeout(acquire_timeout)
         .test_before_acquire(false)
         .before_acquire(|conn, meta| {
             Box::pin(async move {

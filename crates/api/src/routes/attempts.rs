@@ -96,14 +96,14 @@ pub(crate) async fn tool_call(
     ApiJsonVerbatim(body): ApiJsonVerbatim<ToolCallRequest>,
 ) -> Result<Json<Value>, ApiError> {
     let capability = capability.for_attempt(id)?;
-    let result = state
-        .dispatcher()
-        .call(
-            capability.tenant,
-            &capability.capability,
-            &ToolCall::new(body.tool, body.operation, body.arguments),
-        )
-        .await?;
+    let result = crate::call_task::call_to_its_end(
+        &state,
+        capability.tenant,
+        capability.attempt,
+        capability.capability,
+        ToolCall::new(body.tool, body.operation, body.arguments),
+    )
+    .await?;
     Ok(Json(result))
 }
 

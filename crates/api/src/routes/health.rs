@@ -28,13 +28,28 @@ pub(crate) async fn healthz() -> Json<Health> {
         (status = 503, description = "Not ready (`not_ready`)", body = crate::ErrorEnvelope),
     ))]
 pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
-    let applied: Vec<i64> =
+    // Never longer than a connection may be waited for: during an outage the
+    // probe must say so at once, not hang with every other request.
+    let wait = state.pool().options().get_acquire_timeout();
+    let query =
         sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
-            .fetch_all(state.pool())
-            .await
-            .map_err(|e| ApiError::NotReady {
-                reason: format!("the database cannot be queried: {e}"),
-            })?;
+            .fetch_all(state.pool());
+    let applied: Vec<i64> = match tokio::time::timeout(wait, query).await {
+        Ok(Ok(applied)) => applied,
+        // The cause goes to the log (with the request's id, from its span),
+        // never into the answer: it may name hosts, users or databases.
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "not ready: the database cannot be queried");
+            return Err(unreachable());
+        }
+        Err(_) => {
+            tracing::warn!(
+                waited_ms = wait.as_millis() as u64,
+                "not ready: the database did not answer in time"
+            );
+            return Err(unreachable());
+        }
+    };
     let missing: Vec<i64> = toolmock_store::MIGRATOR
         .iter()
         .filter(|m| !m.migration_type.is_down_migration())
@@ -47,4 +62,10 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Health>
         });
     }
     Ok(Json(Health { status: "ok" }))
+}
+
+fn unreachable() -> ApiError {
+    ApiError::NotReady {
+        reason: "the database cannot be reached".into(),
+    }
 }

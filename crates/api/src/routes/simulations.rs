@@ -151,7 +151,8 @@ pub(crate) async fn start_simulation(
                 test_case: a.test_case_name.clone(),
                 number: a.number,
                 driver: driver_of(&a.test_case_name).to_owned(),
-                capability: a.capability.token().to_owned(),
+                capability: (driver_of(&a.test_case_name) == "external")
+                    .then(|| a.capability.token().to_owned()),
             })
             .collect(),
     };

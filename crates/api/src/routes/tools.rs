@@ -167,7 +167,22 @@ const DISCOVERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20
 
 /// Reads an MCP server's tools over streamable HTTP. The API never spawns a
 /// stdio server: that would let any tenant run commands on the API's host.
-async fn discover_server(url: &str, at: &str) -> Result<Vec<NewOperation>, ApiError> {
+async fn discover_server(
+    allow: &crate::McpAllowList,
+    url: &str,
+    at: &str,
+) -> Result<Vec<NewOperation>, ApiError> {
+    if !allow.permits(url) {
+        return Err(ApiError::unprocessable(
+            ApiCode::McpUrlNotAllowed,
+            "the MCP server URL is not on this server's allow-list",
+            [Listed::new(
+                ApiCode::McpUrlNotAllowed.as_str(),
+                at,
+                format!("{url} is not allowed (--mcp-allow {allow})"),
+            )],
+        ));
+    }
     let endpoint = Endpoint::http(url).map_err(|e| {
         ApiError::unprocessable(
             ApiCode::InvalidOperations,
@@ -184,7 +199,13 @@ async fn discover_server(url: &str, at: &str) -> Result<Vec<NewOperation>, ApiEr
         .await
         .map_err(|e| ApiError::Upstream {
             code: ApiCode::DiscoveryFailed,
-            message: format!("discovering {url} failed ({}): {e}", e.code()),
+            // Only the failure's class: what the URL answered is never
+            // shown (it may be any internal service, not an MCP server).
+            message: format!(
+                "discovering {url} failed ({}): {}",
+                e.code(),
+                e.failure_class()
+            ),
         })?;
     Ok(discovery
         .operations
@@ -196,12 +217,13 @@ async fn discover_server(url: &str, at: &str) -> Result<Vec<NewOperation>, ApiEr
 /// A source's kind, operations and the configuration to keep: a server
 /// source is discovered here, every other one normalized by [`operations`].
 async fn resolve_source(
+    allow: &crate::McpAllowList,
     source: &ToolSource,
     fallback: Option<&Value>,
 ) -> Result<(ToolKind, Vec<NewOperation>, Value), ApiError> {
     match source {
         ToolSource::McpServer { url } => {
-            let ops = discover_server(url, "/source/url").await?;
+            let ops = discover_server(allow, url, "/source/url").await?;
             check_operations(&ops, fallback)?;
             Ok((ToolKind::Mcp, ops, json!({ "url": url })))
         }
@@ -258,8 +280,12 @@ pub(crate) async fn create_tool(
             )],
         ));
     }
-    let (kind, ops, source_config) =
-        resolve_source(&body.source, body.output_schema.as_ref()).await?;
+    let (kind, ops, source_config) = resolve_source(
+        &state.config().mcp_allow,
+        &body.source,
+        body.output_schema.as_ref(),
+    )
+    .await?;
     state
         .ensure_tenant(tenant, &auth.principal.tenant_name)
         .await?;
@@ -378,7 +404,12 @@ pub(crate) async fn update_tool(
 ) -> Result<Json<UpdatedTool>, ApiError> {
     let tenant = auth.principal.tenant;
     let before = state.store().tool(tenant, ToolId(id)).await?;
-    let (kind, ops, _) = resolve_source(&body.source, before.output_schema.as_ref()).await?;
+    let (kind, ops, _) = resolve_source(
+        &state.config().mcp_allow,
+        &body.source,
+        before.output_schema.as_ref(),
+    )
+    .await?;
     apply_update(&state, tenant, before, kind, &ops)
         .await
         .map(Json)
@@ -448,7 +479,7 @@ pub(crate) async fn discover_tool(
             ));
         }
     };
-    let ops = discover_server(&url, at).await?;
+    let ops = discover_server(&state.config().mcp_allow, &url, at).await?;
     check_operations(&ops, before.output_schema.as_ref())?;
     apply_update(&state, tenant, before, ToolKind::Mcp, &ops)
         .await

@@ -114,9 +114,11 @@ pub(crate) struct StartedAttemptView {
     /// `scripted` (run by the API right away) or `external` (played by the
     /// caller through the tool-call endpoint, then `finish`).
     pub(crate) driver: String,
-    /// The capability a nested service or external agent calls
-    /// `POST /api/attempts/{id}/tool-calls` with. Shown only here.
-    pub(crate) capability: String,
+    /// The capability an external agent (or a nested service it drives)
+    /// calls `POST /api/attempts/{id}/tool-calls` and `finish` with. Shown
+    /// only here, and only for an `external` attempt: a scripted attempt is
+    /// toolmock's to play, so nobody else can inject calls into it (`null`).
+    pub(crate) capability: Option<String>,
 }
 
 /// A started simulation.

@@ -9,6 +9,7 @@ mod dispatcher;
 mod errors;
 mod fail_closed;
 mod generator;
+mod hardening;
 mod matrix;
 mod modules;
 mod openapi;

@@ -14,12 +14,14 @@ const LAYERS: &[&[&str]] = &[
     &["error"],
     // Below the state: background jobs (runtime, simulation and store
     // only), the generator, the token verifier.
-    &["jobs", "generator", "auth"],
+    &["jobs", "generator", "auth", "mcp_allow", "security_headers"],
     // What every handler shares.
     &["state"],
     // Request plumbing, response views, what the API reads back.
     &[
+        "call_task",
         "extract",
+        "limits",
         "middleware",
         "stored",
         "views",

@@ -35,6 +35,9 @@ problem_codes! {
         /// Storage failed during the call (the cause is in the record's detail), or
         /// the attempt's records fall short of the calls the dispatcher answered.
         StorageFailed => "storage_failed",
+        /// The call ran, but its answer never reached the caller: the HTTP
+        /// request timed out or the connection closed while it ran.
+        AnswerLost => "answer_lost",
         /// A workflow ran more nodes than its `max_steps` allows (a run-away loop).
         WorkflowStepLimit => "workflow_step_limit",
         /// A workflow's `$input` or `$node` reference does not resolve.

@@ -1,0 +1,209 @@
+//! The schema's functions cannot be fooled by objects of the caller's
+//! session, and a finished attempt is final — tried as the application role
+//! (`toolmock_app`) with raw SQL, the way an attacker holding its connection
+//! would.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers: a failed expectation must panic
+
+use serde_json::json;
+use sqlx::{Connection, PgConnection, PgPool};
+use toolmock_runtime::ToolCall;
+use toolmock_runtime::model::{AttemptOutcome, Verdict};
+use toolmock_runtime::testkit::{Rig, ledger_simulation};
+use toolmock_store::PgStore;
+
+/// One connection as the application role (the temporary tables below live
+/// in its session).
+async fn app_connection(pool: &PgPool) -> PgConnection {
+    let options = toolmock_store::as_app_role((*pool.connect_options()).clone());
+    PgConnection::connect_with(&options).await.unwrap()
+}
+
+fn sqlstate(error: &sqlx::Error) -> Option<String> {
+    error
+        .as_database_error()
+        .and_then(|e| e.code())
+        .map(|c| c.into_owned())
+}
+
+/// Two attempts of one simulation made as the application role: the first
+/// with a recorded `unknown_tool` harness error, still running; the second
+/// finished `passed`. Returns (tenant, first, second).
+async fn attempts(pool: &PgPool) -> (uuid::Uuid, uuid::Uuid, uuid::Uuid) {
+    let options = toolmock_store::as_app_role((*pool.connect_options()).clone());
+    let app = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(2)
+        .connect_with(options)
+        .await
+        .unwrap();
+    let rig = Rig::new(PgStore::new(app.clone()));
+    let (tenant, started) = ledger_simulation(&rig, "acme", 2).await;
+    let (faulty, clean) = (&started.attempts[0], &started.attempts[1]);
+    let error = rig
+        .dispatcher
+        .call(
+            tenant,
+            &faulty.capability,
+            &ToolCall::new("nope", "nope", json!({})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), "unknown_tool");
+    rig.dispatcher
+        .call(
+            tenant,
+            &clean.capability,
+            &ToolCall::new("ledger", "append", json!({"id": "a"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        rig.dispatcher
+            .finish_attempt(tenant, clean.id, Verdict::Passed)
+            .await
+            .unwrap(),
+        AttemptOutcome::Passed
+    );
+    app.close().await;
+    (tenant.as_uuid(), faulty.id.as_uuid(), clean.id.as_uuid())
+}
+
+async fn outcome(conn: &mut PgConnection, attempt: uuid::Uuid) -> (String, Option<String>, bool) {
+    sqlx::query_as("SELECT status, outcome, has_harness_error FROM attempts WHERE id = $1")
+        .bind(attempt)
+        .fetch_one(conn)
+        .await
+        .unwrap()
+}
+
+/// The attack of issue 19: a temporary `harness_errors` table comes first in
+/// the session's search path, so a trigger naming the table unqualified read
+/// the empty copy and let the attempt pass.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_temporary_table_cannot_shadow_the_harness_errors(pool: PgPool) {
+    let (_, faulty, _) = attempts(&pool).await;
+    let mut conn = app_connection(&pool).await;
+    sqlx::query("CREATE TEMP TABLE harness_errors (tenant_id uuid, attempt_id uuid)")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    sqlx::query("CREATE TEMP TABLE attempts (id uuid)")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    for sql in [
+        "UPDATE public.attempts SET status = 'finished', outcome = 'passed', \
+             finished_at = now() WHERE id = $1",
+        "UPDATE public.attempts SET has_harness_error = false, status = 'finished', \
+             outcome = 'passed', finished_at = now() WHERE id = $1",
+    ] {
+        let error = sqlx::query(sql)
+            .bind(faulty)
+            .execute(&mut conn)
+            .await
+            .expect_err("a pass with a harness error is refused");
+        assert_eq!(sqlstate(&error).as_deref(), Some("23514"), "{sql}: {error}");
+    }
+    sqlx::query("DISCARD TEMP")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let (status, outcome, flagged) = outcome(&mut conn, faulty).await;
+    assert_eq!((status.as_str(), outcome, flagged), ("running", None, true));
+    conn.close().await.unwrap();
+}
+
+/// A finished attempt cannot be moved back to running, have its outcome
+/// cleared or traded for another, as the application role or as the owner.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_finished_attempt_is_final(pool: PgPool) {
+    let (_, _, clean) = attempts(&pool).await;
+    let mut conn = app_connection(&pool).await;
+    for sql in [
+        "UPDATE attempts SET status = 'running', outcome = NULL WHERE id = $1",
+        "UPDATE attempts SET status = 'running', outcome = NULL, finished_at = NULL WHERE id = $1",
+        "UPDATE attempts SET outcome = 'failed' WHERE id = $1",
+        "UPDATE attempts SET finished_at = now() + interval '1 day' WHERE id = $1",
+    ] {
+        for (who, result) in [
+            (
+                "toolmock_app",
+                sqlx::query(sql).bind(clean).execute(&mut conn).await,
+            ),
+            ("owner", sqlx::query(sql).bind(clean).execute(&pool).await),
+        ] {
+            let error = result.expect_err(sql);
+            assert_eq!(
+                sqlstate(&error).as_deref(),
+                Some("TM010"),
+                "{who}: {sql}: {error}"
+            );
+        }
+    }
+    assert_eq!(
+        outcome(&mut conn, clean).await,
+        ("finished".into(), Some("passed".into()), false)
+    );
+    conn.close().await.unwrap();
+}
+
+/// A harness error recorded after the verdict still turns it (the one change
+/// a finished attempt allows).
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_late_harness_error_still_turns_a_finished_attempt(pool: PgPool) {
+    let (tenant, _, clean) = attempts(&pool).await;
+    let mut conn = app_connection(&pool).await;
+    sqlx::query(
+        "INSERT INTO harness_errors (tenant_id, attempt_id, code, message, created_at) \
+         VALUES ($1, $2, 'lease_expired', 'called after its verdict', now())",
+    )
+    .bind(tenant)
+    .bind(clean)
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        outcome(&mut conn, clean).await,
+        ("finished".into(), Some("harness_error".into()), true)
+    );
+    conn.close().await.unwrap();
+}
+
+/// Every function of the schema pins its search path with `pg_temp` last,
+/// runs with the caller's rights, and the application role can create
+/// nothing in the schema.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn every_function_pins_its_search_path(pool: PgPool) {
+    let functions: Vec<(String, Option<Vec<String>>, bool)> = sqlx::query_as(
+        "SELECT p.proname, p.proconfig, p.prosecdef FROM pg_proc p \
+           JOIN pg_namespace n ON n.oid = p.pronamespace \
+          WHERE n.nspname = 'public' ORDER BY p.proname",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert!(functions.len() >= 6, "{functions:?}");
+    for (name, config, definer) in &functions {
+        assert!(!definer, "{name} runs as its owner");
+        let config = config.clone().unwrap_or_default();
+        assert!(
+            config
+                .iter()
+                .any(|c| c == "search_path=pg_catalog, public, pg_temp"),
+            "{name}: {config:?}"
+        );
+    }
+    let mut conn = app_connection(&pool).await;
+    for sql in [
+        "CREATE TABLE public.shadow (id int)",
+        "CREATE FUNCTION public.shadow() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+        "CREATE VIEW public.shadow AS SELECT 1",
+    ] {
+        let error = sqlx::query(sql)
+            .execute(&mut conn)
+            .await
+            .expect_err("the application role creates nothing in the schema");
+        assert_eq!(sqlstate(&error).as_deref(), Some("42501"), "{sql}: {error}");
+    }
+    conn.close().await.unwrap();
+}
