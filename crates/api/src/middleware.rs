@@ -5,7 +5,9 @@
 //! unknown routes and methods.
 
 use crate::error::{ApiError, REQUEST_ID};
-use crate::{AppState, limits, security_headers};
+use crate::limits;
+use crate::security_headers;
+use crate::state::AppState;
 use axum::Router;
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::{DefaultBodyLimit, Request};
