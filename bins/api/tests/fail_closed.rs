@@ -10,8 +10,10 @@
 
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod common;
@@ -23,6 +25,8 @@ const SECRET: &str = "fail-closed test secret, at least 32 bytes";
 struct Process {
     child: Child,
     base: String,
+    /// The last lines the server wrote to stderr (an abort's message).
+    last_lines: Arc<Mutex<VecDeque<String>>>,
 }
 
 impl Process {
@@ -64,10 +68,21 @@ impl Process {
             }
         };
         // Keep draining the logs so the server never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
+        let last_lines: Arc<Mutex<VecDeque<String>>> = Arc::default();
+        let keep = Arc::clone(&last_lines);
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let mut kept = keep.lock().unwrap();
+                if kept.len() == 5 {
+                    kept.pop_front();
+                }
+                kept.push_back(line);
+            }
+        });
         Process {
             child,
             base: format!("http://{address}"),
+            last_lines,
         }
     }
 
@@ -314,9 +329,19 @@ fn proc_line(pid: u32, file: &str, key: &str) -> String {
         .to_owned()
 }
 
-/// Why the server is gone, if it is (an abort is a signal, SIGABRT).
-fn gone(server: &mut Process) -> Option<std::process::ExitStatus> {
-    server.child.try_wait().unwrap()
+/// Why the server is gone, if it is within a second (an abort is signal 6,
+/// SIGABRT), with its last lines.
+fn gone(server: &mut Process) -> Option<String> {
+    for _ in 0..10 {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            std::thread::sleep(Duration::from_millis(100));
+            let last = server.last_lines.lock().unwrap();
+            let last: Vec<&str> = last.iter().map(String::as_str).collect();
+            return Some(format!("{status}; its last lines:\n{}", last.join("\n")));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    None
 }
 
 /// `POST /api/simulations` with hostile bodies against the real binary whose
@@ -329,9 +354,10 @@ fn gone(server: &mut Process) -> Option<std::process::ExitStatus> {
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn hostile_start_bodies_under_a_2_gb_limit_never_crash(pool: PgPool) {
     const LIMIT: u64 = 2 * 1024 * 1024 * 1024;
-    let long: Option<u64> = std::env::var("TOOLMOCK_FUZZ_SECS")
-        .ok()
-        .map(|s| s.parse().expect("TOOLMOCK_FUZZ_SECS is a number of seconds"));
+    let long: Option<u64> = std::env::var("TOOLMOCK_FUZZ_SECS").ok().map(|s| {
+        s.parse()
+            .expect("TOOLMOCK_FUZZ_SECS is a number of seconds")
+    });
     let (max_bodies, max_time) = match long {
         Some(secs) => (usize::MAX, Duration::from_secs(secs)),
         None => (300, Duration::from_secs(30)),
@@ -366,23 +392,29 @@ async fn hostile_start_bodies_under_a_2_gb_limit_never_crash(pool: PgPool) {
         let reply = match reply {
             Ok(reply) => reply,
             Err(e) => panic!(
-                "request {sent}: the server did not answer ({e}); it exited: {:?}",
-                gone(&mut server)
+                "request {sent}: the server did not answer ({e}); {}",
+                gone(&mut server).map_or("it is still running".into(), |why| format!(
+                    "it is gone: {why}"
+                ))
             ),
         };
         let status = reply.status().as_u16();
         let text = reply.text().await.unwrap_or_default();
         assert!(status < 500, "request {sent}: {status} {text}");
-        let code = serde_json::from_str::<Value>(&text).ok().and_then(|v| {
-            v["error"]["code"].as_str().map(str::to_owned)
-        });
+        let code = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| v["error"]["code"].as_str().map(str::to_owned));
         *statuses
             .entry(format!("{status} {}", code.unwrap_or_default()))
             .or_default() += 1;
         sent += 1;
     }
     let elapsed = began.elapsed();
-    assert_eq!(gone(&mut server), None, "the server is alive after {sent} bodies");
+    assert_eq!(
+        gone(&mut server),
+        None,
+        "the server is alive after {sent} bodies"
+    );
     let health = client.get(server.url("/healthz")).send().await.unwrap();
     assert_eq!(health.status(), 200);
     let peak = proc_line(pid, "status", "VmPeak:");
