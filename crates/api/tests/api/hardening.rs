@@ -110,9 +110,16 @@ async fn slow_call(
 }
 
 /// A delay a definition may ask for is served inside the tool call's budget,
-/// even when the ordinary request time-out is shorter.
+/// even when the ordinary request time-out is shorter; by default that
+/// budget outlasts the longest delay a definition may ask for (issue 19's
+/// `delay_ms: 30000` answered 503 under the defaults).
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn a_definitions_delay_fits_the_tool_call_budget(pool: PgPool) {
+    let defaults = ApiConfig::default();
+    assert!(
+        defaults.tool_call_timeout > toolmock_api::MAX_DEFINITION_DELAY,
+        "{defaults:?}"
+    );
     let config = ApiConfig {
         request_timeout: Duration::from_secs(1),
         ..ApiConfig::default()
