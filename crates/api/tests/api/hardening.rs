@@ -329,10 +329,39 @@ async fn token_time_rules_are_strict(pool: PgPool) {
     assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
 }
 
+/// The security headers docs/api.md promises ("Security headers"), as
+/// (lower-case name, value).
+fn documented_security_headers() -> Vec<(String, String)> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/api.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let section = text.split("\n## Security headers\n").nth(1).unwrap();
+    let section = section.split("\n## ").next().unwrap();
+    section
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let name = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            let value = cells.get(2)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((name.to_ascii_lowercase(), value.to_owned()))
+        })
+        .collect()
+}
+
 /// Every route of the table, the unknown route and the UI: each answer has
-/// every security header (the UI keeps its own policy).
+/// every security header docs/api.md lists (the UI keeps its own policy),
+/// `X-Content-Type-Options: nosniff` on JSON among them.
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn every_response_carries_the_security_headers(pool: PgPool) {
+    let documented = documented_security_headers();
+    assert!(
+        documented.contains(&("x-content-type-options".into(), "nosniff".into())),
+        "{documented:?}"
+    );
+    let constant: Vec<(String, String)> = SECURITY_HEADERS
+        .iter()
+        .map(|(name, value)| (name.as_str().to_owned(), (*value).to_owned()))
+        .collect();
+    assert_eq!(constant, documented, "SECURITY_HEADERS and docs/api.md");
     let app = app(&pool);
     let id = uuid::Uuid::new_v4().to_string();
     let mut requests: Vec<(Method, String)> = ROUTES
@@ -351,11 +380,11 @@ async fn every_response_carries_the_security_headers(pool: PgPool) {
     for (method, path) in requests {
         let body = (method != Method::GET).then(|| json!({}));
         let reply = send(&app, method.clone(), &path, None, body.as_ref()).await;
-        for (name, value) in &SECURITY_HEADERS {
+        for (name, value) in &documented {
             let got = reply.headers.get(name).map(|v| v.to_str().unwrap());
             assert_eq!(
                 got,
-                Some(*value),
+                Some(value.as_str()),
                 "{method} {path} ({}): {name}",
                 reply.status
             );
@@ -370,12 +399,12 @@ async fn every_response_carries_the_security_headers(pool: PgPool) {
     )
     .await
     .unwrap();
-    for (name, value) in &SECURITY_HEADERS {
+    for (name, value) in &documented {
         let got = page.headers().get(name).map(|v| v.to_str().unwrap());
         match name.as_str() {
             "content-security-policy" => assert!(got.unwrap().contains("script-src 'self'")),
             "cache-control" => assert_eq!(got, Some("no-cache")),
-            _ => assert_eq!(got, Some(*value), "/: {name}"),
+            _ => assert_eq!(got, Some(value.as_str()), "/: {name}"),
         }
     }
 }
@@ -415,7 +444,10 @@ async fn discovery_names_the_failure_and_never_reflects_a_body(pool: PgPool) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}/mcp", listener.local_addr().unwrap())
     };
+    // The answers whose body the MCP client quotes in its errors come first.
     for (url, class) in [
+        (secret_service(403, "text/plain").await, "HTTP status 403"),
+        (secret_service(500, "text/html").await, "HTTP status 500"),
         (
             secret_service(200, "text/plain").await,
             "not answer as an MCP server",
@@ -424,8 +456,6 @@ async fn discovery_names_the_failure_and_never_reflects_a_body(pool: PgPool) {
             secret_service(200, "application/json").await,
             "not answer as an MCP server",
         ),
-        (secret_service(403, "text/plain").await, "HTTP status 403"),
-        (secret_service(500, "text/html").await, "HTTP status 500"),
         (closed, "refused"),
     ] {
         let reply = send(
