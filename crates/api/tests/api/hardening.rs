@@ -536,3 +536,52 @@ async fn discovery_reaches_only_the_allowed_servers(pool: PgPool) {
     .await;
     assert_eq!(reply.status, StatusCode::BAD_GATEWAY, "{}", reply.json);
 }
+
+/// More requests than `concurrency_limit` at once, on any routes: the extra
+/// one is shed at once with 503 `overloaded` instead of queueing, and is
+/// served again once the one in flight has answered. (The limit was a tower
+/// layer on the router, which wraps each route on its own: a listing was
+/// served beside a tool call under a limit of one.)
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn requests_past_the_concurrency_limit_are_shed(pool: PgPool) {
+    let app = app_with(
+        &pool,
+        ApiConfig {
+            concurrency_limit: 1,
+            ..ApiConfig::default()
+        },
+    );
+    let (attempt, capability) = start_slow(&app, 1500).await;
+    let call = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            send(
+                &app,
+                Method::POST,
+                &format!("/api/attempts/{attempt}/tool-calls"),
+                Some(&capability),
+                Some(&json!({"tool": "slow", "operation": "wait", "arguments": {}})),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let bearer = token("acme", &[MANAGE]);
+    let began = Instant::now();
+    let shed = send(&app, Method::GET, "/api/tools", Some(&bearer), None).await;
+    assert_eq!(
+        (shed.status, shed.code()),
+        (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
+        "{}",
+        shed.json
+    );
+    assert!(
+        began.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        began.elapsed()
+    );
+    let answered = call.await.unwrap();
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.json);
+    let served = send(&app, Method::GET, "/api/tools", Some(&bearer), None).await;
+    assert_eq!(served.status, StatusCode::OK, "{}", served.json);
+}
