@@ -195,19 +195,14 @@ async fn an_outage_is_answered_at_once(pool: PgPool) {
         assert_eq!(reply.status(), 503);
         let body = reply.text().await.unwrap();
         assert!(waited < Duration::from_secs(2), "readyz took {waited:?}");
-        assert!(
-            body.contains("not_ready") && body.contains("cannot be reached"),
-            "{body}"
+        // Exactly the documented answer: nothing of the database's error
+        // (which may name hosts, users or databases) is in it.
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"error": {"code": "not_ready",
+                "message": "not ready: the database cannot be reached"}})
         );
-        for leak in [
-            "refused",
-            "error communicating",
-            "127.0.0.1",
-            "toolmock_app",
-            "os error",
-        ] {
-            assert!(!body.contains(leak), "{leak} in {body}");
-        }
     }
     // The cause is logged, with the request's id.
     let logged = server.wait_for(|l| {

@@ -67,6 +67,31 @@ async fn serve_token_logs_and_sigterm(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(reply.status(), 401);
+    // Nor does the default leeway (5 s) let a token expired 30 s ago in.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let expired = toolmock_api::mint_hs256(
+        SECRET.as_bytes(),
+        &toolmock_api::Claims {
+            sub: "user".into(),
+            tenant: "acme".into(),
+            permissions: vec!["AIManager:ManageTools".into()],
+            exp: now - 30,
+            iat: Some(now - 600),
+            iss: None,
+            aud: None,
+        },
+    )
+    .unwrap();
+    let reply = client
+        .get(server.url("/api/tools"))
+        .bearer_auth(expired)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 401);
 
     // SIGTERM: a graceful stop and a clean exit.
     let pid = server.child.id().to_string();
@@ -111,6 +136,16 @@ fn configuration_errors_are_clear() {
         stderr.contains("--tool-call-timeout-secs must be more than 30"),
         "{stderr}"
     );
+    // A leeway beyond 5 s is refused.
+    let out = binary()
+        .args(["serve", "--database-url", "postgres://127.0.0.1:1/none"])
+        .args(["--jwt-leeway-secs", "6"])
+        .env("TOOLMOCK_JWT_SECRET", SECRET)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--jwt-leeway-secs"), "{stderr}");
     let out = binary()
         .args(["token", "--tenant", "acme"])
         .output()

@@ -53,6 +53,12 @@ async fn record_lost_answer(
     call: &ToolCall,
     outcome: &str,
 ) {
+    let site = FaultCall {
+        tool: &call.tool,
+        operation: &call.operation,
+        arguments: None,
+        pin: None,
+    };
     let fault = HarnessFault {
         code: HarnessCode::AnswerLost,
         message: format!(
@@ -61,15 +67,15 @@ async fn record_lost_answer(
         ),
         path: None,
     };
-    let at = FaultCall {
-        tool: &call.tool,
-        operation: &call.operation,
-        arguments: None,
-        pin: None,
-    };
     let recorded = state
         .dispatcher()
-        .record_harness_fault(tenant, attempt, Some(at), fault, json!({ "call": outcome }))
+        .record_harness_fault(
+            tenant,
+            attempt,
+            Some(site),
+            fault,
+            json!({ "call": outcome }),
+        )
         .await;
     if let Err(e) = recorded {
         tracing::error!(attempt = %attempt.as_uuid(), error = %e,

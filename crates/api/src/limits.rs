@@ -8,8 +8,8 @@
 //! [`ServeLimits::max_connections`] are open: a further client waits in the
 //! kernel's backlog instead of costing a task and a buffer each.
 
+use crate::AppState;
 use crate::error::ApiError;
-use crate::state::AppState;
 pub use crate::state::MAX_DEFINITION_DELAY;
 use axum::Router;
 use axum::body::Body;

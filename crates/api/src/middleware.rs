@@ -9,13 +9,13 @@ use crate::limits;
 use crate::security_headers;
 use crate::state::AppState;
 use axum::Router;
-use axum::error_handling::HandleErrorLayer;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
 use std::time::Instant;
-use tower::{BoxError, ServiceBuilder};
+use tokio::sync::Semaphore;
 use tracing::Instrument;
 
 /// The header that carries the request id, in and out.
@@ -23,6 +23,9 @@ pub(crate) const REQUEST_ID_HEADER: &str = "x-request-id";
 
 pub(crate) fn wrap(routes: Router<AppState>, state: AppState) -> Router {
     let config = state.config().clone();
+    // One semaphore for the whole router: a tower concurrency limit layered
+    // on a `Router` wraps each route on its own, so its limit held per route.
+    let slots = Arc::new(Semaphore::new(config.concurrency_limit.max(1)));
     routes
         .fallback(|| async { ApiError::RouteNotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
@@ -35,23 +38,21 @@ pub(crate) fn wrap(routes: Router<AppState>, state: AppState) -> Router {
             state.clone(),
             limits::request_budget,
         ))
-        .layer(
-            ServiceBuilder::new()
-                .layer(HandleErrorLayer::new(overload_error))
-                .load_shed()
-                .concurrency_limit(config.concurrency_limit),
-        )
+        .layer(axum::middleware::from_fn(move |request, next| {
+            shed_past_the_limit(Arc::clone(&slots), request, next)
+        }))
         .layer(axum::middleware::from_fn(request_id))
         .layer(axum::middleware::from_fn(security_headers::add))
         .with_state(state)
 }
 
-async fn overload_error(error: BoxError) -> ApiError {
-    if error.is::<tower::load_shed::error::Overloaded>() {
-        ApiError::Overloaded
-    } else {
-        ApiError::Internal(error.to_string())
-    }
+/// Serves the request while a slot is free; past `--concurrency-limit`
+/// requests in flight, answers 503 `overloaded` at once instead of queueing.
+async fn shed_past_the_limit(slots: Arc<Semaphore>, request: Request, next: Next) -> Response {
+    let Ok(_slot) = slots.try_acquire() else {
+        return ApiError::Overloaded.into_response();
+    };
+    next.run(request).await
 }
 
 /// A caller's id is kept when it is short and printable, so that one id can

@@ -33,7 +33,7 @@ const EXCEPTIONS: &[(&str, &str)] = &[
     ),
     (
         "check_schema",
-        "reads sqlx's `_sqlx_migrations` bookkeeping table, which holds no tenant's data",
+        "reads which migrations are applied from `_sqlx_migrations`, which holds no tenant's rows",
     ),
 ];
 

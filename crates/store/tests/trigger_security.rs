@@ -207,3 +207,33 @@ async fn every_function_pins_its_search_path(pool: PgPool) {
     }
     conn.close().await.unwrap();
 }
+
+/// A database where the schema's CREATE was granted before the migrations
+/// ran (PostgreSQL 14 and earlier grant it to PUBLIC; an operator may have
+/// granted it to the role): after them, the application role still creates
+/// nothing in it. On a fresh PostgreSQL 15 database the test above cannot
+/// tell whether the migrations revoke anything.
+#[sqlx::test(migrations = false)]
+async fn the_migrations_revoke_a_create_granted_before_them(pool: PgPool) {
+    const BEFORE_TRIGGER_SECURITY: i64 = 20261203140000;
+    toolmock_store::MIGRATOR
+        .run_to(BEFORE_TRIGGER_SECURITY, &pool)
+        .await
+        .unwrap();
+    for grantee in ["PUBLIC", "toolmock_app"] {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "GRANT CREATE ON SCHEMA public TO {grantee}"
+        )))
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    toolmock_store::migrate(&pool).await.unwrap();
+    let mut conn = app_connection(&pool).await;
+    let error = sqlx::query("CREATE TABLE public.shadow (id int)")
+        .execute(&mut conn)
+        .await
+        .expect_err("the application role creates nothing in the schema");
+    assert_eq!(sqlstate(&error).as_deref(), Some("42501"), "{error}");
+    conn.close().await.unwrap();
+}

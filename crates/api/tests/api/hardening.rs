@@ -110,9 +110,16 @@ async fn slow_call(
 }
 
 /// A delay a definition may ask for is served inside the tool call's budget,
-/// even when the ordinary request time-out is shorter.
+/// even when the ordinary request time-out is shorter; by default that
+/// budget outlasts the longest delay a definition may ask for (issue 19's
+/// `delay_ms: 30000` answered 503 under the defaults).
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn a_definitions_delay_fits_the_tool_call_budget(pool: PgPool) {
+    let defaults = ApiConfig::default();
+    assert!(
+        defaults.tool_call_timeout > toolmock_api::MAX_DEFINITION_DELAY,
+        "{defaults:?}"
+    );
     let config = ApiConfig {
         request_timeout: Duration::from_secs(1),
         ..ApiConfig::default()
@@ -322,10 +329,39 @@ async fn token_time_rules_are_strict(pool: PgPool) {
     assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
 }
 
+/// The security headers docs/api.md promises ("Security headers"), as
+/// (lower-case name, value).
+fn documented_security_headers() -> Vec<(String, String)> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/api.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let section = text.split("\n## Security headers\n").nth(1).unwrap();
+    let section = section.split("\n## ").next().unwrap();
+    section
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let name = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            let value = cells.get(2)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((name.to_ascii_lowercase(), value.to_owned()))
+        })
+        .collect()
+}
+
 /// Every route of the table, the unknown route and the UI: each answer has
-/// every security header (the UI keeps its own policy).
+/// every security header docs/api.md lists (the UI keeps its own policy),
+/// `X-Content-Type-Options: nosniff` on JSON among them.
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn every_response_carries_the_security_headers(pool: PgPool) {
+    let documented = documented_security_headers();
+    assert!(
+        documented.contains(&("x-content-type-options".into(), "nosniff".into())),
+        "{documented:?}"
+    );
+    let constant: Vec<(String, String)> = SECURITY_HEADERS
+        .iter()
+        .map(|(name, value)| (name.as_str().to_owned(), (*value).to_owned()))
+        .collect();
+    assert_eq!(constant, documented, "SECURITY_HEADERS and docs/api.md");
     let app = app(&pool);
     let id = uuid::Uuid::new_v4().to_string();
     let mut requests: Vec<(Method, String)> = ROUTES
@@ -344,11 +380,11 @@ async fn every_response_carries_the_security_headers(pool: PgPool) {
     for (method, path) in requests {
         let body = (method != Method::GET).then(|| json!({}));
         let reply = send(&app, method.clone(), &path, None, body.as_ref()).await;
-        for (name, value) in &SECURITY_HEADERS {
+        for (name, value) in &documented {
             let got = reply.headers.get(name).map(|v| v.to_str().unwrap());
             assert_eq!(
                 got,
-                Some(*value),
+                Some(value.as_str()),
                 "{method} {path} ({}): {name}",
                 reply.status
             );
@@ -363,12 +399,12 @@ async fn every_response_carries_the_security_headers(pool: PgPool) {
     )
     .await
     .unwrap();
-    for (name, value) in &SECURITY_HEADERS {
+    for (name, value) in &documented {
         let got = page.headers().get(name).map(|v| v.to_str().unwrap());
         match name.as_str() {
             "content-security-policy" => assert!(got.unwrap().contains("script-src 'self'")),
             "cache-control" => assert_eq!(got, Some("no-cache")),
-            _ => assert_eq!(got, Some(*value), "/: {name}"),
+            _ => assert_eq!(got, Some(value.as_str()), "/: {name}"),
         }
     }
 }
@@ -408,7 +444,10 @@ async fn discovery_names_the_failure_and_never_reflects_a_body(pool: PgPool) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}/mcp", listener.local_addr().unwrap())
     };
+    // The answers whose body the MCP client quotes in its errors come first.
     for (url, class) in [
+        (secret_service(403, "text/plain").await, "HTTP status 403"),
+        (secret_service(500, "text/html").await, "HTTP status 500"),
         (
             secret_service(200, "text/plain").await,
             "not answer as an MCP server",
@@ -417,8 +456,6 @@ async fn discovery_names_the_failure_and_never_reflects_a_body(pool: PgPool) {
             secret_service(200, "application/json").await,
             "not answer as an MCP server",
         ),
-        (secret_service(403, "text/plain").await, "HTTP status 403"),
-        (secret_service(500, "text/html").await, "HTTP status 500"),
         (closed, "refused"),
     ] {
         let reply = send(
@@ -498,4 +535,53 @@ async fn discovery_reaches_only_the_allowed_servers(pool: PgPool) {
     )
     .await;
     assert_eq!(reply.status, StatusCode::BAD_GATEWAY, "{}", reply.json);
+}
+
+/// More requests than `concurrency_limit` at once, on any routes: the extra
+/// one is shed at once with 503 `overloaded` instead of queueing, and is
+/// served again once the one in flight has answered. (The limit was a tower
+/// layer on the router, which wraps each route on its own: a listing was
+/// served beside a tool call under a limit of one.)
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn requests_past_the_concurrency_limit_are_shed(pool: PgPool) {
+    let app = app_with(
+        &pool,
+        ApiConfig {
+            concurrency_limit: 1,
+            ..ApiConfig::default()
+        },
+    );
+    let (attempt, capability) = start_slow(&app, 1500).await;
+    let call = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            send(
+                &app,
+                Method::POST,
+                &format!("/api/attempts/{attempt}/tool-calls"),
+                Some(&capability),
+                Some(&json!({"tool": "slow", "operation": "wait", "arguments": {}})),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let bearer = token("acme", &[MANAGE]);
+    let began = Instant::now();
+    let shed = send(&app, Method::GET, "/api/tools", Some(&bearer), None).await;
+    assert_eq!(
+        (shed.status, shed.code()),
+        (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
+        "{}",
+        shed.json
+    );
+    assert!(
+        began.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        began.elapsed()
+    );
+    let answered = call.await.unwrap();
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.json);
+    let served = send(&app, Method::GET, "/api/tools", Some(&bearer), None).await;
+    assert_eq!(served.status, StatusCode::OK, "{}", served.json);
 }

@@ -82,21 +82,49 @@ fn code(text: &str) -> String {
         .join("\n")
 }
 
+fn is_path_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == ':'
+}
+
+/// The leading path of `text` as its `::` segments.
+fn segments(text: &str) -> Vec<&str> {
+    let end = text.find(|c| !is_path_char(c)).unwrap_or(text.len());
+    text[..end].split("::").filter(|s| !s.is_empty()).collect()
+}
+
 /// Every path that starts with `prefix` in `code`, as its `::` segments
-/// (lower-case segments only: the modules, then the first item).
+/// (the modules, then the first item). A group (`crate::{a, b::c}`) gives
+/// one path per member, so a `use` of several modules cannot hide them.
 fn paths_after<'c>(code: &'c str, prefix: &str) -> Vec<Vec<&'c str>> {
     let mut found = Vec::new();
     let mut rest = code;
     while let Some(at) = rest.find(prefix) {
         let before = rest[..at].chars().next_back();
         rest = &rest[at + prefix.len()..];
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+        if before.is_some_and(is_path_char) {
             continue;
         }
-        let end = rest
-            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
-            .unwrap_or(rest.len());
-        found.push(rest[..end].split("::").filter(|s| !s.is_empty()).collect());
+        let Some(group) = rest.strip_prefix('{') else {
+            found.push(segments(rest));
+            continue;
+        };
+        let mut depth = 0usize;
+        let mut start = 0;
+        for (i, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    found.push(segments(group[start..i].trim_start()));
+                    break;
+                }
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    found.push(segments(group[start..i].trim_start()));
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
     }
     found
 }
@@ -261,6 +289,8 @@ fn the_graph_sees_the_imports_it_checks() {
     assert!(graph["routes::testing"].contains("routes::testing::cache"));
     assert!(graph["crate"].contains("routes"));
     assert!(graph["views::simulations"].contains("jobs"));
+    let grouped = paths_after("use crate::{AppState, limits::{a, b}, x::y};", "crate::");
+    assert_eq!(grouped, [vec!["AppState"], vec!["limits"], vec!["x", "y"]]);
 }
 
 #[test]
