@@ -409,3 +409,36 @@ fn a_slow_legacy_server_is_waited_for() {
     );
     assert!(!discovery.operations.is_empty());
 }
+
+fn fixture_paging(mode: &str) -> Endpoint {
+    Endpoint::Stdio {
+        program: python().display().to_string(),
+        args: vec![
+            fixture_script().display().to_string(),
+            "--paging".into(),
+            mode.into(),
+        ],
+        cwd: Some(root()),
+    }
+}
+
+/// A server that hands back the cursor it was given would be listed
+/// forever: the second sight of a cursor ends the discovery.
+#[test]
+fn a_repeated_cursor_is_refused() {
+    let e = discover_blocking(&fixture_paging("repeat"), &options()).expect_err("a loop");
+    assert_eq!(e.code(), "repeated_cursor", "{e}");
+    assert!(e.to_string().contains("\"again\""), "{e}");
+}
+
+/// Pages that never end (each with a new cursor) stop at `MAX_PAGES`.
+#[test]
+fn endless_pages_stop_at_the_page_limit() {
+    let e = discover_blocking(&fixture_paging("endless"), &options()).expect_err("too many pages");
+    assert_eq!(e.code(), "too_many_pages", "{e}");
+    assert!(
+        e.to_string()
+            .contains(&toolmock_discovery::MAX_PAGES.to_string()),
+        "{e}"
+    );
+}
