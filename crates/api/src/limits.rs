@@ -9,8 +9,8 @@
 //! kernel's backlog instead of costing a task and a buffer each.
 
 use crate::AppState;
-pub use crate::state::MAX_DEFINITION_DELAY;
 use crate::error::ApiError;
+pub use crate::state::MAX_DEFINITION_DELAY;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};

@@ -108,10 +108,8 @@ pub mod backend;
 pub mod dispatcher;
 pub mod error;
 pub mod model;
-pub mod simulation;
 #[cfg(feature = "testkit")]
 pub mod testkit;
-pub mod workflow;
 
 pub use backend::MemoryStore;
 pub use dispatcher::{Dispatcher, StartRequest, ToolCall};

@@ -2,16 +2,16 @@
 //! (evidence, tool input errors, harness errors, final state), so that they
 //! hold for any driver — the scripted one here or a real agent later.
 
-use super::document::{
+use crate::document::{
     ArgumentsMatch, CallMatcher, CallStatus, CaseExpect, SequenceMode, StateExpect, StepExpect,
     TrajectoryExpect,
 };
-use crate::model::{EvidenceRecord, HarnessErrorRecord, ToolInputErrorRecord};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use toolmock_contract::pointer;
 use toolmock_evaluator::json_equal;
+use toolmock_runtime::model::{EvidenceRecord, HarnessErrorRecord, ToolInputErrorRecord};
 
 /// One call of an attempt as recorded by the dispatcher.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -2,10 +2,13 @@
 //! its loader with compiler-style problems, the scripted driver, expectations
 //! judged over the recorded evidence, and the runner that installs the
 //! document's tools as library tools with revisions, starts it through
-//! [`crate::Dispatcher::start`] and runs its attempts concurrently.
+//! `toolmock_runtime::Dispatcher::start` and runs its attempts concurrently.
 //!
 //! The expectation code ([`expect`]) reads only what an attempt recorded, so
 //! a worker that plays a real agent can judge its attempts with it too.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod document;
 mod driver;
@@ -15,6 +18,7 @@ mod problem;
 pub mod reference;
 mod results;
 mod runner;
+mod workflow;
 
 pub use driver::run_script;
 pub use load::{
@@ -31,3 +35,4 @@ pub use runner::{
     judge_and_finish, run, run_attempt, start, start_problems, start_request,
     unknown_library_tools,
 };
+pub use workflow::{AttemptContext, CallFailure};

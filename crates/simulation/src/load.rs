@@ -1,26 +1,26 @@
 //! Reading a simulation document: its JSON Schema, its referenced files, and
 //! every static check, all problems at once.
 
-use super::document::{
+use crate::document::{
     CallMatcher, CaseDoc, DriverDoc, SimulationDocument, Source, StepExpect, ToolFrom, ToolSpec,
     TrajectoryExpect,
 };
-use super::problem::{LoadCode, Problem};
-use super::reference::{BadReference, FoundReference, Scope, resolve_path, scan, split_head};
-use crate::model::ToolId;
-use crate::model::{AttemptOutcome, NewOperation, SimulationMode, ToolKind};
-use crate::workflow::{NodeDoc, WorkflowDoc, workflow_cycles};
+use crate::problem::{LoadCode, Problem};
+use crate::reference::{BadReference, FoundReference, Scope, resolve_path, scan, split_head};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use toolmock_contract::{OperationContract, OperationIdentity, OperationSource, pointer};
+use toolmock_runtime::model::ToolId;
+use toolmock_runtime::model::{AttemptOutcome, NewOperation, SimulationMode, ToolKind};
+use toolmock_runtime::model::{NodeDoc, WorkflowDoc, workflow_cycles};
 use toolmock_schema::PlatformManifest;
 
 /// The JSON Schema of the simulation document (also in
 /// `fixtures/schemas/simulation.schema.json`, where editors can find it).
 pub const SIMULATION_SCHEMA: &str =
-    include_str!("../../../../fixtures/schemas/simulation.schema.json");
+    include_str!("../../../fixtures/schemas/simulation.schema.json");
 
 fn schema_validator() -> &'static Result<jsonschema::Validator, String> {
     static VALIDATOR: OnceLock<Result<jsonschema::Validator, String>> = OnceLock::new();
@@ -813,7 +813,7 @@ impl Loader {
                 }
                 NodeDoc::Branch { when, .. } => {
                     for (k, c) in when.iter().enumerate() {
-                        if !super::reference::valid_path(&c.path) {
+                        if !crate::reference::valid_path(&c.path) {
                             self.problem(
                                 pointer::push(
                                     &pointer::index(&pointer::push(&here, "when"), k),

@@ -186,7 +186,7 @@ mod tests {
     /// as one.
     #[test]
     fn every_code_is_documented() {
-        let docs = include_str!("../../../../docs/simulations.md");
+        let docs = include_str!("../../../docs/simulations.md");
         let section = docs
             .split("Codes of the loader:")
             .nth(1)
@@ -209,7 +209,7 @@ mod tests {
     /// other code of the project, both ways.
     #[test]
     fn every_code_is_in_the_error_code_table() {
-        let doc = include_str!("../../../../docs/error-codes.md");
+        let doc = include_str!("../../../docs/error-codes.md");
         let codes: Vec<&str> = LoadCode::ALL.iter().map(|c| c.as_str()).collect();
         toolmock_contract::check_documented_codes(
             doc,

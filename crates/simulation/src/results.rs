@@ -1,17 +1,17 @@
 //! The results document (`toolmock run --json`) and the coverage report.
 //! Nothing in it depends on ids, the clock or the number of jobs.
 
-use super::document::CallStatus;
-use super::expect::{RecordedCall, Unmet};
-use crate::model::{
-    AttemptOutcome, EvidenceRecord, HarnessErrorRecord, PinRecord, PinRef, PinTarget,
-    SimulationMode, ToolInputErrorRecord, VariantChoice,
-};
+use crate::document::CallStatus;
+use crate::expect::{RecordedCall, Unmet};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
+use toolmock_runtime::model::{
+    AttemptOutcome, EvidenceRecord, HarnessErrorRecord, PinRecord, PinRef, PinTarget,
+    SimulationMode, ToolInputErrorRecord, VariantChoice,
+};
 
 /// The whole run.
 #[derive(Debug, Clone, Serialize)]

@@ -1,32 +1,33 @@
 //! Installing a loaded simulation in a backend, starting it, running its
 //! attempts concurrently, and judging them.
 
-use super::document::{CaseDoc, SimulationDocument};
-use super::driver::run_script;
-use super::expect::{RecordedCall, Unmet, judge_attempt, recorded_calls};
-use super::load::LoadedSimulation;
-use super::problem::{LoadCode, Problem};
-use super::results::{
+use crate::document::{CaseDoc, SimulationDocument};
+use crate::driver::run_script;
+use crate::expect::{RecordedCall, Unmet, judge_attempt, recorded_calls};
+use crate::load::LoadedSimulation;
+use crate::problem::{LoadCode, Problem};
+use crate::results::{
     AttemptResult, CallReport, CaseResult, ErrorEntry, PassK, RawAttempt, RunResults, Summary,
     coverage,
 };
-use crate::backend::{Backend, BoxFuture, Catalog, Clock, Sleeper};
-use crate::dispatcher::{Dispatcher, StartRequest, StartedAttempt, StartedSimulation};
-use crate::error::{
-    DispatchError, FinishCode, FinishError, StartError, StartProblem, StartProblemCode, StoreError,
-};
-use crate::model::{AgentId, AttemptId, TenantId, ToolId};
-use crate::model::{
-    AgentSpec, AttemptOutcome, InlineOperation, InlineTool, NewTool, Provenance, SaveRevision,
-    TestCaseSpec, ToolRef, Verdict,
-};
-use crate::workflow::{AttemptContext, NodeDoc, WorkflowDoc};
+use crate::workflow::AttemptContext;
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use toolmock_contract::pointer;
+use toolmock_runtime::backend::{Backend, BoxFuture, Catalog, Clock, Sleeper};
+use toolmock_runtime::dispatcher::{Dispatcher, StartRequest, StartedAttempt, StartedSimulation};
+use toolmock_runtime::error::{
+    DispatchError, FinishCode, FinishError, StartError, StartProblem, StartProblemCode, StoreError,
+};
+use toolmock_runtime::model::{AgentId, AttemptId, TenantId, ToolId};
+use toolmock_runtime::model::{
+    AgentSpec, AttemptOutcome, InlineOperation, InlineTool, NewTool, Provenance, SaveRevision,
+    TestCaseSpec, ToolRef, Verdict,
+};
+use toolmock_runtime::model::{NodeDoc, WorkflowDoc};
 
 /// A clock whose every reading is later than the one before, so that the
 /// evidence and error records of one attempt sort into the order the calls
@@ -196,7 +197,7 @@ pub async fn install<B: Backend>(
                 .await;
             match saved {
                 Ok(_) => {}
-                Err(crate::error::SaveRevisionError::InvalidDefinition(diagnostics)) => {
+                Err(toolmock_runtime::error::SaveRevisionError::InvalidDefinition(diagnostics)) => {
                     for d in diagnostics.iter() {
                         problems.push(def.origin.problem(
                             &d.path,
@@ -205,7 +206,7 @@ pub async fn install<B: Backend>(
                         ));
                     }
                 }
-                Err(crate::error::SaveRevisionError::Store(e)) => return Err(e.into()),
+                Err(toolmock_runtime::error::SaveRevisionError::Store(e)) => return Err(e.into()),
                 Err(other) => {
                     problems.push(def.origin.problem("", other.code(), other.to_string()))
                 }

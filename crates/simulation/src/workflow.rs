@@ -3,16 +3,16 @@
 //! so they share the attempt's fixture state and every harness error is
 //! recorded on the attempt — even when a `catch` node handles it.
 
-use super::model::{ConditionSource, DEFAULT_MAX_STEPS, NodeDoc, WorkflowDoc};
-use crate::backend::{Backend, BoxFuture};
-use crate::dispatcher::{Dispatcher, ToolCall};
-use crate::error::{DispatchError, HarnessCode, HarnessFault};
-use crate::model::Capability;
-use crate::model::{AttemptId, TenantId};
-use crate::simulation::document::CallStatus;
-use crate::simulation::reference::{render, resolve_path, split_head};
+use crate::document::CallStatus;
+use crate::reference::{render, resolve_path, split_head};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
+use toolmock_runtime::backend::{Backend, BoxFuture};
+use toolmock_runtime::dispatcher::{Dispatcher, ToolCall};
+use toolmock_runtime::error::{DispatchError, HarnessCode, HarnessFault};
+use toolmock_runtime::model::Capability;
+use toolmock_runtime::model::{AttemptId, TenantId};
+use toolmock_runtime::model::{ConditionSource, DEFAULT_MAX_STEPS, NodeDoc, WorkflowDoc};
 
 /// The attempt a workflow runs in: everything its calls need.
 pub struct AttemptContext<'a, B> {

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use toolmock_contract::{ContractHash, OperationIdentity, OperationSource};
 use toolmock_runtime::backend::Catalog;
 use toolmock_runtime::model::{NewOperation, NewTool, Provenance, SaveRevision, ToolKind};
-use toolmock_runtime::simulation::{self, Files, RunOptions, SequenceClock, VirtualSleeper};
 use toolmock_runtime::{Dispatcher, MemoryStore};
+use toolmock_simulation::{self as simulation, Files, RunOptions, SequenceClock, VirtualSleeper};
 
 fn document(tool_id: &str) -> Value {
     json!({

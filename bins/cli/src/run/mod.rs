@@ -11,10 +11,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 use toolmock_runtime::backend::{Catalog, TokioSleeper};
-use toolmock_runtime::simulation::{
-    self, Problem, RunError, RunOptions, RunResults, SequenceClock, VirtualSleeper,
-};
 use toolmock_runtime::{Dispatcher, MemoryStore};
+use toolmock_simulation::{
+    self as simulation, Problem, RunError, RunOptions, RunResults, SequenceClock, VirtualSleeper,
+};
 
 /// Run a simulation file: every case's attempts against pinned mocks, on the
 /// embedded in-memory runtime (no database).

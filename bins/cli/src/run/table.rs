@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 use toolmock_runtime::model::AttemptOutcome;
-use toolmock_runtime::simulation::{CaseResult, RunResults};
+use toolmock_simulation::{CaseResult, RunResults};
 
 fn outcomes(case: &CaseResult) -> String {
     let mut counts: Vec<(AttemptOutcome, usize)> = Vec::new();

@@ -23,9 +23,9 @@ use std::sync::Arc;
 use toolmock_runtime::backend::{EvidenceSink, PinStore};
 use toolmock_runtime::error::StartError;
 use toolmock_runtime::model::{SimulationId, VariantChoice};
-use toolmock_runtime::simulation::document::SimulationDocument;
-use toolmock_runtime::simulation::expect::recorded_calls;
-use toolmock_runtime::simulation::{
+use toolmock_simulation::document::SimulationDocument;
+use toolmock_simulation::expect::recorded_calls;
+use toolmock_simulation::{
     CallReport, Files, Problem, RunError, coverage, install_inline, load_value, start_problems,
     start_request, unknown_library_tools,
 };

@@ -5,7 +5,7 @@
 use crate::backend::Catalog;
 use crate::error::{AgentCode, AgentRejected};
 use crate::model::{AgentSpec, TenantId, ToolRef};
-use crate::workflow::{NodeDoc, WorkflowDoc};
+use crate::model::{NodeDoc, WorkflowDoc};
 use serde_json::Value;
 use toolmock_contract::{Problems, pointer};
 

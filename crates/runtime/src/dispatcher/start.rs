@@ -22,7 +22,7 @@ use crate::model::{
     PinRecord, PinRef, PinTarget, SimulationId, SimulationMode, TenantId, TestCaseId,
     TestingStatus, ToolId, ToolRef,
 };
-use crate::workflow::{NodeDoc, WorkflowDoc, workflow_cycles};
+use crate::model::{NodeDoc, WorkflowDoc, workflow_cycles};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet, VecDeque};

@@ -6,15 +6,19 @@ mod capability;
 mod fault;
 mod ids;
 mod rules;
+mod workflow;
 
 pub use capability::{Capability, TokenHash};
 pub use fault::FaultCall;
 pub(crate) use fault::{has_nul, sanitize, sanitize_text};
 pub use ids::{AgentId, AttemptId, OperationId, SimulationId, TenantId, TestCaseId, ToolId};
 pub use rules::check_operations;
+pub use workflow::{
+    Condition, ConditionOp, ConditionSource, DEFAULT_MAX_STEPS, EffectKind, NodeDoc, WorkflowDoc,
+    workflow_cycles,
+};
 
 use crate::error::{HarnessCode, IncompleteStatus, ToolInputCode};
-use crate::workflow::WorkflowDoc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
