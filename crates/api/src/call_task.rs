@@ -14,9 +14,8 @@ use crate::AppState;
 use crate::error::ApiError;
 use serde_json::{Value, json};
 use toolmock_runtime::ToolCall;
-use toolmock_runtime::backend::EvidenceSink;
-use toolmock_runtime::error::HarnessCode;
-use toolmock_runtime::model::{AttemptId, Capability, HarnessErrorRecord, TenantId};
+use toolmock_runtime::error::{HarnessCode, HarnessFault};
+use toolmock_runtime::model::{AttemptId, Capability, TenantId};
 
 /// Runs `call` under `capability` in its own task and waits for its answer.
 pub(crate) async fn call_to_its_end(
@@ -54,23 +53,25 @@ async fn record_lost_answer(
     call: &ToolCall,
     outcome: &str,
 ) {
-    let record = HarnessErrorRecord {
-        tenant,
-        attempt,
-        tool: Some(call.tool.clone()),
-        operation: Some(call.operation.clone()),
-        pin: None,
-        arguments: None,
+    let fault = HarnessFault {
         code: HarnessCode::AnswerLost,
         message: format!(
             "the call {outcome}, but its answer never reached the caller \
              (the request timed out or the connection closed)"
         ),
         path: None,
-        detail: json!({ "call": outcome }),
-        at: chrono::Utc::now(),
     };
-    if let Err(e) = state.store().record_harness_error(&record).await {
+    let recorded = state
+        .dispatcher()
+        .record_harness_fault(
+            tenant,
+            attempt,
+            Some(call),
+            fault,
+            json!({ "call": outcome }),
+        )
+        .await;
+    if let Err(e) = recorded {
         tracing::error!(attempt = %attempt.as_uuid(), error = %e,
             "a tool call whose answer was lost could not be recorded as a harness error");
     } else {

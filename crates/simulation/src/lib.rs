@@ -22,10 +22,10 @@ mod workflow;
 
 pub use driver::run_script;
 pub use load::{
-    Files, LoadedDefinition, LoadedSimulation, LoadedTool, Origin, SIMULATION_SCHEMA, load_file,
-    load_slice, load_value, schema_problems,
+    Files, Loaded, LoadedDefinition, LoadedSimulation, LoadedTool, Origin, SIMULATION_SCHEMA,
+    load_file, load_slice, load_value, read_file, read_slice, read_value, schema_problems,
 };
-pub use problem::{LoadCode, Problem};
+pub use problem::{FileProblem, LoadCode};
 pub use results::{
     AttemptResult, CallReport, CaseResult, ErrorEntry, OperationCoverage, PassK, RawAttempt,
     RunResults, Summary, VariantCoverage, coverage,

@@ -5,16 +5,19 @@ use crate::document::{
     CallMatcher, CaseDoc, DriverDoc, SimulationDocument, Source, StepExpect, ToolFrom, ToolSpec,
     TrajectoryExpect,
 };
-use crate::problem::{LoadCode, Problem};
+use crate::problem::{FileProblem, LoadCode};
 use crate::reference::{BadReference, FoundReference, Scope, resolve_path, scan, split_head};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use toolmock_contract::{OperationContract, OperationIdentity, OperationSource, pointer};
+use toolmock_contract::{
+    ContractCode, OperationContract, OperationIdentity, OperationSource, Problem, ProblemCode,
+    pointer,
+};
 use toolmock_runtime::model::ToolId;
 use toolmock_runtime::model::{AttemptOutcome, NewOperation, SimulationMode, ToolKind};
-use toolmock_runtime::model::{NodeDoc, WorkflowDoc, workflow_cycles};
+use toolmock_runtime::model::{NodeDoc, WorkflowDoc};
 use toolmock_schema::PlatformManifest;
 
 /// The JSON Schema of the simulation document (also in
@@ -40,19 +43,10 @@ pub struct Origin {
 }
 
 impl Origin {
-    /// A problem at `inner` (a pointer inside the document).
-    pub fn problem(
-        &self,
-        inner: &str,
-        code: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Problem {
-        Problem::foreign(
-            self.file.clone(),
-            format!("{}{inner}", self.path),
-            code,
-            message,
-        )
+    /// `problem`, whose pointer is inside the document, in the document's file.
+    pub fn problem<C: ProblemCode>(&self, problem: Problem<C>) -> FileProblem {
+        let path = format!("{}{}", self.path, problem.path);
+        FileProblem::new(self.file.clone(), Problem { path, ..problem })
     }
 }
 
@@ -124,11 +118,35 @@ fn first_line_col(e: &serde_json::Error) -> String {
     format!("line {}, column {}: {e}", e.line(), e.column())
 }
 
-/// Reads and checks a simulation file.
-pub fn load_file(path: &Path) -> Result<LoadedSimulation, Vec<Problem>> {
+/// A simulation document as far as it loads: the document with every
+/// tool and definition that could be read, and every problem the loader
+/// found (none: it loaded cleanly). A document the schema refuses gives no
+/// `Loaded`, only its structural problems: until it has its shape, its
+/// references cannot be followed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    /// What could be read (a tool with problems of its own is left out).
+    pub simulation: LoadedSimulation,
+    /// Every problem found, in document order.
+    pub problems: Vec<FileProblem>,
+}
+
+impl Loaded {
+    /// The simulation when it loaded cleanly, else every problem.
+    pub fn into_result(self) -> Result<LoadedSimulation, Vec<FileProblem>> {
+        if self.problems.is_empty() {
+            Ok(self.simulation)
+        } else {
+            Err(self.problems)
+        }
+    }
+}
+
+/// Reads and checks a simulation file, as far as it loads.
+pub fn read_file(path: &Path) -> Result<Loaded, Vec<FileProblem>> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| {
-        vec![Problem::new(
+        vec![FileProblem::load(
             file.clone(),
             "",
             LoadCode::MissingFile,
@@ -136,7 +154,49 @@ pub fn load_file(path: &Path) -> Result<LoadedSimulation, Vec<Problem>> {
         )]
     })?;
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    load_slice(&bytes, &file, &Files::Relative(base))
+    read_slice(&bytes, &file, &Files::Relative(base))
+}
+
+/// Parses and checks a simulation document given as bytes, as far as it loads.
+pub fn read_slice(bytes: &[u8], file: &str, files: &Files) -> Result<Loaded, Vec<FileProblem>> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        vec![FileProblem::load(
+            file,
+            "",
+            LoadCode::InvalidJson,
+            first_line_col(&e),
+        )]
+    })?;
+    read_value(&value, file, files)
+}
+
+/// Checks a parsed document against the schema, then every reference, as
+/// far as it loads.
+pub fn read_value(value: &Value, file: &str, files: &Files) -> Result<Loaded, Vec<FileProblem>> {
+    let problems = schema_problems(value, file);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let document: SimulationDocument = serde_json::from_value(value.clone()).map_err(|e| {
+        vec![FileProblem::load(
+            file,
+            "",
+            LoadCode::InvalidValue,
+            e.to_string(),
+        )]
+    })?;
+    Ok(Loader {
+        file: file.to_owned(),
+        files: files.clone(),
+        problems: Vec::new(),
+        library: HashMap::new(),
+    }
+    .load(document))
+}
+
+/// Reads and checks a simulation file: the simulation, or every problem.
+pub fn load_file(path: &Path) -> Result<LoadedSimulation, Vec<FileProblem>> {
+    read_file(path)?.into_result()
 }
 
 /// Parses and checks a simulation document given as bytes.
@@ -144,16 +204,8 @@ pub fn load_slice(
     bytes: &[u8],
     file: &str,
     files: &Files,
-) -> Result<LoadedSimulation, Vec<Problem>> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
-        vec![Problem::new(
-            file,
-            "",
-            LoadCode::InvalidJson,
-            first_line_col(&e),
-        )]
-    })?;
-    load_value(&value, file, files)
+) -> Result<LoadedSimulation, Vec<FileProblem>> {
+    read_slice(bytes, file, files)?.into_result()
 }
 
 /// Checks a parsed document against the schema, then every reference.
@@ -161,34 +213,16 @@ pub fn load_value(
     value: &Value,
     file: &str,
     files: &Files,
-) -> Result<LoadedSimulation, Vec<Problem>> {
-    let problems = schema_problems(value, file);
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    let document: SimulationDocument = serde_json::from_value(value.clone()).map_err(|e| {
-        vec![Problem::new(
-            file,
-            "",
-            LoadCode::InvalidValue,
-            e.to_string(),
-        )]
-    })?;
-    Loader {
-        file: file.to_owned(),
-        files: files.clone(),
-        problems: Vec::new(),
-        library: HashMap::new(),
-    }
-    .load(document)
+) -> Result<LoadedSimulation, Vec<FileProblem>> {
+    read_value(value, file, files)?.into_result()
 }
 
 /// The schema's verdict on a document, every violation with its pointer.
-pub fn schema_problems(value: &Value, file: &str) -> Vec<Problem> {
+pub fn schema_problems(value: &Value, file: &str) -> Vec<FileProblem> {
     let validator = match schema_validator() {
         Ok(v) => v,
         Err(e) => {
-            return vec![Problem::new(
+            return vec![FileProblem::load(
                 file,
                 "",
                 LoadCode::InvalidValue,
@@ -203,7 +237,7 @@ pub fn schema_problems(value: &Value, file: &str) -> Vec<Problem> {
         match error.kind() {
             K::AdditionalProperties { unexpected } => {
                 for name in unexpected {
-                    problems.push(Problem::new(
+                    problems.push(FileProblem::load(
                         file,
                         pointer::push(&at, name),
                         LoadCode::UnknownField,
@@ -213,7 +247,7 @@ pub fn schema_problems(value: &Value, file: &str) -> Vec<Problem> {
             }
             K::Required { property } => {
                 let name = property.as_str().unwrap_or_default();
-                problems.push(Problem::new(
+                problems.push(FileProblem::load(
                     file,
                     pointer::push(&at, name),
                     LoadCode::MissingField,
@@ -224,7 +258,7 @@ pub fn schema_problems(value: &Value, file: &str) -> Vec<Problem> {
             // (e.g. `steps` of an external driver).
             K::FalseSchema => {
                 let name = at.rsplit('/').next().unwrap_or_default().to_owned();
-                problems.push(Problem::new(
+                problems.push(FileProblem::load(
                     file,
                     at,
                     LoadCode::InvalidValue,
@@ -232,14 +266,14 @@ pub fn schema_problems(value: &Value, file: &str) -> Vec<Problem> {
                 ));
             }
             K::Type { .. } => {
-                problems.push(Problem::new(
+                problems.push(FileProblem::load(
                     file,
                     at,
                     LoadCode::WrongType,
                     error.to_string(),
                 ));
             }
-            _ => problems.push(Problem::new(
+            _ => problems.push(FileProblem::load(
                 file,
                 at,
                 LoadCode::InvalidValue,
@@ -255,7 +289,7 @@ pub fn schema_problems(value: &Value, file: &str) -> Vec<Problem> {
 struct Loader {
     file: String,
     files: Files,
-    problems: Vec<Problem>,
+    problems: Vec<FileProblem>,
     library: HashMap<String, ToolId>,
 }
 
@@ -270,7 +304,7 @@ struct KnownTool {
 impl Loader {
     fn problem(&mut self, at: impl Into<String>, code: LoadCode, message: impl Into<String>) {
         self.problems
-            .push(Problem::new(self.file.clone(), at, code, message));
+            .push(FileProblem::load(self.file.clone(), at, code, message));
     }
 
     /// Reads a source: inline as it is, or the file its path names.
@@ -314,7 +348,7 @@ impl Loader {
                         },
                     )),
                     Err(e) => {
-                        self.problems.push(Problem::new(
+                        self.problems.push(FileProblem::load(
                             shown,
                             "",
                             LoadCode::InvalidJson,
@@ -327,7 +361,7 @@ impl Loader {
         }
     }
 
-    fn load(mut self, document: SimulationDocument) -> Result<LoadedSimulation, Vec<Problem>> {
+    fn load(mut self, document: SimulationDocument) -> Loaded {
         if document.mode == SimulationMode::RealTools && matches!(self.files, Files::Relative(_)) {
             self.problem(
                 "/mode",
@@ -408,15 +442,14 @@ impl Loader {
             }
             self.check_case(case, &at, &known, &workflows, &direct);
         }
-        if self.problems.is_empty() {
-            Ok(LoadedSimulation {
+        Loaded {
+            simulation: LoadedSimulation {
                 file: self.file,
                 document,
                 tools,
                 library: self.library,
-            })
-        } else {
-            Err(self.problems)
+            },
+            problems: self.problems,
         }
     }
 
@@ -499,12 +532,8 @@ impl Loader {
                         (ToolKind::Platform, value, ops)
                     }
                     Err(errors) => {
-                        for e in errors.iter() {
-                            self.problems.push(origin.problem(
-                                &e.path,
-                                e.code.as_str(),
-                                e.message.clone(),
-                            ));
+                        for e in errors {
+                            self.problems.push(origin.problem(e));
                         }
                         return (None, KnownTool::default());
                     }
@@ -607,11 +636,11 @@ impl Loader {
     /// The entries of a `normalize`/`discover` array.
     fn contract_entries(&mut self, value: &Value, origin: &Origin) -> Option<Vec<NewOperation>> {
         let Some(entries) = value.as_array() else {
-            self.problems.push(origin.problem(
+            self.problems.push(origin.problem(Problem::new(
+                LoadCode::WrongType,
                 "",
-                LoadCode::WrongType.as_str(),
                 "a contracts document is the JSON array `toolmock normalize` or `toolmock discover` prints",
-            ));
+            )));
             return None;
         };
         let mut ops = Vec::new();
@@ -619,11 +648,11 @@ impl Loader {
         for (i, entry) in entries.iter().enumerate() {
             let at = pointer::index("", i);
             let Some(contract) = entry.get("contract") else {
-                self.problems.push(origin.problem(
-                    &pointer::push(&at, "contract"),
-                    LoadCode::MissingField.as_str(),
+                self.problems.push(origin.problem(Problem::new(
+                    LoadCode::MissingField,
+                    pointer::push(&at, "contract"),
                     "each entry needs its \"contract\"",
-                ));
+                )));
                 continue;
             };
             let identity: Option<OperationIdentity> = contract
@@ -631,11 +660,11 @@ impl Loader {
                 .and_then(|o| serde_json::from_value(o.clone()).ok());
             let (Some(identity), Some(input_schema)) = (identity, contract.get("input_schema"))
             else {
-                self.problems.push(origin.problem(
-                    &pointer::push(&at, "contract"),
-                    LoadCode::InvalidValue.as_str(),
+                self.problems.push(origin.problem(Problem::new(
+                    LoadCode::InvalidValue,
+                    pointer::push(&at, "contract"),
                     "a contract needs \"operation\" {source, name} and \"input_schema\"",
-                ));
+                )));
                 continue;
             };
             let op = NewOperation {
@@ -660,19 +689,19 @@ impl Loader {
                 };
                 match full.hash() {
                     Ok(hash) if hash.as_str() == stated => {}
-                    Ok(hash) => self.problems.push(origin.problem(
-                        &pointer::push(&at, "contract_hash"),
-                        LoadCode::ContractHashMismatch.as_str(),
+                    Ok(hash) => self.problems.push(origin.problem(Problem::new(
+                        LoadCode::ContractHashMismatch,
+                        pointer::push(&at, "contract_hash"),
                         format!(
                             "the entry says {stated} but its contract hashes to {}; re-run normalize or discover",
                             hash.as_str()
                         ),
-                    )),
-                    Err(e) => self.problems.push(origin.problem(
-                        &pointer::push(&at, "contract"),
-                        e.code(),
+                    ))),
+                    Err(e) => self.problems.push(origin.problem(Problem::new(
+                        ContractCode::from(&e),
+                        pointer::push(&at, "contract"),
                         e.to_string(),
-                    )),
+                    ))),
                 }
             }
             ops.push(op);
@@ -813,14 +842,14 @@ impl Loader {
                 }
                 NodeDoc::Branch { when, .. } => {
                     for (k, c) in when.iter().enumerate() {
-                        if !crate::reference::valid_path(&c.path) {
+                        if !crate::reference::valid_path(c.path()) {
                             self.problem(
                                 pointer::push(
                                     &pointer::index(&pointer::push(&here, "when"), k),
                                     "path",
                                 ),
                                 LoadCode::InvalidValue,
-                                format!("{:?} is not a path", c.path),
+                                format!("{:?} is not a path", c.path()),
                             );
                         }
                     }
@@ -844,7 +873,7 @@ impl Loader {
     }
 
     fn check_cycles(&mut self, workflows: &[WorkflowDoc]) {
-        for cycle in workflow_cycles(workflows) {
+        for cycle in WorkflowDoc::cycles(workflows) {
             let first = cycle.iter().min().copied().unwrap_or(0);
             let mut names: Vec<&str> = cycle.iter().map(|&i| workflows[i].name.as_str()).collect();
             names.push(names[0]);

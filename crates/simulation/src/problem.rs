@@ -1,173 +1,109 @@
-//! Problems of a simulation file, reported compiler-style:
+//! Problems of a simulation, each in its file, reported compiler-style:
 //! `FILE: /json/pointer: code: message`.
 
 use serde::Serialize;
 use std::fmt;
+use toolmock_contract::{Problem, ProblemCode, problem_codes};
 
-/// The simulation loader's own problem codes. Problems found inside a
-/// definition or a manifest carry that checker's code instead (SPEC §7, §9),
-/// and start refusals carry the start's (`stale`, `missing`, `state_conflict`,
-/// `effect_node`, …).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LoadCode {
-    /// A file is not valid JSON.
-    InvalidJson,
-    /// A referenced file cannot be read (or does not exist).
-    MissingFile,
-    /// A file path is given where only inline documents are accepted (the API).
-    FileNotAllowed,
-    /// A field the format does not define.
-    UnknownField,
-    /// A required field is absent.
-    MissingField,
-    /// A value of the wrong JSON type.
-    WrongType,
-    /// A value outside what the field allows (enum, bounds, length).
-    InvalidValue,
-    /// `simulation_version` is not 1.
-    UnsupportedVersion,
-    /// Two tools, cases, workflows, steps or nodes share one name.
-    DuplicateName,
-    /// A tool lacks the field its `from` needs, or has one of another `from`.
-    ToolSourceMismatch,
-    /// `from: library` tools exist only in the API's tenant, not in an embedded run.
-    LibraryToolNotEmbedded,
-    /// A contracts array entry's `contract_hash` is not its contract's hash.
-    ContractHashMismatch,
-    /// A definition is given for an operation the tool does not have.
-    UnknownOperation,
-    /// A step, agent tool list or workflow node names no known tool/operation.
-    UnknownTool,
-    /// A step or node names no workflow of the agent.
-    UnknownWorkflow,
-    /// A variant choice names no variant of its operation's definition.
-    UnknownVariant,
-    /// A `$step` reference names no earlier step.
-    DanglingStepReference,
-    /// A `$case` reference names nothing in the case's data.
-    UnknownCaseData,
-    /// An object with `$` keys that is not exactly one reference.
-    InvalidReference,
-    /// A workflow node names a node its workflow lacks.
-    UnknownNode,
-    /// Workflows call each other in a cycle.
-    WorkflowCycle,
-    /// A tool node that names both or neither of `tool`+`operation` and `workflow`.
-    InvalidNode,
-    /// `mode: real_tools` in an embedded run, which has no real tool handlers.
-    RealToolsNotEmbedded,
-    /// A case with an `external` driver in an embedded run, where no outside
-    /// agent can play it.
-    ExternalDriverNotEmbedded,
-}
-
-impl LoadCode {
-    /// The stable code.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LoadCode::InvalidJson => "invalid_json",
-            LoadCode::MissingFile => "missing_file",
-            LoadCode::FileNotAllowed => "file_not_allowed",
-            LoadCode::UnknownField => "unknown_field",
-            LoadCode::MissingField => "missing_field",
-            LoadCode::WrongType => "wrong_type",
-            LoadCode::InvalidValue => "invalid_value",
-            LoadCode::UnsupportedVersion => "unsupported_version",
-            LoadCode::DuplicateName => "duplicate_name",
-            LoadCode::ToolSourceMismatch => "tool_source_mismatch",
-            LoadCode::LibraryToolNotEmbedded => "library_tool_not_embedded",
-            LoadCode::ContractHashMismatch => "contract_hash_mismatch",
-            LoadCode::UnknownOperation => "unknown_operation",
-            LoadCode::UnknownTool => "unknown_tool",
-            LoadCode::UnknownWorkflow => "unknown_workflow",
-            LoadCode::UnknownVariant => "unknown_variant",
-            LoadCode::DanglingStepReference => "dangling_step_reference",
-            LoadCode::UnknownCaseData => "unknown_case_data",
-            LoadCode::InvalidReference => "invalid_reference",
-            LoadCode::UnknownNode => "unknown_node",
-            LoadCode::WorkflowCycle => "workflow_cycle",
-            LoadCode::InvalidNode => "invalid_node",
-            LoadCode::RealToolsNotEmbedded => "real_tools_not_embedded",
-            LoadCode::ExternalDriverNotEmbedded => "external_driver_not_embedded",
-        }
+problem_codes! {
+    /// The simulation loader's own problem codes. Problems found inside a
+    /// definition or a manifest carry that checker's code instead (SPEC §7,
+    /// §9), and start refusals carry the start's (`stale`, `missing`,
+    /// `state_conflict`, `effect_node`, …).
+    pub enum LoadCode {
+        /// A file is not valid JSON.
+        InvalidJson => "invalid_json",
+        /// A referenced file cannot be read (or does not exist).
+        MissingFile => "missing_file",
+        /// A file path is given where only inline documents are accepted (the API).
+        FileNotAllowed => "file_not_allowed",
+        /// A field the format does not define.
+        UnknownField => "unknown_field",
+        /// A required field is absent.
+        MissingField => "missing_field",
+        /// A value of the wrong JSON type.
+        WrongType => "wrong_type",
+        /// A value outside what the field allows (enum, bounds, length).
+        InvalidValue => "invalid_value",
+        /// `simulation_version` is not 1.
+        UnsupportedVersion => "unsupported_version",
+        /// Two tools, cases, workflows, steps or nodes share one name.
+        DuplicateName => "duplicate_name",
+        /// A tool lacks the field its `from` needs, or has one of another `from`.
+        ToolSourceMismatch => "tool_source_mismatch",
+        /// `from: library` tools exist only in the API's tenant, not in an embedded run.
+        LibraryToolNotEmbedded => "library_tool_not_embedded",
+        /// A contracts array entry's `contract_hash` is not its contract's hash.
+        ContractHashMismatch => "contract_hash_mismatch",
+        /// A definition is given for an operation the tool does not have.
+        UnknownOperation => "unknown_operation",
+        /// A step, agent tool list or workflow node names no known tool/operation.
+        UnknownTool => "unknown_tool",
+        /// A step or node names no workflow of the agent.
+        UnknownWorkflow => "unknown_workflow",
+        /// A variant choice names no variant of its operation's definition.
+        UnknownVariant => "unknown_variant",
+        /// A `$step` reference names no earlier step.
+        DanglingStepReference => "dangling_step_reference",
+        /// A `$case` reference names nothing in the case's data.
+        UnknownCaseData => "unknown_case_data",
+        /// An object with `$` keys that is not exactly one reference.
+        InvalidReference => "invalid_reference",
+        /// A workflow node names a node its workflow lacks.
+        UnknownNode => "unknown_node",
+        /// Workflows call each other in a cycle.
+        WorkflowCycle => "workflow_cycle",
+        /// A tool node that names both or neither of `tool`+`operation` and `workflow`.
+        InvalidNode => "invalid_node",
+        /// `mode: real_tools` in an embedded run, which has no real tool handlers.
+        RealToolsNotEmbedded => "real_tools_not_embedded",
+        /// A case with an `external` driver in an embedded run, where no outside
+        /// agent can play it.
+        ExternalDriverNotEmbedded => "external_driver_not_embedded",
     }
-
-    /// Every code, for documentation tests.
-    pub const ALL: [LoadCode; 24] = [
-        LoadCode::InvalidJson,
-        LoadCode::MissingFile,
-        LoadCode::FileNotAllowed,
-        LoadCode::UnknownField,
-        LoadCode::MissingField,
-        LoadCode::WrongType,
-        LoadCode::InvalidValue,
-        LoadCode::UnsupportedVersion,
-        LoadCode::DuplicateName,
-        LoadCode::ToolSourceMismatch,
-        LoadCode::LibraryToolNotEmbedded,
-        LoadCode::ContractHashMismatch,
-        LoadCode::UnknownOperation,
-        LoadCode::UnknownTool,
-        LoadCode::UnknownWorkflow,
-        LoadCode::UnknownVariant,
-        LoadCode::DanglingStepReference,
-        LoadCode::UnknownCaseData,
-        LoadCode::InvalidReference,
-        LoadCode::UnknownNode,
-        LoadCode::WorkflowCycle,
-        LoadCode::InvalidNode,
-        LoadCode::RealToolsNotEmbedded,
-        LoadCode::ExternalDriverNotEmbedded,
-    ];
 }
 
-/// One problem: in which file, where (JSON pointer), what (code), and why.
+/// One problem of a simulation, in the file it is in: the loader's own
+/// (a `Problem<LoadCode>`) or one that another checker found in a file of
+/// the simulation (a definition's SPEC §7 problem, a manifest's SPEC §9
+/// problem, a start refusal), with that checker's code. Printed
+/// compiler-style: `FILE: /json/pointer: code: message`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
+pub struct FileProblem {
     /// The file, as given (relative to the working directory or the
     /// simulation file's folder).
     pub file: String,
     /// JSON pointer into that file (`""` is the whole file).
     pub path: String,
-    /// A stable code.
-    pub code: String,
+    /// The stable code, from the code list of the checker that found it.
+    pub code: &'static str,
     /// A sentence for people.
     pub message: String,
 }
 
-impl Problem {
-    /// A loader problem.
-    pub fn new(
+impl FileProblem {
+    /// `problem`, found in `file`.
+    pub fn new<C: ProblemCode>(file: impl Into<String>, problem: Problem<C>) -> Self {
+        Self {
+            file: file.into(),
+            path: problem.path,
+            code: problem.code.as_str(),
+            message: problem.message,
+        }
+    }
+
+    /// A problem of the loader itself.
+    pub(crate) fn load(
         file: impl Into<String>,
         path: impl Into<String>,
         code: LoadCode,
         message: impl Into<String>,
     ) -> Self {
-        Self {
-            file: file.into(),
-            path: path.into(),
-            code: code.as_str().to_owned(),
-            message: message.into(),
-        }
-    }
-
-    /// A problem with another checker's code.
-    pub fn foreign(
-        file: impl Into<String>,
-        path: impl Into<String>,
-        code: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Self {
-        Self {
-            file: file.into(),
-            path: path.into(),
-            code: code.into(),
-            message: message.into(),
-        }
+        Self::new(file, Problem::new(code, path, message))
     }
 }
 
-impl fmt::Display for Problem {
+impl fmt::Display for FileProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let path = if self.path.is_empty() {
             "/"
@@ -211,11 +147,7 @@ mod tests {
     fn every_code_is_in_the_error_code_table() {
         let doc = include_str!("../../../docs/error-codes.md");
         let codes: Vec<&str> = LoadCode::ALL.iter().map(|c| c.as_str()).collect();
-        toolmock_contract::check_documented_codes(
-            doc,
-            "toolmock-runtime (simulation files)",
-            &codes,
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        toolmock_contract::check_documented_codes(doc, "toolmock-simulation", &codes)
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 }

@@ -31,6 +31,10 @@ const EXCEPTIONS: &[(&str, &str)] = &[
         "ensure_tenant",
         "writes the tenant's own row of `tenants` (once per token's tenant), keyed by `id`",
     ),
+    (
+        "check_schema",
+        "reads sqlx's `_sqlx_migrations`, the schema's own version history: no tenant's row",
+    ),
 ];
 
 /// One SQL statement of the source: where it is and its text, with the

@@ -11,9 +11,6 @@ mod call;
 mod pins;
 mod start;
 
-pub use agent::{AgentDraft, check_agent};
-pub use start::{MAX_ATTEMPTS_PER_START, MAX_INITIAL_STATE_BYTES, MAX_START_STATE_BYTES};
-
 use crate::backend::{
     Backend, Clock, ExternalExecutor, NoExternalExecutor, Sleeper, SystemClock, TokioSleeper,
 };

@@ -146,11 +146,20 @@ impl AttemptStore for PgStore {
             .map_err(|e| corrupt("begun-call count", e))?
             .saturating_add(unmarked);
         if recorded < begun {
-            insert_harness_error(&mut tx, &ledger_gap(tenant, attempt, begun, recorded, at))
-                .await?;
+            insert_harness_error(
+                &mut tx,
+                &HarnessErrorRecord::ledger_gap(tenant, attempt, begun, recorded, at),
+            )
+            .await?;
         }
         if lease_expires_at <= at || revoked {
-            let record = finished_after_lease(tenant, attempt, lease_expires_at, revoked, at);
+            let record = HarnessErrorRecord::finished_after_lease(
+                tenant,
+                attempt,
+                lease_expires_at,
+                revoked,
+                at,
+            );
             insert_harness_error(&mut tx, &record).await?;
         }
         // The outcome is the database's to derive: harness_error whenever a
