@@ -43,7 +43,7 @@ async fn call_step<B: Backend + 'static>(
 /// Runs a case's script in one attempt. Returns the unmet step expectations
 /// (the script stops at the first: later steps may depend on it). Only a
 /// failure that could not be recorded (storage, capability) is an `Err`.
-pub async fn run_script<B: Backend + 'static>(
+pub(crate) async fn run_script<B: Backend + 'static>(
     ctx: &AttemptContext<'_, B>,
     case: &CaseDoc,
     case_at: &str,

@@ -12,15 +12,15 @@
 
 pub mod document;
 mod driver;
-pub mod expect;
+mod expect;
 mod load;
 mod problem;
-pub mod reference;
+mod reference;
 mod results;
 mod runner;
 mod workflow;
 
-pub use driver::run_script;
+pub use expect::{RecordedCall, Unmet, judge_attempt, recorded_calls};
 pub use load::{
     Files, Loaded, LoadedDefinition, LoadedSimulation, LoadedTool, Origin, SIMULATION_SCHEMA,
     load_file, load_slice, load_value, read_file, read_slice, read_value, schema_problems,

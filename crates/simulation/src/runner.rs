@@ -774,7 +774,7 @@ pub async fn run<B: Backend + 'static>(
     }
     summary.cases = u32::try_from(cases.len()).unwrap_or(u32::MAX);
     Ok(RunResults {
-        results_version: 1,
+        results_version: 2,
         simulation: loaded.document.name.clone(),
         mode: loaded.document.mode,
         attempts_per_case: loaded.document.attempts,
@@ -824,7 +824,7 @@ impl CaseResult {
         CaseResult {
             name: case.name.clone(),
             expected_outcome: case.expect.outcome,
-            as_expected: u32::try_from(good).unwrap_or(u32::MAX),
+            attempts_as_expected: u32::try_from(good).unwrap_or(u32::MAX),
             pass_rate,
             pass_k: PassK::of(&attempts),
             attempts,

@@ -24,10 +24,9 @@ use toolmock_runtime::backend::{EvidenceSink, PinStore};
 use toolmock_runtime::error::StartError;
 use toolmock_runtime::model::{SimulationId, VariantChoice};
 use toolmock_simulation::document::SimulationDocument;
-use toolmock_simulation::expect::recorded_calls;
 use toolmock_simulation::{
-    CallReport, FileProblem, Files, RunError, coverage, install_inline, load_value, start_problems,
-    start_request, unknown_library_tools,
+    CallReport, FileProblem, Files, RunError, coverage, install_inline, load_value, recorded_calls,
+    start_problems, start_request, unknown_library_tools,
 };
 use uuid::Uuid;
 
