@@ -7,6 +7,21 @@ use chrono::{DateTime, Utc};
 use toolmock_runtime::backend::*;
 use toolmock_runtime::error::*;
 use toolmock_runtime::model::*;
+use uuid::Uuid;
+
+impl PgStore {
+    /// The tenant and attempt a capability hash belongs to, whatever its
+    /// lease says (the dispatcher checks that and records the refusal).
+    pub async fn capability_owner(&self, token: &TokenHash) -> Db<Option<(TenantId, AttemptId)>> {
+        let row: Option<(Uuid, Uuid)> = db(sqlx::query_as(
+            "SELECT tenant_id, attempt_id FROM attempt_capabilities WHERE token_hash = $1",
+        )
+        .bind(token.as_bytes().as_slice())
+        .fetch_optional(self.pool())
+        .await)?;
+        Ok(row.map(|(tenant, attempt)| (TenantId(tenant), AttemptId(attempt))))
+    }
+}
 
 impl AttemptStore for PgStore {
     async fn resolve_capability(

@@ -26,6 +26,19 @@ macro_rules! revision_columns {
 }
 
 impl PgStore {
+    /// Creates the tenant with this id unless it exists (tenants come from
+    /// tokens, not from a sign-up step).
+    pub async fn ensure_tenant(&self, tenant: TenantId, name: &str) -> Db<()> {
+        db(sqlx::query(
+            "INSERT INTO tenants (id, name) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(tenant.as_uuid())
+        .bind(name)
+        .execute(self.pool())
+        .await)?;
+        Ok(())
+    }
+
     /// The view of an operation row without a revision (just written).
     async fn operation_view(&self, tenant: TenantId, row: OperationRow) -> Db<OperationView> {
         let latest = if row.latest_revision == 0 {
