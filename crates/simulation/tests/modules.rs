@@ -61,11 +61,10 @@ fn top_level(graph: &Graph) -> Graph {
     folded
 }
 
-#[test]
-fn the_runtime_has_no_cycle_and_no_upward_import() {
-    let graph = top_level(&graph(&src("runtime")));
-    assert_eq!(cycle(&graph), None, "{graph:#?}");
-    let up = upward(&graph, RUNTIME);
+/// No cycle and no import from a lower layer to a higher one.
+fn assert_layered(graph: &Graph, layers: &[&[&str]]) {
+    assert_eq!(cycle(graph), None, "{graph:#?}");
+    let up = upward(graph, layers);
     assert!(
         up.is_empty(),
         "imports from a lower layer to a higher one: {up:#?}"
@@ -73,14 +72,13 @@ fn the_runtime_has_no_cycle_and_no_upward_import() {
 }
 
 #[test]
+fn the_runtime_has_no_cycle_and_no_upward_import() {
+    assert_layered(&top_level(&graph(&src("runtime"))), RUNTIME);
+}
+
+#[test]
 fn the_simulation_crate_has_no_cycle_and_no_upward_import() {
-    let graph = graph(&src("simulation"));
-    assert_eq!(cycle(&graph), None, "{graph:#?}");
-    let up = upward(&graph, SIMULATION);
-    assert!(
-        up.is_empty(),
-        "imports from a lower layer to a higher one: {up:#?}"
-    );
+    assert_layered(&graph(&src("simulation")), SIMULATION);
 }
 
 #[test]

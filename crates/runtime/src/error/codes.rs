@@ -96,6 +96,23 @@ impl CallFault {
     }
 }
 
+/// The position in `$family::ALL` of the code written `$text`, if any
+/// (a macro: a `const fn` cannot be generic over the code enums).
+macro_rules! position_of {
+    ($family:ty, $text:expr) => {{
+        let mut found = None;
+        let mut k = 0;
+        while k < <$family>::ALL.len() {
+            if same(<$family>::ALL[k].as_str(), $text) {
+                found = Some(k);
+                break;
+            }
+            k += 1;
+        }
+        found
+    }};
+}
+
 /// Every evaluator code filed under its runtime code, by the evaluator
 /// code's position (the table is built, and checked, at compile time).
 const FILED: [CallFault; CallCode::ALL.len()] = file_every_call_code();
@@ -107,11 +124,11 @@ const fn file_every_call_code() -> [CallFault; CallCode::ALL.len()] {
     while i < CallCode::ALL.len() {
         let code = CallCode::ALL[i];
         filed[code as usize] = match code.class() {
-            ErrorClass::ToolInputError => match find_tool_input(code.as_str()) {
+            ErrorClass::ToolInputError => match position_of!(ToolInputCode, code.as_str()) {
                 Some(k) => CallFault::ToolInput(ToolInputCode::ALL[k]),
                 None => panic!("an evaluator tool input code is missing from ToolInputCode"),
             },
-            ErrorClass::HarnessError => match find_harness(code.as_str()) {
+            ErrorClass::HarnessError => match position_of!(HarnessCode, code.as_str()) {
                 Some(k) => CallFault::Harness(HarnessCode::ALL[k]),
                 None => panic!("an evaluator harness code is missing from HarnessCode"),
             },
@@ -119,30 +136,6 @@ const fn file_every_call_code() -> [CallFault; CallCode::ALL.len()] {
         i += 1;
     }
     filed
-}
-
-/// The position of the tool input code written `text`.
-const fn find_tool_input(text: &str) -> Option<usize> {
-    let mut k = 0;
-    while k < ToolInputCode::ALL.len() {
-        if same(ToolInputCode::ALL[k].as_str(), text) {
-            return Some(k);
-        }
-        k += 1;
-    }
-    None
-}
-
-/// The position of the harness code written `text`.
-const fn find_harness(text: &str) -> Option<usize> {
-    let mut k = 0;
-    while k < HarnessCode::ALL.len() {
-        if same(HarnessCode::ALL[k].as_str(), text) {
-            return Some(k);
-        }
-        k += 1;
-    }
-    None
 }
 
 const fn same(a: &str, b: &str) -> bool {
