@@ -60,6 +60,7 @@ lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets --locked -- -D warnings
     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+    scripts/count-public-items.sh toolmock-runtime 80
 
 # What CI runs.
 ci: lint test

@@ -436,6 +436,39 @@ fn bad_simulation_files_are_reported_with_code_and_pointer() {
             |d, _| d["tools"][0]["manifest"] = json!("m.json"),
             vec![("sim.json", "/tools/0/manifest", "tool_source_mismatch")],
         ),
+        (
+            "the loader's, the definitions' and the start's problems, at once",
+            |d, dir| {
+                // The loader's: a step calling an unknown tool.
+                d["cases"][0]["driver"]["steps"][0]["tool"] = json!("note");
+                // The definitions': a mock file whose example does not hold,
+                // an inline mock with an unknown field.
+                write(
+                    dir,
+                    "mocks/add.json",
+                    &json!({
+                "schema_version": 1, "default_variant": "ok",
+                "variants": {"ok": {"result": {"id": "N-1"}}},
+                "examples": [{"variant": "ok", "input": {"text": "a"}, "expected": {"id": "N-2"}}]}),
+                );
+                d["tools"][0]["definitions"]["add"] = json!("mocks/add.json");
+                d["tools"][0]["definitions"]["get"]["varaints"] = json!({});
+                // The start's: an effect node in a sandbox.
+                d["agent"]["tools"] = json!(["notes", "notify"]);
+                d["agent"]["workflows"] = json!([{"name": "notify", "nodes": [
+                {"type": "effect", "id": "mail", "effect": "email"}]}]);
+            },
+            vec![
+                ("sim.json", "/cases/0/driver/steps/0/tool", "unknown_tool"),
+                ("mocks/add.json", "/examples/0/expected", "example_mismatch"),
+                (
+                    "sim.json",
+                    "/tools/0/definitions/get/varaints",
+                    "unknown_field",
+                ),
+                ("sim.json", "/agent/workflows/0/nodes/0", "effect_node"),
+            ],
+        ),
     ];
     for (name, mutate, want) in table {
         let dir = scratch();
@@ -458,6 +491,65 @@ fn bad_simulation_files_are_reported_with_code_and_pointer() {
     std::fs::write(dir.join("sim.json"), "{\"simulation_version\": 1,").expect("write");
     let (code, got, _) = check_problems(&dir);
     assert_eq!((code, got[0].2.as_str()), (2, "invalid_json"));
+}
+
+/// Every unmet expectation's pointer resolves in the simulation file: a
+/// step's at its `expect`, an attempt's at the case's `expect`.
+#[test]
+fn unmet_expectations_point_into_the_file() {
+    let dir = scratch();
+    let mut doc = base();
+    doc["cases"][0]["driver"]["steps"][0]["expect"] = json!({"result": {"id": "N-9"}});
+    doc["cases"][0]["expect"] = json!({"final_state": {"subset": {"last": "never"}}});
+    write(&dir, "sim.json", &doc);
+    let (code, results) = run_json(&dir, &["run", "sim.json"]);
+    assert_eq!(code, 1, "{results:#}");
+    let unmet = &case(&results, "adds")["attempts"][0]["unmet"];
+    let at: Vec<&str> = unmet
+        .as_array()
+        .expect("unmet")
+        .iter()
+        .map(|u| u["at"].as_str().expect("at"))
+        .collect();
+    assert_eq!(
+        at,
+        [
+            "/cases/0/driver/steps/0/expect/result",
+            "/cases/0/expect/final_state/subset"
+        ]
+    );
+    for pointer in at {
+        assert!(
+            doc.pointer(pointer).is_some(),
+            "{pointer} is not in the file"
+        );
+    }
+    assert_eq!(case(&results, "adds")["attempts_as_expected"], 0);
+    assert_eq!(results["results_version"], 2);
+}
+
+/// The example of docs/simulations.md ("Problems: `toolmock run --check`"):
+/// its files are `fixtures/examples/check/`, and the binary prints exactly
+/// the lines the page shows.
+#[test]
+fn the_documented_check_example_prints_what_the_docs_show() {
+    let docs = std::fs::read_to_string(root().join("docs/simulations.md")).expect("docs");
+    let section = docs
+        .split("## Problems: `toolmock run --check`")
+        .nth(1)
+        .expect("the section");
+    let shown = section
+        .split("```text\n")
+        .nth(1)
+        .and_then(|block| block.split("```").next())
+        .expect("the example's output");
+    let out = toolmock(
+        &root().join("fixtures/examples/check"),
+        &["run", "sim.json", "--check"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr(&out), shown);
+    assert!(stdout(&out).is_empty());
 }
 
 #[test]

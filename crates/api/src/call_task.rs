@@ -15,7 +15,7 @@ use crate::error::ApiError;
 use serde_json::{Value, json};
 use toolmock_runtime::ToolCall;
 use toolmock_runtime::error::{HarnessCode, HarnessFault};
-use toolmock_runtime::model::{AttemptId, Capability, FaultCall, TenantId};
+use toolmock_runtime::model::{AttemptId, Capability, TenantId};
 
 /// Runs `call` under `capability` in its own task and waits for its answer.
 pub(crate) async fn call_to_its_end(
@@ -53,12 +53,6 @@ async fn record_lost_answer(
     call: &ToolCall,
     outcome: &str,
 ) {
-    let site = FaultCall {
-        tool: &call.tool,
-        operation: &call.operation,
-        arguments: None,
-        pin: None,
-    };
     let fault = HarnessFault {
         code: HarnessCode::AnswerLost,
         message: format!(
@@ -72,7 +66,7 @@ async fn record_lost_answer(
         .record_harness_fault(
             tenant,
             attempt,
-            Some(site),
+            Some(call),
             fault,
             json!({ "call": outcome }),
         )

@@ -18,8 +18,8 @@ use toolmock_runtime::Dispatcher;
 use toolmock_runtime::dispatcher::StartedAttempt;
 use toolmock_runtime::error::{FinishError, HarnessCode, HarnessFault, StoreError};
 use toolmock_runtime::model::{SimulationId, TenantId, Verdict};
-use toolmock_runtime::simulation::document::DriverDoc;
-use toolmock_runtime::simulation::{LoadedSimulation, run_attempt};
+use toolmock_simulation::document::DriverDoc;
+use toolmock_simulation::{LoadedSimulation, run_attempt};
 use toolmock_store::{AttemptListing, PgStore, SimulationListing};
 
 use futures_util::StreamExt;
@@ -81,7 +81,7 @@ async fn run_one(
     dispatcher: &Dispatcher<PgStore>,
     tenant: TenantId,
     loaded: &LoadedSimulation,
-    workflows: &HashMap<String, toolmock_runtime::workflow::WorkflowDoc>,
+    workflows: &HashMap<String, toolmock_runtime::model::WorkflowDoc>,
     position: usize,
     attempt: &StartedAttempt,
 ) {

@@ -5,7 +5,7 @@ use crate::error::ApiError;
 use serde::Deserialize;
 use serde_json::Value;
 use toolmock_runtime::model::{SimulationId, TenantId};
-use toolmock_runtime::simulation::document::SimulationDocument;
+use toolmock_simulation::document::SimulationDocument;
 use toolmock_store::PgStore;
 
 /// A stored simulation document, parsed (it was loaded before it was kept,

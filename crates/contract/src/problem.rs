@@ -8,7 +8,7 @@
 //! it (or not) the way it wants, and nobody has to strip it again.
 //!
 //! ```
-//! use toolmock_contract::{Problems, problem_codes};
+//! use toolmock_contract::{ProblemCode, Problems, problem_codes};
 //!
 //! problem_codes! {
 //!     /// What can be wrong with a greeting.
@@ -24,6 +24,8 @@
 //! assert_eq!(problems.to_string(), "/greeting: empty: say something\n");
 //! assert!(problems.contains(GreetingCode::Empty));
 //! assert_eq!(GreetingCode::ALL, &[GreetingCode::Empty]);
+//! assert_eq!(GreetingCode::parse("empty"), Some(GreetingCode::Empty));
+//! assert_eq!(GreetingCode::parse("hello"), None);
 //! ```
 
 use serde::Serialize;
@@ -37,6 +39,11 @@ pub trait ProblemCode: Copy + Eq + fmt::Debug + 'static {
     const ALL: &'static [Self];
     /// The code as written in reports, e.g. `unknown_field`.
     fn as_str(self) -> &'static str;
+
+    /// The code written `text` (a stored code read back, say), if it is one.
+    fn parse(text: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|code| code.as_str() == text)
+    }
 }
 
 /// Declares a code enum: the variants with their doc lines and wire strings,

@@ -218,8 +218,9 @@ impl From<&CallError> for CallCode {
 }
 
 impl CallCode {
-    /// Whose fault a failure of this code is.
-    pub fn class(self) -> ErrorClass {
+    /// Whose fault a failure of this code is (the one class table: the
+    /// runtime reads it, at compile time, to file each code).
+    pub const fn class(self) -> ErrorClass {
         match self {
             CallCode::InvalidArguments
             | CallCode::InvalidNumber

@@ -72,7 +72,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // The floor: the pure evaluator's part of the same calls (input
         // validation, evaluation, output validation, applying the updates).
         let contract = toolmock_evaluator::CompiledContract::new(
-            toolmock_runtime::model::effective_contract(&toolmock_runtime::testkit::ledger_operation(), None)
+            toolmock_runtime::testkit::ledger_operation()
+                .effective_contract(None)
                 .ok_or("the ledger has an output schema")?,
         )?;
         let compiled = toolmock_evaluator::compile_checked(

@@ -1,40 +1,22 @@
-//! The toolmock runtime: the dispatcher every tool call of a simulated attempt
-//! goes through, and the simulation start that pins what answers those calls.
+//! The toolmock runtime: the dispatcher every tool call of a simulated
+//! attempt goes through, the simulation start that pins what answers those
+//! calls, the storage traits it runs on and their in-memory implementation.
 //!
-//! [`Dispatcher::start`] resolves every operation an agent can reach (its
-//! tools and, transitively, the tool nodes of its workflows) to a pin: a
-//! library revision, or an inline definition by its hash. It refuses, listing
-//! every problem, stale, missing and unmockable operations (unless
-//! `allow_incomplete`), `state_conflict`s between pinned initial states, and,
-//! in sandbox mode, workflow nodes that cause effects without the dispatcher.
-//! It creates the attempts with their initial fixture state and a 256-bit
-//! capability each. [`Dispatcher::call`] is SPEC §8's pipeline: find the pin,
-//! then under the attempt's state lock check the lease first, validate the
-//! input, evaluate the mock and validate its output, commit the state with
-//! its evidence, apply the delay, and return exactly the rendered result.
-//! Tool input errors and harness errors are recorded before the call
-//! returns, storage failures as `storage_failed` (or, when nothing can be
-//! written, found by the finish); an attempt with a harness error always
-//! ends `harness_error`.
+//! [`Dispatcher::start`] pins every operation an agent can reach and creates
+//! the attempts, each with its fixture state and capability;
+//! [`Dispatcher::call`] runs one call through SPEC §8's pipeline and returns
+//! exactly the rendered result; [`Dispatcher::finish_attempt`] ends an
+//! attempt, as `harness_error` whenever the harness was at fault. The
+//! modules are `dispatcher`, `backend` (the storage traits, [`MemoryStore`],
+//! the injected clock and sleeper), `model` (what is stored and passed) and
+//! `error`; the `testkit` feature holds the behaviour suite every backend
+//! runs.
 //!
-//! The public surface is four modules: [`dispatcher`] (the dispatcher, its
-//! requests and results), [`backend`] (the storage traits — [`Catalog`],
-//! [`PinStore`], [`FixtureStore`], [`EvidenceSink`], [`AttemptStore`],
-//! together [`Backend`] — the in-memory [`MemoryStore`], and the injected
-//! clock, sleeper and external executor), [`model`] (what is stored and
-//! passed: ids, capabilities, agents, pins, attempts, evidence) and [`error`]
-//! (every error and its typed code). The main path — [`Dispatcher`],
-//! [`MemoryStore`], [`StartRequest`], [`ToolCall`] — is also at the crate
-//! root. This crate does not depend on any database: the PostgreSQL backend
-//! lives in `toolmock-store`. It is not an HTTP API, and it never executes a
-//! tool for real in a sandbox run.
-//!
-//! [`Catalog`]: backend::Catalog
-//! [`PinStore`]: backend::PinStore
-//! [`FixtureStore`]: backend::FixtureStore
-//! [`EvidenceSink`]: backend::EvidenceSink
-//! [`AttemptStore`]: backend::AttemptStore
-//! [`Backend`]: backend::Backend
+//! It is not a database (the PostgreSQL backend is `toolmock-store`), not
+//! an HTTP API (`toolmock-api`), and not the simulation format, its runner
+//! or the workflow engine (`toolmock-simulation`, built on this crate). Its
+//! invariants and boundary are in ARCHITECTURE.md, section
+//! "`crates/runtime`".
 //!
 //! ```
 //! use serde_json::json;
@@ -108,10 +90,8 @@ pub mod backend;
 pub mod dispatcher;
 pub mod error;
 pub mod model;
-pub mod simulation;
 #[cfg(feature = "testkit")]
 pub mod testkit;
-pub mod workflow;
 
 pub use backend::MemoryStore;
 pub use dispatcher::{Dispatcher, StartRequest, ToolCall};

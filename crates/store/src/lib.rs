@@ -2,19 +2,13 @@
 //! `toolmock-runtime`'s storage traits.
 //!
 //! [`PgStore`] implements `Catalog`, `PinStore`, `FixtureStore`,
-//! `EvidenceSink` and `AttemptStore` with sqlx 0.9 over a connection pool.
-//! The schema is embedded ([`MIGRATOR`]; binaries run [`migrate`] at start)
-//! and carries the guarantees itself: triggers reject UPDATE, DELETE and
-//! TRUNCATE on `tool_mock_revisions`, `evidence`, `tool_input_errors`,
-//! `harness_errors` and `simulation_pins` (SQLSTATE `TM001`, [`SqlState::AppendOnly`], mapped to
-//! `StoreError::AppendOnly`); every tenant-owned row carries `tenant_id` and
-//! every reference is a composite `(tenant_id, id)` foreign key; every query
-//! filters by the caller's tenant, so a row of another tenant reads exactly
-//! as a missing one. A revision is saved in one transaction that locks its
-//! operation row (`ContractChanged { current }` on a stale hash); a call's
-//! state change and evidence are one transaction around `SELECT … FOR UPDATE`
-//! of the attempt's single state row. Capabilities are stored only as
-//! SHA-256.
+//! `EvidenceSink` and `AttemptStore` with sqlx 0.9 over a connection pool,
+//! plus the read models the API lists; the schema is embedded
+//! ([`MIGRATOR`]: `migrate` as the owner, [`check_schema`] as the
+//! application role). The guarantees the schema itself carries (append-only
+//! tables, tenancy in every query and foreign key, row-locked fixture
+//! state, revision numbering) and why each holds are in ARCHITECTURE.md,
+//! section "`crates/store`", and docs/data-model.md.
 //!
 //! This crate holds no business rules of its own (they are the runtime's and
 //! the evaluator's) and no HTTP API. Queries are checked at run time (no

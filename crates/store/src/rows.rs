@@ -4,8 +4,9 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use sqlx::FromRow;
 use sqlx::types::Json;
+use toolmock_contract::ProblemCode;
 use toolmock_contract::{ContractHash, DefinitionHash, OperationContract};
-use toolmock_runtime::error::{HarnessCode, StoreError, ToolInputCode, parse_code};
+use toolmock_runtime::error::{HarnessCode, StoreError, ToolInputCode};
 use toolmock_runtime::model::{
     AttemptId, EvidenceRecord, Executor, HarnessErrorRecord, OperationId, PinRef, Provenance,
     RevisionRecord, TenantId, ToolId, ToolInputErrorRecord, VariantChoice,
@@ -242,7 +243,7 @@ impl ToolInputErrorRow {
             operation: self.operation_name,
             pin: self.pin.into_pin()?,
             arguments: self.arguments.0,
-            code: parse_code::<ToolInputCode>(&self.code)
+            code: ToolInputCode::parse(&self.code)
                 .ok_or_else(|| corrupt("tool input error code", &self.code))?,
             message: self.message,
             path: self.path,
@@ -277,7 +278,7 @@ impl HarnessErrorRow {
             operation: self.operation_name,
             pin: self.pin.into_pin()?,
             arguments: self.arguments.map(|a| a.0),
-            code: parse_code::<HarnessCode>(&self.code)
+            code: HarnessCode::parse(&self.code)
                 .ok_or_else(|| corrupt("harness error code", &self.code))?,
             message: self.message,
             path: self.path,

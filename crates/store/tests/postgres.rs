@@ -397,7 +397,7 @@ const SEED_TOKEN: &str = "seed-capability-token";
 /// judgement), and the simulation's document.
 async fn seed_previous_schema(pool: &PgPool) -> (uuid::Uuid, uuid::Uuid) {
     use toolmock_runtime::testkit::{ledger_definition, ledger_operation};
-    let contract = toolmock_runtime::model::effective_contract(&ledger_operation(), None).unwrap();
+    let contract = ledger_operation().effective_contract(None).unwrap();
     let contract_hash = contract.hash().unwrap();
     let definition = ledger_definition();
     let definition_hash = toolmock_contract::DefinitionHash::of(&definition).unwrap();

@@ -33,7 +33,7 @@ const EXCEPTIONS: &[(&str, &str)] = &[
     ),
     (
         "check_schema",
-        "reads which migrations are applied from `_sqlx_migrations`, which holds no tenant's rows",
+        "reads sqlx's `_sqlx_migrations`, the schema's own version history: no tenant's row",
     ),
 ];
 

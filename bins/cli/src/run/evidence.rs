@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::io::Write;
 use std::path::Path;
 use toolmock_runtime::model::PinRef;
-use toolmock_runtime::simulation::RunResults;
+use toolmock_simulation::RunResults;
 
 fn pin(p: &PinRef) -> Value {
     match p {

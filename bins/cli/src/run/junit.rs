@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 use toolmock_runtime::model::AttemptOutcome;
-use toolmock_runtime::simulation::RunResults;
+use toolmock_simulation::RunResults;
 
 /// Escapes text for XML attributes and character data; drops characters XML 1.0 forbids.
 fn escape(text: &str) -> String {

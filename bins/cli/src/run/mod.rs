@@ -10,11 +10,12 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
-use toolmock_runtime::backend::{Catalog, TokioSleeper};
-use toolmock_runtime::simulation::{
-    self, Problem, RunError, RunOptions, RunResults, SequenceClock, VirtualSleeper,
-};
+use toolmock_runtime::backend::Catalog;
 use toolmock_runtime::{Dispatcher, MemoryStore};
+use toolmock_simulation::{
+    self as simulation, FileProblem, RunError, RunOptions, RunResults, SequenceClock,
+    VirtualSleeper,
+};
 
 /// Run a simulation file: every case's attempts against pinned mocks, on the
 /// embedded in-memory runtime (no database).
@@ -61,7 +62,7 @@ pub(crate) struct RunArgs {
     real_delays: bool,
 }
 
-fn print_problems(file: &str, problems: &[Problem]) {
+fn print_problems(file: &str, problems: &[FileProblem]) {
     let stderr = std::io::stderr();
     let mut err = stderr.lock();
     for p in problems {
@@ -78,8 +79,8 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
         return Err(Failure::usage("--min-pass-rate must lie between 0 and 1"));
     }
     let file = args.simulation.display().to_string();
-    let loaded = match simulation::load_file(&args.simulation) {
-        Ok(loaded) => Arc::new(loaded),
+    let loaded = match simulation::read_file(&args.simulation) {
+        Ok(loaded) => loaded,
         Err(problems) => {
             print_problems(&file, &problems);
             return Ok(2);
@@ -96,29 +97,34 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
         .map_err(|e| Failure::usage(format!("cannot start the runtime: {e}")))?;
     let store = MemoryStore::new();
     let mut dispatcher = Dispatcher::new(store).with_clock(Arc::new(SequenceClock::default()));
-    dispatcher = if args.real_delays {
-        dispatcher.with_sleeper(Arc::new(TokioSleeper))
-    } else {
-        dispatcher.with_sleeper(Arc::new(VirtualSleeper))
-    };
+    // The dispatcher sleeps for real unless told otherwise.
+    if !args.real_delays {
+        dispatcher = dispatcher.with_sleeper(Arc::new(VirtualSleeper));
+    }
     let dispatcher = Arc::new(dispatcher);
+    // A file with problems is checked whole, so that every problem (the
+    // loader's, the definitions', the start's) is listed at once.
+    if args.check || !loaded.problems.is_empty() {
+        let checked = runtime.block_on(async {
+            let tenant = dispatcher.backend().create_tenant("toolmock-run").await?;
+            simulation::check(&dispatcher, tenant, &loaded).await
+        });
+        let pinned = match checked {
+            Ok(pinned) => pinned,
+            Err(error) => return fail(&file, error),
+        };
+        let cases = loaded.simulation.document.cases.len();
+        println!(
+            "{file}: ok: {cases} case{}, {pinned} operation{} pinned",
+            if cases == 1 { "" } else { "s" },
+            if pinned == 1 { "" } else { "s" }
+        );
+        return Ok(0);
+    }
+    let loaded = Arc::new(loaded.simulation);
     let began = Instant::now();
-    let outcome: Result<Option<RunResults>, RunError> = runtime.block_on(async {
+    let outcome: Result<RunResults, RunError> = runtime.block_on(async {
         let tenant = dispatcher.backend().create_tenant("toolmock-run").await?;
-        if args.check {
-            let pinned = simulation::check(&dispatcher, tenant, &loaded).await?;
-            println!(
-                "{file}: ok: {} case{}, {pinned} operation{} pinned",
-                loaded.document.cases.len(),
-                if loaded.document.cases.len() == 1 {
-                    ""
-                } else {
-                    "s"
-                },
-                if pinned == 1 { "" } else { "s" }
-            );
-            return Ok(None);
-        }
         let total = loaded.document.cases.len() as u64 * u64::from(loaded.document.attempts);
         let bar = progress_bar(total);
         let tick = bar.clone();
@@ -140,21 +146,11 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
         if let Some(bar) = bar {
             bar.finish_and_clear();
         }
-        results.map(Some)
+        results
     });
     let results = match outcome {
-        Ok(Some(results)) => results,
-        Ok(None) => return Ok(0),
-        Err(RunError::Problems(problems)) => {
-            print_problems(&file, &problems);
-            return Ok(2);
-        }
-        Err(other) => {
-            return Err(Failure {
-                message: format!("{file}: {}: {other}", other.code()),
-                exit: 1,
-            });
-        }
+        Ok(results) => results,
+        Err(error) => return fail(&file, error),
     };
     let elapsed = began.elapsed();
     let out_error = |e: std::io::Error| Failure::usage(format!("cannot write the output: {e}"));
@@ -196,6 +192,21 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
         None => results.ok,
     };
     Ok(if ok { 0 } else { 1 })
+}
+
+/// A run that produced no results: its problems listed (exit 2), or why it
+/// failed (exit 1).
+fn fail(file: &str, error: RunError) -> Result<u8, Failure> {
+    match error {
+        RunError::Problems(problems) => {
+            print_problems(file, &problems);
+            Ok(2)
+        }
+        other => Err(Failure {
+            message: format!("{file}: {}: {other}", other.code()),
+            exit: 1,
+        }),
+    }
 }
 
 /// A progress bar on stderr when both stdout and stderr are terminals; none

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 use toolmock_runtime::model::AttemptOutcome;
-use toolmock_runtime::simulation::{CaseResult, RunResults};
+use toolmock_simulation::{CaseResult, RunResults};
 
 fn outcomes(case: &CaseResult) -> String {
     let mut counts: Vec<(AttemptOutcome, usize)> = Vec::new();
@@ -62,7 +62,7 @@ pub(crate) fn render(results: &RunResults) -> String {
         "case", "outcome", "expected", "pass rate"
     );
     for case in &results.cases {
-        let ok = case.as_expected as usize == case.attempts.len();
+        let ok = case.attempts_as_expected as usize == case.attempts.len();
         let _ = writeln!(
             out,
             "{}  {:<width$}  {:<outcome_width$}  {:<13}  {:>9}  {}",
@@ -108,19 +108,14 @@ pub(crate) fn render(results: &RunResults) -> String {
         s.harness_error,
         s.virtual_time_ms as f64 / 1000.0
     );
-    let total: usize = results
-        .coverage
-        .iter()
-        .map(|c| c.variants.iter().map(|v| v.rules.len() + 1).sum::<usize>())
-        .sum();
-    let never: usize = results.coverage.iter().map(|c| c.never.len()).sum();
+    let pinned = results.coverage.iter().filter(|c| c.pinned).count();
+    let branches: u64 = results.coverage.iter().map(|c| c.branches).sum();
+    let exercised: u64 = results.coverage.iter().map(|c| c.exercised).sum();
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "coverage: {}, {} of {} variant/rule branches exercised",
-        plural(results.coverage.len() as u64, "pinned operation"),
-        total.saturating_sub(never),
-        total
+        "coverage: {}, {exercised} of {branches} variant/rule branches exercised",
+        plural(pinned as u64, "pinned operation"),
     );
     let name_width = results
         .coverage

@@ -12,7 +12,6 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
 use toolmock_runtime::backend::Catalog;
-use toolmock_runtime::dispatcher::{AgentDraft, check_agent};
 use toolmock_runtime::error::AgentRejected;
 use toolmock_runtime::model::{AgentId, AgentSpec};
 use utoipa::ToSchema;
@@ -57,12 +56,14 @@ pub(crate) async fn create_agent(
     ApiJson(body): ApiJson<CreateAgent>,
 ) -> Result<(StatusCode, Json<AgentView>), ApiError> {
     let tenant = auth.principal.tenant;
-    let draft = AgentDraft {
-        name: &body.name,
-        tools: &body.tools,
-        workflows: &body.workflows,
-    };
-    let spec = match check_agent(state.store(), tenant, draft).await {
+    let checked = AgentSpec::check(
+        state.store(),
+        tenant,
+        &body.name,
+        &body.tools,
+        &body.workflows,
+    );
+    let spec = match checked.await {
         Ok(spec) => AgentSpec {
             prompt: body.prompt,
             guards: body.guards,

@@ -17,8 +17,8 @@ use toolmock_contract::pointer;
 use toolmock_runtime::ToolCall;
 use toolmock_runtime::backend::{AttemptStore, EvidenceSink, FixtureStore};
 use toolmock_runtime::model::{AttemptId, Capability, TenantId};
-use toolmock_runtime::simulation::document::{CaseDoc, DriverDoc};
-use toolmock_runtime::simulation::{RunError, judge_and_finish};
+use toolmock_simulation::document::{CaseDoc, DriverDoc};
+use toolmock_simulation::{RunError, judge_and_finish};
 use utoipa::ToSchema;
 use uuid::Uuid;
 

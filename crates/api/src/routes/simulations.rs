@@ -23,20 +23,19 @@ use std::sync::Arc;
 use toolmock_runtime::backend::{EvidenceSink, PinStore};
 use toolmock_runtime::error::StartError;
 use toolmock_runtime::model::{SimulationId, VariantChoice};
-use toolmock_runtime::simulation::document::SimulationDocument;
-use toolmock_runtime::simulation::expect::recorded_calls;
-use toolmock_runtime::simulation::{
-    CallReport, Files, Problem, RunError, coverage, install_inline, load_value, start_problems,
-    start_request, unknown_library_tools,
+use toolmock_simulation::document::SimulationDocument;
+use toolmock_simulation::{
+    CallReport, FileProblem, Files, RunError, coverage, install_inline, load_value, recorded_calls,
+    start_problems, start_request, unknown_library_tools,
 };
 use uuid::Uuid;
 
 /// Loader and start problems as the API lists them, each at its pointer
 /// into the request body.
-fn listed(problems: &[Problem]) -> impl Iterator<Item = Listed> + '_ {
+fn listed(problems: &[FileProblem]) -> impl Iterator<Item = Listed> + '_ {
     problems
         .iter()
-        .map(|p| Listed::new(p.code.clone(), p.path.clone(), p.message.clone()))
+        .map(|p| Listed::new(p.code, p.path.clone(), p.message.clone()))
 }
 
 fn run_error(error: RunError, code: ApiCode) -> ApiError {
@@ -73,7 +72,7 @@ pub(crate) async fn start_simulation(
     ApiJson(body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<StartedView>), ApiError> {
     let tenant = auth.principal.tenant;
-    let invalid = |problems: &[Problem]| {
+    let invalid = |problems: &[FileProblem]| {
         ApiError::unprocessable(
             ApiCode::InvalidSimulation,
             format!(

@@ -234,11 +234,11 @@ async fn resolve_source(
     }
 }
 
-/// The operations' rules (`toolmock_runtime::model::check_operations`),
+/// The operations' rules (`toolmock_runtime::model::NewOperation::check_list`),
 /// their pointers moved into the request: an operation's under `/source`,
 /// the fallback's at `/output_schema` as it is.
 fn check_operations(ops: &[NewOperation], fallback: Option<&Value>) -> Result<(), ApiError> {
-    toolmock_runtime::model::check_operations(ops, fallback).map_err(|problems| {
+    NewOperation::check_list(ops, fallback).map_err(|problems| {
         ApiError::unprocessable(
             ApiCode::InvalidOperations,
             "the operations are not valid",

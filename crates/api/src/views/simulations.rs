@@ -9,7 +9,7 @@ use toolmock_runtime::model::{
     AgentId, AgentSpec, AttemptRecord, EvidenceRecord, HarnessErrorRecord, PinRecord, PinRef,
     PinTarget, StateSnapshot, ToolId, ToolInputErrorRecord,
 };
-use toolmock_runtime::simulation::document::{DriverDoc, SimulationDocument};
+use toolmock_simulation::document::{DriverDoc, SimulationDocument};
 use toolmock_store::{AttemptListing, SimulationListing};
 use utoipa::ToSchema;
 use uuid::Uuid;

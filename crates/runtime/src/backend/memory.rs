@@ -6,16 +6,14 @@
 //! for revisions, evidence and errors, and tenant checks on every lookup.
 //! Nothing is persisted.
 
-use super::revision::check_revision;
 use super::{AttemptStore, Catalog, Clock, EvidenceSink, FixtureStore, PinStore, SystemClock};
-use super::{finished_after_lease, ledger_gap};
 use crate::error::{ApplyError, FinishError, SaveRevisionError, StoreError};
 use crate::model::{
     AgentId, AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptId, AttemptOutcome,
-    AttemptRecord, CapabilityCheck, EvidenceDraft, EvidenceRecord, HarnessErrorRecord, LibraryTool,
-    NewOperation, NewSimulation, NewTool, OperationId, OperationView, RevisionRecord, SaveRevision,
-    SimulationId, SimulationPins, StateSnapshot, Step, TenantId, TestCaseId, TokenHash, ToolId,
-    ToolInputErrorRecord, Verdict, effective_contract,
+    AttemptRecord, CapabilityCheck, EvidenceRecord, HarnessErrorRecord, LibraryTool, NewOperation,
+    NewSimulation, NewTool, OperationId, OperationView, RevisionRecord, SaveRevision, SimulationId,
+    SimulationPins, StateSnapshot, Step, TenantId, TestCaseId, TokenHash, ToolId,
+    ToolInputErrorRecord, Verdict,
 };
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
@@ -154,7 +152,7 @@ impl Fixture {
 }
 
 struct StoredEvidence {
-    draft: EvidenceDraft,
+    draft: Step,
     before: Arc<Map<String, Value>>,
     after: Arc<Map<String, Value>>,
     version_before: u64,
@@ -274,7 +272,7 @@ impl Catalog for MemoryStore {
             .get_mut(&tool)
             .filter(|t| t.tenant == tenant)
             .ok_or_else(|| not_found("tool"))?;
-        let contract = effective_contract(operation, row.output_schema.as_ref());
+        let contract = operation.effective_contract(row.output_schema.as_ref());
         let hash = contract
             .as_ref()
             .map(OperationContract::hash)
@@ -358,7 +356,7 @@ impl Catalog for MemoryStore {
             .get_mut(&operation)
             .filter(|o| o.tenant == tenant)
             .ok_or_else(|| not_found("operation"))?;
-        let definition_hash = check_revision(op.contract.as_ref(), op.hash.as_ref(), save)?;
+        let definition_hash = save.check(op.contract.as_ref(), op.hash.as_ref())?;
         let revision = u32::try_from(op.revisions.len() + 1).map_err(|_| StoreError::Conflict {
             what: "too many revisions".into(),
         })?;
@@ -544,7 +542,8 @@ impl FixtureStore for MemoryStore {
         if !capability_live || !meta_live(&lock(&cell.meta), now) {
             return Err(ApplyError::LeaseExpired);
         }
-        let Step { updates, evidence } = step(&fixture.state)?;
+        let mut evidence = step(&fixture.state)?;
+        let updates = std::mem::take(&mut evidence.updates);
         let before = fixture.state.clone();
         let after = if updates.is_empty() {
             before.clone()
@@ -760,19 +759,21 @@ impl AttemptStore for MemoryStore {
         let recorded = u64::try_from(recorded).unwrap_or(u64::MAX);
         let begun = meta.calls_begun.saturating_add(unmarked);
         if recorded < begun {
-            errors
-                .harness
-                .push(ledger_gap(tenant, attempt, begun, recorded, at));
+            errors.harness.push(HarnessErrorRecord::ledger_gap(
+                tenant, attempt, begun, recorded, at,
+            ));
             meta.has_harness_error = true;
         }
         if meta.lease_expires_at <= at || meta.revoked {
-            errors.harness.push(finished_after_lease(
-                tenant,
-                attempt,
-                meta.lease_expires_at,
-                meta.revoked,
-                at,
-            ));
+            errors
+                .harness
+                .push(HarnessErrorRecord::finished_after_lease(
+                    tenant,
+                    attempt,
+                    meta.lease_expires_at,
+                    meta.revoked,
+                    at,
+                ));
             meta.has_harness_error = true;
         }
         let outcome = if meta.has_harness_error {

@@ -1,7 +1,7 @@
 //! What the runtime runs on: the storage traits ([`Catalog`], [`PinStore`],
 //! [`FixtureStore`], [`EvidenceSink`], [`AttemptStore`]; together
 //! [`Backend`]), the in-memory implementation ([`MemoryStore`]), the rules of
-//! saving a revision every backend applies ([`check_revision`]), and the
+//! saving a revision every backend applies (`SaveRevision::check`), and the
 //! other injected seams: the [`Clock`], the [`Sleeper`] and the
 //! [`ExternalExecutor`].
 //!
@@ -12,11 +12,8 @@ mod memory;
 mod revision;
 
 pub use memory::MemoryStore;
-pub use revision::check_revision;
 
-use crate::error::{
-    ApplyError, FinishError, HarnessCode, HarnessFault, SaveRevisionError, StoreError,
-};
+use crate::error::{ApplyError, FinishError, SaveRevisionError, StoreError};
 use crate::model::{
     AgentId, AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptId, AttemptOutcome,
     AttemptRecord, CapabilityCheck, EvidenceRecord, HarnessErrorRecord, LibraryTool, NewOperation,
@@ -25,7 +22,7 @@ use crate::model::{
     Verdict,
 };
 use chrono::{DateTime, Utc};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -222,9 +219,9 @@ pub trait AttemptStore: Send + Sync {
     /// the marks of [`AttemptStore::begin_call`] plus `unmarked`, the calls
     /// the finishing dispatcher itself could not mark — a call was lost on
     /// its way to storage, and the finish records `storage_failed`
-    /// ([`ledger_gap`]). Then, when its lease ended at or before `at` or
+    /// (`HarnessErrorRecord::ledger_gap`). Then, when its lease ended at or before `at` or
     /// every capability of it is revoked, it records `lease_expired`
-    /// ([`finished_after_lease`]). The outcome is `harness_error` when the
+    /// (`HarnessErrorRecord::finished_after_lease`). The outcome is `harness_error` when the
     /// attempt has any harness error, otherwise the verdict's.
     fn finish_attempt(
         &self,
@@ -243,64 +240,13 @@ pub trait AttemptStore: Send + Sync {
     ) -> impl Future<Output = Result<AttemptRecord, StoreError>> + Send;
 }
 
-/// The `storage_failed` harness error a finish records when the attempt's
-/// records fall short of its calls begun (the same text in every backend).
-pub fn ledger_gap(
-    tenant: TenantId,
-    attempt: AttemptId,
-    begun: u64,
-    recorded: u64,
-    at: DateTime<Utc>,
-) -> HarnessErrorRecord {
-    let fault = HarnessFault {
-        code: HarnessCode::StorageFailed,
-        message: format!(
-            "{begun} call(s) of this attempt began but only {recorded} are recorded: a call was lost on its way to storage (or was still in flight when the attempt finished)"
-        ),
-        path: None,
-    };
-    let detail = json!({ "begun": begun, "recorded": recorded });
-    HarnessErrorRecord::new(tenant, attempt, None, &fault, detail, at)
-}
-
-/// The `lease_expired` harness error a finish records when the attempt's
-/// lease ended before it (`lease_expires_at <= at`) or its capabilities were
-/// revoked (the same text in every backend): whatever played the attempt
-/// held it past its lease, so its verdict cannot count.
-pub fn finished_after_lease(
-    tenant: TenantId,
-    attempt: AttemptId,
-    lease_expires_at: DateTime<Utc>,
-    revoked: bool,
-    at: DateTime<Utc>,
-) -> HarnessErrorRecord {
-    let why = if lease_expires_at <= at {
-        format!("its lease ended at {lease_expires_at}")
-    } else {
-        "its capability was revoked".to_owned()
-    };
-    let fault = HarnessFault {
-        code: HarnessCode::LeaseExpired,
-        message: format!(
-            "the attempt was finished after {why}: no verdict counts once the lease is over"
-        ),
-        path: None,
-    };
-    let detail = json!({
-        "lease_expires_at": lease_expires_at.to_rfc3339(),
-        "revoked": revoked,
-        "finished_at": at.to_rfc3339(),
-    });
-    HarnessErrorRecord::new(tenant, attempt, None, &fault, detail, at)
-}
-
 /// Everything the dispatcher and the start need from storage.
 pub trait Backend: Catalog + PinStore + FixtureStore + EvidenceSink + AttemptStore {}
 
 impl<T: Catalog + PinStore + FixtureStore + EvidenceSink + AttemptStore> Backend for T {}
 
 /// A boxed, sendable future (for the object-safe seams).
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Runs a pinned call against the real tool (real-tools runs only). Never
 /// called for an unknown tool or operation, and never in a sandbox run.
@@ -316,7 +262,7 @@ pub trait ExternalExecutor: Send + Sync {
 
 /// The executor of sandbox deployments: refuses every real execution.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct NoExternalExecutor;
+pub(crate) struct NoExternalExecutor;
 
 impl ExternalExecutor for NoExternalExecutor {
     fn execute<'a>(
@@ -341,7 +287,7 @@ pub trait Clock: Send + Sync {
 
 /// [`Clock`] reading the system clock.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
+pub(crate) struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> DateTime<Utc> {
@@ -357,7 +303,7 @@ pub trait Sleeper: Send + Sync {
 
 /// [`Sleeper`] using `tokio::time::sleep`.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct TokioSleeper;
+pub(crate) struct TokioSleeper;
 
 impl Sleeper for TokioSleeper {
     fn sleep(&self, delay: Duration) -> BoxFuture<'_, ()> {

@@ -5,105 +5,101 @@
 use crate::backend::Catalog;
 use crate::error::{AgentCode, AgentRejected};
 use crate::model::{AgentSpec, TenantId, ToolRef};
-use crate::workflow::{NodeDoc, WorkflowDoc};
+use crate::model::{NodeDoc, WorkflowDoc};
 use serde_json::Value;
 use toolmock_contract::{Problems, pointer};
 
-/// An agent as a caller describes it, its tools and workflows still JSON.
-#[derive(Debug, Clone, Copy)]
-pub struct AgentDraft<'a> {
-    /// Its name.
-    pub name: &'a str,
-    /// Library, inline and workflow tools (`ToolRef`s to be).
-    pub tools: &'a [Value],
-    /// Workflows in the documented format (`WorkflowDoc`s to be).
-    pub workflows: &'a [Value],
-}
-
-/// Checks an agent of `tenant` and reads its tools and workflows. Every
-/// problem is reported at once, each with a JSON pointer into the agent as
-/// described (`/name`, `/tools/N`, `/workflows/N/nodes/M/tool`, …); the
-/// returned spec has no prompt or guards (they are opaque to toolmock).
-pub async fn check_agent<C: Catalog>(
-    catalog: &C,
-    tenant: TenantId,
-    draft: AgentDraft<'_>,
-) -> Result<AgentSpec, AgentRejected> {
-    let mut problems = Problems::new();
-    if draft.name.is_empty() {
-        problems.push(AgentCode::InvalidName, "/name", "the agent needs a name");
-    }
-    let mut tools = Vec::new();
-    for (i, value) in draft.tools.iter().enumerate() {
-        match serde_json::from_value::<ToolRef>(value.clone()) {
-            Ok(tool) => tools.push((i, tool)),
-            Err(e) => problems.push(
-                AgentCode::MalformedTool,
-                pointer::index("/tools", i),
-                e.to_string(),
-            ),
+impl AgentSpec {
+    /// Checks an agent of `tenant` as a caller describes it — its `name`,
+    /// its `tools` (library, inline and workflow tools: `ToolRef`s to be)
+    /// and its `workflows` (in the documented format: `WorkflowDoc`s to be),
+    /// still JSON — and reads its tools and workflows. Every problem is
+    /// reported at once, each with a JSON pointer into the agent as
+    /// described (`/name`, `/tools/N`, `/workflows/N/nodes/M/tool`, …); the
+    /// returned spec has no prompt or guards (they are opaque to toolmock).
+    pub async fn check<C: Catalog>(
+        catalog: &C,
+        tenant: TenantId,
+        name: &str,
+        tools: &[Value],
+        workflows: &[Value],
+    ) -> Result<AgentSpec, AgentRejected> {
+        let mut problems = Problems::new();
+        if name.is_empty() {
+            problems.push(AgentCode::InvalidName, "/name", "the agent needs a name");
         }
-    }
-    let mut workflows: Vec<WorkflowDoc> = Vec::new();
-    for (i, value) in draft.workflows.iter().enumerate() {
-        match serde_json::from_value(value.clone()) {
-            Ok(workflow) => workflows.push(workflow),
-            Err(e) => problems.push(
-                AgentCode::MalformedWorkflow,
-                pointer::index("/workflows", i),
-                e.to_string(),
-            ),
+        let mut refs = Vec::new();
+        for (i, value) in tools.iter().enumerate() {
+            match serde_json::from_value::<ToolRef>(value.clone()) {
+                Ok(tool) => refs.push((i, tool)),
+                Err(e) => problems.push(
+                    AgentCode::MalformedTool,
+                    pointer::index("/tools", i),
+                    e.to_string(),
+                ),
+            }
         }
-    }
-    // The names the agent's calls can use: its tools' and its workflows'.
-    let mut names: Vec<String> = Vec::new();
-    let mut names_known = true;
-    for (i, tool) in &tools {
-        match tool {
-            ToolRef::Library { tool } => match catalog.tool(tenant, *tool).await {
-                Ok(found) => names.push(found.name),
-                Err(e) if e.is_not_found() => {
-                    names_known = false;
+        let mut docs: Vec<WorkflowDoc> = Vec::new();
+        for (i, value) in workflows.iter().enumerate() {
+            match serde_json::from_value(value.clone()) {
+                Ok(workflow) => docs.push(workflow),
+                Err(e) => problems.push(
+                    AgentCode::MalformedWorkflow,
+                    pointer::index("/workflows", i),
+                    e.to_string(),
+                ),
+            }
+        }
+        // The names the agent's calls can use: its tools' and its workflows'.
+        let mut names: Vec<String> = Vec::new();
+        let mut names_known = true;
+        for (i, tool) in &refs {
+            match tool {
+                ToolRef::Library { tool } => match catalog.tool(tenant, *tool).await {
+                    Ok(found) => names.push(found.name),
+                    Err(e) if e.is_not_found() => {
+                        names_known = false;
+                        problems.push(
+                            AgentCode::UnknownTool,
+                            pointer::push(&pointer::index("/tools", *i), "tool"),
+                            format!("the tenant has no library tool {tool}"),
+                        );
+                    }
+                    Err(e) => return Err(e.into()),
+                },
+                ToolRef::Inline(inline) => names.push(inline.name.clone()),
+                ToolRef::Workflow { workflow } => names.push(workflow.clone()),
+            }
+        }
+        // With an unknown library tool its name is unknown too: that one
+        // problem is enough.
+        for (w, workflow) in docs.iter().enumerate().filter(|_| names_known) {
+            for (n, node) in workflow.nodes.iter().enumerate() {
+                if let NodeDoc::Tool {
+                    tool: Some(tool), ..
+                } = node
+                    && !names.contains(tool)
+                {
                     problems.push(
-                        AgentCode::UnknownTool,
-                        pointer::push(&pointer::index("/tools", *i), "tool"),
-                        format!("the tenant has no library tool {tool}"),
-                    );
-                }
-                Err(e) => return Err(e.into()),
-            },
-            ToolRef::Inline(inline) => names.push(inline.name.clone()),
-            ToolRef::Workflow { workflow } => names.push(workflow.clone()),
-        }
-    }
-    // With an unknown library tool its name is unknown too: that one
-    // problem is enough.
-    for (w, workflow) in workflows.iter().enumerate().filter(|_| names_known) {
-        for (n, node) in workflow.nodes.iter().enumerate() {
-            if let NodeDoc::Tool {
-                tool: Some(tool), ..
-            } = node
-                && !names.contains(tool)
-            {
-                problems.push(
                     AgentCode::UnknownTool,
                     format!("/workflows/{w}/nodes/{n}/tool"),
                     format!(
                         "the agent has no tool {tool:?}; a workflow calls only the agent's tools"
                     ),
                 );
+                }
             }
         }
+        if !problems.is_empty() {
+            return Err(AgentRejected::Invalid(problems));
+        }
+        Ok(AgentSpec {
+            tools: refs.into_iter().map(|(_, tool)| tool).collect(),
+            workflows: docs,
+            prompt: String::new(),
+            guards: Vec::new(),
+        })
     }
-    if !problems.is_empty() {
-        return Err(AgentRejected::Invalid(problems));
-    }
-    Ok(AgentSpec {
-        tools: tools.into_iter().map(|(_, tool)| tool).collect(),
-        workflows,
-        prompt: String::new(),
-        guards: Vec::new(),
-    })
 }
 
 #[cfg(test)]
@@ -133,12 +129,9 @@ mod tests {
             json!({"type": "teleport"}),
         ];
         let workflows = [json!({"name": "w", "nodes": 3})];
-        let draft = AgentDraft {
-            name: "",
-            tools: &tools,
-            workflows: &workflows,
-        };
-        let rejected = check_agent(&store, tenant, draft).await.unwrap_err();
+        let rejected = AgentSpec::check(&store, tenant, "", &tools, &workflows)
+            .await
+            .unwrap_err();
         assert_eq!(
             listed(rejected),
             [
@@ -172,19 +165,14 @@ mod tests {
                 {"id": "call", "type": "tool", "tool": tool, "operation": "find"}]})
         };
         let good = [workflow("crm")];
-        let draft = AgentDraft {
-            name: "agent",
-            tools: &tools,
-            workflows: &good,
-        };
-        let spec = check_agent(&store, tenant, draft).await.unwrap();
+        let spec = AgentSpec::check(&store, tenant, "agent", &tools, &good)
+            .await
+            .unwrap();
         assert_eq!((spec.tools.len(), spec.workflows.len()), (1, 1));
         let bad = [workflow("billing")];
-        let draft = AgentDraft {
-            workflows: &bad,
-            ..draft
-        };
-        let rejected = check_agent(&store, tenant, draft).await.unwrap_err();
+        let rejected = AgentSpec::check(&store, tenant, "agent", &tools, &bad)
+            .await
+            .unwrap_err();
         assert_eq!(
             listed(rejected),
             [("unknown_tool", "/workflows/0/nodes/0/tool".to_owned())]

@@ -13,10 +13,10 @@ use super::pins::{PinEntry, ResolvedPin};
 use super::{Bound, Dispatcher, ToolCall, read, write};
 use crate::backend::Backend;
 use crate::error::{
-    ApplyError, CallCode, DispatchError, HarnessCode, HarnessFault, StoreError, ToolInputFault,
+    ApplyError, CallFault, DispatchError, HarnessCode, HarnessFault, StoreError, ToolInputFault,
 };
 use crate::model::{
-    AttemptId, Capability, EvidenceDraft, Executor, FaultCall, HarnessErrorRecord, PinRef,
+    Applied, AttemptId, Capability, Executor, FaultCall, HarnessErrorRecord, PinRef,
     SimulationMode, Step, TenantId, TokenHash, ToolInputErrorRecord, has_nul, sanitize,
     sanitize_text,
 };
@@ -27,15 +27,41 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use toolmock_evaluator::{Call, CallError, evaluate};
 
-/// A capability resolved to its attempt, and whether the lease was live when
-/// resolved (`None` for a cached binding: liveness is then checked later,
-/// before anything happens).
+/// A capability resolved to its attempt.
 enum Resolved {
-    Bound(Arc<Bound>, Option<bool>),
+    /// Its attempt, and whether the lease was live when resolved (`None`
+    /// for a cached binding: liveness is then checked later, before
+    /// anything happens).
+    Bound {
+        bound: Arc<Bound>,
+        live: Option<bool>,
+    },
     /// Unknown, or another tenant's: nothing to record it on.
     Rejected,
     /// Storage failed before the attempt was known.
     Unreadable(StoreError),
+}
+
+/// What the pins say about a called operation.
+enum PinLookup {
+    /// Its pin, and the simulation's mode.
+    Pinned {
+        pin: Arc<ResolvedPin>,
+        mode: SimulationMode,
+    },
+    /// No usable pin: the harness fault that says why.
+    Fault(HarnessFault),
+    /// Storage failed before the pins could be read.
+    Unreadable(StoreError),
+}
+
+/// How a real-tools call went before its answer is made.
+enum RealCall {
+    /// The real tool ran; the locked step that records it answered this.
+    Ran(Result<Applied, ApplyError>),
+    /// Refused or failed before or during the real execution, already
+    /// recorded: the call's final answer.
+    Ended(DispatchError),
 }
 
 impl<B: Backend> Dispatcher<B> {
@@ -60,7 +86,7 @@ impl<B: Backend> Dispatcher<B> {
         let clock = Instant::now();
         let token = capability.hash();
         let (bound, live) = match self.resolve_capability(tenant, &token).await {
-            Resolved::Bound(bound, live) => (bound, live),
+            Resolved::Bound { bound, live } => (bound, live),
             Resolved::Rejected => return Err(DispatchError::CapabilityRejected),
             Resolved::Unreadable(e) => {
                 self.note_unresolved(tenant, token);
@@ -97,31 +123,32 @@ impl<B: Backend> Dispatcher<B> {
         started_at: DateTime<Utc>,
         clock: Instant,
     ) -> Result<Value, DispatchError> {
-        let pin = match self.pin_for(bound, call).await {
-            Ok(pin) => pin,
-            Err(Err(cause)) => {
+        let (pin, mode) = match self.pin_for(bound, call).await {
+            PinLookup::Pinned { pin, mode } => (pin, mode),
+            PinLookup::Unreadable(cause) => {
                 return Err(self
                     .storage_failed(bound, call, None, &cause, json!({}))
                     .await);
             }
-            Err(Ok(fault)) => return Err(self.fault_before_step(bound, token, call, fault).await),
+            PinLookup::Fault(fault) => {
+                return Err(self.fault_before_step(bound, token, call, fault).await);
+            }
         };
-        let applied = match pin.1 {
+        let applied = match mode {
             SimulationMode::Sandbox => {
-                self.sandbox(bound, token, call, &pin.0, started_at, clock)
+                self.sandbox(bound, token, call, &pin, started_at, clock)
                     .await
             }
             SimulationMode::RealTools => {
                 match self
-                    .real_tools(bound, token, call, &pin.0, started_at, clock)
+                    .real_tools(bound, token, call, &pin, started_at, clock)
                     .await
                 {
-                    Ok(applied) => applied,
-                    Err(refused) => return Err(refused),
+                    RealCall::Ran(applied) => applied,
+                    RealCall::Ended(refused) => return Err(refused),
                 }
             }
         };
-        let pin = &pin.0;
         match applied {
             Ok(applied) => {
                 if applied.delay_ms > 0 {
@@ -154,7 +181,7 @@ impl<B: Backend> Dispatcher<B> {
         pin: &ResolvedPin,
         started_at: DateTime<Utc>,
         clock: Instant,
-    ) -> Result<crate::model::Applied, ApplyError> {
+    ) -> Result<Applied, ApplyError> {
         let variant = bound.binding.variant_for(&call.tool, &call.operation);
         self.backend
             .apply_call(&bound.binding, token, started_at, |state| {
@@ -180,19 +207,17 @@ impl<B: Backend> Dispatcher<B> {
                         .into_iter()
                         .map(|(k, v)| (k.to_owned(), v))
                         .collect(),
-                    evidence: EvidenceDraft {
-                        tool: pin.tool.clone(),
-                        operation: pin.operation.clone(),
-                        pin: pin.pin.clone(),
-                        executor: Executor::Mock,
-                        variant: Some(pin.variant(variant)),
-                        rule: rule.map(|r| u32::try_from(r).unwrap_or(u32::MAX)),
-                        arguments: call.input.clone(),
-                        result,
-                        delay_ms,
-                        started_at,
-                        duration_us: elapsed_us(clock),
-                    },
+                    tool: pin.tool.clone(),
+                    operation: pin.operation.clone(),
+                    pin: pin.pin.clone(),
+                    executor: Executor::Mock,
+                    variant: Some(pin.variant(variant)),
+                    rule: rule.map(|r| u32::try_from(r).unwrap_or(u32::MAX)),
+                    arguments: call.input.clone(),
+                    result,
+                    delay_ms,
+                    started_at,
+                    duration_us: elapsed_us(clock),
                 })
             })
             .await
@@ -200,7 +225,7 @@ impl<B: Backend> Dispatcher<B> {
 
     /// A real-tools call: nothing real runs unless the lease is live and the
     /// input valid; a failed or unrecordable execution is a recorded harness
-    /// error. `Err` is the call's final answer; `Ok` the locked step's.
+    /// error.
     async fn real_tools(
         &self,
         bound: &Bound,
@@ -209,7 +234,7 @@ impl<B: Backend> Dispatcher<B> {
         pin: &ResolvedPin,
         started_at: DateTime<Utc>,
         clock: Instant,
-    ) -> Result<Result<crate::model::Applied, ApplyError>, DispatchError> {
+    ) -> RealCall {
         let binding = &bound.binding;
         match self
             .backend
@@ -218,19 +243,23 @@ impl<B: Backend> Dispatcher<B> {
         {
             Ok(check) if check.live => {}
             Ok(_) => {
-                return Err(self
-                    .lease_expired(bound, call, Some(&pin.pin), json!({}))
-                    .await);
+                return RealCall::Ended(
+                    self.lease_expired(bound, call, Some(&pin.pin), json!({}))
+                        .await,
+                );
             }
-            Err(StoreError::NotFound { .. }) => return Err(DispatchError::CapabilityRejected),
+            Err(StoreError::NotFound { .. }) => {
+                return RealCall::Ended(DispatchError::CapabilityRejected);
+            }
             Err(cause) => {
-                return Err(self
-                    .storage_failed(bound, call, Some(&pin.pin), &cause, json!({}))
-                    .await);
+                return RealCall::Ended(
+                    self.storage_failed(bound, call, Some(&pin.pin), &cause, json!({}))
+                        .await,
+                );
             }
         }
         if let Err(error) = pin.contract.validate_input(&call.input) {
-            return Err(self.call_error(bound, call, &pin.pin, error).await);
+            return RealCall::Ended(self.call_error(bound, call, &pin.pin, error).await);
         }
         let result = match self
             .executor
@@ -244,9 +273,10 @@ impl<B: Backend> Dispatcher<B> {
                     "the real result contains U+0000, which cannot be recorded".into(),
                 );
                 let detail = json!({ "external_result": sanitize(result) });
-                return Err(self
-                    .record_harness(bound, call, Some(&pin.pin), fault, detail)
-                    .await);
+                return RealCall::Ended(
+                    self.record_harness(bound, call, Some(&pin.pin), fault, detail)
+                        .await,
+                );
             }
             Err(message) => {
                 let fault = fault(
@@ -256,13 +286,14 @@ impl<B: Backend> Dispatcher<B> {
                         call.tool, call.operation
                     ),
                 );
-                return Err(self
-                    .record_harness(bound, call, Some(&pin.pin), fault, json!({}))
-                    .await);
+                return RealCall::Ended(
+                    self.record_harness(bound, call, Some(&pin.pin), fault, json!({}))
+                        .await,
+                );
             }
         };
         if let Err(error) = pin.contract.validate_output(&result) {
-            return Err(self.call_error(bound, call, &pin.pin, error).await);
+            return RealCall::Ended(self.call_error(bound, call, &pin.pin, error).await);
         }
         let detail = json!({ "external_result": result.clone() });
         let applied = self
@@ -270,32 +301,32 @@ impl<B: Backend> Dispatcher<B> {
             .apply_call(binding, token, started_at, |_| {
                 Ok(Step {
                     updates: Vec::new(),
-                    evidence: EvidenceDraft {
-                        tool: pin.tool.clone(),
-                        operation: pin.operation.clone(),
-                        pin: pin.pin.clone(),
-                        executor: Executor::External,
-                        variant: None,
-                        rule: None,
-                        arguments: call.input.clone(),
-                        result,
-                        delay_ms: 0,
-                        started_at,
-                        duration_us: elapsed_us(clock),
-                    },
+                    tool: pin.tool.clone(),
+                    operation: pin.operation.clone(),
+                    pin: pin.pin.clone(),
+                    executor: Executor::External,
+                    variant: None,
+                    rule: None,
+                    arguments: call.input.clone(),
+                    result,
+                    delay_ms: 0,
+                    started_at,
+                    duration_us: elapsed_us(clock),
                 })
             })
             .await;
         // The real call happened: when its evidence cannot be committed, the
         // harness error that says so carries its result.
         match applied {
-            Err(ApplyError::LeaseExpired) => Err(self
-                .lease_expired(bound, call, Some(&pin.pin), detail)
-                .await),
-            Err(ApplyError::Store(cause)) => Err(self
-                .storage_failed(bound, call, Some(&pin.pin), &cause, detail)
-                .await),
-            other => Ok(other),
+            Err(ApplyError::LeaseExpired) => RealCall::Ended(
+                self.lease_expired(bound, call, Some(&pin.pin), detail)
+                    .await,
+            ),
+            Err(ApplyError::Store(cause)) => RealCall::Ended(
+                self.storage_failed(bound, call, Some(&pin.pin), &cause, detail)
+                    .await,
+            ),
+            other => RealCall::Ran(other),
         }
     }
 
@@ -306,7 +337,10 @@ impl<B: Backend> Dispatcher<B> {
         if let Some(found) = read(&self.bindings).get(token)
             && found.binding.tenant == tenant
         {
-            return Resolved::Bound(found.clone(), None);
+            return Resolved::Bound {
+                bound: found.clone(),
+                live: None,
+            };
         }
         let check = match self
             .backend
@@ -322,49 +356,51 @@ impl<B: Backend> Dispatcher<B> {
             binding: check.binding,
         });
         write(&self.bindings).insert(*token, bound.clone());
-        Resolved::Bound(bound, Some(check.live))
+        Resolved::Bound {
+            bound,
+            live: Some(check.live),
+        }
     }
 
     /// The pin of the called operation, a harness fault saying why there is
     /// none, or the storage failure that kept it from being read.
-    async fn pin_for(
-        &self,
-        bound: &Bound,
-        call: &ToolCall,
-    ) -> Result<(Arc<ResolvedPin>, SimulationMode), Result<HarnessFault, StoreError>> {
+    async fn pin_for(&self, bound: &Bound, call: &ToolCall) -> PinLookup {
         let pins = match self.pin_set(&bound.binding).await {
             Ok(pins) => pins,
             Err(StoreError::Corrupt { what, message }) => {
-                return Err(Ok(fault(
+                return PinLookup::Fault(fault(
                     HarnessCode::UnreadablePin,
                     format!("stored {what} is unreadable: {message}"),
-                )));
+                ));
             }
-            Err(e) => return Err(Err(e)),
+            Err(e) => return PinLookup::Unreadable(e),
         };
         match pins.get(&call.tool, &call.operation) {
-            Some(PinEntry::Pinned(pin)) => Ok((pin.clone(), pins.mode)),
-            Some(PinEntry::Unpinned(reason)) => Err(Ok(fault(
+            Some(PinEntry::Pinned(pin)) => PinLookup::Pinned {
+                pin: pin.clone(),
+                mode: pins.mode,
+            },
+            Some(PinEntry::Unpinned(reason)) => PinLookup::Fault(fault(
                 HarnessCode::MissingDefinition,
                 format!(
                     "{}/{} has no pinned definition (it was {reason} at the start)",
                     call.tool, call.operation
                 ),
-            ))),
-            Some(PinEntry::Unreadable(message)) => Err(Ok(fault(
+            )),
+            Some(PinEntry::Unreadable(message)) => PinLookup::Fault(fault(
                 HarnessCode::UnreadablePin,
                 format!(
                     "the pin of {}/{} is unreadable: {message}",
                     call.tool, call.operation
                 ),
-            ))),
-            None => Err(Ok(fault(
+            )),
+            None => PinLookup::Fault(fault(
                 HarnessCode::UnknownTool,
                 format!(
                     "{}/{} is not a tool operation this simulation can reach; it was not executed",
                     call.tool, call.operation
                 ),
-            ))),
+            )),
         }
     }
 
@@ -434,10 +470,10 @@ impl<B: Backend> Dispatcher<B> {
         self.record_harness(bound, call, pin, fault, detail).await
     }
 
-    /// Records a harness error of a call through
-    /// [`Dispatcher::record_harness_fault`] and returns it as the call's
-    /// error (or the storage failure that kept it from being written, which
-    /// the attempt's ledger makes the finish see).
+    /// Records a harness error of a call through [`Dispatcher::record_fault`]
+    /// and returns it as the call's error (or the storage failure that kept
+    /// it from being written, which the attempt's ledger makes the finish
+    /// see).
     async fn record_harness(
         &self,
         bound: &Bound,
@@ -454,7 +490,7 @@ impl<B: Backend> Dispatcher<B> {
             pin,
         };
         match self
-            .record_harness_fault(binding.tenant, binding.attempt, Some(site), fault, detail)
+            .record_fault(binding.tenant, binding.attempt, Some(site), fault, detail)
             .await
         {
             Ok(fault) => DispatchError::Harness(fault),
@@ -465,7 +501,7 @@ impl<B: Backend> Dispatcher<B> {
     /// Records a harness fault of `attempt` — of one of its calls (`call`),
     /// or of whatever drives it (a workflow, a runner, a sweep) — in its own
     /// committed write, at the injected clock's now, with every U+0000
-    /// cleaned ([`HarnessErrorRecord::new`]), and returns the fault. When it
+    /// cleaned (`HarnessErrorRecord::new`), and returns the fault. When it
     /// cannot be written as it is (the arguments, say, are what the store
     /// refuses), it is written as `storage_failed` without the call's
     /// arguments, and that fault is returned; when that fails too, the
@@ -475,6 +511,26 @@ impl<B: Backend> Dispatcher<B> {
     /// here, except the ones a backend's finish writes in its own locked
     /// step.
     pub async fn record_harness_fault(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        call: Option<&ToolCall>,
+        fault: HarnessFault,
+        detail: Value,
+    ) -> Result<HarnessFault, StoreError> {
+        let site = call.map(|call| FaultCall {
+            tool: &call.tool,
+            operation: &call.operation,
+            arguments: Some(&call.input),
+            pin: None,
+        });
+        self.record_fault(tenant, attempt, site, fault, detail)
+            .await
+    }
+
+    /// [`Dispatcher::record_harness_fault`] with the call's pin, when the
+    /// dispatcher found one.
+    pub(crate) async fn record_fault(
         &self,
         tenant: TenantId,
         attempt: AttemptId,
@@ -528,8 +584,8 @@ impl<B: Backend> Dispatcher<B> {
         error: CallError,
     ) -> DispatchError {
         let violations = serde_json::to_value(error.violations()).unwrap_or(Value::Array(vec![]));
-        match CallCode::of(&error) {
-            CallCode::ToolInput(code) => {
+        match CallFault::of(&error) {
+            CallFault::ToolInput(code) => {
                 let fault = ToolInputFault {
                     code,
                     message: error.to_string(),
@@ -538,7 +594,7 @@ impl<B: Backend> Dispatcher<B> {
                 };
                 self.record_tool_input(bound, call, pin, fault).await
             }
-            CallCode::Harness(code) => {
+            CallFault::Harness(code) => {
                 let fault = HarnessFault {
                     code,
                     message: error.to_string(),

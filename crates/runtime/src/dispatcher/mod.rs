@@ -11,9 +11,6 @@ mod call;
 mod pins;
 mod start;
 
-pub use agent::{AgentDraft, check_agent};
-pub use start::{MAX_ATTEMPTS_PER_START, MAX_INITIAL_STATE_BYTES, MAX_START_STATE_BYTES};
-
 use crate::backend::{
     Backend, Clock, ExternalExecutor, NoExternalExecutor, Sleeper, SystemClock, TokioSleeper,
 };
@@ -106,6 +103,15 @@ struct Bound {
     unmarked: Arc<AtomicU64>,
 }
 
+/// Calls made with a capability storage could not resolve, per token.
+#[derive(Debug, Clone, Copy)]
+struct Unresolved {
+    /// The tenant the calls named.
+    tenant: TenantId,
+    /// How many.
+    calls: u64,
+}
+
 /// The dispatcher: starts simulations and runs every call of their attempts.
 ///
 /// Compiled contracts are cached by contract hash, compiled definitions by
@@ -130,7 +136,7 @@ pub struct Dispatcher<B> {
     simulations: RwLock<HashMap<SimulationId, Arc<PinSet>>>,
     bindings: RwLock<HashMap<TokenHash, Arc<Bound>>>,
     unmarked: Mutex<HashMap<AttemptId, Arc<AtomicU64>>>,
-    unresolved: Mutex<HashMap<TokenHash, (TenantId, u64)>>,
+    unresolved: Mutex<HashMap<TokenHash, Unresolved>>,
 }
 
 impl<B> std::fmt::Debug for Dispatcher<B> {
@@ -254,7 +260,10 @@ impl<B: Backend> Dispatcher<B> {
     /// attempt is found (and charged with it) when an attempt of the tenant
     /// finishes.
     fn note_unresolved(&self, tenant: TenantId, token: TokenHash) {
-        lock(&self.unresolved).entry(token).or_insert((tenant, 0)).1 += 1;
+        lock(&self.unresolved)
+            .entry(token)
+            .or_insert(Unresolved { tenant, calls: 0 })
+            .calls += 1;
     }
 
     /// How many calls with unresolved capabilities were `attempt`'s. Tokens
@@ -267,8 +276,8 @@ impl<B: Backend> Dispatcher<B> {
     ) -> Result<u64, StoreError> {
         let pending: Vec<(TokenHash, u64)> = lock(&self.unresolved)
             .iter()
-            .filter(|(_, (t, _))| *t == tenant)
-            .map(|(token, (_, count))| (*token, *count))
+            .filter(|(_, unresolved)| unresolved.tenant == tenant)
+            .map(|(token, unresolved)| (*token, unresolved.calls))
             .collect();
         let mut ours = 0;
         for (token, count) in pending {

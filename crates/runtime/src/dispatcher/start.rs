@@ -22,7 +22,7 @@ use crate::model::{
     PinRecord, PinRef, PinTarget, SimulationId, SimulationMode, TenantId, TestCaseId,
     TestingStatus, ToolId, ToolRef,
 };
-use crate::workflow::{NodeDoc, WorkflowDoc, workflow_cycles};
+use crate::model::{NodeDoc, WorkflowDoc};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -404,10 +404,10 @@ fn validate(request: &StartRequest) -> Result<chrono::Duration, StartError> {
     let attempts = u64::try_from(request.test_cases.len())
         .unwrap_or(u64::MAX)
         .saturating_mul(u64::from(request.attempts_per_case));
-    if attempts > MAX_ATTEMPTS_PER_START {
+    if attempts > StartLimit::Attempts.maximum() {
         return Err(StartError::TooLarge {
             limit: StartLimit::Attempts,
-            maximum: MAX_ATTEMPTS_PER_START,
+            maximum: StartLimit::Attempts.maximum(),
             actual: attempts,
         });
     }
@@ -420,15 +420,6 @@ fn validate(request: &StartRequest) -> Result<chrono::Duration, StartError> {
         .map_err(|_| StartError::InvalidRequest("the lease is too long".into()))
 }
 
-/// The most attempts one start may create (test cases × attempts per case).
-pub const MAX_ATTEMPTS_PER_START: u64 = 10_000;
-/// The largest initial fixture state an attempt may start with, in bytes of
-/// compact JSON.
-pub const MAX_INITIAL_STATE_BYTES: u64 = 256 * 1024;
-/// The most initial-state bytes one start may write over all its attempts
-/// (attempts × the initial state's bytes).
-pub const MAX_START_STATE_BYTES: u64 = 64 * 1024 * 1024;
-
 /// Refuses a start whose initial state, alone or once per attempt, passes
 /// its limit: what one request may make the store write is bounded.
 fn check_state_size(
@@ -438,10 +429,10 @@ fn check_state_size(
     let bytes = serde_json::to_vec(initial).map_or(u64::MAX, |text| {
         u64::try_from(text.len()).unwrap_or(u64::MAX)
     });
-    if bytes > MAX_INITIAL_STATE_BYTES {
+    if bytes > StartLimit::InitialStateBytes.maximum() {
         return Err(StartError::TooLarge {
             limit: StartLimit::InitialStateBytes,
-            maximum: MAX_INITIAL_STATE_BYTES,
+            maximum: StartLimit::InitialStateBytes.maximum(),
             actual: bytes,
         });
     }
@@ -449,10 +440,10 @@ fn check_state_size(
         .unwrap_or(u64::MAX)
         .saturating_mul(u64::from(request.attempts_per_case));
     let total = bytes.saturating_mul(attempts);
-    if total > MAX_START_STATE_BYTES {
+    if total > StartLimit::StartStateBytes.maximum() {
         return Err(StartError::TooLarge {
             limit: StartLimit::StartStateBytes,
-            maximum: MAX_START_STATE_BYTES,
+            maximum: StartLimit::StartStateBytes.maximum(),
             actual: total,
         });
     }
@@ -471,7 +462,7 @@ fn reach<'a>(
     mode: SimulationMode,
     problems: &mut Vec<StartProblem>,
 ) -> Vec<Reached<'a>> {
-    for cycle in workflow_cycles(&spec.workflows) {
+    for cycle in WorkflowDoc::cycles(&spec.workflows) {
         let mut names: Vec<String> = cycle
             .iter()
             .map(|&i| spec.workflows[i].name.clone())

@@ -6,8 +6,8 @@
 //! `tests` compares them, with their classes, with the `toolmock-runtime`
 //! section of `docs/error-codes.md`, both ways.
 
-use toolmock_contract::{ProblemCode, problem_codes};
-use toolmock_evaluator::CallError;
+use toolmock_contract::problem_codes;
+use toolmock_evaluator::{CallCode, CallError, ErrorClass};
 
 problem_codes! {
     /// A harness fault: the harness (pin, definition, fixture state, lease,
@@ -66,48 +66,91 @@ problem_codes! {
     }
 }
 
-/// What a failed evaluation is, in the runtime's terms: the evaluator's
-/// `CallError` codes, each mapped onto exactly one runtime code.
+/// What a failed evaluation is in the runtime's terms: the runtime code
+/// with the text of the evaluator's code, in the family of the evaluator's
+/// class. The class table is the evaluator's alone
+/// (`toolmock_evaluator::CallCode::class`); [`FILED`] reads it when this
+/// crate compiles, so an evaluator code that the family of its class lacks
+/// does not compile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CallCode {
+pub(crate) enum CallFault {
     /// The agent's fault.
     ToolInput(ToolInputCode),
     /// The harness's fault.
     Harness(HarnessCode),
 }
 
-impl CallCode {
-    /// The runtime code of an evaluator error (an exhaustive match: a new
-    /// `CallError` variant does not compile until it is classified here).
-    pub fn of(error: &CallError) -> Self {
-        match error {
-            CallError::InvalidArguments { .. } => {
-                CallCode::ToolInput(ToolInputCode::InvalidArguments)
-            }
-            CallError::InvalidNumber { .. } => CallCode::ToolInput(ToolInputCode::InvalidNumber),
-            CallError::InvalidDate { .. } => CallCode::ToolInput(ToolInputCode::InvalidDate),
-            CallError::OffsetOutOfRange { .. } => {
-                CallCode::ToolInput(ToolInputCode::OffsetOutOfRange)
-            }
-            CallError::DateOutOfRange { .. } => CallCode::ToolInput(ToolInputCode::DateOutOfRange),
-            CallError::InvalidFixtureLiteral { .. } => {
-                CallCode::Harness(HarnessCode::InvalidFixtureLiteral)
-            }
-            CallError::MissingReference { .. } => CallCode::Harness(HarnessCode::MissingReference),
-            CallError::UnknownVariant { .. } => CallCode::Harness(HarnessCode::UnknownVariant),
-            CallError::OutputSchemaViolation { .. } => {
-                CallCode::Harness(HarnessCode::OutputSchemaViolation)
-            }
-        }
+impl CallFault {
+    /// The runtime code of an evaluator error.
+    pub(crate) fn of(error: &CallError) -> Self {
+        // In bounds: `FILED` has one entry per code, in declaration order.
+        FILED[CallCode::from(error) as usize]
     }
 
-    /// The stable text.
-    pub fn as_str(self) -> &'static str {
+    /// The stable text (the evaluator code's).
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
-            CallCode::ToolInput(code) => code.as_str(),
-            CallCode::Harness(code) => code.as_str(),
+            CallFault::ToolInput(code) => code.as_str(),
+            CallFault::Harness(code) => code.as_str(),
         }
     }
+}
+
+/// The position in `$family::ALL` of the code written `$text`, if any
+/// (a macro: a `const fn` cannot be generic over the code enums).
+macro_rules! position_of {
+    ($family:ty, $text:expr) => {{
+        let mut found = None;
+        let mut k = 0;
+        while k < <$family>::ALL.len() {
+            if same(<$family>::ALL[k].as_str(), $text) {
+                found = Some(k);
+                break;
+            }
+            k += 1;
+        }
+        found
+    }};
+}
+
+/// Every evaluator code filed under its runtime code, by the evaluator
+/// code's position (the table is built, and checked, at compile time).
+const FILED: [CallFault; CallCode::ALL.len()] = file_every_call_code();
+
+const fn file_every_call_code() -> [CallFault; CallCode::ALL.len()] {
+    // Every entry is overwritten below; the loop covers every position.
+    let mut filed = [CallFault::Harness(HarnessCode::StorageFailed); CallCode::ALL.len()];
+    let mut i = 0;
+    while i < CallCode::ALL.len() {
+        let code = CallCode::ALL[i];
+        filed[code as usize] = match code.class() {
+            ErrorClass::ToolInputError => match position_of!(ToolInputCode, code.as_str()) {
+                Some(k) => CallFault::ToolInput(ToolInputCode::ALL[k]),
+                None => panic!("an evaluator tool input code is missing from ToolInputCode"),
+            },
+            ErrorClass::HarnessError => match position_of!(HarnessCode, code.as_str()) {
+                Some(k) => CallFault::Harness(HarnessCode::ALL[k]),
+                None => panic!("an evaluator harness code is missing from HarnessCode"),
+            },
+        };
+        i += 1;
+    }
+    filed
+}
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 problem_codes! {
@@ -128,7 +171,7 @@ problem_codes! {
 
 problem_codes! {
     /// A storage failure, the same for every backend.
-    pub enum StoreCode {
+    pub(crate) enum StoreCode {
         /// No such row for this tenant (a row of another tenant reads exactly so).
         NotFound => "not_found",
         /// The database refused to change or remove a row of an append-only table.
@@ -144,7 +187,7 @@ problem_codes! {
 
 problem_codes! {
     /// Why a revision was not saved.
-    pub enum SaveRevisionCode {
+    pub(crate) enum SaveRevisionCode {
         /// The operation's contract changed since the caller checked (the API's 409).
         ContractChanged => "contract_changed",
         /// The operation has no output schema, so it cannot be mocked.
@@ -160,7 +203,7 @@ problem_codes! {
 
 problem_codes! {
     /// One reason a simulation start is refused.
-    pub enum StartProblemCode {
+    pub(crate) enum StartProblemCode {
         /// A library tool the agent references does not exist for this tenant.
         UnknownTool => "unknown_tool",
         /// A workflow the agent references does not exist.
@@ -180,7 +223,7 @@ problem_codes! {
 
 problem_codes! {
     /// Why a simulation did not start (besides storage failures).
-    pub enum StartCode {
+    pub(crate) enum StartCode {
         /// The start is refused; every problem is listed.
         StartRefused => "start_refused",
         /// The request itself is unusable (no test case, zero attempts, …).
@@ -192,7 +235,7 @@ problem_codes! {
 
 problem_codes! {
     /// Why a call returned no result without anything being recorded.
-    pub enum DispatchCode {
+    pub(crate) enum DispatchCode {
         /// The capability is unknown or belongs to another tenant.
         CapabilityRejected => "capability_rejected",
     }
@@ -200,7 +243,7 @@ problem_codes! {
 
 problem_codes! {
     /// Why an attempt could not be finished (besides storage failures).
-    pub enum FinishCode {
+    pub(crate) enum FinishCode {
         /// It was already finished.
         AlreadyFinished => "already_finished",
     }
@@ -208,7 +251,7 @@ problem_codes! {
 
 problem_codes! {
     /// Why an agent cannot be created: each problem of the agent a caller
-    /// describes (`toolmock_runtime::dispatcher::check_agent`).
+    /// describes (`toolmock_runtime::model::AgentSpec::check`).
     pub enum AgentCode {
         /// The agent's name is empty.
         InvalidName => "invalid_name",
@@ -223,7 +266,7 @@ problem_codes! {
 
 problem_codes! {
     /// Why a tool's operations cannot be stored: each problem of the list
-    /// (`toolmock_runtime::model::check_operations`).
+    /// (`toolmock_runtime::model::NewOperation::check_list`).
     pub enum OperationsCode {
         /// The source lists no operation.
         NoOperations => "no_operations",
@@ -238,14 +281,11 @@ problem_codes! {
     }
 }
 
-/// Reads a code of family `C` back from its text (e.g. a stored code).
-pub fn parse_code<C: ProblemCode>(text: &str) -> Option<C> {
-    C::ALL.iter().copied().find(|code| code.as_str() == text)
-}
-
 /// Every `(code, class)` pair of the runtime, for the documentation test:
 /// each family with the class column `docs/error-codes.md` gives it.
-pub fn all_codes() -> Vec<(&'static str, &'static str)> {
+#[cfg(test)]
+fn all_codes() -> Vec<(&'static str, &'static str)> {
+    use toolmock_contract::ProblemCode;
     fn family<C: ProblemCode>(class: &'static str) -> Vec<(&'static str, &'static str)> {
         C::ALL.iter().map(|c| (c.as_str(), class)).collect()
     }
@@ -269,6 +309,7 @@ pub fn all_codes() -> Vec<(&'static str, &'static str)> {
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+    use toolmock_contract::ProblemCode;
 
     /// The `(code, class)` rows of one crate's section of docs/error-codes.md.
     fn documented(section: &str) -> BTreeSet<(String, String)> {
@@ -317,23 +358,33 @@ mod tests {
     }
 
     #[test]
+    fn every_evaluator_code_is_filed_under_its_class() {
+        for code in CallCode::ALL {
+            let filed = FILED[*code as usize];
+            assert_eq!(filed.as_str(), code.as_str());
+            let class = match filed {
+                CallFault::ToolInput(_) => ErrorClass::ToolInputError,
+                CallFault::Harness(_) => ErrorClass::HarnessError,
+            };
+            assert_eq!(class, code.class(), "{code}");
+        }
+    }
+
+    #[test]
     fn codes_round_trip_through_their_text() {
         for code in HarnessCode::ALL {
-            assert_eq!(parse_code::<HarnessCode>(code.as_str()), Some(*code));
+            assert_eq!(HarnessCode::parse(code.as_str()), Some(*code));
             assert_eq!(
                 serde_json::to_value(code).unwrap_or_default(),
                 serde_json::Value::from(code.as_str())
             );
         }
         for code in ToolInputCode::ALL {
-            assert_eq!(parse_code::<ToolInputCode>(code.as_str()), Some(*code));
+            assert_eq!(ToolInputCode::parse(code.as_str()), Some(*code));
         }
         for status in IncompleteStatus::ALL {
-            assert_eq!(
-                parse_code::<IncompleteStatus>(status.as_str()),
-                Some(*status)
-            );
+            assert_eq!(IncompleteStatus::parse(status.as_str()), Some(*status));
         }
-        assert_eq!(parse_code::<HarnessCode>("no_such_code"), None);
+        assert_eq!(HarnessCode::parse("no_such_code"), None);
     }
 }

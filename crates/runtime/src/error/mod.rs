@@ -4,9 +4,10 @@
 
 mod codes;
 
-pub use codes::{
-    AgentCode, CallCode, DispatchCode, FinishCode, HarnessCode, IncompleteStatus, OperationsCode,
-    SaveRevisionCode, StartCode, StartProblemCode, StoreCode, ToolInputCode, all_codes, parse_code,
+pub use codes::{AgentCode, HarnessCode, IncompleteStatus, OperationsCode, ToolInputCode};
+
+pub(crate) use codes::{
+    CallFault, DispatchCode, FinishCode, SaveRevisionCode, StartCode, StartProblemCode, StoreCode,
 };
 
 use serde::Serialize;
@@ -52,7 +53,7 @@ pub enum StoreError {
 
 impl StoreError {
     /// The typed code.
-    pub fn kind(&self) -> StoreCode {
+    pub(crate) fn kind(&self) -> StoreCode {
         match self {
             StoreError::NotFound { .. } => StoreCode::NotFound,
             StoreError::AppendOnly { .. } => StoreCode::AppendOnly,
@@ -173,7 +174,7 @@ pub enum StartProblem {
 
 impl StartProblem {
     /// The typed code.
-    pub fn kind(&self) -> StartProblemCode {
+    pub(crate) fn kind(&self) -> StartProblemCode {
         match self {
             StartProblem::UnknownTool { .. } => StartProblemCode::UnknownTool,
             StartProblem::UnknownWorkflow { .. } => StartProblemCode::UnknownWorkflow,
@@ -243,6 +244,17 @@ pub enum StartLimit {
 }
 
 impl StartLimit {
+    /// The limit: at most 10,000 attempts (test cases × attempts per case),
+    /// 256 KiB of initial fixture state (compact JSON), 64 MiB of initial
+    /// state over all attempts (attempts × its bytes).
+    pub const fn maximum(self) -> u64 {
+        match self {
+            StartLimit::Attempts => 10_000,
+            StartLimit::InitialStateBytes => 256 * 1024,
+            StartLimit::StartStateBytes => 64 * 1024 * 1024,
+        }
+    }
+
     /// Its name in an error's details.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -386,7 +398,7 @@ impl ApplyError {
         match self {
             ApplyError::LeaseExpired => HarnessCode::LeaseExpired.as_str(),
             ApplyError::CapabilityRejected => DispatchCode::CapabilityRejected.as_str(),
-            ApplyError::Call(e) => CallCode::of(e).as_str(),
+            ApplyError::Call(e) => CallFault::of(e).as_str(),
             ApplyError::Store(e) => e.code(),
         }
     }
@@ -413,7 +425,7 @@ impl FinishError {
     }
 }
 
-/// Why an agent was not accepted (`dispatcher::check_agent`).
+/// Why an agent was not accepted (`AgentSpec::check`).
 #[derive(Debug, thiserror::Error)]
 pub enum AgentRejected {
     /// The agent breaks its rules: every problem, each with a JSON pointer

@@ -1,18 +1,21 @@
-//! The one way a harness-error record is made: [`HarnessErrorRecord::new`]
-//! cleans every text (U+0000 → U+FFFD) and takes its time from the caller's
-//! injected clock. `Dispatcher::record_harness_fault` is the one way one is
-//! recorded (with its `storage_failed` fallback); a backend's finish builds
-//! the records it writes in its own locked step with the same constructor.
-//! `tests/one_fault_path.rs` fails when any other code builds one.
+//! The one way a harness-error record is made: `HarnessErrorRecord::new`
+//! (crate-internal) cleans every text (U+0000 → U+FFFD) and takes its time
+//! from the caller's injected clock. `Dispatcher::record_harness_fault` is
+//! the one way one is recorded (with its `storage_failed` fallback); a
+//! backend's finish writes, in its own locked step, the two records made by
+//! [`HarnessErrorRecord::ledger_gap`] and
+//! [`HarnessErrorRecord::finished_after_lease`].
+//! `crates/runtime/tests/one_fault_path.rs` fails when any other code builds
+//! one.
 
 use super::{AttemptId, HarnessErrorRecord, PinRef, TenantId};
-use crate::error::HarnessFault;
+use crate::error::{HarnessCode, HarnessFault};
 use chrono::{DateTime, Utc};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 /// The call a harness fault happened in, when a call caused it.
 #[derive(Debug, Clone, Copy)]
-pub struct FaultCall<'a> {
+pub(crate) struct FaultCall<'a> {
     /// The tool name, as called.
     pub tool: &'a str,
     /// The operation name, as called.
@@ -28,7 +31,7 @@ impl HarnessErrorRecord {
     /// The record of `fault` of `attempt`: the call's fields where a call
     /// caused it, every text and the detail with U+0000 replaced, at `at`
     /// (read from the caller's injected clock).
-    pub fn new(
+    pub(crate) fn new(
         tenant: TenantId,
         attempt: AttemptId,
         call: Option<FaultCall<'_>>,
@@ -49,6 +52,57 @@ impl HarnessErrorRecord {
             detail: sanitize(detail),
             at,
         }
+    }
+
+    /// The `storage_failed` harness error a finish records when the attempt's
+    /// records fall short of its calls begun (the same text in every backend).
+    pub fn ledger_gap(
+        tenant: TenantId,
+        attempt: AttemptId,
+        begun: u64,
+        recorded: u64,
+        at: DateTime<Utc>,
+    ) -> Self {
+        let fault = HarnessFault {
+            code: HarnessCode::StorageFailed,
+            message: format!(
+                "{begun} call(s) of this attempt began but only {recorded} are recorded: a call was lost on its way to storage (or was still in flight when the attempt finished)"
+            ),
+            path: None,
+        };
+        let detail = json!({ "begun": begun, "recorded": recorded });
+        Self::new(tenant, attempt, None, &fault, detail, at)
+    }
+
+    /// The `lease_expired` harness error a finish records when the attempt's
+    /// lease ended before it (`lease_expires_at <= at`) or its capabilities were
+    /// revoked (the same text in every backend): whatever played the attempt
+    /// held it past its lease, so its verdict cannot count.
+    pub fn finished_after_lease(
+        tenant: TenantId,
+        attempt: AttemptId,
+        lease_expires_at: DateTime<Utc>,
+        revoked: bool,
+        at: DateTime<Utc>,
+    ) -> Self {
+        let why = if lease_expires_at <= at {
+            format!("its lease ended at {lease_expires_at}")
+        } else {
+            "its capability was revoked".to_owned()
+        };
+        let fault = HarnessFault {
+            code: HarnessCode::LeaseExpired,
+            message: format!(
+                "the attempt was finished after {why}: no verdict counts once the lease is over"
+            ),
+            path: None,
+        };
+        let detail = json!({
+            "lease_expires_at": lease_expires_at.to_rfc3339(),
+            "revoked": revoked,
+            "finished_at": at.to_rfc3339(),
+        });
+        Self::new(tenant, attempt, None, &fault, detail, at)
     }
 }
 
@@ -89,7 +143,6 @@ pub(crate) fn sanitize(value: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::HarnessCode;
     use serde_json::json;
 
     #[test]

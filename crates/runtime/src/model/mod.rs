@@ -6,15 +6,15 @@ mod capability;
 mod fault;
 mod ids;
 mod rules;
+mod workflow;
 
 pub use capability::{Capability, TokenHash};
-pub use fault::FaultCall;
+pub(crate) use fault::FaultCall;
 pub(crate) use fault::{has_nul, sanitize, sanitize_text};
 pub use ids::{AgentId, AttemptId, OperationId, SimulationId, TenantId, TestCaseId, ToolId};
-pub use rules::check_operations;
+pub use workflow::{Condition, EffectKind, NodeDoc, WorkflowDoc};
 
 use crate::error::{HarnessCode, IncompleteStatus, ToolInputCode};
-use crate::workflow::WorkflowDoc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -95,23 +95,22 @@ impl From<OperationContract> for NewOperation {
     }
 }
 
-/// The operation's contract after the fallback of SPEC §9, or `None` when the
-/// operation has no output schema at all (`needs_output_schema`).
-pub fn effective_contract(
-    operation: &NewOperation,
-    tool_output_schema: Option<&Value>,
-) -> Option<OperationContract> {
-    let output_schema = operation
-        .output_schema
-        .as_ref()
-        .or(tool_output_schema)?
-        .clone();
-    Some(OperationContract {
-        operation: operation.operation.clone(),
-        description: operation.description.clone(),
-        input_schema: operation.input_schema.clone(),
-        output_schema,
-    })
+impl NewOperation {
+    /// The operation's contract after the fallback of SPEC §9 (the tool's
+    /// `tool_output_schema`), or `None` when the operation has no output
+    /// schema at all (`needs_output_schema`).
+    pub fn effective_contract(
+        &self,
+        tool_output_schema: Option<&Value>,
+    ) -> Option<OperationContract> {
+        let output_schema = self.output_schema.as_ref().or(tool_output_schema)?.clone();
+        Some(OperationContract {
+            operation: self.operation.clone(),
+            description: self.description.clone(),
+            input_schema: self.input_schema.clone(),
+            output_schema,
+        })
+    }
 }
 
 /// Where a revision came from.
@@ -707,20 +706,14 @@ impl Executor {
     }
 }
 
-/// What a successful call hands the fixture store to commit with the state.
+/// What a successful call hands the fixture store to commit: the state
+/// updates and the call's evidence (the store adds the states and their
+/// versions). Names and the pin are shared (`Arc`) with the dispatcher's
+/// pin cache, so recording them allocates nothing.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     /// Top-level state keys to replace.
     pub updates: Vec<(String, Value)>,
-    /// The evidence of the call (the store adds the state and its versions).
-    pub evidence: EvidenceDraft,
-}
-
-/// The evidence of one call before the store adds state and versions.
-/// Names and the pin are shared (`Arc`) with the dispatcher's pin cache, so
-/// recording them allocates nothing.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EvidenceDraft {
     /// Tool name.
     pub tool: Arc<str>,
     /// Operation name.
@@ -823,7 +816,9 @@ pub struct ToolInputErrorRecord {
 }
 
 /// A harness error: the harness's fault; the attempt can never pass. Made
-/// only by [`HarnessErrorRecord::new`] (and read back by the stores).
+/// only inside this crate (`model/fault.rs`: every text cleaned of U+0000,
+/// the time from an injected clock) and read back by the stores; recorded
+/// through `Dispatcher::record_harness_fault`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HarnessErrorRecord {
     /// The tenant.

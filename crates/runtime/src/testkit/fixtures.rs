@@ -80,7 +80,9 @@ pub fn ledger_definition() -> Value {
 }
 
 pub(crate) fn contract_of(operation: &NewOperation) -> OperationContract {
-    effective_contract(operation, None).expect("the operation has an output schema")
+    operation
+        .effective_contract(None)
+        .expect("the operation has an output schema")
 }
 
 /// Creates the `ledger` library tool with one current revision.

@@ -27,8 +27,8 @@ mod prelude {
     pub(crate) use crate::backend::*;
     pub(crate) use crate::dispatcher::*;
     pub(crate) use crate::error::*;
+    pub(crate) use crate::model::WorkflowDoc;
     pub(crate) use crate::model::*;
-    pub(crate) use crate::workflow::WorkflowDoc;
     pub(crate) use chrono::{DateTime, Utc};
     pub(crate) use serde_json::{Map, Value, json};
     pub(crate) use std::collections::HashSet;

@@ -7,6 +7,21 @@ use chrono::{DateTime, Utc};
 use toolmock_runtime::backend::*;
 use toolmock_runtime::error::*;
 use toolmock_runtime::model::*;
+use uuid::Uuid;
+
+impl PgStore {
+    /// The tenant and attempt a capability hash belongs to, whatever its
+    /// lease says (the dispatcher checks that and records the refusal).
+    pub async fn capability_owner(&self, token: &TokenHash) -> Db<Option<(TenantId, AttemptId)>> {
+        let row: Option<(Uuid, Uuid)> = db(sqlx::query_as(
+            "SELECT tenant_id, attempt_id FROM attempt_capabilities WHERE token_hash = $1",
+        )
+        .bind(token.as_bytes().as_slice())
+        .fetch_optional(self.pool())
+        .await)?;
+        Ok(row.map(|(tenant, attempt)| (TenantId(tenant), AttemptId(attempt))))
+    }
+}
 
 impl AttemptStore for PgStore {
     async fn resolve_capability(
@@ -146,11 +161,20 @@ impl AttemptStore for PgStore {
             .map_err(|e| corrupt("begun-call count", e))?
             .saturating_add(unmarked);
         if recorded < begun {
-            insert_harness_error(&mut tx, &ledger_gap(tenant, attempt, begun, recorded, at))
-                .await?;
+            insert_harness_error(
+                &mut tx,
+                &HarnessErrorRecord::ledger_gap(tenant, attempt, begun, recorded, at),
+            )
+            .await?;
         }
         if lease_expires_at <= at || revoked {
-            let record = finished_after_lease(tenant, attempt, lease_expires_at, revoked, at);
+            let record = HarnessErrorRecord::finished_after_lease(
+                tenant,
+                attempt,
+                lease_expires_at,
+                revoked,
+                at,
+            );
             insert_harness_error(&mut tx, &record).await?;
         }
         // The outcome is the database's to derive: harness_error whenever a

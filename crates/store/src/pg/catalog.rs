@@ -26,6 +26,19 @@ macro_rules! revision_columns {
 }
 
 impl PgStore {
+    /// Creates the tenant with this id unless it exists (tenants come from
+    /// tokens, not from a sign-up step).
+    pub async fn ensure_tenant(&self, tenant: TenantId, name: &str) -> Db<()> {
+        db(sqlx::query(
+            "INSERT INTO tenants (id, name) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(tenant.as_uuid())
+        .bind(name)
+        .execute(self.pool())
+        .await)?;
+        Ok(())
+    }
+
     /// The view of an operation row without a revision (just written).
     async fn operation_view(&self, tenant: TenantId, row: OperationRow) -> Db<OperationView> {
         let latest = if row.latest_revision == 0 {
@@ -168,7 +181,7 @@ impl Catalog for PgStore {
         let Some(fallback) = fallback else {
             return Err(StoreError::NotFound { entity: "tool" });
         };
-        let contract = effective_contract(operation, fallback.output_schema.as_ref().map(|j| &j.0));
+        let contract = operation.effective_contract(fallback.output_schema.as_ref().map(|j| &j.0));
         let hash = contract
             .as_ref()
             .map(OperationContract::hash)
@@ -274,8 +287,7 @@ impl Catalog for PgStore {
         };
         let current_contract = current_contract.map(|c| contract(c.0)).transpose()?;
         let current_hash = current_hash.map(contract_hash).transpose()?;
-        let hash: DefinitionHash =
-            check_revision(current_contract.as_ref(), current_hash.as_ref(), save)?;
+        let hash: DefinitionHash = save.check(current_contract.as_ref(), current_hash.as_ref())?;
         let row: RevisionRow = db(sqlx::query_as(concat!(
             "INSERT INTO tool_mock_revisions (tenant_id, tool_id, operation_id, revision, \
                  contract_hash, definition, definition_hash, author, provenance, instructions) \

@@ -52,7 +52,7 @@ impl FixtureStore for PgStore {
             rollback(tx).await?;
             return Err(ApplyError::LeaseExpired);
         }
-        let Step { updates, evidence } = match step(&state) {
+        let mut evidence = match step(&state) {
             Ok(step) => step,
             Err(error) => {
                 rollback(tx).await?;
@@ -60,7 +60,7 @@ impl FixtureStore for PgStore {
             }
         };
         let mut after = state.clone();
-        for (key, value) in updates {
+        for (key, value) in std::mem::take(&mut evidence.updates) {
             after.insert(key, value);
         }
         let version_before = to_u64(version, "state version")?;

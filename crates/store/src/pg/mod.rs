@@ -1,22 +1,25 @@
 //! [`PgStore`]: the runtime's storage traits on PostgreSQL, one file per
-//! trait (`catalog`, `pins`, `fixtures`, `evidence`, `attempts`); the row
-//! types they read are in `crate::rows`.
+//! trait (`catalog`, `pins`, `fixtures`, `evidence`, `attempts`), and the
+//! read models the API lists (`tool_views`, `simulations`); the row types
+//! they read are in `crate::rows`.
 //!
 //! Lock order (see docs/data-model.md): a call locks only its attempt's
 //! `attempt_state` row; a revision save only its `tool_operations` row;
 //! finishing an attempt and recording a harness error lock the `attempts`
 //! row first. No transaction takes two of these, so none can deadlock.
 
-mod api;
 mod attempts;
 mod catalog;
 mod evidence;
 mod fixtures;
 mod pins;
 mod simulations;
+mod tool_views;
 
-pub use api::{IndexedOperation, RevisionSummary, StoredContract, TestingIndex, ToolListing};
 pub use simulations::{AttemptListing, SimulationListing};
+pub use tool_views::{
+    IndexedOperation, RevisionSummary, StoredContract, TestingIndex, ToolListing,
+};
 
 use crate::error::map_sqlx_error;
 use sqlx::postgres::PgPool;

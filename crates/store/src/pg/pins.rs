@@ -5,6 +5,7 @@ use crate::rows::*;
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 use sqlx::{Postgres, Transaction};
+use toolmock_contract::ProblemCode;
 use toolmock_runtime::backend::*;
 use toolmock_runtime::error::*;
 use toolmock_runtime::model::*;
@@ -184,7 +185,7 @@ impl PinStore for PgStore {
             let pin = if row.pin.pin_kind.as_deref() == Some("unpinned") {
                 let reason = row.unpinned_reason.unwrap_or_default();
                 PinTarget::Unpinned {
-                    reason: parse_code::<IncompleteStatus>(&reason)
+                    reason: IncompleteStatus::parse(&reason)
                         .ok_or_else(|| corrupt("unpinned reason", &reason))?,
                 }
             } else {

@@ -56,7 +56,7 @@ fn too_large(result: Result<StartedSimulation, StartError>) -> (StartLimit, u64,
 pub async fn starts_are_bounded<B: Backend>(backend: B) {
     let rig = Rig::new(backend);
     let tenant = tenant(rig.backend(), "acme").await;
-    let per_case = u32::try_from(MAX_ATTEMPTS_PER_START / 2).unwrap();
+    let per_case = u32::try_from(StartLimit::Attempts.maximum() / 2).unwrap();
     let small = agent_with_state(&rig, tenant, &["start"]).await;
     let cases = vec![case("a"), case("b")];
     let (limit, maximum, actual) = too_large(
@@ -67,10 +67,14 @@ pub async fn starts_are_bounded<B: Backend>(backend: B) {
     assert_eq!(limit, StartLimit::Attempts);
     assert_eq!(
         (maximum, actual),
-        (MAX_ATTEMPTS_PER_START, MAX_ATTEMPTS_PER_START + 2)
+        (
+            StartLimit::Attempts.maximum(),
+            StartLimit::Attempts.maximum() + 2
+        )
     );
 
-    let third = "x".repeat(usize::try_from(MAX_INITIAL_STATE_BYTES / 3).unwrap() + 1);
+    let third =
+        "x".repeat(usize::try_from(StartLimit::InitialStateBytes.maximum() / 3).unwrap() + 1);
     let huge = agent_with_state(&rig, tenant, &[&third, &third, &third]).await;
     let (limit, ..) = too_large(
         rig.dispatcher
@@ -79,7 +83,9 @@ pub async fn starts_are_bounded<B: Backend>(backend: B) {
     );
     assert_eq!(limit, StartLimit::InitialStateBytes);
 
-    let each = usize::try_from(MAX_START_STATE_BYTES / MAX_ATTEMPTS_PER_START).unwrap();
+    let each =
+        usize::try_from(StartLimit::StartStateBytes.maximum() / StartLimit::Attempts.maximum())
+            .unwrap();
     let wide = agent_with_state(&rig, tenant, &[&"x".repeat(each)]).await;
     let (limit, maximum, _) = too_large(
         rig.dispatcher
@@ -88,7 +94,10 @@ pub async fn starts_are_bounded<B: Backend>(backend: B) {
     );
     assert_eq!(
         (limit, maximum),
-        (StartLimit::StartStateBytes, MAX_START_STATE_BYTES)
+        (
+            StartLimit::StartStateBytes,
+            StartLimit::StartStateBytes.maximum()
+        )
     );
 
     let started = rig
@@ -98,7 +107,7 @@ pub async fn starts_are_bounded<B: Backend>(backend: B) {
         .expect("the largest start allowed");
     assert_eq!(
         u64::try_from(started.attempts.len()).unwrap(),
-        MAX_ATTEMPTS_PER_START
+        StartLimit::Attempts.maximum()
     );
     let (first, last) = (&started.attempts[0], started.attempts.last().unwrap());
     for attempt in [first, last] {

@@ -1,11 +1,11 @@
 //! The simulation document (version 1), as written by hand or sent to
 //! `POST /api/simulations`. Every struct refuses unknown fields.
 
-use crate::model::{AttemptOutcome, SimulationMode, VariantChoice};
-use crate::workflow::WorkflowDoc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use toolmock_runtime::model::WorkflowDoc;
+use toolmock_runtime::model::{AttemptOutcome, SimulationMode, VariantChoice};
 
 /// The whole document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

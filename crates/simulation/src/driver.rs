@@ -1,13 +1,13 @@
 //! The scripted driver: plays the agent as an ordered list of steps.
 
-use super::document::{CaseDoc, StepDoc};
-use super::expect::{StepOutcome, Unmet, judge_step};
-use super::reference::{render, resolve_path, split_head};
-use crate::backend::Backend;
-use crate::error::DispatchError;
+use crate::document::{CaseDoc, StepDoc};
+use crate::expect::{StepOutcome, Unmet, judge_step};
+use crate::reference::{render, resolve_path, split_head};
 use crate::workflow::{AttemptContext, CallFailure};
 use serde_json::{Map, Value, json};
 use toolmock_contract::pointer;
+use toolmock_runtime::backend::Backend;
+use toolmock_runtime::error::DispatchError;
 
 /// Whether a tool input error is `invalid_arguments` caused by missing
 /// required fields (the only failure a step's `repair` answers).
@@ -33,7 +33,7 @@ async fn call_step<B: Backend + 'static>(
         // The loader refuses such steps.
         _ => Err(ctx
             .harness_error(
-                crate::error::HarnessCode::InvalidWorkflow,
+                toolmock_runtime::error::HarnessCode::InvalidWorkflow,
                 "a step names no call".into(),
             )
             .await),
@@ -43,7 +43,7 @@ async fn call_step<B: Backend + 'static>(
 /// Runs a case's script in one attempt. Returns the unmet step expectations
 /// (the script stops at the first: later steps may depend on it). Only a
 /// failure that could not be recorded (storage, capability) is an `Err`.
-pub async fn run_script<B: Backend + 'static>(
+pub(crate) async fn run_script<B: Backend + 'static>(
     ctx: &AttemptContext<'_, B>,
     case: &CaseDoc,
     case_at: &str,

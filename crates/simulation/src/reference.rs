@@ -13,7 +13,7 @@ use toolmock_contract::pointer;
 
 /// The reference operators of one context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// A scripted step: `$case`, `$step`, `$literal`.
     Step,
     /// A workflow node: `$input`, `$node`, `$literal`.
@@ -38,7 +38,7 @@ impl Scope {
 
 /// One reference found in a template, for static checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FoundReference {
+pub(crate) struct FoundReference {
     /// `$case`, `$step`, `$input`, `$node`.
     pub operator: String,
     /// Its path text.
@@ -49,7 +49,7 @@ pub struct FoundReference {
 
 /// A malformed reference: JSON pointer (inside the template) and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BadReference {
+pub(crate) struct BadReference {
     /// Where.
     pub at: String,
     /// What is wrong.
@@ -57,7 +57,7 @@ pub struct BadReference {
 }
 
 /// Collects every reference of `template` (and every malformed one).
-pub fn scan(
+pub(crate) fn scan(
     template: &Value,
     scope: Scope,
     at: &str,
@@ -123,12 +123,12 @@ fn single(map: &Map<String, Value>) -> Option<(&str, &Value)> {
 }
 
 /// Whether `path` is a SPEC §5 path (`""` or non-empty dot-separated segments).
-pub fn valid_path(path: &str) -> bool {
+pub(crate) fn valid_path(path: &str) -> bool {
     path.is_empty() || path.split('.').all(|s| !s.is_empty())
 }
 
 /// The value at a SPEC §5 path, or `None` when it does not resolve.
-pub fn resolve_path<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
+pub(crate) fn resolve_path<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
     if path.is_empty() {
         return Some(value);
     }
@@ -151,13 +151,13 @@ pub fn resolve_path<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
 }
 
 /// Splits `ID.rest` into the id and the rest (`""` when there is none).
-pub fn split_head(path: &str) -> (&str, &str) {
+pub(crate) fn split_head(path: &str) -> (&str, &str) {
     path.split_once('.').unwrap_or((path, ""))
 }
 
 /// Renders a template: `lookup(operator, path)` answers each reference.
 /// The first reference that does not resolve is returned as `Err((at, operator, path))`.
-pub fn render<'a, F>(template: &Value, at: &str, lookup: &F) -> Result<Value, Unresolved>
+pub(crate) fn render<'a, F>(template: &Value, at: &str, lookup: &F) -> Result<Value, Unresolved>
 where
     F: Fn(&str, &str) -> Option<Value> + 'a,
 {
@@ -192,7 +192,7 @@ where
 
 /// A reference that did not resolve when rendered.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unresolved {
+pub(crate) struct Unresolved {
     /// JSON pointer of the reference inside the template.
     pub at: String,
     /// The operator.

@@ -1,22 +1,23 @@
 //! The results document (`toolmock run --json`) and the coverage report.
 //! Nothing in it depends on ids, the clock or the number of jobs.
 
-use super::document::CallStatus;
-use super::expect::{RecordedCall, Unmet};
-use crate::model::{
-    AttemptOutcome, EvidenceRecord, HarnessErrorRecord, PinRecord, PinRef, PinTarget,
-    SimulationMode, ToolInputErrorRecord, VariantChoice,
-};
+use crate::document::CallStatus;
+use crate::expect::{RecordedCall, Unmet};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
+use toolmock_runtime::model::{
+    AttemptOutcome, EvidenceRecord, HarnessErrorRecord, PinRecord, PinRef, PinTarget,
+    SimulationMode, ToolInputErrorRecord, VariantChoice,
+};
 
 /// The whole run.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunResults {
-    /// Exactly 1.
+    /// Exactly 2 (version 2 renamed a case's count `as_expected` to
+    /// `attempts_as_expected`).
     pub results_version: u32,
     /// The simulation's name.
     pub simulation: String,
@@ -49,7 +50,9 @@ pub struct Summary {
     pub failed: u32,
     /// … `harness_error`.
     pub harness_error: u32,
-    /// The sum of every call's `delay_ms` (the virtual clock).
+    /// The sum of every attempt's `virtual_time_ms`, over all attempts
+    /// (not the run's duration: attempts run concurrently, and a virtual
+    /// delay costs no wall time).
     pub virtual_time_ms: u64,
 }
 
@@ -60,9 +63,10 @@ pub struct CaseResult {
     pub name: String,
     /// How its attempts must end.
     pub expected_outcome: AttemptOutcome,
-    /// How many did.
-    pub as_expected: u32,
-    /// `as_expected / attempts`.
+    /// How many of its attempts ended so (each attempt says so in its own
+    /// boolean `as_expected`).
+    pub attempts_as_expected: u32,
+    /// `attempts_as_expected / attempts`.
     pub pass_rate: f64,
     /// pass^k: whether all k attempts ended as expected.
     pub pass_k: PassK,
@@ -245,7 +249,8 @@ impl ErrorEntry {
     }
 }
 
-/// Coverage of one pinned definition.
+/// Coverage of one operation of the simulation: of its pinned definition,
+/// or none for an operation left unpinned (`allow_incomplete`).
 #[derive(Debug, Clone, Serialize)]
 pub struct OperationCoverage {
     /// Tool name.
@@ -254,8 +259,18 @@ pub struct OperationCoverage {
     pub operation: String,
     /// `revision N` or `inline HASH`; `unpinned (REASON)`.
     pub pin: String,
+    /// Whether a definition was pinned (an unpinned operation has no
+    /// branches and counts for no coverage).
+    pub pinned: bool,
     /// Calls answered by it (failed calls not included).
     pub calls: u64,
+    /// Its variant/rule branches: per variant, each rule and the variant's
+    /// own fields.
+    pub branches: u64,
+    /// How many of them a call exercised: none of a variant no call
+    /// reached; every one of a variant only failing calls reached (their
+    /// rule is unknown).
+    pub exercised: u64,
     /// Per variant.
     pub variants: Vec<VariantCoverage>,
     /// Everything never exercised: `VARIANT` (never used), `VARIANT/rules/N`,
@@ -331,7 +346,10 @@ pub fn coverage<'a>(
                 tool: p.tool.clone(),
                 operation: p.operation.clone(),
                 pin: format!("unpinned ({reason})"),
+                pinned: false,
                 calls: 0,
+                branches: 0,
+                exercised: 0,
                 variants: vec![],
                 never: vec![],
             },
@@ -340,6 +358,7 @@ pub fn coverage<'a>(
             } => {
                 let mut variants = Vec::new();
                 let mut never = Vec::new();
+                let (mut branches, mut exercised) = (0, 0);
                 for (name, variant) in definition
                     .get("variants")
                     .and_then(Value::as_object)
@@ -362,12 +381,17 @@ pub fn coverage<'a>(
                         .copied()
                         .unwrap_or(0);
                     let calls = own + rules.iter().sum::<u64>();
+                    let own_and_rules = 1 + rules.len() as u64;
+                    branches += own_and_rules;
                     if calls == 0 && errors > 0 {
                         // Only failing calls: the variant ran, its rules and
                         // own fields cannot be told apart.
+                        exercised += own_and_rules;
                     } else if calls == 0 {
                         never.push(name.clone());
                     } else {
+                        exercised +=
+                            u64::from(own > 0) + rules.iter().filter(|n| **n > 0).count() as u64;
                         for (r, n) in rules.iter().enumerate() {
                             if *n == 0 {
                                 never.push(format!("{name}/rules/{r}"));
@@ -394,7 +418,10 @@ pub fn coverage<'a>(
                             format!("inline {}", definition_hash.as_str())
                         }
                     },
+                    pinned: true,
                     calls: variants.iter().map(|v| v.calls).sum(),
+                    branches,
+                    exercised,
                     variants,
                     never,
                 }
@@ -403,4 +430,98 @@ pub fn coverage<'a>(
         .collect();
     out.sort_by(|a, b| (&a.tool, &a.operation).cmp(&(&b.tool, &b.operation)));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use toolmock_contract::{
+        DefinitionHash, OperationContract, OperationIdentity, OperationSource,
+    };
+    use toolmock_runtime::error::IncompleteStatus;
+
+    fn pinned(tool: &str, definition: Value) -> PinRecord {
+        PinRecord {
+            tool: tool.into(),
+            operation: "op".into(),
+            pin: PinTarget::Pinned {
+                pin: PinRef::Inline {
+                    definition_hash: DefinitionHash::of(&definition).unwrap(),
+                },
+                contract: OperationContract {
+                    operation: OperationIdentity {
+                        source: OperationSource::Custom,
+                        name: "op".into(),
+                    },
+                    description: String::new(),
+                    input_schema: json!({}),
+                    output_schema: json!({}),
+                },
+                definition,
+            },
+        }
+    }
+
+    fn answered(tool: &str, variant: &str, rule: Option<u32>) -> CallReport {
+        CallReport {
+            tool: tool.into(),
+            operation: "op".into(),
+            arguments: raw(&json!({})),
+            status: CallStatus::Ok,
+            code: None,
+            path: None,
+            result: Some(raw(&json!({}))),
+            variant: Some(variant.into()),
+            rule,
+            delay_ms: 0,
+        }
+    }
+
+    /// An operation no call reached exercised none of its branches; an
+    /// unpinned one has none; a reached one counts each rule and its
+    /// variants' own fields that answered.
+    #[test]
+    fn coverage_counts_only_what_calls_exercised() {
+        let definition = json!({"default_variant": "a", "variants": {
+            "a": {"result": {}, "rules": [{"when": [], "result": {}}, {"when": [], "result": {}}]},
+            "b": {"result": {}}
+        }});
+        let pins = [
+            pinned("reached", definition.clone()),
+            pinned("unreached", definition),
+            PinRecord {
+                tool: "unpinned".into(),
+                operation: "op".into(),
+                pin: PinTarget::Unpinned {
+                    reason: IncompleteStatus::Missing,
+                },
+            },
+        ];
+        let calls = [
+            answered("reached", "a", Some(1)),
+            answered("reached", "b", None),
+        ];
+        let report = coverage(&pins, std::iter::once((&calls[..], &[][..])));
+        let counts: Vec<(&str, bool, u64, u64, Vec<&str>)> = report
+            .iter()
+            .map(|c| {
+                (
+                    c.tool.as_str(),
+                    c.pinned,
+                    c.exercised,
+                    c.branches,
+                    c.never.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            counts,
+            [
+                ("reached", true, 2, 4, vec!["a/rules/0", "a/own"]),
+                ("unpinned", false, 0, 0, vec![]),
+                ("unreached", true, 0, 4, vec!["a", "b"]),
+            ]
+        );
+    }
 }

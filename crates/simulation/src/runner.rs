@@ -1,32 +1,34 @@
 //! Installing a loaded simulation in a backend, starting it, running its
 //! attempts concurrently, and judging them.
 
-use super::document::{CaseDoc, SimulationDocument};
-use super::driver::run_script;
-use super::expect::{RecordedCall, Unmet, judge_attempt, recorded_calls};
-use super::load::LoadedSimulation;
-use super::problem::{LoadCode, Problem};
-use super::results::{
+use crate::document::{CaseDoc, SimulationDocument};
+use crate::driver::run_script;
+use crate::expect::{RecordedCall, Unmet, judge_attempt, recorded_calls};
+use crate::load::{Loaded, LoadedSimulation};
+use crate::problem::{FileProblem, LoadCode};
+use crate::results::{
     AttemptResult, CallReport, CaseResult, ErrorEntry, PassK, RawAttempt, RunResults, Summary,
     coverage,
 };
-use crate::backend::{Backend, BoxFuture, Catalog, Clock, Sleeper};
-use crate::dispatcher::{Dispatcher, StartRequest, StartedAttempt, StartedSimulation};
-use crate::error::{
-    DispatchError, FinishCode, FinishError, StartError, StartProblem, StartProblemCode, StoreError,
-};
-use crate::model::{AgentId, AttemptId, TenantId, ToolId};
-use crate::model::{
-    AgentSpec, AttemptOutcome, InlineOperation, InlineTool, NewTool, Provenance, SaveRevision,
-    TestCaseSpec, ToolRef, Verdict,
-};
-use crate::workflow::{AttemptContext, NodeDoc, WorkflowDoc};
+use crate::workflow::{AttemptContext, BoxFuture};
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
-use toolmock_contract::pointer;
+use toolmock_contract::{Problem, pointer};
+use toolmock_runtime::backend::{Backend, Catalog, Clock, Sleeper};
+use toolmock_runtime::dispatcher::{Dispatcher, StartRequest, StartedAttempt, StartedSimulation};
+use toolmock_runtime::error::{
+    DispatchError, FinishError, IncompleteStatus, SaveRevisionError, StartError, StartProblem,
+    StoreError,
+};
+use toolmock_runtime::model::{AgentId, AttemptId, TenantId, ToolId};
+use toolmock_runtime::model::{
+    AgentSpec, AttemptOutcome, InlineOperation, InlineTool, NewTool, Provenance, SaveRevision,
+    TestCaseSpec, ToolRef, Verdict,
+};
+use toolmock_runtime::model::{NodeDoc, WorkflowDoc};
 
 /// A clock whose every reading is later than the one before, so that the
 /// evidence and error records of one attempt sort into the order the calls
@@ -69,7 +71,7 @@ impl Sleeper for VirtualSleeper {
 pub enum RunError {
     /// The document cannot be installed or started; every problem is listed.
     #[error("the simulation cannot start ({} problem(s))", .0.len())]
-    Problems(Vec<Problem>),
+    Problems(Vec<FileProblem>),
     /// Storage failed, or a call could not be recorded.
     #[error("the run failed: {0}")]
     Storage(String),
@@ -84,7 +86,7 @@ impl RunError {
         match self {
             RunError::Problems(_) => "start_refused",
             RunError::Storage(_) => "storage_failed",
-            RunError::AlreadyFinished => FinishCode::AlreadyFinished.as_str(),
+            RunError::AlreadyFinished => FinishError::AlreadyFinished.code(),
         }
     }
 }
@@ -146,6 +148,23 @@ pub async fn install<B: Backend>(
     tenant: TenantId,
     loaded: &LoadedSimulation,
 ) -> Result<Installed, RunError> {
+    let (installed, problems) = install_listing(dispatcher, tenant, loaded).await?;
+    if problems.is_empty() {
+        Ok(installed)
+    } else {
+        Err(RunError::Problems(problems))
+    }
+}
+
+/// [`install`], listing the definitions that fail instead of stopping at
+/// them: a failing definition is not saved (its operation stays without a
+/// revision), and the agent is created all the same, so that the start can
+/// be checked too.
+async fn install_listing<B: Backend>(
+    dispatcher: &Dispatcher<B>,
+    tenant: TenantId,
+    loaded: &LoadedSimulation,
+) -> Result<(Installed, Vec<FileProblem>), RunError> {
     let store = dispatcher.backend();
     let mut problems = Vec::new();
     let mut ids: HashMap<String, ToolId> = HashMap::new();
@@ -172,14 +191,14 @@ pub async fn install<B: Backend>(
                 continue;
             };
             let Some(contract_hash) = view.contract_hash.clone() else {
-                problems.push(def.origin.problem(
+                problems.push(def.origin.problem(Problem::new(
+                    IncompleteStatus::NeedsOutputSchema,
                     "",
-                    "needs_output_schema",
                     format!(
                         "{}/{} has no output schema (neither its contract nor the tool's output_schema), so it cannot be mocked",
                         tool.name, def.operation
                     ),
-                ));
+                )));
                 continue;
             };
             let saved = store
@@ -196,24 +215,18 @@ pub async fn install<B: Backend>(
                 .await;
             match saved {
                 Ok(_) => {}
-                Err(crate::error::SaveRevisionError::InvalidDefinition(diagnostics)) => {
-                    for d in diagnostics.iter() {
-                        problems.push(def.origin.problem(
-                            &d.path,
-                            d.code.as_str(),
-                            d.message.clone(),
-                        ));
-                    }
+                Err(SaveRevisionError::InvalidDefinition(diagnostics)) => {
+                    problems.extend(diagnostics.into_iter().map(|d| def.origin.problem(d)));
                 }
-                Err(crate::error::SaveRevisionError::Store(e)) => return Err(e.into()),
-                Err(other) => {
-                    problems.push(def.origin.problem("", other.code(), other.to_string()))
-                }
+                Err(SaveRevisionError::Store(e)) => return Err(e.into()),
+                Err(other) => problems.push(FileProblem {
+                    file: def.origin.file.clone(),
+                    path: def.origin.path.clone(),
+                    code: other.code(),
+                    message: other.to_string(),
+                }),
             }
         }
-    }
-    if !problems.is_empty() {
-        return Err(RunError::Problems(problems));
     }
     let spec = agent_spec(loaded, |name| {
         ids.get(name)
@@ -222,11 +235,12 @@ pub async fn install<B: Backend>(
     });
     let agent = &loaded.document.agent;
     let agent = store.create_agent(tenant, &agent.name, &spec).await?;
-    Ok(Installed {
+    let installed = Installed {
         tenant,
         agent,
         tools: ids,
-    })
+    };
+    Ok((installed, problems))
 }
 
 /// The agent of a document: what it calls directly, and the tools only its
@@ -275,7 +289,7 @@ pub async fn unknown_library_tools<C: Catalog>(
     tenant: TenantId,
     loaded: &LoadedSimulation,
     file: &str,
-) -> Result<Vec<Problem>, StoreError> {
+) -> Result<Vec<FileProblem>, StoreError> {
     let mut problems = Vec::new();
     for (index, tool) in loaded.document.tools.iter().enumerate() {
         let Some(id) = loaded.library.get(&tool.name) else {
@@ -283,12 +297,17 @@ pub async fn unknown_library_tools<C: Catalog>(
         };
         match catalog.tool(tenant, *id).await {
             Ok(_) => {}
-            Err(e) if e.is_not_found() => problems.push(Problem::foreign(
-                file,
-                pointer::push(&pointer::index("/tools", index), "id"),
-                StartProblemCode::UnknownTool.as_str(),
-                format!("the tenant has no library tool {id}"),
-            )),
+            Err(e) if e.is_not_found() => {
+                let unknown = StartProblem::UnknownTool {
+                    tool: id.to_string(),
+                };
+                problems.push(FileProblem {
+                    file: file.to_owned(),
+                    path: pointer::push(&pointer::index("/tools", index), "id"),
+                    code: unknown.code(),
+                    message: format!("the tenant has no library tool {id}"),
+                });
+            }
             Err(e) => return Err(e),
         }
     }
@@ -380,8 +399,13 @@ pub fn start_request(document: &SimulationDocument, agent: AgentId) -> StartRequ
 }
 
 /// Start refusals as problems pointing into the simulation file.
-pub fn start_problems(loaded: &LoadedSimulation, refused: &[StartProblem]) -> Vec<Problem> {
-    let file = loaded.file.clone();
+pub fn start_problems(loaded: &LoadedSimulation, refused: &[StartProblem]) -> Vec<FileProblem> {
+    let problem = |path: String, code: &'static str, message: String| FileProblem {
+        file: loaded.file.clone(),
+        path,
+        code,
+        message,
+    };
     let workflow_at = |workflow: &str| {
         loaded
             .document
@@ -402,8 +426,7 @@ pub fn start_problems(loaded: &LoadedSimulation, refused: &[StartProblem]) -> Ve
                 operation,
                 status,
                 message,
-            } => Problem::foreign(
-                file.clone(),
+            } => problem(
                 definition_at(loaded, tool, operation),
                 status.as_str(),
                 format!("{tool}/{operation} is {status}: {message}"),
@@ -411,8 +434,7 @@ pub fn start_problems(loaded: &LoadedSimulation, refused: &[StartProblem]) -> Ve
             StartProblem::StateConflict { key, first, second } => {
                 let (tool, rest) = second.split_once('/').unwrap_or((second, ""));
                 let operation = rest.split('@').next().unwrap_or_default();
-                Problem::foreign(
-                    file.clone(),
+                problem(
                     definition_at(loaded, tool, operation),
                     p.code(),
                     format!("initial_state key {key:?} differs between {first} and {second}"),
@@ -432,8 +454,7 @@ pub fn start_problems(loaded: &LoadedSimulation, refused: &[StartProblem]) -> Ve
                     .find(|x| &x.name == workflow)
                     .and_then(|x| x.nodes.iter().position(|n| n.id() == node))
                     .map_or(w.clone(), |n| pointer::index(&pointer::push(&w, "nodes"), n));
-                Problem::foreign(
-                    file.clone(),
+                problem(
                     at,
                     p.code(),
                     format!(
@@ -441,23 +462,21 @@ pub fn start_problems(loaded: &LoadedSimulation, refused: &[StartProblem]) -> Ve
                     ),
                 )
             }
-            StartProblem::UnknownWorkflow { workflow } => Problem::new(
-                file.clone(),
-                "/agent",
-                LoadCode::UnknownWorkflow,
+            StartProblem::UnknownWorkflow { workflow } => problem(
+                "/agent".to_owned(),
+                LoadCode::UnknownWorkflow.as_str(),
                 format!("the agent has no workflow {workflow:?}"),
             ),
             // The loader refuses cycles before any start; should one still
             // reach the start, it points at the cycle's first workflow.
-            StartProblem::WorkflowCycle { cycle } => Problem::new(
-                file.clone(),
+            StartProblem::WorkflowCycle { cycle } => problem(
                 cycle
                     .first()
                     .map_or_else(|| "/agent/workflows".to_owned(), |w| workflow_at(w)),
-                LoadCode::WorkflowCycle,
+                LoadCode::WorkflowCycle.as_str(),
                 format!("workflows call each other in a cycle: {}", cycle.join(" -> ")),
             ),
-            other => Problem::foreign(file.clone(), "", other.code(), format!("{other:?}")),
+            other => problem(String::new(), other.code(), format!("{other:?}")),
         })
         .collect()
 }
@@ -468,32 +487,80 @@ pub async fn start<B: Backend>(
     loaded: &LoadedSimulation,
     installed: &Installed,
 ) -> Result<StartedSimulation, RunError> {
-    match dispatcher
-        .start(
-            installed.tenant,
-            &start_request(&loaded.document, installed.agent),
-        )
-        .await
-    {
-        Ok(started) => Ok(started),
-        Err(StartError::Refused { problems }) => {
-            Err(RunError::Problems(start_problems(loaded, &problems)))
-        }
-        Err(StartError::InvalidRequest(message)) => Err(RunError::Problems(vec![Problem::new(
+    start_keeping(dispatcher, loaded, installed, |_| true).await
+}
+
+/// Starts an installed simulation; of the start's refusals, lists those
+/// `keep` keeps.
+async fn start_keeping<B: Backend>(
+    dispatcher: &Dispatcher<B>,
+    loaded: &LoadedSimulation,
+    installed: &Installed,
+    keep: impl Fn(&StartProblem) -> bool,
+) -> Result<StartedSimulation, RunError> {
+    let request = start_request(&loaded.document, installed.agent);
+    let whole_file = |message: String| {
+        RunError::Problems(vec![FileProblem::load(
             loaded.file.clone(),
             "",
             LoadCode::InvalidValue,
             message,
-        )])),
-        Err(too_large @ StartError::TooLarge { .. }) => {
-            Err(RunError::Problems(vec![Problem::new(
-                loaded.file.clone(),
-                "",
-                LoadCode::InvalidValue,
-                too_large.to_string(),
-            )]))
+        )])
+    };
+    match dispatcher.start(installed.tenant, &request).await {
+        Ok(started) => Ok(started),
+        Err(StartError::Refused { mut problems }) => {
+            problems.retain(keep);
+            Err(RunError::Problems(start_problems(loaded, &problems)))
         }
+        Err(StartError::InvalidRequest(message)) => Err(whole_file(message)),
+        Err(too_large @ StartError::TooLarge { .. }) => Err(whole_file(too_large.to_string())),
         Err(StartError::Store(e)) => Err(e.into()),
+    }
+}
+
+/// Installs and starts a loaded simulation, listing every problem at once:
+/// `found` (the loader's), the definitions' and the start's. The start's
+/// refusals that repeat a problem already listed are left out: an
+/// operation whose definition the document gives is stale, missing or
+/// without an output schema at the start only because that definition has
+/// a problem of its own, and workflow cycles and unknown workflows are the
+/// loader's to report.
+async fn prepare<B: Backend>(
+    dispatcher: &Dispatcher<B>,
+    tenant: TenantId,
+    loaded: &LoadedSimulation,
+    mut found: Vec<FileProblem>,
+) -> Result<StartedSimulation, RunError> {
+    let (installed, definitions) = install_listing(dispatcher, tenant, loaded).await?;
+    found.extend(definitions);
+    let given = |tool: &str, operation: &str| {
+        loaded
+            .document
+            .tools
+            .iter()
+            .any(|t| t.name == tool && t.definitions.contains_key(operation))
+    };
+    let listed = !found.is_empty();
+    let new = |refusal: &StartProblem| match refusal {
+        _ if !listed => true,
+        StartProblem::Incomplete {
+            tool, operation, ..
+        } => !given(tool, operation),
+        StartProblem::WorkflowCycle { .. } | StartProblem::UnknownWorkflow { .. } => false,
+        _ => true,
+    };
+    match start_keeping(dispatcher, loaded, &installed, new).await {
+        Ok(started) if found.is_empty() => Ok(started),
+        Ok(started) => {
+            dispatcher.forget_simulation(started.id);
+            Err(RunError::Problems(found))
+        }
+        Err(RunError::Problems(refused)) => {
+            found.extend(refused);
+            Err(RunError::Problems(found))
+        }
+        Err(other) => Err(other),
     }
 }
 
@@ -604,8 +671,7 @@ pub async fn run<B: Backend + 'static>(
     options: &RunOptions,
     progress: Arc<dyn Fn() + Send + Sync>,
 ) -> Result<RunResults, RunError> {
-    let installed = install(&dispatcher, tenant, &loaded).await?;
-    let started = start(&dispatcher, &loaded, &installed).await?;
+    let started = prepare(&dispatcher, tenant, &loaded, Vec::new()).await?;
     let workflows = Arc::new(loaded.workflows());
     let attempts = Arc::new(started.attempts.clone());
     let case_index: Arc<HashMap<String, usize>> = Arc::new(
@@ -708,7 +774,7 @@ pub async fn run<B: Backend + 'static>(
     }
     summary.cases = u32::try_from(cases.len()).unwrap_or(u32::MAX);
     Ok(RunResults {
-        results_version: 1,
+        results_version: 2,
         simulation: loaded.document.name.clone(),
         mode: loaded.document.mode,
         attempts_per_case: loaded.document.attempts,
@@ -720,15 +786,21 @@ pub async fn run<B: Backend + 'static>(
 }
 
 /// Installs and starts without running (`toolmock run --check`): every
-/// definition is checked against its contract and the start's refusals are
-/// reported. Returns the number of pinned operations.
+/// problem at once — the loader's (`loaded.problems`), every definition's
+/// against its contract, and the start's refusals — each in its file at its
+/// pointer. Returns the number of pinned operations.
 pub async fn check<B: Backend>(
     dispatcher: &Dispatcher<B>,
     tenant: TenantId,
-    loaded: &LoadedSimulation,
+    loaded: &Loaded,
 ) -> Result<usize, RunError> {
-    let installed = install(dispatcher, tenant, loaded).await?;
-    let started = start(dispatcher, loaded, &installed).await?;
+    let started = prepare(
+        dispatcher,
+        tenant,
+        &loaded.simulation,
+        loaded.problems.clone(),
+    )
+    .await?;
     dispatcher.forget_simulation(started.id);
     Ok(started.pins.len())
 }
@@ -752,7 +824,7 @@ impl CaseResult {
         CaseResult {
             name: case.name.clone(),
             expected_outcome: case.expect.outcome,
-            as_expected: u32::try_from(good).unwrap_or(u32::MAX),
+            attempts_as_expected: u32::try_from(good).unwrap_or(u32::MAX),
             pass_rate,
             pass_k: PassK::of(&attempts),
             attempts,

@@ -2,16 +2,16 @@
 //! (evidence, tool input errors, harness errors, final state), so that they
 //! hold for any driver — the scripted one here or a real agent later.
 
-use super::document::{
+use crate::document::{
     ArgumentsMatch, CallMatcher, CallStatus, CaseExpect, SequenceMode, StateExpect, StepExpect,
     TrajectoryExpect,
 };
-use crate::model::{EvidenceRecord, HarnessErrorRecord, ToolInputErrorRecord};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use toolmock_contract::pointer;
 use toolmock_evaluator::json_equal;
+use toolmock_runtime::model::{EvidenceRecord, HarnessErrorRecord, ToolInputErrorRecord};
 
 /// One call of an attempt as recorded by the dispatcher.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -123,13 +123,13 @@ impl Unmet {
 
 /// Whether `expected` is contained in `actual`: objects by key, arrays by
 /// position (the actual array may be longer), scalars by SPEC §5 equality.
-pub fn is_subset(expected: &Value, actual: &Value) -> bool {
+pub(crate) fn is_subset(expected: &Value, actual: &Value) -> bool {
     first_difference(expected, actual, true, "").is_none()
 }
 
 /// The first place where `actual` differs from `expected` (exactly, or as a
 /// subset): its JSON pointer and a description.
-pub fn first_difference(
+pub(crate) fn first_difference(
     expected: &Value,
     actual: &Value,
     subset: bool,
@@ -175,7 +175,7 @@ pub fn first_difference(
 }
 
 /// A value in at most 80 characters, for messages.
-pub fn short(value: &Value) -> String {
+pub(crate) fn short(value: &Value) -> String {
     let text = value.to_string();
     if text.len() <= 80 {
         return text;
@@ -193,7 +193,7 @@ fn shown(at: &str) -> &str {
 
 /// What one step's call produced.
 #[derive(Debug, Clone, PartialEq)]
-pub enum StepOutcome {
+pub(crate) enum StepOutcome {
     /// A result.
     Ok(Value),
     /// A tool input error or harness error (class, code, message).
@@ -207,8 +207,15 @@ pub enum StepOutcome {
     },
 }
 
-/// Judges one step's outcome against its expectation (`None`: any result).
-pub fn judge_step(expect: Option<&StepExpect>, outcome: &StepOutcome, at: &str) -> Option<Unmet> {
+/// Judges one step's outcome against its expectation (`None`: any
+/// result). `at` is the step's pointer; an unmet expectation points at the
+/// step's `expect` member, or at the step when it has none.
+pub(crate) fn judge_step(
+    expect: Option<&StepExpect>,
+    outcome: &StepOutcome,
+    at: &str,
+) -> Option<Unmet> {
+    let expect_at = pointer::push(at, "expect");
     let describe = |o: &StepOutcome| match o {
         StepOutcome::Ok(v) => format!("the result {}", short(v)),
         StepOutcome::Error {
@@ -227,7 +234,7 @@ pub fn judge_step(expect: Option<&StepExpect>, outcome: &StepOutcome, at: &str) 
         (Some(StepExpect::Result(want)), StepOutcome::Ok(got)) => {
             first_difference(want, got, false, "").map(|(p, why)| {
                 Unmet::new(
-                    pointer::push(at, "result"),
+                    pointer::push(&expect_at, "result"),
                     "result_mismatch",
                     format!("result{} {why}", shown(&p).trim_end_matches('/')),
                 )
@@ -236,7 +243,7 @@ pub fn judge_step(expect: Option<&StepExpect>, outcome: &StepOutcome, at: &str) 
         (Some(StepExpect::ResultSubset(want)), StepOutcome::Ok(got)) => {
             first_difference(want, got, true, "").map(|(p, why)| {
                 Unmet::new(
-                    pointer::push(at, "result_subset"),
+                    pointer::push(&expect_at, "result_subset"),
                     "result_subset_mismatch",
                     format!("result{} {why}", shown(&p).trim_end_matches('/')),
                 )
@@ -249,7 +256,7 @@ pub fn judge_step(expect: Option<&StepExpect>, outcome: &StepOutcome, at: &str) 
                 ..
             } if code == want => None,
             other => Some(Unmet::new(
-                pointer::push(at, "tool_input_error"),
+                pointer::push(&expect_at, "tool_input_error"),
                 "expected_tool_input_error",
                 format!("expected tool_input_error {want}, got {}", describe(other)),
             )),
@@ -261,13 +268,13 @@ pub fn judge_step(expect: Option<&StepExpect>, outcome: &StepOutcome, at: &str) 
                 ..
             } if code == want => None,
             other => Some(Unmet::new(
-                pointer::push(at, "harness_error"),
+                pointer::push(&expect_at, "harness_error"),
                 "expected_harness_error",
                 format!("expected harness_error {want}, got {}", describe(other)),
             )),
         },
         (Some(StepExpect::Result(_) | StepExpect::ResultSubset(_)), other) => Some(Unmet::new(
-            at,
+            expect_at,
             "step_failed",
             format!("expected a result, got {}", describe(other)),
         )),
@@ -345,7 +352,7 @@ fn maximum_matching(patterns: &[CallMatcher], calls: &[RecordedCall]) -> Vec<Opt
 }
 
 /// Judges one trajectory expectation.
-pub fn judge_trajectory(
+pub(crate) fn judge_trajectory(
     expect: &TrajectoryExpect,
     calls: &[RecordedCall],
     at: &str,
@@ -478,7 +485,11 @@ pub fn judge_trajectory(
 }
 
 /// Judges the final state.
-pub fn judge_state(expect: &StateExpect, state: &Map<String, Value>, at: &str) -> Option<Unmet> {
+pub(crate) fn judge_state(
+    expect: &StateExpect,
+    state: &Map<String, Value>,
+    at: &str,
+) -> Option<Unmet> {
     let actual = Value::Object(state.clone());
     let (want, subset, key) = match expect {
         StateExpect::Exact(m) => (Value::Object(m.clone()), false, "exact"),
@@ -695,18 +706,18 @@ mod tests {
             (
                 Some(json!({"result": {"a": 1}})),
                 &ok,
-                Some(("result_mismatch", "/s/result")),
+                Some(("result_mismatch", "/s/expect/result")),
             ),
             (
                 Some(json!({"result": {"a": 1}})),
                 &harness,
-                Some(("step_failed", "/s")),
+                Some(("step_failed", "/s/expect")),
             ),
             (Some(json!({"result_subset": {"b": [1, 2, {}]}})), &ok, None),
             (
                 Some(json!({"result_subset": {"b": [2]}})),
                 &ok,
-                Some(("result_subset_mismatch", "/s/result_subset")),
+                Some(("result_subset_mismatch", "/s/expect/result_subset")),
             ),
             (
                 Some(json!({"tool_input_error": "invalid_arguments"})),
@@ -716,12 +727,12 @@ mod tests {
             (
                 Some(json!({"tool_input_error": "invalid_number"})),
                 &input_error,
-                Some(("expected_tool_input_error", "/s/tool_input_error")),
+                Some(("expected_tool_input_error", "/s/expect/tool_input_error")),
             ),
             (
                 Some(json!({"tool_input_error": "invalid_arguments"})),
                 &ok,
-                Some(("expected_tool_input_error", "/s/tool_input_error")),
+                Some(("expected_tool_input_error", "/s/expect/tool_input_error")),
             ),
             (
                 Some(json!({"harness_error": "missing_reference"})),
@@ -731,7 +742,7 @@ mod tests {
             (
                 Some(json!({"harness_error": "missing_reference"})),
                 &input_error,
-                Some(("expected_harness_error", "/s/harness_error")),
+                Some(("expected_harness_error", "/s/expect/harness_error")),
             ),
         ];
         for (i, (expect, outcome, want)) in table.into_iter().enumerate() {

@@ -1,10 +1,9 @@
-//! Queries the HTTP API needs beyond the runtime's traits: tenants named by
-//! tokens, the attempt a capability hash belongs to, a page of tools, an
-//! operation's revision history in one query, and the pieces of a tool's
-//! testing view (the fingerprint of its index, the index, then only the
-//! contracts and revisions a caller has not kept, each in one query for all
-//! operations). Every one filters by tenant except `capability_owner`, whose
-//! token is the only key a caller has.
+//! Read models of the tenant's tools beyond the runtime's traits: a page of
+//! tools with their status counts, an operation's revision history in one
+//! query, and the pieces of a tool's testing view (the fingerprint of its
+//! index, the index, then only the contracts and revisions a caller has not
+//! kept, each in one query for all operations). Every one filters by
+//! tenant.
 
 use super::{Db, PgStore, db};
 use crate::rows::{RevisionRow, contract, contract_hash, corrupt, definition_hash, to_u32};
@@ -16,7 +15,7 @@ use toolmock_contract::{
 };
 use toolmock_runtime::error::StoreError;
 use toolmock_runtime::model::{
-    AttemptId, OperationId, Provenance, RevisionRecord, TenantId, TokenHash, ToolId, ToolKind,
+    OperationId, Provenance, RevisionRecord, TenantId, ToolId, ToolKind,
 };
 use uuid::Uuid;
 
@@ -175,31 +174,6 @@ fn count(value: i64) -> Db<u32> {
 }
 
 impl PgStore {
-    /// Creates the tenant with this id unless it exists (tenants come from
-    /// tokens, not from a sign-up step).
-    pub async fn ensure_tenant(&self, tenant: TenantId, name: &str) -> Db<()> {
-        db(sqlx::query(
-            "INSERT INTO tenants (id, name) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING",
-        )
-        .bind(tenant.as_uuid())
-        .bind(name)
-        .execute(self.pool())
-        .await)?;
-        Ok(())
-    }
-
-    /// The tenant and attempt a capability hash belongs to, whatever its
-    /// lease says (the dispatcher checks that and records the refusal).
-    pub async fn capability_owner(&self, token: &TokenHash) -> Db<Option<(TenantId, AttemptId)>> {
-        let row: Option<(Uuid, Uuid)> = db(sqlx::query_as(
-            "SELECT tenant_id, attempt_id FROM attempt_capabilities WHERE token_hash = $1",
-        )
-        .bind(token.as_bytes().as_slice())
-        .fetch_optional(self.pool())
-        .await)?;
-        Ok(row.map(|(tenant, attempt)| (TenantId(tenant), AttemptId(attempt))))
-    }
-
     /// Up to `limit` tools of the tenant in name order, after the name
     /// `after` (keyset pagination: stable while tools are added).
     pub async fn list_tools(

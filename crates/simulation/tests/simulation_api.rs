@@ -6,8 +6,8 @@ use std::sync::Arc;
 use toolmock_contract::{ContractHash, OperationIdentity, OperationSource};
 use toolmock_runtime::backend::Catalog;
 use toolmock_runtime::model::{NewOperation, NewTool, Provenance, SaveRevision, ToolKind};
-use toolmock_runtime::simulation::{self, Files, RunOptions, SequenceClock, VirtualSleeper};
 use toolmock_runtime::{Dispatcher, MemoryStore};
+use toolmock_simulation::{self as simulation, Files, RunOptions, SequenceClock, VirtualSleeper};
 
 fn document(tool_id: &str) -> Value {
     json!({
@@ -107,10 +107,7 @@ fn api_bodies_take_no_file_paths_and_the_cli_takes_no_library_ids() {
     body["tools"].as_array_mut().expect("tools").push(json!({
         "name": "notes", "from": "manifest", "manifest": "notes.manifest.json"}));
     let problems = simulation::load_value(&body, "body", &Files::InlineOnly).expect_err("refused");
-    let found: Vec<(&str, &str)> = problems
-        .iter()
-        .map(|p| (p.path.as_str(), p.code.as_str()))
-        .collect();
+    let found: Vec<(&str, &str)> = problems.iter().map(|p| (p.path.as_str(), p.code)).collect();
     assert_eq!(found, vec![("/tools/1/manifest", "file_not_allowed")]);
 
     let problems = simulation::load_value(&document("not-a-uuid"), "body", &Files::InlineOnly)
@@ -125,7 +122,7 @@ fn api_bodies_take_no_file_paths_and_the_cli_takes_no_library_ids() {
     )
     .expect_err("refused");
     assert_eq!(
-        (problems[0].path.as_str(), problems[0].code.as_str()),
+        (problems[0].path.as_str(), problems[0].code),
         ("/tools/0/id", "library_tool_not_embedded")
     );
     let mut real = document("7d0f3c7e-0000-4000-8000-000000000000");
@@ -150,10 +147,7 @@ fn external_drivers_are_for_the_api_only() {
         {"name": "book", "input_schema": {"type": "object"}, "output_schema": {"type": "object"}}]});
     let embedded = Files::Relative(std::path::PathBuf::from("."));
     let problems = simulation::load_value(&body, "sim.json", &embedded).expect_err("refused");
-    let found: Vec<(&str, &str)> = problems
-        .iter()
-        .map(|p| (p.path.as_str(), p.code.as_str()))
-        .collect();
+    let found: Vec<(&str, &str)> = problems.iter().map(|p| (p.path.as_str(), p.code)).collect();
     assert_eq!(
         found,
         vec![("/cases/0/driver/type", "external_driver_not_embedded")]
@@ -172,7 +166,7 @@ fn external_drivers_are_for_the_api_only() {
     body["cases"][0]["driver"] = json!({"type": "scripted"});
     let problems = simulation::load_value(&body, "body", &Files::InlineOnly).expect_err("refused");
     assert_eq!(
-        (problems[0].path.as_str(), problems[0].code.as_str()),
+        (problems[0].path.as_str(), problems[0].code),
         ("/cases/0/driver/steps", "missing_field")
     );
 }

@@ -4,10 +4,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
-/// The default bound on node executions of one workflow run (nested runs
-/// count towards their caller's bound too).
-pub const DEFAULT_MAX_STEPS: u32 = 1000;
-
 /// A workflow: control flow that stays real, whose tool nodes go through the
 /// dispatcher with the calling attempt's capability.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,7 +17,8 @@ pub struct WorkflowDoc {
     /// The node to start at (default: the first node).
     #[serde(default)]
     pub start: Option<String>,
-    /// The bound on node executions of one run (default [`DEFAULT_MAX_STEPS`]);
+    /// The bound on node executions of one run (default
+    /// [`WorkflowDoc::DEFAULT_MAX_STEPS`]);
     /// exceeding it ends the attempt as `harness_error`.
     #[serde(default)]
     pub max_steps: Option<u32>,
@@ -30,6 +27,15 @@ pub struct WorkflowDoc {
 }
 
 impl WorkflowDoc {
+    /// The default bound on node executions of one workflow run (nested runs
+    /// count towards their caller's bound too).
+    pub const DEFAULT_MAX_STEPS: u32 = 1000;
+
+    /// The bound on node executions of one run of this workflow.
+    pub fn step_limit(&self) -> u32 {
+        self.max_steps.unwrap_or(Self::DEFAULT_MAX_STEPS)
+    }
+
     /// The node called `id`.
     pub fn node(&self, id: &str) -> Option<&NodeDoc> {
         self.nodes.iter().find(|n| n.id() == id)
@@ -174,24 +180,25 @@ impl EffectKind {
 }
 
 /// A branch condition: SPEC §5's language with sources `input` (the
-/// workflow's input) and `nodes` (the outputs so far, by node id).
+/// workflow's input) and `nodes` (the outputs so far, by node id). Read
+/// from a workflow document only; its parts are read through its methods.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Condition {
     /// `input` or `nodes`.
-    pub source: ConditionSource,
+    source: ConditionSource,
     /// A SPEC §5 path; for `nodes` its first segment is a node id.
-    pub path: String,
+    path: String,
     /// `eq`, `ne`, `in` or `exists`.
-    pub op: ConditionOp,
+    op: ConditionOp,
     /// A literal.
-    pub value: Value,
+    value: Value,
 }
 
 /// Where a condition reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ConditionSource {
+enum ConditionSource {
     /// The workflow's input.
     Input,
     /// The outputs of the nodes run so far, by node id.
@@ -201,7 +208,7 @@ pub enum ConditionSource {
 /// A condition operator (SPEC §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ConditionOp {
+enum ConditionOp {
     /// Deep equality.
     Eq,
     /// Not `eq`.
@@ -213,6 +220,18 @@ pub enum ConditionOp {
 }
 
 impl Condition {
+    /// The SPEC §5 path it reads; when it [reads the nodes' outputs](Self::reads_nodes)
+    /// its first segment is a node id.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Whether it reads the outputs of the nodes run so far (by node id)
+    /// rather than the workflow's input.
+    pub fn reads_nodes(&self) -> bool {
+        self.source == ConditionSource::Nodes
+    }
+
     /// Whether the condition holds, given the value its path resolved to.
     pub fn holds(&self, found: Option<&Value>) -> bool {
         use toolmock_evaluator::json_equal;
@@ -228,66 +247,68 @@ impl Condition {
     }
 }
 
-/// Every cycle of workflows calling each other, each once: the indexes into
-/// `workflows` along it in call order, without repeating the first at the
-/// end. A workflow calling an unknown workflow is no cycle (that is an
-/// unknown workflow).
-pub fn workflow_cycles(workflows: &[WorkflowDoc]) -> Vec<Vec<usize>> {
-    fn visit(
-        i: usize,
-        workflows: &[WorkflowDoc],
-        index: &HashMap<&str, usize>,
-        mark: &mut [u8],
-        path: &mut Vec<usize>,
-        cycles: &mut Vec<Vec<usize>>,
-    ) {
-        mark[i] = 1;
-        path.push(i);
-        for callee in workflows[i].called_workflows() {
-            let Some(&j) = index.get(callee) else {
-                continue;
-            };
-            match mark[j] {
-                1 => {
-                    let start = path.iter().position(|&p| p == j).unwrap_or(0);
-                    cycles.push(path[start..].to_vec());
+impl WorkflowDoc {
+    /// Every cycle of workflows calling each other, each once: the indexes into
+    /// `workflows` along it in call order, without repeating the first at the
+    /// end. A workflow calling an unknown workflow is no cycle (that is an
+    /// unknown workflow).
+    pub fn cycles(workflows: &[WorkflowDoc]) -> Vec<Vec<usize>> {
+        fn visit(
+            i: usize,
+            workflows: &[WorkflowDoc],
+            index: &HashMap<&str, usize>,
+            mark: &mut [u8],
+            path: &mut Vec<usize>,
+            cycles: &mut Vec<Vec<usize>>,
+        ) {
+            mark[i] = 1;
+            path.push(i);
+            for callee in workflows[i].called_workflows() {
+                let Some(&j) = index.get(callee) else {
+                    continue;
+                };
+                match mark[j] {
+                    1 => {
+                        let start = path.iter().position(|&p| p == j).unwrap_or(0);
+                        cycles.push(path[start..].to_vec());
+                    }
+                    0 => visit(j, workflows, index, mark, path, cycles),
+                    _ => {}
                 }
-                0 => visit(j, workflows, index, mark, path, cycles),
-                _ => {}
+            }
+            path.pop();
+            mark[i] = 2;
+        }
+        let index: HashMap<&str, usize> = workflows
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (w.name.as_str(), i))
+            .collect();
+        // 0 unvisited, 1 on the current path, 2 done.
+        let mut mark = vec![0u8; workflows.len()];
+        let mut cycles = Vec::new();
+        for i in 0..workflows.len() {
+            if mark[i] == 0 {
+                visit(
+                    i,
+                    workflows,
+                    &index,
+                    &mut mark,
+                    &mut Vec::new(),
+                    &mut cycles,
+                );
             }
         }
-        path.pop();
-        mark[i] = 2;
-    }
-    let index: HashMap<&str, usize> = workflows
-        .iter()
-        .enumerate()
-        .map(|(i, w)| (w.name.as_str(), i))
-        .collect();
-    // 0 unvisited, 1 on the current path, 2 done.
-    let mut mark = vec![0u8; workflows.len()];
-    let mut cycles = Vec::new();
-    for i in 0..workflows.len() {
-        if mark[i] == 0 {
-            visit(
-                i,
-                workflows,
-                &index,
-                &mut mark,
-                &mut Vec::new(),
-                &mut cycles,
-            );
+        let mut reported = HashSet::new();
+        let mut named = Vec::new();
+        for cycle in cycles {
+            let Some(first) = cycle.iter().min().copied() else {
+                continue;
+            };
+            if reported.insert(first) {
+                named.push(cycle);
+            }
         }
+        named
     }
-    let mut reported = HashSet::new();
-    let mut named = Vec::new();
-    for cycle in cycles {
-        let Some(first) = cycle.iter().min().copied() else {
-            continue;
-        };
-        if reported.insert(first) {
-            named.push(cycle);
-        }
-    }
-    named
 }

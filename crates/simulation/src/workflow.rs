@@ -3,16 +3,21 @@
 //! so they share the attempt's fixture state and every harness error is
 //! recorded on the attempt — even when a `catch` node handles it.
 
-use super::model::{ConditionSource, DEFAULT_MAX_STEPS, NodeDoc, WorkflowDoc};
-use crate::backend::{Backend, BoxFuture};
-use crate::dispatcher::{Dispatcher, ToolCall};
-use crate::error::{DispatchError, HarnessCode, HarnessFault};
-use crate::model::Capability;
-use crate::model::{AttemptId, TenantId};
-use crate::simulation::document::CallStatus;
-use crate::simulation::reference::{render, resolve_path, split_head};
+use crate::document::CallStatus;
+use crate::reference::{render, resolve_path, split_head};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use toolmock_runtime::backend::Backend;
+use toolmock_runtime::dispatcher::{Dispatcher, ToolCall};
+use toolmock_runtime::error::{DispatchError, HarnessCode, HarnessFault};
+use toolmock_runtime::model::Capability;
+use toolmock_runtime::model::{AttemptId, TenantId};
+use toolmock_runtime::model::{NodeDoc, WorkflowDoc};
+
+/// A boxed, sendable future: a workflow runs its nested workflows recursively.
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The attempt a workflow runs in: everything its calls need.
 pub struct AttemptContext<'a, B> {
@@ -137,7 +142,7 @@ impl<B: Backend> AttemptContext<'_, B> {
                     )
                     .await);
             };
-            let mut own = workflow.max_steps.unwrap_or(DEFAULT_MAX_STEPS);
+            let mut own = workflow.step_limit();
             let budget = match budget {
                 Some(b) => b,
                 None => &mut own,
@@ -238,11 +243,8 @@ impl<B: Backend> AttemptContext<'_, B> {
                     } => {
                         let nodes = Value::Object(outputs.clone());
                         let all = when.iter().all(|c| {
-                            let source = match c.source {
-                                ConditionSource::Input => &input,
-                                ConditionSource::Nodes => &nodes,
-                            };
-                            c.holds(resolve_path(source, &c.path))
+                            let source = if c.reads_nodes() { &nodes } else { &input };
+                            c.holds(resolve_path(source, c.path()))
                         });
                         current = Some(if all { then.clone() } else { otherwise.clone() });
                     }
