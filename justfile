@@ -21,6 +21,12 @@ serve *args="":
     target/debug/toolmock-api migrate --database-url "$DATABASE_URL"
     target/debug/toolmock-api serve --database-url "$(printf '%s' "$DATABASE_URL" | sed -E 's#^(postgres(ql)?://)([^@/]*@)?#\1toolmock_app@#')" {{args}}
 
+# Save a simulation folder's tools, mocks and agent as TENANT's library on
+# DATABASE_URL (migrated), idempotently (docs/api.md, "Seeding a library").
+seed folder="fixtures/healthplus" tenant="dev":
+    cargo build --locked -p toolmock-api-bin
+    target/debug/toolmock-api seed {{folder}} --tenant {{tenant}} --database-url "$DATABASE_URL"
+
 # Build every package (debug).
 build:
     cargo build --workspace --locked

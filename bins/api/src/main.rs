@@ -36,6 +36,23 @@ enum Command {
     Migrate(MigrateArgs),
     /// Print a development token (HS256, signed with --jwt-secret).
     Token(TokenArgs),
+    /// Save a simulation folder's tools, mocks and agent as a tenant's
+    /// library, idempotently: only what is absent or changed is written
+    /// (docs/api.md, "Seeding a library").
+    Seed(SeedArgs),
+}
+
+#[derive(Debug, Args)]
+struct SeedArgs {
+    /// The folder with a `simulation.json` (or the file itself).
+    folder: PathBuf,
+    /// The tenant: a UUID or a name (mapped to a stable UUID, as in tokens).
+    #[arg(long, env = "TOOLMOCK_SEED_TENANT", default_value = "dev")]
+    tenant: String,
+    /// PostgreSQL connection URL (the application role `toolmock_app` will
+    /// do); the schema must be migrated.
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: String,
 }
 
 /// How bearer tokens are verified (and, for `token`, signed).
@@ -188,6 +205,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::Migrate(args) => migrate(&args),
         Command::Token(args) => token(&args),
+        Command::Seed(args) => seed(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -308,6 +326,33 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         sweeper.abort();
         pool.close().await;
         tracing::info!("stopped");
+        Ok(())
+    })
+}
+
+fn seed(args: &SeedArgs) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let pool = toolmock_store::connect(&args.database_url, 2)
+            .await
+            .map_err(|e| format!("cannot connect to the database: {e}"))?;
+        let result = toolmock_api::seed::seed(pool.clone(), &args.tenant, &args.folder).await;
+        pool.close().await;
+        let report = result.map_err(|e| format!("{}: {e}", e.code()))?;
+        for (action, what) in &report.lines {
+            println!("{:<10}  {what}", action.as_str());
+        }
+        use toolmock_api::seed::SeedAction;
+        println!(
+            "seed of tenant {:?}: {} created, {} appended, {} left alone",
+            args.tenant,
+            report.count(SeedAction::Created),
+            report.count(SeedAction::Appended),
+            report.count(SeedAction::LeftAlone)
+        );
         Ok(())
     })
 }

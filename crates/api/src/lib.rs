@@ -44,6 +44,7 @@ mod mcp_allow;
 mod middleware;
 pub mod routes;
 pub mod security_headers;
+pub mod seed;
 mod state;
 mod stored;
 pub mod ui;

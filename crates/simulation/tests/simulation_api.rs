@@ -215,7 +215,9 @@ fn an_inlined_file_loads_without_files_as_the_file_does() {
     let problems = simulation::inline_file(&broken).expect_err("a missing file is a problem");
     std::fs::remove_file(&broken).expect("remove");
     assert!(
-        problems.iter().any(|p| p.code == "missing_file" && p.path == "/tools/0/manifest"),
+        problems
+            .iter()
+            .any(|p| p.code == "missing_file" && p.path == "/tools/0/manifest"),
         "{problems:?}"
     );
 }

@@ -48,6 +48,8 @@ const LAYERS: &[&[&str]] = &[
     &["routes", "ui"],
     // The crate root.
     &["crate"],
+    // A client of the whole router, in-process.
+    &["seed"],
 ];
 
 /// The module graph of `crates/api/src`.

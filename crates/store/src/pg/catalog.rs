@@ -26,6 +26,19 @@ macro_rules! revision_columns {
 }
 
 impl PgStore {
+    /// The tenant's agents of this name, oldest first (names are not unique:
+    /// the seed reuses the oldest).
+    pub async fn agents_named(&self, tenant: TenantId, name: &str) -> Db<Vec<AgentId>> {
+        let ids: Vec<Uuid> = db(sqlx::query_scalar(
+            "SELECT id FROM agents WHERE tenant_id = $1 AND name = $2 ORDER BY created_at, id",
+        )
+        .bind(tenant.as_uuid())
+        .bind(name)
+        .fetch_all(self.pool())
+        .await)?;
+        Ok(ids.into_iter().map(AgentId).collect())
+    }
+
     /// Creates the tenant with this id unless it exists (tenants come from
     /// tokens, not from a sign-up step).
     pub async fn ensure_tenant(&self, tenant: TenantId, name: &str) -> Db<()> {
