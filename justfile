@@ -50,7 +50,7 @@ schemathesis examples="50":
 ui-test:
     scripts/ui-tests.sh
 
-# Run the shared conformance vectors (when ../shared is there; in CI, CI=true, it must be) against the CLI.
+# Run the shared conformance vectors (an independent set kept beside the repository; with CI=true they must be there) against the CLI.
 conformance:
     cargo build --locked -p toolmock-cli
     if [ -x "{{shared}}/conformance/run" ]; then "{{shared}}/conformance/run" --toolmock target/debug/toolmock; elif [ "${CI:-}" = "true" ]; then echo "no ../shared/conformance here, and CI=true: the shared vectors must run in CI" >&2; exit 1; else echo "no ../shared/conformance here; skipped"; fi
@@ -62,6 +62,7 @@ lint:
     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
     scripts/count-public-items.sh toolmock-runtime 80
     scripts/check-file-lengths.sh 1000
+    python3 scripts/check-docs.py
 
 # What CI runs.
 ci: lint test
