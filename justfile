@@ -25,8 +25,9 @@ serve *args="":
 build:
     cargo build --workspace --locked
 
-# Start or install everything the tests need (PostgreSQL, the MCP servers).
+# Install what the tests need when it is missing, and start PostgreSQL (README: "What the two commands install and need").
 setup:
+    scripts/install-prerequisites.sh
     scripts/start-postgres.sh
     if [ -x scripts/install-mcp-servers.sh ]; then scripts/install-mcp-servers.sh; fi
     scripts/install-test-tools.sh
@@ -34,6 +35,7 @@ setup:
 
 # Run every test: unit, integration (real PostgreSQL, real MCP servers), doc tests, the Python package, conformance vectors.
 test: setup
+    scripts/test-setup.sh
     cargo test --workspace --locked
     scripts/python-tests.sh
     just conformance

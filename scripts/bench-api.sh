@@ -38,11 +38,10 @@ prism_port="${BENCH_PRISM_PORT:-4010}"
 cache="$root/.cache/bench-api"
 mkdir -p "$cache"
 
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-
-if ! command -v wrk >/dev/null 2>&1; then
-    as_root apt-get install -y wrk || { as_root apt-get update && as_root apt-get install -y wrk; }
-fi
+install_who="bench-api"
+# shellcheck source=scripts/lib/install.sh
+. "$root/scripts/lib/install.sh"
+command -v wrk >/dev/null 2>&1 || apt_install wrk wrk
 prism="$cache/prism/node_modules/.bin/prism"
 if [ ! -x "$prism" ]; then
     mkdir -p "$cache/prism"
