@@ -15,6 +15,12 @@ usage: python3 scripts/check-docs.py        (run by `just lint`)
 3. Every relative link of a tracked Markdown file ([text](path#anchor))
    reaches a tracked file, and its anchor a heading of that file (GitHub's
    slugs).
+4. Every repository path that README.md, ARCHITECTURE.md or docs/*.md cites
+   in a code block or between backticks (a path under crates/, bins/,
+   bindings/, docs/, fixtures/, scripts/, ui-tests/, fuzz/ or .ci/) names a
+   tracked file or folder; a glob (`*`, `{a,b}`) must match one. Paths git
+   ignores (what a build or an install writes: fuzz/artifacts/, …) are not
+   the repository's and are left alone.
 
 Exits 1 listing every problem as FILE:LINE: message, 0 when there is none.
 """
@@ -164,11 +170,85 @@ def check_links(files, problems):
                         problems.append(f"{path}:{number}: link to {target}: {resolved} has no heading #{anchor}")
 
 
+PATH_TOKEN = re.compile(
+    r"(?<![\w./@$-])(?:\./)?((?:crates|bins|bindings|docs|fixtures|scripts|ui-tests|fuzz|\.ci)/[\w./@*{},-]*)"
+)
+
+
+def expand_braces(path):
+    m = re.search(r"\{([^{}]*)\}", path)
+    if not m:
+        return [path]
+    out = []
+    for part in m.group(1).split(","):
+        out += expand_braces(path[: m.start()] + part + path[m.end():])
+    return out
+
+
+def cited_paths(text):
+    """(line number, path) of every repository path in code blocks and code spans."""
+    fenced = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        spans = [line] if fenced else re.findall(r"`([^`]+)`", line)
+        for span in spans:
+            for m in PATH_TOKEN.finditer(span):
+                path = m.group(1).rstrip(".,:;")
+                if path.endswith("/") or "/" in path:
+                    yield number, path
+
+
+def ignored(path):
+    """Whether git ignores PATH (an output of a build or an install)."""
+    return (
+        subprocess.run(
+            ["git", "check-ignore", "-q", "--no-index", path], cwd=ROOT, capture_output=True
+        ).returncode
+        == 0
+    )
+
+
+def check_paths(files, problems):
+    import fnmatch
+
+    tracked = set(files)
+    folders = set()
+    for p in files:
+        d = os.path.dirname(p)
+        while d:
+            folders.add(d)
+            d = os.path.dirname(d)
+    pages = ["README.md", "ARCHITECTURE.md"] + sorted(
+        p for p in files if p.startswith("docs/") and p.endswith(".md") and p.count("/") == 1
+    )
+    for page in pages:
+        text = read_text(page)
+        if text is None:
+            continue
+        for number, cited in cited_paths(text):
+            found = False
+            for path in expand_braces(cited):
+                path = path.rstrip("/")
+                if "*" in path:
+                    found = any(fnmatch.fnmatch(p, path) for p in tracked | folders)
+                else:
+                    found = path in tracked or path in folders
+                if not found:
+                    break
+            if not found and ignored(cited.replace("*", "x")):
+                found = True
+            if not found:
+                problems.append(f"{page}:{number}: cites {cited}, which is not in the repository")
+
+
 def main():
     files = tracked_files()
     problems = []
     check_citations(files, problems)
     check_links(files, problems)
+    check_paths(files, problems)
     for p in problems:
         print(p, file=sys.stderr)
     if problems:
