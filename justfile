@@ -12,14 +12,14 @@ default:
 
 # The main job: run the HealthPlus agent test suite (or FILE) on the embedded runtime.
 run file="fixtures/healthplus/simulation.json" *args="": build
-    target/debug/toolmock run {{file}} {{args}}
+    "${CARGO_TARGET_DIR:-target}/debug/toolmock" run {{file}} {{args}}
 
 # Serve the API on DATABASE_URL as deployed: migrate as the owner, then serve as the
 # least-privilege role toolmock_app (needs TOOLMOCK_JWT_SECRET; docs/api.md).
 serve *args="":
     cargo build --locked -p toolmock-api-bin
-    target/debug/toolmock-api migrate --database-url "$DATABASE_URL"
-    target/debug/toolmock-api serve --database-url "$(printf '%s' "$DATABASE_URL" | sed -E 's#^(postgres(ql)?://)([^@/]*@)?#\1toolmock_app@#')" {{args}}
+    "${CARGO_TARGET_DIR:-target}/debug/toolmock-api" migrate --database-url "$DATABASE_URL"
+    "${CARGO_TARGET_DIR:-target}/debug/toolmock-api" serve --database-url "$(printf '%s' "$DATABASE_URL" | sed -E 's#^(postgres(ql)?://)([^@/]*@)?#\1toolmock_app@#')" {{args}}
 
 # Build every package (debug).
 build:
@@ -37,6 +37,7 @@ setup:
 test: setup
     scripts/test-setup.sh
     cargo test --workspace --locked
+    scripts/test-readme.sh
     scripts/python-tests.sh
     just conformance
     just schemathesis
@@ -55,7 +56,7 @@ ui-test:
 # Run the shared conformance vectors (an independent set kept beside the repository; with CI=true they must be there) against the CLI.
 conformance:
     cargo build --locked -p toolmock-cli
-    if [ -x "{{shared}}/conformance/run" ]; then "{{shared}}/conformance/run" --toolmock target/debug/toolmock; elif [ "${CI:-}" = "true" ]; then echo "no ../shared/conformance here, and CI=true: the shared vectors must run in CI" >&2; exit 1; else echo "no ../shared/conformance here; skipped"; fi
+    if [ -x "{{shared}}/conformance/run" ]; then "{{shared}}/conformance/run" --toolmock "${CARGO_TARGET_DIR:-target}/debug/toolmock"; elif [ "${CI:-}" = "true" ]; then echo "no ../shared/conformance here, and CI=true: the shared vectors must run in CI" >&2; exit 1; else echo "no ../shared/conformance here; skipped"; fi
 
 # Formatting, lints (warnings are errors) and documentation warnings.
 lint:
