@@ -17,17 +17,33 @@
 # compiled there are reused; the workspace's own crates, whose paths differ in
 # the clone, are compiled again, so the build itself is tested from scratch.
 #
-#   scripts/test-readme.sh [README]      (default: the checkout's README.md)
+# The clone is made at one fixed place, $CARGO_TARGET_DIR/tmp/readme-clone
+# (removed before and after), so that repeated runs overwrite the same
+# artifacts instead of adding a set per run.
+#
+#   scripts/test-readme.sh [README]   (default: the clone's README.md; another
+#                                      file, to see the test fail on it)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-readme="${1:-$root/README.md}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
 say() { printf 'test-readme: %s\n' "$*" >&2; }
 
-work="$(mktemp -d)"
+work="$CARGO_TARGET_DIR/tmp/readme-clone"
+rm -rf "$work"
+mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 
-# 1. The command and the expected output, from the README.
+# 1. A clone of the committed HEAD.
+head="$(git -C "$root" rev-parse HEAD)"
+git clone --quiet --shared --no-checkout "$root" "$work/repo"
+git -C "$work/repo" checkout --quiet --detach "$head"
+if [[ -e "$work/repo/target" || -e "$work/repo/.cache" ]]; then
+    say "the clone is not clean"
+    exit 1
+fi
+readme="${1:-$work/repo/README.md}"
+
+# 2. The command and the expected output, from the README.
 python3 - "$readme" "$work" <<'PY'
 import re, sys
 readme, work = sys.argv[1], sys.argv[2]
@@ -47,15 +63,6 @@ open(f"{work}/command", "w").write(command + "\n")
 open(f"{work}/expected", "w").write("\n".join(lines[1:]))
 PY
 command="$(cat "$work/command")"
-
-# 2. A clone of the committed HEAD.
-head="$(git -C "$root" rev-parse HEAD)"
-git clone --quiet --shared --no-checkout "$root" "$work/repo"
-git -C "$work/repo" checkout --quiet --detach "$head"
-if [[ -e "$work/repo/target" || -e "$work/repo/.cache" ]]; then
-    say "the clone is not clean"
-    exit 1
-fi
 
 # 3. The command, as written, in the clone.
 say "running \`$command\` in a clone of $head (CARGO_TARGET_DIR=$CARGO_TARGET_DIR)"
