@@ -12,14 +12,14 @@ default:
 
 # The main job: run the HealthPlus agent test suite (or FILE) on the embedded runtime.
 run file="fixtures/healthplus/simulation.json" *args="": build
-    target/debug/toolmock run {{file}} {{args}}
+    "${CARGO_TARGET_DIR:-target}/debug/toolmock" run {{file}} {{args}}
 
 # Serve the API on DATABASE_URL as deployed: migrate as the owner, then serve as the
 # least-privilege role toolmock_app (needs TOOLMOCK_JWT_SECRET; docs/api.md).
 serve *args="":
     cargo build --locked -p toolmock-api-bin
-    target/debug/toolmock-api migrate --database-url "$DATABASE_URL"
-    target/debug/toolmock-api serve --database-url "$(printf '%s' "$DATABASE_URL" | sed -E 's#^(postgres(ql)?://)([^@/]*@)?#\1toolmock_app@#')" {{args}}
+    "${CARGO_TARGET_DIR:-target}/debug/toolmock-api" migrate --database-url "$DATABASE_URL"
+    "${CARGO_TARGET_DIR:-target}/debug/toolmock-api" serve --database-url "$(printf '%s' "$DATABASE_URL" | sed -E 's#^(postgres(ql)?://)([^@/]*@)?#\1toolmock_app@#')" {{args}}
 
 # Save a simulation folder's tools, mocks and agent as TENANT's library on
 # DATABASE_URL (migrated), idempotently (docs/api.md, "Seeding a library").
@@ -31,8 +31,9 @@ seed folder="fixtures/healthplus" tenant="dev":
 build:
     cargo build --workspace --locked
 
-# Start or install everything the tests need (PostgreSQL, the MCP servers).
+# Install what the tests need when it is missing, and start PostgreSQL (README: "What the two commands install and need").
 setup:
+    scripts/install-prerequisites.sh
     scripts/start-postgres.sh
     if [ -x scripts/install-mcp-servers.sh ]; then scripts/install-mcp-servers.sh; fi
     scripts/install-test-tools.sh
@@ -40,7 +41,9 @@ setup:
 
 # Run every test: unit, integration (real PostgreSQL, real MCP servers), doc tests, the Python package, conformance vectors.
 test: setup
+    scripts/test-setup.sh
     cargo test --workspace --locked
+    scripts/test-readme.sh
     scripts/python-tests.sh
     just conformance
     just schemathesis
@@ -56,10 +59,10 @@ schemathesis examples="50":
 ui-test:
     scripts/ui-tests.sh
 
-# Run the shared conformance vectors (when ../shared is there; in CI, CI=true, it must be) against the CLI.
+# Run the shared conformance vectors (an independent set kept beside the repository; with CI=true they must be there) against the CLI.
 conformance:
     cargo build --locked -p toolmock-cli
-    if [ -x "{{shared}}/conformance/run" ]; then "{{shared}}/conformance/run" --toolmock target/debug/toolmock; elif [ "${CI:-}" = "true" ]; then echo "no ../shared/conformance here, and CI=true: the shared vectors must run in CI" >&2; exit 1; else echo "no ../shared/conformance here; skipped"; fi
+    if [ -x "{{shared}}/conformance/run" ]; then "{{shared}}/conformance/run" --toolmock "${CARGO_TARGET_DIR:-target}/debug/toolmock"; elif [ "${CI:-}" = "true" ]; then echo "no ../shared/conformance here, and CI=true: the shared vectors must run in CI" >&2; exit 1; else echo "no ../shared/conformance here; skipped"; fi
 
 # Formatting, lints (warnings are errors) and documentation warnings.
 lint:
@@ -68,6 +71,7 @@ lint:
     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
     scripts/count-public-items.sh toolmock-runtime 80
     scripts/check-file-lengths.sh 1000
+    python3 scripts/check-docs.py
 
 # What CI runs.
 ci: lint test

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Load-tests the real toolmock-api (release build, real PostgreSQL) with wrk,
-# and Stoplight Prism 5 — the anchor of ../shared/anchors/prism, copied in
+# and Stoplight Prism 5 — the shared `prism` anchor, copied in
 # fixtures/bench/prism — under the same tool-call load, in the same run
 # (docs/performance.md, "The API (issue 13)"):
 #
@@ -11,7 +11,7 @@
 #      evidence committed before the answer) across 32 attempts, each request
 #      under its attempt's capability, wrk -t2 -c32;
 #   3. Prism serving the anchor's api.yaml, wrk -t2 -c32 -s post.lua;
-#   4. when ../shared/anchors/pgbench is there, that anchor exactly as its
+#   4. when the shared `pgbench` anchor is there ($anchor below), exactly as its
 #      README runs it (pgbench -n -c 32 -j 2, its own scratch database): the
 #      same durable, row-locked SQL with no HTTP, no evaluation and no JSON,
 #      the physical limit of a tool call on this machine, for the ratio.
@@ -38,11 +38,10 @@ prism_port="${BENCH_PRISM_PORT:-4010}"
 cache="$root/.cache/bench-api"
 mkdir -p "$cache"
 
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-
-if ! command -v wrk >/dev/null 2>&1; then
-    as_root apt-get install -y wrk || { as_root apt-get update && as_root apt-get install -y wrk; }
-fi
+install_who="bench-api"
+# shellcheck source=scripts/lib/install.sh
+. "$root/scripts/lib/install.sh"
+command -v wrk >/dev/null 2>&1 || apt_install wrk wrk
 prism="$cache/prism/node_modules/.bin/prism"
 if [ ! -x "$prism" ]; then
     mkdir -p "$cache/prism"
@@ -93,7 +92,7 @@ curl -fsS "$url/readyz" >/dev/null
 token="$("$bin" token --tenant bench --permission AIManager:ManageTools --permission AIManager:RunSimulations)"
 python3 scripts/bench-api/seed.py "$url" "$token" "$work" 32
 
-# Prism, on the anchor's document, exactly as ../shared/anchors/README.md runs it.
+# Prism, on the anchor's document, exactly as the shared anchors' README runs it.
 (cd fixtures/bench/prism && exec "$prism" mock -p "$prism_port" api.yaml) >"$work/prism.log" 2>&1 &
 prism_pid=$!
 prism_url="http://127.0.0.1:$prism_port"

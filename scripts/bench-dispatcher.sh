@@ -4,8 +4,8 @@
 #   1. the in-memory dispatcher on one core (target >= 200,000 calls/s);
 #   2. the PostgreSQL dispatcher as the application role, 32 attempts calling
 #      concurrently (target p99 <= 25 ms), then pgbench with the same SQL on
-#      the same tables (for information), then the pgbench anchor of
-#      ../shared/anchors/pgbench over the unix socket (target: the
+#      the same tables (for information), then the shared pgbench anchor
+#      over the unix socket (target: the
 #      dispatcher's rate >= 0.6 of the anchor's).
 # Loopback only; every loop is bounded in time (BENCH_SECONDS, default 10)
 # or count (BENCH_CALLS, default 400,000). The bench database is created and

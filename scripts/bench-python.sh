@@ -7,8 +7,8 @@
 #
 # Builds and installs the wheel (release) into target/python-venv, as
 # scripts/python-tests.sh does, generates CALLS calls (default 100000) with
-# the yardstick's calls.py — ../shared/anchors/eval-realistic when it is
-# there (TOOLMOCK_SHARED_DIR names another shared folder), else its copy
+# the yardstick's calls.py — the shared eval-realistic anchor ($anchor below)
+# when it is there (TOOLMOCK_SHARED_DIR names another shared folder), else its copy
 # in fixtures/bench/eval-realistic — checks that both
 # evaluators answer every call alike, then times ROUNDS (default 5)
 # alternating passes of each, the state threaded from call to call. Prints

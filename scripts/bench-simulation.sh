@@ -10,12 +10,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-need() {
-    command -v "$1" >/dev/null 2>&1 && return
-    apt-get update -qq >/dev/null && apt-get install -y -qq "$2" >/dev/null
-}
-need hyperfine hyperfine
-[[ -x /usr/bin/time ]] || { apt-get update -qq >/dev/null && apt-get install -y -qq time >/dev/null; }
+install_who="bench-simulation"
+# shellcheck source=scripts/lib/install.sh
+. scripts/lib/install.sh
+command -v hyperfine >/dev/null 2>&1 || apt_install hyperfine hyperfine
+[[ -x /usr/bin/time ]] || apt_install "GNU time" time
 
 cargo build --release --locked -p toolmock-cli
 bin="$CARGO_TARGET_DIR/release/toolmock"

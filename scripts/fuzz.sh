@@ -52,7 +52,7 @@ for dir in "$root/../shared/conformance" "$root/fixtures/conformance"; do
   done
 done
 
-# number: the accept and reject cases of SPEC §4.
+# number: the accept and reject cases of docs/spec.md §4.
 for text in 0 7 -0 0042 1234.50 5.0 -12.25 9007199254740993 9007199254740992.5 \
   0.1 123456789012345678901234567890 '' ' 1' +5 .5 5. 1e3 0x10 1,000 NaN Infinity - 1.2.3 \
   "$(printf '9%.0s' $(seq 1 330))" "0.$(printf '0%.0s' $(seq 1 400))1"; do

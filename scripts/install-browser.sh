@@ -2,18 +2,17 @@
 # Installs what the UI tests drive: Debian's Chromium (/usr/bin/chromium, from
 # the machine's package sources) and playwright-core from npm, pinned by
 # ui-tests/package-lock.json into ui-tests/node_modules. Idempotent.
-# Needs apt-get (as root, or sudo) the first time, and Node.js 20 with npm.
+# Needs apt-get (as root, or through sudo; without either it says what is
+# missing and how to install it) the first time, and Node.js 20 with npm.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
+install_who="install-browser"
+# shellcheck source=scripts/lib/install.sh
+. "$root/scripts/lib/install.sh"
 if ! command -v chromium >/dev/null 2>&1; then
-    echo "install-browser: installing Debian's chromium" >&2
-    sudo=""
-    if [[ "$(id -u)" != 0 ]]; then sudo="sudo"; fi
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -qq || true
-    $sudo apt-get install -y -qq chromium >/dev/null
+    apt_install "Chromium (Debian's chromium, for the UI tests)" chromium
 fi
 
 lock="$root/ui-tests/package-lock.json"

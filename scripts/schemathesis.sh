@@ -5,7 +5,7 @@
 # response that breaks the document (undocumented status, wrong content type,
 # a body that does not match its schema). `positive_data_acceptance` is left
 # out: the document types mock definitions, manifests, agents and MCP tool
-# lists as JSON objects, whose rules (SPEC §7, §9) no JSON Schema of the
+# lists as JSON objects, whose rules (docs/spec.md §7, §9) no JSON Schema of the
 # request states, so a schema-valid body may rightly be a 422 listing them.
 #
 # It starts PostgreSQL if needed (scripts/test-env.sh), serves the API on a

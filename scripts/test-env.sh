@@ -1,27 +1,44 @@
 #!/usr/bin/env bash
-# The environment toolmock-store's tests need: a PostgreSQL server with trust
-# auth on the loopback (each #[sqlx::test] creates and drops its own database
-# on it). Source it (`. scripts/test-env.sh`) or run a command after it
-# (`scripts/test-env.sh cargo test -p toolmock-store`).
-set -euo pipefail
+# The environment the tests need: a PostgreSQL server on 127.0.0.1:5432 that
+# lets postgres in without a password (each #[sqlx::test] creates and drops
+# its own database on it; scripts/start-postgres.sh installs and starts it
+# when needed), and DATABASE_URL naming it (default: its maintenance database
+# postgres, which the tests only connect to in order to create their own).
+#
+#   . scripts/test-env.sh                            in your shell (bash, zsh)
+#   scripts/test-env.sh cargo test -p toolmock-store  run one command after it
+#
+# Sourced, it sets DATABASE_URL and nothing else: it changes none of your
+# shell's options (errexit, nounset, pipefail…) — the work runs in a child
+# process — and a failure returns 1 instead of closing your shell.
 
+_tm_sourced=0
+if [ -n "${BASH_VERSION:-}" ]; then
+    _tm_self="${BASH_SOURCE[0]}"
+    [ "${BASH_SOURCE[0]}" != "$0" ] && _tm_sourced=1
+elif [ -n "${ZSH_VERSION:-}" ]; then
+    _tm_self="$0"
+    case "${ZSH_EVAL_CONTEXT:-}" in *:file*) _tm_sourced=1 ;; esac
+else
+    _tm_self="$0"
+    case "$0" in
+    *test-env.sh) ;;
+    *) _tm_sourced=1 _tm_self=scripts/test-env.sh ;;
+    esac
+fi
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
 
-if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
-    if command -v pg_ctlcluster >/dev/null 2>&1; then
-        version="$(ls /etc/postgresql | sort -V | tail -n 1)"
-        pg_ctlcluster --skip-systemctl-redirect "$version" main start
-        for _ in $(seq 1 30); do
-            pg_isready -q -h 127.0.0.1 -p 5432 && break
-            sleep 1
-        done
+if [ "$_tm_sourced" = 1 ]; then
+    if "$(dirname "$_tm_self")/start-postgres.sh"; then
+        unset _tm_sourced _tm_self
+        return 0
     fi
+    unset _tm_sourced _tm_self
+    return 1
 fi
-pg_isready -h 127.0.0.1 -p 5432 >/dev/null || {
-    echo "PostgreSQL is not reachable at 127.0.0.1:5432" >&2
-    exit 1
-}
 
+set -euo pipefail
+"$(dirname "$_tm_self")/start-postgres.sh"
 if [ "$#" -gt 0 ]; then
     exec "$@"
 fi

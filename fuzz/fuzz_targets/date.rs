@@ -1,4 +1,4 @@
-//! Arbitrary strings and offsets → `parse_utc_date` and `date_add` (SPEC §4 `$dateAdd`).
+//! Arbitrary strings and offsets → `parse_utc_date` and `date_add` (docs/spec.md §4 `$dateAdd`).
 //!
 //! The first byte chooses the JSON shape of `days` and of `hours` (absent, an
 //! integer, an integral float, a fractional float, a string), the next four

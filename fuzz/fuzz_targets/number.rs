@@ -1,4 +1,4 @@
-//! Arbitrary strings → `parse_decimal` and `to_number` (SPEC §4 `$number`).
+//! Arbitrary strings → `parse_decimal` and `to_number` (docs/spec.md §4 `$number`).
 //!
 //! Accepted ⇒ the string matches `^-?[0-9]+(\.[0-9]+)?$`, its value equals
 //! `str::parse::<f64>`, and it is written as an integer exactly when it is

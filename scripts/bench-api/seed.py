@@ -20,7 +20,7 @@ import urllib.request
 
 OPERATIONS = 50
 
-# The anchor's input schema (../shared/anchors/prism/api.yaml), as is.
+# The anchor's input schema (fixtures/bench/prism/api.yaml), as is.
 FIND_MEMBER_INPUT = {
     "type": "object",
     "required": ["lookup_by", "value"],

@@ -392,7 +392,7 @@ fn parse_line(
         ))
     };
     // serde would also read a struct from an array (`[{…}, "variant"]`);
-    // SPEC §11 reads one object per line, nothing else.
+    // docs/spec.md §11 reads one object per line, nothing else.
     if *first != b'{' {
         return Some(Err(not_a_call(format!(
             "the line must be a JSON object, not {}",

@@ -23,7 +23,7 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, Failure> {
     std::fs::read(path).map_err(|e| Failure::usage(format!("{}: cannot read: {e}", path.display())))
 }
 
-/// Reads a contract file (SPEC §2 form).
+/// Reads a contract file (docs/spec.md §2 form).
 pub(crate) fn read_contract(path: &Path) -> Result<OperationContract, Failure> {
     let bytes = read_file(path)?;
     OperationContract::from_json_slice(&bytes).map_err(|e| {

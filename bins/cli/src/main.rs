@@ -1,7 +1,7 @@
 //! `toolmock`: hash operation contracts, check mock definitions, evaluate calls.
 //!
 //! A thin shell over `toolmock-contract`, `toolmock-evaluator`,
-//! `toolmock-schema` and `toolmock-discovery`. The forms of SPEC §11 (`hash`,
+//! `toolmock-schema` and `toolmock-discovery`. The forms of docs/spec.md §11 (`hash`,
 //! `check`, `eval`) are stable and driven by the conformance vectors.
 
 use clap::{Parser, Subcommand};

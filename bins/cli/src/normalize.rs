@@ -9,7 +9,7 @@ use toolmock_schema::{ContractEntry, PlatformManifest};
 ///
 /// Prints a JSON array with one {"contract": …, "contract_hash": …} per
 /// operation, in manifest order; each contract is named {tool}__{operation}
-/// and has source "platform" (SPEC §9). With --out DIR, each contract is
+/// and has source "platform" (docs/spec.md §9). With --out DIR, each contract is
 /// also written to DIR/NAME.contract.json, ready for `toolmock generate`.
 ///
 /// An invalid manifest prints every problem on stderr, one line each, as

@@ -373,7 +373,7 @@ fn calls_line_that_is_not_an_object_is_refused() {
     }
 }
 
-/// serde reads a struct from an array too; SPEC §11 reads only objects. Both
+/// serde reads a struct from an array too; docs/spec.md §11 reads only objects. Both
 /// shapes used to be evaluated (as a call of the `default` variant, and as a
 /// call whose input is `{"input": …}`); the lines after the bad one are not
 /// evaluated, the ones before are.
@@ -571,7 +571,7 @@ fn contracts_with_wrong_shapes_are_refused() {
     }
 }
 
-/// SPEC §2: an integer literal is refused only when no double holds it, in
+/// docs/spec.md §2: an integer literal is refused only when no double holds it, in
 /// `hash`, `check` and `eval` alike. (The hashes of exact big integers are
 /// checked against an independent JCS implementation by the vectors
 /// `hash_exact_big_integers` and `hasheq_exact_big_integer_and_float_forms_equal`.)

@@ -1,9 +1,10 @@
 //! Runs every conformance vector through the real `toolmock` binary.
 //!
 //! The project's vectors live in `fixtures/conformance/`; when the shared
-//! folder `../shared/conformance` (relative to the workspace root) exists, its
-//! vectors run too. The comparison semantics are those of the shared Python
-//! runner (`../shared/conformance/run`): numbers by value, booleans are not
+//! vectors (an independent set CI keeps beside the repository, in the folder
+//! `shared_dir` below) are there, they run too. The comparison semantics are
+//! those of the shared vectors' own Python runner (`run` in that folder):
+//! numbers by value, booleans are not
 //! numbers, `ok` lines compared on variant/rule/result/state/delay_ms, `error`
 //! lines on class/code, `expect_exit` for definitions that fail their check.
 //! Files are written exactly as that runner writes them (key order kept,

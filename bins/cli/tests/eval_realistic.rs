@@ -1,5 +1,5 @@
 //! `toolmock eval` on the eval yardstick (`fixtures/bench/eval-realistic/`, a
-//! copy of `../shared/anchors/eval-realistic/` with a contract) writes exactly
+//! copy of the shared `eval-realistic` anchor with a contract) writes exactly
 //! the bytes the build at 2ebde9d wrote, with and without `--contract`: the
 //! faster stream (calls parsed and prepared on other threads, the output
 //! written by another, results rendered into the last call's, `$dateAdd`

@@ -147,7 +147,7 @@ fn generated_drafts_pass_toolmock_check_as_they_are() {
         .map(|e| e.expect("an entry").path())
         .collect();
     contracts.sort();
-    // The SPEC example's salesforce__create_record replaces the fixture's.
+    // The example manifest of docs/platform-manifest.md replaces the fixture's salesforce__create_record.
     assert_eq!(contracts.len(), 7, "{contracts:?}");
     let mut checked = 0;
     for contract in contracts {

@@ -302,7 +302,7 @@ pub enum ApiError {
     /// The route exists but not with this method.
     #[error("method not allowed")]
     MethodNotAllowed,
-    /// The operation's contract changed since the caller checked (SPEC §10).
+    /// The operation's contract changed since the caller checked (docs/spec.md §10).
     #[error("the contract changed; the current hash is {current}")]
     ContractChanged {
         /// The current contract hash.

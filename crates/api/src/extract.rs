@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 pub(crate) struct ApiJson<T>(pub T);
 
 /// A JSON body taken as it is, U+0000 included: the dispatcher endpoint's
-/// arguments, where the runtime answers it as a tool input error (SPEC §8).
+/// arguments, where the runtime answers it as a tool input error (docs/spec.md §8).
 #[derive(Debug)]
 pub(crate) struct ApiJsonVerbatim<T>(pub T);
 

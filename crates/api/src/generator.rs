@@ -2,7 +2,7 @@
 //! chat-completions endpoint that drafts from the contract and the caller's
 //! instructions.
 //!
-//! A model's draft goes through exactly the check a save does (SPEC §7,
+//! A model's draft goes through exactly the check a save does (docs/spec.md §7,
 //! against the compiled contract); when it fails, the diagnostics are sent
 //! back and the model tries again, at most [`ChatCompletions::max_attempts`]
 //! times. An unchecked draft is never returned as a draft, so it can never be
@@ -46,7 +46,7 @@ pub enum Generator {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub(crate) enum GenerateResult {
-    /// A draft that passes the check of SPEC §7 against the contract.
+    /// A draft that passes the check of docs/spec.md §7 against the contract.
     Draft {
         /// The contract it was derived from (send it back with `save`).
         contract_hash: String,

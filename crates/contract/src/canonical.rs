@@ -9,7 +9,7 @@ use std::fmt;
 /// The RFC 8785 (JCS) canonical form of a value: sorted keys (by UTF-16 code
 /// units), no whitespace, ECMAScript number formatting.
 ///
-/// Refuses integers no double holds exactly (SPEC §2), because JCS writes
+/// Refuses integers no double holds exactly (docs/spec.md §2), because JCS writes
 /// every number from its double and the hash would silently describe another
 /// value; every other number is written from its double, as RFC 8785 says
 /// (`18446744073709551616` as `18446744073709552000`).
@@ -181,7 +181,7 @@ macro_rules! hash_newtype {
 }
 
 hash_newtype!(
-    /// The contract hash of SPEC §2: lowercase hex SHA-256 of the canonical
+    /// The contract hash of docs/spec.md §2: lowercase hex SHA-256 of the canonical
     /// form of `{description, input_schema, operation: {name, source}, output_schema}`.
     ContractHash
 );
@@ -197,7 +197,7 @@ impl ContractHash {
     pub fn of(contract: &OperationContract) -> Result<Self, ContractError> {
         check_exact_numbers(&contract.input_schema)?;
         check_exact_numbers(&contract.output_schema)?;
-        // Serializing the struct gives exactly the four members of SPEC §2;
+        // Serializing the struct gives exactly the four members of docs/spec.md §2;
         // JCS sorts them, so field order in the struct does not matter.
         let bytes =
             serde_json_canonicalizer::to_vec(contract).map_err(ContractError::Canonicalization)?;

@@ -1,4 +1,4 @@
-//! The version-1 mock definition document (SPEC §3), as typed data.
+//! The version-1 mock definition document (docs/spec.md §3), as typed data.
 //!
 //! This model is for building and serializing definitions (drafts, fixtures,
 //! storage). Reading untrusted documents with full diagnostics is done by

@@ -236,7 +236,7 @@ impl OperationContract {
         Ok(contract)
     }
 
-    /// The contract hash of SPEC §2.
+    /// The contract hash of docs/spec.md §2.
     pub fn hash(&self) -> Result<ContractHash, ContractError> {
         ContractHash::of(self)
     }

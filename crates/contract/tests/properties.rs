@@ -1,4 +1,4 @@
-//! Property tests of the contract hash (SPEC §2): key order, whitespace and
+//! Property tests of the contract hash (docs/spec.md §2): key order, whitespace and
 //! string escaping of the input never change the hash; a change of meaning does.
 
 use proptest::prelude::*;

@@ -131,7 +131,7 @@ impl Endpoint {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// The library tool's own `output_schema`: used for every tool the server
-    /// gives no `outputSchema` (SPEC §9).
+    /// gives no `outputSchema` (docs/spec.md §9).
     pub fallback_output_schema: Option<Value>,
     /// The whole discovery (connect, every page) must finish within this.
     pub timeout: Duration,

@@ -1,4 +1,4 @@
-//! The whole check of SPEC §7: structure, then every example.
+//! The whole check of docs/spec.md §7: structure, then every example.
 
 use crate::compile::{CompiledDefinition, Walker};
 use crate::contract::CompiledContract;
@@ -6,7 +6,7 @@ use crate::diagnostics::{DiagnosticCode as Code, Diagnostics, pointer_index, poi
 use crate::eval::{Call, evaluate, json_equal, maps_equal};
 use serde_json::{Map, Value};
 
-/// Compiles the structure of a definition (SPEC §3, §4 and the structural
+/// Compiles the structure of a definition (docs/spec.md §3, §4 and the structural
 /// part of §7) without running its examples.
 pub fn compile(definition: &Value) -> Result<CompiledDefinition, Diagnostics> {
     let mut walker = Walker::new();

@@ -1,4 +1,4 @@
-//! The structural check of SPEC §3 and §7: walks the raw JSON so that every
+//! The structural check of docs/spec.md §3 and §7: walks the raw JSON so that every
 //! problem is reported with its path, and builds the compiled definition.
 
 use crate::diagnostics::{DiagnosticCode as Code, Diagnostics, pointer_index, pointer_push};
@@ -46,7 +46,7 @@ pub(crate) struct CompiledVariant {
     pub(crate) input_holes: Box<[Expr]>,
 }
 
-/// A shortcut through first-match order (SPEC §6 step 2) for the common
+/// A shortcut through first-match order (docs/spec.md §6 step 2) for the common
 /// shape where many rules test one path with `eq` against a string: a rule
 /// keyed under the string `k` holds only for a call whose value at that path
 /// is exactly `k` (a string equals nothing but the same string), so a call

@@ -1,4 +1,4 @@
-//! Diagnostics of the definition check (SPEC §7).
+//! Diagnostics of the definition check (docs/spec.md §7).
 
 use toolmock_contract::{Problem, Problems, problem_codes};
 

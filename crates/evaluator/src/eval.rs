@@ -1,4 +1,4 @@
-//! One call (SPEC §6).
+//! One call (docs/spec.md §6).
 
 use crate::compile::{CompiledCondition, CompiledDefinition, CompiledVariant, Test};
 use crate::contract::CompiledContract;
@@ -57,7 +57,7 @@ impl Outcome<'_> {
     }
 }
 
-/// Evaluates one call without schema validation (SPEC §6 steps 1–6).
+/// Evaluates one call without schema validation (docs/spec.md §6 steps 1–6).
 ///
 /// Pure and deterministic: the same definition, call and state always give the
 /// same answer; nothing is read from a clock or the environment.
@@ -170,7 +170,7 @@ fn write_selected<'d>(
     answer
 }
 
-/// What steps 1–3 of SPEC §6 chose.
+/// What steps 1–3 of docs/spec.md §6 chose.
 struct Selected<'d> {
     variant: &'d CompiledVariant,
     rule: Option<usize>,
@@ -197,7 +197,7 @@ fn unknown_variant(name: Option<&str>) -> CallError {
     }
 }
 
-/// Steps 2–3 of SPEC §6 in a variant already chosen.
+/// Steps 2–3 of docs/spec.md §6 in a variant already chosen.
 fn select_rule<'d>(variant: &'d CompiledVariant, scope: &Scope<'_>) -> Selected<'d> {
     let matched = match &variant.index {
         None => variant
@@ -244,7 +244,7 @@ fn render_updates<'d>(
 }
 
 /// Evaluates one call with the contract: the input is validated before the
-/// variant is looked up and the result after it is rendered (SPEC §6).
+/// variant is looked up and the result after it is rendered (docs/spec.md §6).
 pub fn evaluate_with_contract<'d>(
     definition: &'d CompiledDefinition,
     contract: &CompiledContract,
@@ -340,7 +340,7 @@ impl Prepared {
 }
 
 /// [`evaluate_json`] of a call [`prepare`]d with [`Rendering::Json`] and no
-/// contract: steps 2–6 of SPEC §6 against the state.
+/// contract: steps 2–6 of docs/spec.md §6 against the state.
 pub fn evaluate_prepared_json<'d>(
     definition: &'d CompiledDefinition,
     prepared: &Prepared,

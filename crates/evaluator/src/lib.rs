@@ -1,6 +1,6 @@
 //! The pure evaluator and definition check of toolmock.
 //!
-//! A version-1 mock definition (SPEC §3) is parsed and compiled **once** into
+//! A version-1 mock definition (docs/spec.md §3) is parsed and compiled **once** into
 //! an immutable [`CompiledDefinition`]: unknown fields, types, limits,
 //! operators, paths and operator literals are all checked then, and every
 //! problem is reported at once with a JSON-pointer path ([`Diagnostics`]).

@@ -1,4 +1,4 @@
-//! Dot-separated paths (SPEC §5), split once at compile time.
+//! Dot-separated paths (docs/spec.md §5), split once at compile time.
 
 use serde_json::{Map, Value};
 

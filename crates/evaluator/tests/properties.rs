@@ -1,4 +1,4 @@
-//! Property tests of the evaluator (SPEC §4–§6).
+//! Property tests of the evaluator (docs/spec.md §4–§6).
 //!
 //! - Evaluation is deterministic: the same compiled definition, input, state
 //!   and variant always give the same answer, from the same or a cloned
@@ -168,7 +168,7 @@ fn variant() -> impl Strategy<Value = Value> {
 }
 
 /// A random definition that passes the structural check (its examples are
-/// not run: `compile` is the structural part of SPEC §7).
+/// not run: `compile` is the structural part of docs/spec.md §7).
 fn definition() -> impl Strategy<Value = Value> {
     (prop::collection::vec(variant(), 1..4), object()).prop_map(|(variants, initial)| {
         let names: Vec<String> = (0..variants.len()).map(|i| format!("v{i}")).collect();
@@ -373,7 +373,7 @@ fn keyed_rule() -> impl Strategy<Value = Vec<Value>> {
         })
 }
 
-/// Whether a condition holds, by SPEC §5 and §6 step 2, on one-segment paths.
+/// Whether a condition holds, by docs/spec.md §5 and §6 step 2, on one-segment paths.
 fn oracle_holds(condition: &Value, input: &Value, state: &Map<String, Value>) -> bool {
     let path = condition["path"].as_str().unwrap_or_default();
     let found = match condition["source"].as_str() {

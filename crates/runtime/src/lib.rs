@@ -4,7 +4,7 @@
 //!
 //! [`Dispatcher::start`] pins every operation an agent can reach and creates
 //! the attempts, each with its fixture state and capability;
-//! [`Dispatcher::call`] runs one call through SPEC §8's pipeline and returns
+//! [`Dispatcher::call`] runs one call through docs/spec.md §8's pipeline and returns
 //! exactly the rendered result; [`Dispatcher::finish_attempt`] ends an
 //! attempt, as `harness_error` whenever the harness was at fault. The
 //! modules are `dispatcher`, `backend` (the storage traits, [`MemoryStore`],

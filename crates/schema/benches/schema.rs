@@ -10,7 +10,7 @@
 //!   (what `toolmock normalize` prints).
 //! - `generate_and_check/500_contracts`: `generate` for each of the 500
 //!   contracts: compile both schemas, derive the draft, validate it and run
-//!   the whole check of SPEC §7. Target ≤ 500 ms.
+//!   the whole check of docs/spec.md §7. Target ≤ 500 ms.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};

@@ -1,7 +1,7 @@
 //! Schema normalization for toolmock: from what a tool declares to operation
 //! contracts, and from contracts to checked draft mocks.
 //!
-//! - [`PlatformManifest`] reads a platform manifest (version 1, SPEC §9),
+//! - [`PlatformManifest`] reads a platform manifest (version 1, docs/spec.md §9),
 //!   reporting **every** problem with a JSON pointer into it
 //!   ([`NormalizeProblems`]), and normalizes each operation to an
 //!   [`OperationContract`](toolmock_contract::OperationContract) named
@@ -12,7 +12,7 @@
 //!   applies the output-schema fallback (discovered, else the library tool's
 //!   own, else `needs_output_schema`).
 //! - [`generate()`] derives a draft [`MockDefinition`](toolmock_contract::MockDefinition)
-//!   that passes the check of SPEC §7, or lists why the contract needs an
+//!   that passes the check of docs/spec.md §7, or lists why the contract needs an
 //!   authored mock ([`DraftProblems`]).
 //! - [`diff()`] says what changed between two contracts and whether the hash did.
 //!

@@ -217,7 +217,7 @@ pub enum DiscoveryStatus {
     /// Both schemas are known: the contract can be hashed, mocked and pinned.
     Ready,
     /// No output schema was discovered and there is no fallback: not mockable,
-    /// cannot be saved or pinned (SPEC §2).
+    /// cannot be saved or pinned (docs/spec.md §2).
     NeedsOutputSchema,
 }
 
@@ -231,7 +231,7 @@ impl DiscoveryStatus {
     }
 }
 
-/// One discovered operation after the output-schema fallback of SPEC §9.
+/// One discovered operation after the output-schema fallback of docs/spec.md §9.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DiscoveredOperation {
     /// `{source: mcp, name}`.
@@ -354,7 +354,7 @@ pub struct ContractEntry {
     /// `ready` or `needs_output_schema` (absent for platform operations, always ready).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<DiscoveryStatus>,
-    /// The contract in SPEC §2's form (without `output_schema` when there is none).
+    /// The contract in docs/spec.md §2's form (without `output_schema` when there is none).
     pub contract: Value,
     /// The contract hash, when the contract is complete.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -412,7 +412,7 @@ impl ContractEntry {
     }
 }
 
-/// A contract as JSON (SPEC §2's form).
+/// A contract as JSON (docs/spec.md §2's form).
 pub fn contract_value(contract: &OperationContract) -> Value {
     serde_json::json!({
         "operation": {"source": contract.operation.source.as_str(), "name": contract.operation.name},

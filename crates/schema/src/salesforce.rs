@@ -44,7 +44,7 @@ impl fmt::Display for SalesforceStatus {
     }
 }
 
-/// The normalized output schema of a Salesforce operation (SPEC §9):
+/// The normalized output schema of a Salesforce operation (docs/spec.md §9):
 /// `{"type": "object", "properties": {"status": {"const": STATUS}, "data": D},
 /// "required": ["status", "data"], "additionalProperties": false}`.
 pub fn envelope_schema(status: SalesforceStatus, data_schema: Value) -> Value {

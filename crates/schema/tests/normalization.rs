@@ -83,7 +83,7 @@ fn run_case(case: &Value) -> Result<(), String> {
                     serde_json::to_string_pretty(want).unwrap_or_default()
                 ));
             }
-            // Every contract is a valid SPEC §2 contract that hashes.
+            // Every contract is a valid docs/spec.md §2 contract that hashes.
             for c in &got {
                 let parsed = OperationContract::from_value(c.clone()).map_err(|e| e.to_string())?;
                 parsed.hash().map_err(|e| e.to_string())?;

@@ -50,7 +50,7 @@ fn one() -> u32 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolFrom {
-    /// A platform manifest (SPEC §9), in `manifest`.
+    /// A platform manifest (docs/spec.md §9), in `manifest`.
     Manifest,
     /// The JSON array `toolmock normalize` / `toolmock discover` print, in `contracts`.
     Contracts,
@@ -102,7 +102,7 @@ pub struct ToolSpec {
     /// `from: library`: the library tool's id.
     #[serde(default)]
     pub id: Option<String>,
-    /// The tool's fallback output schema (SPEC §9).
+    /// The tool's fallback output schema (docs/spec.md §9).
     #[serde(default)]
     pub output_schema: Option<Value>,
     /// Each operation's mock definition, by runtime name.
@@ -234,7 +234,7 @@ fn empty_object() -> Value {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum StepExpect {
-    /// Exactly this result (SPEC §5 equality).
+    /// Exactly this result (docs/spec.md §5 equality).
     Result(Value),
     /// A result containing this: objects by key, arrays by position.
     ResultSubset(Value),
@@ -361,7 +361,7 @@ pub enum ArgumentsMatch {
     /// Objects by key, arrays by position.
     #[default]
     Subset,
-    /// SPEC §5 equality.
+    /// docs/spec.md §5 equality.
     Exact,
 }
 

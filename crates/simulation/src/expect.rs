@@ -122,7 +122,7 @@ impl Unmet {
 }
 
 /// Whether `expected` is contained in `actual`: objects by key, arrays by
-/// position (the actual array may be longer), scalars by SPEC §5 equality.
+/// position (the actual array may be longer), scalars by docs/spec.md §5 equality.
 pub(crate) fn is_subset(expected: &Value, actual: &Value) -> bool {
     first_difference(expected, actual, true, "").is_none()
 }

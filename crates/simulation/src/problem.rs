@@ -7,7 +7,7 @@ use toolmock_contract::{Problem, ProblemCode, problem_codes};
 
 problem_codes! {
     /// The simulation loader's own problem codes. Problems found inside a
-    /// definition or a manifest carry that checker's code instead (SPEC §7,
+    /// definition or a manifest carry that checker's code instead (docs/spec.md §7,
     /// §9), and start refusals carry the start's (`stale`, `missing`,
     /// `state_conflict`, `effect_node`, …).
     pub enum LoadCode {
@@ -65,7 +65,7 @@ problem_codes! {
 
 /// One problem of a simulation, in the file it is in: the loader's own
 /// (a `Problem<LoadCode>`) or one that another checker found in a file of
-/// the simulation (a definition's SPEC §7 problem, a manifest's SPEC §9
+/// the simulation (a definition's docs/spec.md §7 problem, a manifest's docs/spec.md §9
 /// problem, a start refusal), with that checker's code. Printed
 /// compiler-style: `FILE: /json/pointer: code: message`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

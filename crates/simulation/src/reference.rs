@@ -122,12 +122,12 @@ fn single(map: &Map<String, Value>) -> Option<(&str, &Value)> {
     Some((k.as_str(), v))
 }
 
-/// Whether `path` is a SPEC §5 path (`""` or non-empty dot-separated segments).
+/// Whether `path` is a docs/spec.md §5 path (`""` or non-empty dot-separated segments).
 pub(crate) fn valid_path(path: &str) -> bool {
     path.is_empty() || path.split('.').all(|s| !s.is_empty())
 }
 
-/// The value at a SPEC §5 path, or `None` when it does not resolve.
+/// The value at a docs/spec.md §5 path, or `None` when it does not resolve.
 pub(crate) fn resolve_path<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
     if path.is_empty() {
         return Some(value);

@@ -1,6 +1,6 @@
 //! PostgreSQL dispatcher throughput and latency, then, in the same run,
 //! pgbench with the dispatcher's own SQL on the same tables, and the pgbench
-//! anchor of `../shared/anchors/pgbench` (issues 4 and 10, "Performance";
+//! anchor (the shared `pgbench` anchor, kept beside the repository; issues 4 and 10, "Performance";
 //! figures in docs/performance.md). Targets (issue 10): p99 ≤ 25 ms with 32
 //! attempts calling concurrently, and ≥ 0.6 of the anchor's rate.
 //!
@@ -18,8 +18,8 @@
 //! a fresh database `toolmock_anchor_<pid>` with `anchor.sql`, then
 //! `pgbench -n -c 32 -j 2 -T BENCH_SECONDS -f dispatch.pgbench` over the unix
 //! socket (simple queries, a random attempt per transaction); the anchor's
-//! directory is `BENCH_ANCHOR_DIR` (default `../shared/anchors/pgbench`
-//! beside the workspace). The dispatcher connects as the application role
+//! directory is `BENCH_ANCHOR_DIR` (default: the shared anchors' `pgbench`
+//! folder beside the workspace, see `anchor_pgbench`). The dispatcher connects as the application role
 //! (`toolmock_app`), as deployments do.
 
 use serde_json::json;
@@ -242,7 +242,7 @@ async fn run(
     Ok(())
 }
 
-/// The anchor of `../shared/anchors/pgbench`, as its README runs it: a fresh
+/// The shared `pgbench` anchor, as its README runs it: a fresh
 /// database with `anchor.sql`, then `dispatch.pgbench` over the unix socket
 /// (simple queries, a random attempt per transaction). Its tps, or `None`
 /// (with the reason printed) when it could not run.

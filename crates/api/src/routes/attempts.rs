@@ -76,7 +76,7 @@ impl FromRequestParts<AppState> for AttemptCapability {
     }
 }
 
-/// Runs one tool call through the dispatcher (SPEC §8). A success's body is
+/// Runs one tool call through the dispatcher (docs/spec.md §8). A success's body is
 /// exactly the rendered result, with no wrapper.
 #[utoipa::path(post, path = "/api/attempts/{id}/tool-calls", tag = "dispatcher",
     params(("id" = Uuid, Path, description = "The attempt's id")),

@@ -56,7 +56,7 @@ fn run_error(error: RunError, code: ApiCode) -> ApiError {
 
 /// Starts a simulation from its document (docs/simulations.md; library tools
 /// by `{"from": "library", "id"}`, the document's other tools as inline tools
-/// of its agent): pins every reachable operation (SPEC §8), creates the
+/// of its agent): pins every reachable operation (docs/spec.md §8), creates the
 /// attempts with their fixture state and capabilities, and runs the scripted
 /// cases' attempts in the background.
 #[utoipa::path(post, path = "/api/simulations", tag = "simulations",

@@ -26,7 +26,7 @@ use uuid::Uuid;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub(crate) enum ToolSource {
-    /// A platform manifest (version 1, SPEC §9).
+    /// A platform manifest (version 1, docs/spec.md §9).
     Platform {
         /// The manifest.
         #[schema(value_type = Object)]
@@ -76,7 +76,7 @@ pub(crate) struct CustomOperation {
 pub(crate) struct CreateTool {
     /// Unique per tenant: the name agents call the tool by.
     name: String,
-    /// The fallback output schema for operations that declare none (SPEC §9).
+    /// The fallback output schema for operations that declare none (docs/spec.md §9).
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     output_schema: Option<Value>,

@@ -1,4 +1,4 @@
-//! SPEC §10 end to end: save, change the schema, the 409 with the current
+//! docs/spec.md §10 end to end: save, change the schema, the 409 with the current
 //! hash, regenerate, save revision 2; revision 1 unchanged; every diagnostic
 //! in a 422; inline tools checked and generated without a row.
 

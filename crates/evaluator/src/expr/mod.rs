@@ -1,4 +1,4 @@
-//! Expressions (SPEC §4): compiled once, rendered per call.
+//! Expressions (docs/spec.md §4): compiled once, rendered per call.
 
 use crate::error::CallError;
 use crate::operators::{self, DateAddError, Rejection};

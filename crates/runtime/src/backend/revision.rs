@@ -9,7 +9,7 @@ impl SaveRevision {
     /// Checks this save against the operation's current contract, read
     /// under the lock that serializes saves of the operation: no contract →
     /// `NeedsOutputSchema`; another hash → `ContractChanged { current }`; a
-    /// definition failing its check (SPEC §7) → `InvalidDefinition` with
+    /// definition failing its check (docs/spec.md §7) → `InvalidDefinition` with
     /// every diagnostic. Returns the definition's hash.
     pub fn check(
         &self,

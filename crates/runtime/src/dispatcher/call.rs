@@ -1,4 +1,4 @@
-//! A call's pipeline (SPEC §8) and the recording of what it refuses.
+//! A call's pipeline (docs/spec.md §8) and the recording of what it refuses.
 //!
 //! The order is what keeps faults from passing: the lease is checked before
 //! anything else happens (under the state lock in a sandbox run, before the
@@ -65,7 +65,7 @@ enum RealCall {
 }
 
 impl<B: Backend> Dispatcher<B> {
-    /// Runs one call through SPEC §8's pipeline and returns exactly the
+    /// Runs one call through docs/spec.md §8's pipeline and returns exactly the
     /// rendered result (no wrapper).
     ///
     /// Resolve the capability; find the pin (none: `missing_definition`; an

@@ -1,4 +1,4 @@
-//! The dispatcher (SPEC §8): the one path every tool call takes, and the
+//! The dispatcher (docs/spec.md §8): the one path every tool call takes, and the
 //! simulation start that pins what it will answer with.
 //!
 //! `start` (in `start.rs`) runs as named phases: reach the agent's tools and

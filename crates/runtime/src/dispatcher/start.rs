@@ -98,7 +98,7 @@ struct AttemptPlan {
 }
 
 impl<B: Backend> Dispatcher<B> {
-    /// Starts a simulation (SPEC §8): resolves every operation the agent can
+    /// Starts a simulation (docs/spec.md §8): resolves every operation the agent can
     /// reach, nested workflows included, to a pin; refuses, listing every
     /// problem, stale / missing / unmockable operations (unless
     /// `allow_incomplete`), two pinned definitions disagreeing on an initial

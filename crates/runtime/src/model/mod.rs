@@ -65,7 +65,7 @@ pub struct NewTool {
     pub kind: ToolKind,
     /// Source configuration (server address, platform manifest, …); opaque here.
     pub source_config: Value,
-    /// The fallback output schema for operations whose discovery gave none (SPEC §9).
+    /// The fallback output schema for operations whose discovery gave none (docs/spec.md §9).
     pub output_schema: Option<Value>,
 }
 
@@ -96,7 +96,7 @@ impl From<OperationContract> for NewOperation {
 }
 
 impl NewOperation {
-    /// The operation's contract after the fallback of SPEC §9 (the tool's
+    /// The operation's contract after the fallback of docs/spec.md §9 (the tool's
     /// `tool_output_schema`), or `None` when the operation has no output
     /// schema at all (`needs_output_schema`).
     pub fn effective_contract(
@@ -180,7 +180,7 @@ pub struct RevisionRecord {
     pub created_at: DateTime<Utc>,
 }
 
-/// The testing status of an operation (SPEC §2, §10): whether its latest
+/// The testing status of an operation (docs/spec.md §2, §10): whether its latest
 /// mock revision answers for its current contract. (Named apart from the
 /// schema crate's `DiscoveryStatus`, which says how discovery went.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -156,7 +156,7 @@ impl NodeDoc {
     }
 }
 
-/// An effect kind (SPEC §8: refused by a sandbox start, naming each node).
+/// An effect kind (docs/spec.md §8: refused by a sandbox start, naming each node).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EffectKind {
@@ -179,7 +179,7 @@ impl EffectKind {
     }
 }
 
-/// A branch condition: SPEC §5's language with sources `input` (the
+/// A branch condition: docs/spec.md §5's language with sources `input` (the
 /// workflow's input) and `nodes` (the outputs so far, by node id). Read
 /// from a workflow document only; its parts are read through its methods.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -187,7 +187,7 @@ impl EffectKind {
 pub struct Condition {
     /// `input` or `nodes`.
     source: ConditionSource,
-    /// A SPEC §5 path; for `nodes` its first segment is a node id.
+    /// A docs/spec.md §5 path; for `nodes` its first segment is a node id.
     path: String,
     /// `eq`, `ne`, `in` or `exists`.
     op: ConditionOp,
@@ -205,7 +205,7 @@ enum ConditionSource {
     Nodes,
 }
 
-/// A condition operator (SPEC §5).
+/// A condition operator (docs/spec.md §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum ConditionOp {
@@ -220,7 +220,7 @@ enum ConditionOp {
 }
 
 impl Condition {
-    /// The SPEC §5 path it reads; when it [reads the nodes' outputs](Self::reads_nodes)
+    /// The docs/spec.md §5 path it reads; when it [reads the nodes' outputs](Self::reads_nodes)
     /// its first segment is a node id.
     pub fn path(&self) -> &str {
         &self.path

@@ -38,7 +38,7 @@ problem_codes! {
         /// `example` that is itself invalid, or a combination the generator
         /// cannot reconcile).
         SchemaViolation => "schema_violation",
-        /// The check of SPEC §7 refused the draft (for example it exceeds 100 KB).
+        /// The check of docs/spec.md §7 refused the draft (for example it exceeds 100 KB).
         CheckFailed => "check_failed",
     }
 }

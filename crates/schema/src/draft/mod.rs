@@ -1,4 +1,4 @@
-//! Schema-derived draft definitions (SPEC §9, "Schema-derived defaults").
+//! Schema-derived draft definitions (docs/spec.md §9, "Schema-derived defaults").
 //!
 //! [`generate`] derives one `success` variant whose result comes from the
 //! output schema, and one example whose input comes from the input schema.
@@ -12,7 +12,7 @@
 //! formats date, date-time, time, email, uuid, uri and a few more.
 //!
 //! Every draft is validated against both schemas and run through the whole
-//! check of SPEC §7 before it is returned. A schema the generator cannot
+//! check of docs/spec.md §7 before it is returned. A schema the generator cannot
 //! honestly satisfy yields the [`DraftProblems`] naming each schema pointer at
 //! fault (`/output_schema/properties/code/pattern`), never an invalid draft.
 

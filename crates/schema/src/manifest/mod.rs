@@ -1,4 +1,4 @@
-//! The platform manifest (version 1) of SPEC §9 and its normalization to
+//! The platform manifest (version 1) of docs/spec.md §9 and its normalization to
 //! operation contracts.
 //!
 //! A manifest is read by walking the raw JSON, so that one pass reports
@@ -79,7 +79,7 @@ impl PlatformManifest {
             .collect()
     }
 
-    /// The operation contracts, one per operation, in manifest order (SPEC §9).
+    /// The operation contracts, one per operation, in manifest order (docs/spec.md §9).
     pub fn contracts(&self) -> Vec<OperationContract> {
         self.operations
             .iter()

@@ -10,7 +10,7 @@ pub const MANIFEST_VERSION: u64 = 1;
 /// The longest expanded runtime name (`{tool}__{operation}`).
 pub const MAX_RUNTIME_NAME_LEN: usize = 64;
 
-/// A parameter's type (SPEC §9: exactly these eight).
+/// A parameter's type (docs/spec.md §9: exactly these eight).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ParameterType {
     /// `string` → `{"type": "string"}`.
@@ -32,7 +32,7 @@ pub enum ParameterType {
 }
 
 impl ParameterType {
-    /// Every type, in SPEC order.
+    /// Every type, in the order of docs/spec.md §9.
     pub const ALL: [ParameterType; 8] = [
         ParameterType::String,
         ParameterType::Number,
@@ -133,7 +133,7 @@ pub struct Parameter {
 }
 
 impl Parameter {
-    /// The parameter's property schema (SPEC §9).
+    /// The parameter's property schema (docs/spec.md §9).
     pub fn property_schema(&self) -> Value {
         let mut schema = Map::new();
         schema.insert("type".into(), json!(self.kind.json_type()));

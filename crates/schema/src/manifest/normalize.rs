@@ -1,11 +1,11 @@
-//! From a read manifest to operation contracts (SPEC §9).
+//! From a read manifest to operation contracts (docs/spec.md §9).
 
 use super::model::Operation;
 use super::runtime_name;
 use serde_json::{Map, Value, json};
 use toolmock_contract::{OperationContract, OperationIdentity, OperationSource};
 
-/// The contract of one operation of `tool` (SPEC §9).
+/// The contract of one operation of `tool` (docs/spec.md §9).
 pub fn normalize_operation(tool: &str, op: &Operation) -> OperationContract {
     OperationContract {
         operation: OperationIdentity {

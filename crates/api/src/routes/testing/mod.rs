@@ -1,4 +1,4 @@
-//! Tool testing (SPEC §10): operation contracts, hashes, revisions and
+//! Tool testing (docs/spec.md §10): operation contracts, hashes, revisions and
 //! status; generating and saving revisions; checking and generating for
 //! inline tools without a row.
 
