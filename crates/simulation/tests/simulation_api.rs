@@ -87,7 +87,7 @@ async fn library_tools_by_id_run_on_the_same_runtime() {
         Arc::new(loaded),
         &RunOptions {
             jobs: 2,
-            keep_raw: false,
+            ..RunOptions::default()
         },
         Arc::new(|| {}),
     )
