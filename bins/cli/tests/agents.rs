@@ -390,6 +390,77 @@ fn a_model_case_without_a_model_is_refused_at_its_driver() {
     );
 }
 
+#[test]
+fn attempts_per_case_give_a_pass_rate_and_min_pass_rate_decides() {
+    let server = server();
+    let mut case = model_case("c", json!({"final_answer": {"contains": ["n-1"]}}));
+    case["attempts"] = json!(4);
+    let (code, results, _) = run(
+        &server,
+        "flaky",
+        json!([case.clone()]),
+        &["--min-pass-rate", "0.5"],
+    );
+    assert_eq!(code, 0, "{results:#}");
+    let c = &results["cases"][0];
+    assert_eq!(c["attempts"].as_array().unwrap().len(), 4);
+    assert_eq!(c["pass_rate"], 0.5);
+    assert_eq!(c["pass_k"], json!({"k": 4, "passed": false}));
+    let outcomes: Vec<&str> = c["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["passed", "failed", "passed", "failed"]);
+    assert_eq!(
+        c["attempts"][1]["unmet"][0]["code"],
+        "final_answer_contains"
+    );
+    let (code, _, _) = run(
+        &server,
+        "flaky",
+        json!([case]),
+        &["--min-pass-rate", "0.75"],
+    );
+    assert_eq!(code, 1);
+}
+
+fn judged(server: &Server, model: &str, judge: &str, expect_outcome: &str) -> Value {
+    let expect = json!({"outcome": expect_outcome, "judge": {"rubric": "The agent adds the note and confirms it with its id."}});
+    let mut case = model_case("c", expect);
+    if model == "harness" {
+        case["variants"] = json!([{"tool": "notes", "operation": "get", "variant": "missing"}]);
+    }
+    let (code, results, _) = run(server, model, json!([case]), &["--judge-model", judge]);
+    assert_eq!(code, 0, "{results:#}");
+    attempt(&results).clone()
+}
+
+#[test]
+fn a_judge_grades_the_recorded_conversation() {
+    let server = server();
+    let passed = judged(&server, "correct", "judge_pass", "passed");
+    assert_eq!(passed["judge"]["verdict"], "pass");
+    assert_eq!(passed["judge"]["score"], 0.9);
+    assert_eq!(
+        passed["judge"]["reasoning"],
+        "It added the note and said so."
+    );
+    let failed = judged(&server, "correct", "judge_fail", "failed");
+    assert_eq!(failed["unmet"][0]["code"], "judge_verdict");
+    assert_eq!(failed["unmet"][0]["at"], "/cases/0/expect/judge");
+    // Garbage from the judge is the harness's fault, never a verdict.
+    let garbage = judged(&server, "correct", "judge_garbage", "harness_error");
+    assert_eq!(garbage["harness_errors"][0]["code"], "judge_failed");
+    assert!(garbage.get("judge").is_none());
+    // A judge is never asked to grade an attempt with a harness error.
+    let broken = judged(&server, "harness", "judge_pass", "harness_error");
+    assert!(broken.get("judge").is_none());
+    let counts = reqwest_get(&format!("{}/../counts", server.url));
+    assert_eq!(counts["judge_pass"], 1, "{counts}");
+}
+
 /// A GET through `curl`-free std networking: the server's request counts.
 fn reqwest_get(url: &str) -> Value {
     use std::io::{Read, Write};

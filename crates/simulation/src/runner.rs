@@ -392,6 +392,7 @@ pub fn start_request(document: &SimulationDocument, agent: AgentId) -> StartRequ
             .map(|c| TestCaseSpec {
                 name: c.name.clone(),
                 variants: c.variants.clone(),
+                attempts: c.attempts,
             })
             .collect(),
         attempts_per_case: document.attempts,

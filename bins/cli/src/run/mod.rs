@@ -135,7 +135,12 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
     let began = Instant::now();
     let outcome: Result<RunResults, RunError> = runtime.block_on(async {
         let tenant = dispatcher.backend().create_tenant("toolmock-run").await?;
-        let total = loaded.document.cases.len() as u64 * u64::from(loaded.document.attempts);
+        let total: u64 = loaded
+            .document
+            .cases
+            .iter()
+            .map(|c| u64::from(c.attempts.unwrap_or(loaded.document.attempts)))
+            .sum();
         let bar = progress_bar(total);
         let tick = bar.clone();
         let results = simulation::run(
