@@ -8,15 +8,18 @@
 #      local conversation server (fixtures/conversation-server, real HTTP,
 #      every request checked with the openai SDK's types), at most
 #      --model-concurrency 16 requests in flight: target <= 3 s wall.
-# Release build; needs scripts/install-test-tools.sh's .cache/test-venv.
+# Release build (PROFILE=debug: the dev build); needs scripts/install-test-tools.sh's .cache/test-venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-cargo build --release --locked -p toolmock-cli -p toolmock-simulation --example bench_model_driver
-bin="$CARGO_TARGET_DIR/release/toolmock"
+# PROFILE=debug measures the unoptimized build (an upper bound).
+profile="${PROFILE:-release}"
+if [[ "$profile" == release ]]; then flag=--release; else flag=; fi
+cargo build $flag --locked -p toolmock-cli -p toolmock-simulation --example bench_model_driver
+bin="$CARGO_TARGET_DIR/$profile/toolmock"
 
 echo "== the driver's own cost per turn =="
-"$CARGO_TARGET_DIR/release/examples/bench_model_driver" 2000
+"$CARGO_TARGET_DIR/$profile/examples/bench_model_driver" 2000
 
 echo "== 200 attempts x 5 turns, --jobs 16, against the conversation server =="
 data="$CARGO_TARGET_DIR/bench-agents"
