@@ -67,6 +67,7 @@ lint:
     cargo clippy --workspace --all-targets --locked -- -D warnings
     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
     scripts/count-public-items.sh toolmock-runtime 80
+    scripts/check-file-lengths.sh 1000
 
 # What CI runs.
 ci: lint test

@@ -263,12 +263,18 @@ test("a failed attempt's timeline shows its unmet expectation and the state arou
 
 test("harness errors stand out in the timeline", async () => {
   await page.goBack();
+  await page.getByRole("heading", { name: "Simulation notes" }).waitFor();
+  // Its only call ended in a harness error: the table counts it as a call,
+  // as the timeline does.
+  const row = page.locator("#attempts tr", { hasText: "unknown tool #1" });
+  assert.equal(await row.locator("td").nth(4).innerText(), "1");
   await page.getByRole("link", { name: "unknown tool #1" }).click();
   await shoot("attempt-harness-error", /Attempt unknown tool #1/);
   assert.equal(await page.locator("#timeline li.harness_error").count(), 1);
   assert.match(await page.locator(".notice.bad").innerText(), /can never pass/);
   const colour = await page.locator("#timeline li.harness_error").evaluate((el) => getComputedStyle(el).borderLeftColor);
   assert.equal(colour, "rgb(179, 38, 30)");
+  assert.match(await page.getByRole("heading", { name: /^Timeline/ }).innerText(), /Timeline \(1 call\)/);
 });
 
 test("the coverage report", async () => {
@@ -276,6 +282,44 @@ test("the coverage report", async () => {
   await page.locator("#coverage-link").click();
   await shoot("coverage", "Coverage report");
   assert.match(await page.locator("table").innerText(), /notes\/add/);
+});
+
+test("a coverage report of long names keeps the window's width", async () => {
+  // Names as long as a platform's are: unbreakable, in three columns at once.
+  const long = {
+    '"notes"': '"notes_kept_for_the_clinical_operations_team_of_the_north_region"',
+    '"add"': '"add_a_note_to_the_shared_notebook_and_answer_the_one_before_it"',
+    '"ok"': '"saved_and_answered_with_the_previous_note_of_the_same_notebook"',
+  };
+  let text = JSON.stringify(notes);
+  for (const [from, to] of Object.entries(long)) text = text.replaceAll(from, to);
+  const started = await api("POST", "/api/simulations", JSON.parse(text));
+  const deadline = Date.now() + 60_000;
+  while ((await api("GET", `/api/simulations/${started.id}`)).status !== "finished") {
+    assert.ok(Date.now() < deadline, "the simulation finishes within a minute");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  await page.goto(`${base}/#/simulations/${started.id}/coverage`);
+  await page.getByRole("heading", { name: "Coverage report" }).waitFor();
+  await page.locator("#coverage tbody tr").first().waitFor();
+  // The page keeps the window's width (1,280 px), and the header spans it.
+  const widths = await page.evaluate(() => ({
+    page: document.documentElement.scrollWidth,
+    window: document.documentElement.clientWidth,
+    header: document.querySelector("header.top").getBoundingClientRect().width,
+  }));
+  assert.ok(widths.page <= widths.window, JSON.stringify(widths));
+  assert.equal(widths.header, widths.window, JSON.stringify(widths));
+});
+
+test("the page has an icon, also where browsers look for it unasked", async () => {
+  for (const path of ["/ui/favicon.svg", "/favicon.ico"]) {
+    const response = await fetch(base + path);
+    assert.equal(response.status, 200, path);
+    assert.equal(response.headers.get("content-type"), "image/svg+xml", path);
+    assert.match(await response.text(), /^<svg /, path);
+  }
+  assert.equal(await page.locator('link[rel="icon"]').getAttribute("href"), "/ui/favicon.svg");
 });
 
 test("no page threw", () => {

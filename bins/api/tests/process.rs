@@ -181,3 +181,21 @@ fn configuration_errors_are_clear() {
         "{help}"
     );
 }
+
+/// A text log redirected away from a terminal (here, to a pipe; a file is the
+/// same) is plain text: no ANSI colour codes for a collector to choke on.
+#[sqlx::test(migrations = false)]
+async fn a_redirected_text_log_has_no_colour_codes(pool: PgPool) {
+    let url = database_url(&pool, None).await;
+    let out = binary()
+        .args(["migrate", "--database-url", &url, "--log-format", "text"])
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("migrated"), "{log}");
+    assert!(
+        !log.contains('\u{1b}'),
+        "colour codes in a redirected log: {log:?}"
+    );
+}

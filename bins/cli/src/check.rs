@@ -129,7 +129,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<u8, Failure> {
         }
         (Err(diagnostics), false) => print_human(&mut out, &args.definition, diagnostics),
     };
-    written.map_err(|e| Failure::usage(format!("cannot write the report: {e}")))?;
+    crate::output::written(written, "cannot write the report")?;
     Ok(if passed { 0 } else { 1 })
 }
 

@@ -50,7 +50,7 @@ pub(crate) fn run(args: &DiffArgs) -> Result<u8, Failure> {
     } else {
         write_human(&mut out, &diff)
     };
-    written.map_err(|e| Failure::usage(format!("cannot write the output: {e}")))?;
+    crate::output::written(written, "cannot write the output")?;
     Ok(u8::from(diff.hash_changed))
 }
 

@@ -217,7 +217,7 @@ fn stream(
             .join()
             .unwrap_or_else(|_| Err(std::io::Error::other("the writing thread stopped")));
         evaluated?;
-        written.map_err(|e| Failure::usage(format!("cannot write the output: {e}")))
+        crate::output::written(written, "cannot write the output")
     })
 }
 

@@ -37,9 +37,10 @@ pub(crate) fn run(args: &GenerateArgs) -> Result<u8, Failure> {
         Ok(draft) => {
             let stdout = std::io::stdout();
             let mut out = stdout.lock();
-            serde_json::to_writer_pretty(&mut out, &draft.to_value())
-                .map_err(|e| Failure::usage(format!("cannot write the draft: {e}")))?;
-            writeln!(out).map_err(|e| Failure::usage(format!("cannot write the draft: {e}")))?;
+            let result = serde_json::to_writer_pretty(&mut out, &draft.to_value())
+                .map_err(std::io::Error::from)
+                .and_then(|()| writeln!(out));
+            output::written(result, "cannot write the draft")?;
             Ok(0)
         }
         Err(needs) => {

@@ -2,6 +2,7 @@
 
 use crate::{Failure, input};
 use clap::Args;
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Print the contract hash of an operation contract.
@@ -25,6 +26,9 @@ pub(crate) fn run(args: &HashArgs) -> Result<u8, Failure> {
     let hash = contract
         .hash()
         .map_err(|e| Failure::usage(format!("{}: {}: {e}", args.contract.display(), e.code())))?;
-    println!("{hash}");
+    crate::output::written(
+        writeln!(std::io::stdout(), "{hash}"),
+        "cannot write the output",
+    )?;
     Ok(0)
 }

@@ -30,13 +30,27 @@ pub(crate) fn print_problems<C: ProblemCode>(
     )
 }
 
+/// What became of writing a command's output. A reader that closed the pipe
+/// early (`toolmock … | head`) took what it wanted: that is not a failure of
+/// the command, so the command ends quietly with its own exit code, as
+/// `grep` and `cat` do. Any other write error is reported, with `what`.
+pub(crate) fn written(result: std::io::Result<()>, what: &str) -> Result<(), Failure> {
+    match result {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Failure::usage(format!("{what}: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Prints entries as a pretty JSON array and a newline.
 pub(crate) fn print_entries(entries: &[ContractEntry]) -> Result<(), Failure> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    serde_json::to_writer_pretty(&mut out, entries)
-        .map_err(|e| Failure::usage(format!("cannot write the output: {e}")))?;
-    writeln!(out).map_err(|e| Failure::usage(format!("cannot write the output: {e}")))
+    let result = serde_json::to_writer_pretty(&mut out, entries)
+        .map_err(std::io::Error::from)
+        .and_then(|()| writeln!(out));
+    written(result, "cannot write the output")
 }
 
 /// Writes each entry's contract to DIR/NAME.contract.json.

@@ -692,3 +692,56 @@ fn schemas_never_fetch_remote_references() {
             .no_call_output();
     }
 }
+
+/// Runs `toolmock ARGS` with its stdout a pipe whose reader has already gone
+/// (as `toolmock … | head -c 0` leaves it): every write fails with EPIPE.
+fn toolmock_into_a_closed_pipe(args: &[&str]) -> (i32, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolmock"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn toolmock");
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("toolmock ends");
+    let code = output.status.code().expect("toolmock exits, no signal");
+    (code, String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+#[test]
+fn a_closed_output_pipe_ends_the_command_quietly_with_its_own_exit_code() {
+    let example = "fixtures/examples/book-appointment";
+    let cases: [(&[&str], i32); 5] = [
+        (
+            &["normalize", "fixtures/salesforce/salesforce.manifest.json"],
+            0,
+        ),
+        (&["hash", &format!("{example}/contract.json")], 0),
+        (
+            &[
+                "eval",
+                &format!("{example}/mock.json"),
+                "--contract",
+                &format!("{example}/contract.json"),
+                "--calls",
+                &format!("{example}/calls.jsonl"),
+            ],
+            0,
+        ),
+        (&["run", "fixtures/healthplus/simulation.json", "--json"], 0),
+        (
+            &["run", "fixtures/healthplus/simulation.json", "--check"],
+            0,
+        ),
+    ];
+    for (args, expected) in cases {
+        let (code, stderr) = toolmock_into_a_closed_pipe(args);
+        assert!(
+            !stderr.contains("Broken pipe") && !stderr.contains("panicked"),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(code, expected, "{args:?}: {stderr}");
+    }
+}

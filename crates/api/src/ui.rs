@@ -16,9 +16,18 @@ use axum::routing::get;
 const INDEX: &str = include_str!("../ui/index.html");
 const SCRIPT: &str = include_str!("../ui/app.js");
 const STYLE: &str = include_str!("../ui/app.css");
+const ICON: &str = include_str!("../ui/favicon.svg");
 
-/// Where the UI's assets are served.
-pub const ASSETS: [&str; 3] = ["/", "/ui/app.js", "/ui/app.css"];
+/// Where the UI's assets are served. The icon is also at `/favicon.ico`,
+/// where browsers look for it unasked (an SVG: every current browser reads
+/// an icon by its content type, not its name).
+pub const ASSETS: [&str; 5] = [
+    "/",
+    "/ui/app.js",
+    "/ui/app.css",
+    "/ui/favicon.svg",
+    "/favicon.ico",
+];
 
 fn asset(body: &'static str, content_type: &'static str) -> Response {
     let mut response = body.into_response();
@@ -56,5 +65,13 @@ pub(crate) fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
         .route(
             "/ui/app.css",
             get(|| async { asset(STYLE, "text/css; charset=utf-8") }),
+        )
+        .route(
+            "/ui/favicon.svg",
+            get(|| async { asset(ICON, "image/svg+xml") }),
+        )
+        .route(
+            "/favicon.ico",
+            get(|| async { asset(ICON, "image/svg+xml") }),
         )
 }

@@ -566,7 +566,7 @@ async function coveragePage(id) {
     h("p", {}, h("a", { href: `#/simulations/${id}` }, `← ${view.name || id}`)),
     h("h1", {}, "Coverage report"),
     h("p", { class: "muted" }, `Over ${report.attempts} finished attempt(s).`),
-    h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Operation"), h("th", {}, "Pin"), h("th", {}, "Calls"), h("th", {}, "Variants"), h("th", {}, "Never exercised"))), h("tbody", {}, rows)),
+    h("div", { class: "table-box" }, h("table", { id: "coverage" }, h("thead", {}, h("tr", {}, h("th", {}, "Operation"), h("th", {}, "Pin"), h("th", {}, "Calls"), h("th", {}, "Variants"), h("th", {}, "Never exercised"))), h("tbody", {}, rows))),
   );
 }
 
@@ -579,6 +579,9 @@ async function attemptPage(id) {
     ...a.tool_input_errors.map((e) => ({ at: e.at, kind: "tool_input_error", e })),
     ...a.harness_errors.map((e) => ({ at: e.at, kind: "harness_error", e })),
   ].sort((x, y) => (x.at < y.at ? -1 : x.at > y.at ? 1 : 0));
+  // A harness error that names no call (an expired lease) is on the timeline
+  // but is not a call: the count matches the attempts table's "calls".
+  const calls = entries.filter(({ e }) => e.tool).length;
   const items = entries.map(({ kind, e }, i) => {
     const title = e.tool ? `${e.tool}/${e.operation}` : "(no call)";
     const head = h("div", { class: "head" }, h("strong", {}, `${i + 1}. ${title}`), badge(kind === "ok" ? "ok" : kind, kind), kind === "ok" ? h("span", { class: "muted" }, `variant ${e.variant}${e.rule !== null && e.rule !== undefined ? `, rule ${e.rule}` : ""} · ${e.delay_ms} ms simulated`) : h("code", {}, e.code));
@@ -602,7 +605,7 @@ async function attemptPage(id) {
     a.has_harness_error ? notice("bad", "A harness error was recorded: this attempt can never pass. Harness errors are faults of the mocks or of toolmock, not of the agent.") : null,
     a.expected_outcome ? h("p", {}, `Its case expects `, h("strong", {}, a.expected_outcome), a.as_expected === true ? " — as expected." : a.as_expected === false ? " — not what happened." : ".") : null,
     unmet ? h("div", {}, h("h2", {}, "Unmet expectations"), unmet) : null,
-    h("h2", {}, `Timeline (${entries.length} call${entries.length === 1 ? "" : "s"})`),
+    h("h2", {}, `Timeline (${calls} call${calls === 1 ? "" : "s"})`),
     entries.length ? h("ol", { class: "timeline", id: "timeline" }, items) : h("p", { class: "muted" }, "No calls recorded."),
     h("h2", {}, `Final state (version ${a.state.version})`),
     json(a.state.state),

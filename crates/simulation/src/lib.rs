@@ -77,7 +77,8 @@ pub use conversation::{
 pub use expect::{RecordedCall, Unmet, judge_attempt, recorded_calls};
 pub use load::{
     Files, Loaded, LoadedDefinition, LoadedSimulation, LoadedTool, Origin, SIMULATION_SCHEMA,
-    load_file, load_slice, load_value, read_file, read_slice, read_value, schema_problems,
+    inline_file, load_file, load_slice, load_value, read_file, read_slice, read_value,
+    schema_problems,
 };
 pub use problem::{FileProblem, LoadCode};
 pub use results::{

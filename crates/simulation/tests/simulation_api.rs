@@ -232,3 +232,54 @@ async fn a_model_case_without_a_model_never_passes() {
         other => panic!("{other:?}"),
     }
 }
+
+/// `inline_file` turns a simulation folder into the one document the API
+/// takes: it loads where no file may be read, with the same tools, contracts,
+/// definitions and cases as the file itself.
+#[test]
+fn an_inlined_file_loads_without_files_as_the_file_does() {
+    let path = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/healthplus/simulation.json"
+    ));
+    let from_files = simulation::load_file(path).expect("HealthPlus loads");
+    let inlined = simulation::inline_file(path).expect("HealthPlus inlines");
+    let from_body = simulation::load_value(&inlined, "body", &Files::InlineOnly)
+        .unwrap_or_else(|problems| panic!("the inlined document loads inline: {problems:?}"));
+    // The document differs where a path became its file's content.
+    assert!(from_body.document.cases == from_files.document.cases);
+    assert!(from_body.document.agent == from_files.document.agent);
+    assert_eq!(from_body.tools.len(), from_files.tools.len());
+    for (inline, file) in from_body.tools.iter().zip(&from_files.tools) {
+        assert_eq!(
+            (&inline.name, &inline.operations, &inline.source_config),
+            (&file.name, &file.operations, &file.source_config)
+        );
+        let definitions = |tool: &simulation::LoadedTool| -> Vec<(String, Value)> {
+            tool.definitions
+                .iter()
+                .map(|d| (d.operation.clone(), d.definition.clone()))
+                .collect()
+        };
+        assert_eq!(definitions(inline), definitions(file), "{}", inline.name);
+    }
+    assert!(inlined.get("$schema").is_none());
+
+    // A file that does not load gives its problems, not a half-inlined body.
+    let broken = std::env::temp_dir().join(format!("inline-{}.json", std::process::id()));
+    std::fs::write(
+        &broken,
+        r#"{"simulation_version": 1, "name": "x", "tools": [{"name": "t", "from": "manifest", "manifest": "absent.json"}],
+            "agent": {"name": "a", "tools": ["t"]},
+            "cases": [{"name": "c", "driver": {"type": "scripted", "steps": []}}]}"#,
+    )
+    .expect("write");
+    let problems = simulation::inline_file(&broken).expect_err("a missing file is a problem");
+    std::fs::remove_file(&broken).expect("remove");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.code == "missing_file" && p.path == "/tools/0/manifest"),
+        "{problems:?}"
+    );
+}

@@ -124,11 +124,15 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
             Err(error) => return fail(&file, error),
         };
         let cases = loaded.simulation.document.cases.len();
-        println!(
-            "{file}: ok: {cases} case{}, {pinned} operation{} pinned",
-            if cases == 1 { "" } else { "s" },
-            if pinned == 1 { "" } else { "s" }
-        );
+        crate::output::written(
+            writeln!(
+                std::io::stdout(),
+                "{file}: ok: {cases} case{}, {pinned} operation{} pinned",
+                if cases == 1 { "" } else { "s" },
+                if pinned == 1 { "" } else { "s" }
+            ),
+            "cannot write the output",
+        )?;
         return Ok(0);
     }
     let loaded = Arc::new(loaded.simulation);
@@ -170,20 +174,19 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
         Err(error) => return fail(&file, error),
     };
     let elapsed = began.elapsed();
-    let out_error = |e: std::io::Error| Failure::usage(format!("cannot write the output: {e}"));
     {
         let stdout = std::io::stdout();
         // Stdout is line-buffered: the results document has a line per value.
         let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-        if args.json {
+        let result = if args.json {
             serde_json::to_writer_pretty(&mut out, &results)
-                .map_err(|e| Failure::usage(format!("cannot write the results: {e}")))?;
-            writeln!(out).map_err(out_error)?;
+                .map_err(std::io::Error::from)
+                .and_then(|()| writeln!(out))
         } else {
             out.write_all(table::render(&results).as_bytes())
-                .map_err(out_error)?;
         }
-        out.flush().map_err(out_error)?;
+        .and_then(|()| out.flush());
+        crate::output::written(result, "cannot write the output")?;
     }
     let _ = writeln!(
         std::io::stderr(),

@@ -221,7 +221,8 @@ pub(crate) struct AttemptItem {
     pub(crate) has_harness_error: bool,
     /// When it finished.
     pub(crate) finished_at: Option<chrono::DateTime<chrono::Utc>>,
-    /// Committed calls.
+    /// Every call it recorded: answered, refused as a tool input error, or
+    /// ended by a harness error (the timeline's entries that name a tool).
     pub(crate) calls: u32,
     /// Every expectation it did not meet (`[]`: all met), once judged.
     #[schema(value_type = Option<Vec<Object>>)]

@@ -148,7 +148,8 @@ async fn start_call_and_read_the_attempt(pool: PgPool) {
     assert!(!read.json.to_string().contains(cap));
     assert_eq!(
         (read.json["status"].as_str(), read.json["calls"].as_u64()),
-        (Some("running"), Some(1))
+        (Some("running"), Some(3)),
+        "every recorded call counts: the answered one, the tool input error and the harness error"
     );
 
     // The external agent is done: judged over what was recorded. The harness

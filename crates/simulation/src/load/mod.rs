@@ -125,6 +125,9 @@ pub struct Loaded {
     pub simulation: LoadedSimulation,
     /// Every problem found, in document order.
     pub problems: Vec<FileProblem>,
+    /// Each file that was read, as (the pointer of the path that named it,
+    /// its content): what [`inline_file`] puts in place.
+    read_files: Vec<(String, Value)>,
 }
 
 impl Loaded {
@@ -186,8 +189,48 @@ pub fn read_value(value: &Value, file: &str, files: &Files) -> Result<Loaded, Ve
         files: files.clone(),
         problems: Vec::new(),
         library: HashMap::new(),
+        read_files: Vec::new(),
     }
     .load(document))
+}
+
+/// A simulation file as one self-contained document: every manifest,
+/// contract list and definition it names by path read in place, so that it
+/// can be sent where no files are read (the API's `POST /api/simulations`).
+/// The file must load cleanly; else every problem, as [`load_file`] gives.
+pub fn inline_file(path: &Path) -> Result<Value, Vec<FileProblem>> {
+    let file = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| {
+        vec![FileProblem::load(
+            file.clone(),
+            "",
+            LoadCode::MissingFile,
+            format!("cannot read the simulation file: {e}"),
+        )]
+    })?;
+    let mut document: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        vec![FileProblem::load(
+            file.clone(),
+            "",
+            LoadCode::InvalidJson,
+            first_line_col(&e),
+        )]
+    })?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let loaded = read_value(&document, &file, &Files::Relative(base))?;
+    if !loaded.problems.is_empty() {
+        return Err(loaded.problems);
+    }
+    for (at, content) in loaded.read_files {
+        if let Some(slot) = document.pointer_mut(&at) {
+            *slot = content;
+        }
+    }
+    // A schema path relative to the file means nothing beside the document.
+    if let Some(fields) = document.as_object_mut() {
+        fields.remove("$schema");
+    }
+    Ok(document)
 }
 
 /// Reads and checks a simulation file: the simulation, or every problem.
@@ -287,6 +330,7 @@ struct Loader {
     files: Files,
     problems: Vec<FileProblem>,
     library: HashMap<String, ToolId>,
+    read_files: Vec<(String, Value)>,
 }
 
 /// Operations of a tool the static checks know: names and, where a definition
@@ -335,14 +379,17 @@ impl Loader {
                         return None;
                     }
                 };
-                match serde_json::from_slice(&bytes) {
-                    Ok(value) => Some((
-                        value,
-                        Origin {
-                            file: shown,
-                            path: String::new(),
-                        },
-                    )),
+                match serde_json::from_slice::<Value>(&bytes) {
+                    Ok(value) => {
+                        self.read_files.push((at.to_owned(), value.clone()));
+                        Some((
+                            value,
+                            Origin {
+                                file: shown,
+                                path: String::new(),
+                            },
+                        ))
+                    }
                     Err(e) => {
                         self.problems.push(FileProblem::load(
                             shown,
@@ -446,6 +493,7 @@ impl Loader {
                 library: self.library,
             },
             problems: self.problems,
+            read_files: self.read_files,
         }
     }
 }

@@ -88,7 +88,9 @@ pub struct AttemptListing {
     pub finished_at: Option<DateTime<Utc>>,
     /// The expectations it did not meet, once judged (`[]`: all met).
     pub unmet: Option<Value>,
-    /// How many calls it committed.
+    /// How many calls it recorded: answered, refused as tool input errors,
+    /// and ended by harness errors (a harness error that names no call, such
+    /// as an expired lease, is not one).
     pub calls: u32,
 }
 
@@ -138,7 +140,13 @@ const LISTING: &str = "SELECT s.id, d.name, s.agent_id, s.created_at, \
 
 const ATTEMPTS: &str = "SELECT a.id, c.name AS test_case, c.position, a.number, a.outcome, \
          a.has_harness_error, a.finished_at, j.unmet, \
-         (SELECT count(*) FROM evidence e WHERE e.attempt_id = a.id) AS calls \
+         (SELECT count(*) FROM evidence e \
+              WHERE e.tenant_id = a.tenant_id AND e.attempt_id = a.id) \
+         + (SELECT count(*) FROM tool_input_errors t \
+              WHERE t.tenant_id = a.tenant_id AND t.attempt_id = a.id) \
+         + (SELECT count(*) FROM harness_errors h \
+              WHERE h.tenant_id = a.tenant_id AND h.attempt_id = a.id AND h.tool_name IS NOT NULL) \
+         AS calls \
      FROM attempts a \
      JOIN test_cases c ON c.id = a.test_case_id \
      LEFT JOIN attempt_judgements j ON j.attempt_id = a.id";
