@@ -48,11 +48,17 @@ test: setup
     just conformance
     just schemathesis
     just ui-test
+    just example-agent
 
 # Fuzz the running toolmock-api with schemathesis against its own OpenAPI document
 # (no 500, no response that breaks the document); N examples per operation.
 schemathesis examples="50":
     scripts/schemathesis.sh {{examples}}
+
+# The example agent (examples/agents, the openai Python SDK) plays an external case
+# through the real API, with the local conversation server as its model.
+example-agent:
+    scripts/example-agent.sh
 
 # The UI in headless Chromium (playwright-core) against the real binary;
 # screenshots of every page in target/ui-screenshots/.

@@ -4,7 +4,9 @@
 #
 #   .cache/test-venv      scripts/test-requirements.txt: junitparser reads the
 #                         JUnit XML of `toolmock run --junit` back
-#                         (bins/cli/tests/run.rs), as a CI system would
+#                         (bins/cli/tests/run.rs), as a CI system would;
+#                         openai: the conversation server's request and answer
+#                         types (fixtures/conversation-server, bins/cli/tests/agents.rs)
 #   target/python-venv    bindings/python/requirements-test.txt: maturin
 #                         builds the Python package's wheel; pytest and
 #                         hypothesis run its tests (scripts/python-tests.sh)

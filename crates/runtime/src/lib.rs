@@ -62,7 +62,7 @@
 //!     agent,
 //!     mode: SimulationMode::Sandbox,
 //!     allow_incomplete: false,
-//!     test_cases: vec![TestCaseSpec { name: "books".into(), variants: vec![] }],
+//!     test_cases: vec![TestCaseSpec { name: "books".into(), variants: vec![], attempts: None }],
 //!     attempts_per_case: 1,
 //!     lease_owner: "worker-1".into(),
 //!     lease: Duration::from_secs(600),

@@ -161,6 +161,10 @@ pub struct CaseDoc {
     /// Variant choices; other operations use their default variant.
     #[serde(default)]
     pub variants: Vec<VariantChoice>,
+    /// Attempts of this case (default: the document's `attempts`): a
+    /// nondeterministic agent is judged over several (pass^k, pass rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
     /// Who plays the agent.
     pub driver: DriverDoc,
     /// What must hold of the attempt.
@@ -183,6 +187,22 @@ pub enum DriverDoc {
     /// the case's expectations over what was recorded. The API only: an
     /// embedded run has nobody to play it (`external_driver_not_embedded`).
     External,
+    /// A model plays the agent (`docs/agents.md`): the agent's prompt and
+    /// guards are its system message, `messages` the user's turns, and the
+    /// operations and workflows the agent can reach its function tools.
+    /// The endpoint is configured by whoever runs the case, never here.
+    Model {
+        /// The user's turns; each after the agent's final answer to the one before.
+        messages: Vec<String>,
+        /// The bound on model requests over the whole conversation (default
+        /// 10); reaching it fails the attempt (`turn_limit`).
+        #[serde(default = "ten")]
+        max_turns: u32,
+    },
+}
+
+fn ten() -> u32 {
+    10
 }
 
 impl DriverDoc {
@@ -190,7 +210,7 @@ impl DriverDoc {
     pub fn steps(&self) -> &[StepDoc] {
         match self {
             DriverDoc::Scripted { steps } => steps,
-            DriverDoc::External => &[],
+            DriverDoc::External | DriverDoc::Model { .. } => &[],
         }
     }
 }
@@ -257,6 +277,12 @@ pub struct CaseExpect {
     /// Expectations over the recorded calls.
     #[serde(default)]
     pub trajectory: Vec<TrajectoryExpect>,
+    /// Expectations over the agent's final answer (model-driven cases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_answer: Option<FinalAnswerExpect>,
+    /// A rubric graded by the judge model over the recorded conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeExpect>,
 }
 
 impl Default for CaseExpect {
@@ -265,8 +291,41 @@ impl Default for CaseExpect {
             outcome: AttemptOutcome::Passed,
             final_state: None,
             trajectory: Vec::new(),
+            final_answer: None,
+            judge: None,
         }
     }
+}
+
+/// What the agent's final answer (the last assistant message without tool
+/// calls) must hold. Every part must hold; text is compared as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FinalAnswerExpect {
+    /// Each of these must occur in it.
+    #[serde(default)]
+    pub contains: Vec<String>,
+    /// None of these may occur in it.
+    #[serde(default)]
+    pub not_contains: Vec<String>,
+    /// A regular expression (Rust `regex` syntax) that must match somewhere in it.
+    #[serde(default)]
+    pub matches: Option<String>,
+}
+
+/// A rubric for the judge model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeExpect {
+    /// What a good conversation does, in plain words.
+    pub rubric: String,
+    /// The least score (0 to 1) that passes besides a `pass` verdict (default 0.5).
+    #[serde(default = "half")]
+    pub min_score: f64,
+}
+
+fn half() -> f64 {
+    0.5
 }
 
 fn passed() -> AttemptOutcome {

@@ -46,7 +46,7 @@
 //! let tenant = store.create_tenant("acme").await?;
 //! // Delays cost virtual time, not wall time.
 //! let dispatcher = Dispatcher::new(store).with_sleeper(Arc::new(VirtualSleeper));
-//! let options = RunOptions { jobs: 2, keep_raw: false };
+//! let options = RunOptions { jobs: 2, ..RunOptions::default() };
 //! let results = run(Arc::new(dispatcher), tenant, Arc::new(loaded), &options, Arc::new(|| {})).await?;
 //! assert!(results.ok);
 //! assert_eq!(results.summary.virtual_time_ms, 800);
@@ -57,16 +57,23 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod conversation;
 pub mod document;
 mod driver;
 mod expect;
+mod judge;
 mod load;
+mod model_driver;
 mod problem;
 mod reference;
 mod results;
 mod runner;
 mod workflow;
 
+pub use conversation::{
+    ChatModel, FunctionMap, FunctionTarget, FunctionTool, MAX_FUNCTION_NAME, Message, ModelError,
+    ModelFuture, ModelReply, ModelRequest, ToolCallRequest, system_message,
+};
 pub use expect::{RecordedCall, Unmet, judge_attempt, recorded_calls};
 pub use load::{
     Files, Loaded, LoadedDefinition, LoadedSimulation, LoadedTool, Origin, SIMULATION_SCHEMA,
@@ -75,8 +82,8 @@ pub use load::{
 };
 pub use problem::{FileProblem, LoadCode};
 pub use results::{
-    AttemptResult, CallReport, CaseResult, ErrorEntry, OperationCoverage, PassK, RawAttempt,
-    RunResults, Summary, VariantCoverage, coverage,
+    AttemptResult, CallReport, CaseResult, ErrorEntry, JudgeReport, OperationCoverage, PassK,
+    RawAttempt, RunResults, Summary, VariantCoverage, coverage,
 };
 pub use runner::{
     Installed, RunError, RunOptions, SequenceClock, VirtualSleeper, check, install, install_inline,

@@ -60,6 +60,12 @@ problem_codes! {
         /// A case with an `external` driver in an embedded run, where no outside
         /// agent can play it.
         ExternalDriverNotEmbedded => "external_driver_not_embedded",
+        /// A case with a `model` driver, run without a model endpoint configured.
+        ModelNotConfigured => "model_not_configured",
+        /// A case with a `judge` rubric, run without a judge model configured.
+        JudgeNotConfigured => "judge_not_configured",
+        /// A `final_answer.matches` that is not a regular expression.
+        InvalidRegex => "invalid_regex",
     }
 }
 

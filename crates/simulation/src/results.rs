@@ -1,8 +1,10 @@
 //! The results document (`toolmock run --json`) and the coverage report.
 //! Nothing in it depends on ids, the clock or the number of jobs.
 
-use crate::document::CallStatus;
+use crate::conversation::Message;
+use crate::document::{CallStatus, CaseDoc};
 use crate::expect::{RecordedCall, Unmet};
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -102,6 +104,13 @@ pub struct AttemptResult {
     pub virtual_time_ms: u64,
     /// Its calls, in order (the evidence, trimmed of ids and timestamps).
     pub calls: Vec<CallReport>,
+    /// A model-driven attempt's conversation, every message in order (the
+    /// model endpoint's configuration is never part of it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conversation: Vec<Message>,
+    /// The judge model's grade of the case's rubric, when it was asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeReport>,
     /// Wall time (not in the document: it differs from run to run).
     #[serde(skip)]
     pub wall: Duration,
@@ -192,6 +201,20 @@ pub struct RawAttempt {
     pub harness_errors: Vec<HarnessErrorRecord>,
     /// The state after the last call.
     pub final_state: Map<String, Value>,
+    /// When each message of the conversation was added (wall clock, to
+    /// place it among the records), in the conversation's order.
+    pub message_times: Vec<DateTime<Utc>>,
+}
+
+/// The judge model's grade of a rubric.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JudgeReport {
+    /// `pass` or `fail`.
+    pub verdict: String,
+    /// From 0 to 1.
+    pub score: f64,
+    /// Why, in the judge's words.
+    pub reasoning: String,
 }
 
 /// A recorded error, trimmed of ids and timestamps.
@@ -430,6 +453,33 @@ pub fn coverage<'a>(
         .collect();
     out.sort_by(|a, b| (&a.tool, &a.operation).cmp(&(&b.tool, &b.operation)));
     out
+}
+
+impl PassK {
+    fn of(attempts: &[AttemptResult]) -> Self {
+        let k = u32::try_from(attempts.len()).unwrap_or(u32::MAX);
+        PassK {
+            k,
+            passed: !attempts.is_empty() && attempts.iter().all(|a| a.as_expected),
+        }
+    }
+}
+
+impl CaseResult {
+    pub(crate) fn new(case: &CaseDoc, attempts: Vec<AttemptResult>) -> Self {
+        let n = attempts.len();
+        let good = attempts.iter().filter(|a| a.as_expected).count();
+        #[allow(clippy::cast_precision_loss)]
+        let pass_rate = if n == 0 { 0.0 } else { good as f64 / n as f64 };
+        CaseResult {
+            name: case.name.clone(),
+            expected_outcome: case.expect.outcome,
+            attempts_as_expected: u32::try_from(good).unwrap_or(u32::MAX),
+            pass_rate,
+            pass_k: PassK::of(&attempts),
+            attempts,
+        }
+    }
 }
 
 #[cfg(test)]

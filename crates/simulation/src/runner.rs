@@ -1,14 +1,16 @@
 //! Installing a loaded simulation in a backend, starting it, running its
 //! attempts concurrently, and judging them.
 
-use crate::document::{CaseDoc, SimulationDocument};
+use crate::conversation::{ChatModel, FunctionMap, system_message};
+use crate::document::{CaseDoc, DriverDoc, SimulationDocument};
 use crate::driver::run_script;
 use crate::expect::{RecordedCall, Unmet, judge_attempt, recorded_calls};
+use crate::judge::{grade, judge_final_answer, passes};
 use crate::load::{Loaded, LoadedSimulation};
+use crate::model_driver::{Played, run_model, unconfigured};
 use crate::problem::{FileProblem, LoadCode};
 use crate::results::{
-    AttemptResult, CallReport, CaseResult, ErrorEntry, PassK, RawAttempt, RunResults, Summary,
-    coverage,
+    AttemptResult, CallReport, CaseResult, ErrorEntry, RawAttempt, RunResults, Summary, coverage,
 };
 use crate::workflow::{AttemptContext, BoxFuture};
 use chrono::{DateTime, Utc};
@@ -390,6 +392,7 @@ pub fn start_request(document: &SimulationDocument, agent: AgentId) -> StartRequ
             .map(|c| TestCaseSpec {
                 name: c.name.clone(),
                 variants: c.variants.clone(),
+                attempts: c.attempts,
             })
             .collect(),
         attempts_per_case: document.attempts,
@@ -565,12 +568,79 @@ async fn prepare<B: Backend>(
 }
 
 /// How to run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     /// Attempts run at once.
     pub jobs: usize,
     /// Keep every attempt's raw records (for `--evidence`).
     pub keep_raw: bool,
+    /// The model that plays `model` cases (none: such cases cannot run).
+    pub model: Option<Arc<dyn ChatModel>>,
+    /// The judge model that grades `judge` rubrics (none: they cannot run).
+    pub judge: Option<Arc<dyn ChatModel>>,
+}
+
+/// What plays a case besides its document: the model and the judge, the
+/// agent's functions and system message.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Players {
+    model: Option<Arc<dyn ChatModel>>,
+    judge: Option<Arc<dyn ChatModel>>,
+    functions: FunctionMap,
+    system: String,
+}
+
+/// Runs one attempt of any driver the embedded runner plays.
+async fn play_attempt<B: Backend + 'static>(
+    dispatcher: &Dispatcher<B>,
+    tenant: TenantId,
+    (workflows, players): (&HashMap<String, WorkflowDoc>, &Players),
+    case: &CaseDoc,
+    case_at: &str,
+    attempt: &StartedAttempt,
+    keep_raw: bool,
+) -> Result<AttemptResult, RunError> {
+    let DriverDoc::Model {
+        messages,
+        max_turns,
+    } = &case.driver
+    else {
+        return run_attempt(
+            dispatcher, tenant, workflows, case, case_at, attempt, keep_raw,
+        )
+        .await;
+    };
+    let Some(model) = &players.model else {
+        return Err(RunError::Storage("no model is configured".into()));
+    };
+    let began = Instant::now();
+    let ctx = AttemptContext {
+        dispatcher,
+        tenant,
+        attempt: attempt.id,
+        capability: &attempt.capability,
+        workflows,
+    };
+    let played = run_model(
+        &ctx,
+        (players.system.clone(), messages, *max_turns),
+        &players.functions,
+        model.as_ref(),
+        case_at,
+    )
+    .await?;
+    let mut result = finish_judged(
+        dispatcher,
+        tenant,
+        case,
+        case_at,
+        (attempt.id, attempt.number),
+        played,
+        (keep_raw, players.judge.as_deref()),
+    )
+    .await?;
+    result.wall = began.elapsed();
+    Ok(result)
 }
 
 /// Runs one attempt: the script, then the judgement over what was recorded.
@@ -591,7 +661,22 @@ pub async fn run_attempt<B: Backend + 'static>(
         capability: &attempt.capability,
         workflows,
     };
-    let unmet = run_script(&ctx, case, case_at).await?;
+    let unmet = if matches!(case.driver, DriverDoc::Model { .. }) {
+        // A process without a model (the API's background runner) never
+        // lets a model case pass with no conversation.
+        let failure = ctx
+            .harness_error(
+                toolmock_runtime::error::HarnessCode::AgentUnavailable,
+                "no model is configured here to play a model case".into(),
+            )
+            .await;
+        if let crate::workflow::CallFailure::Fatal(e) = failure {
+            return Err(e.into());
+        }
+        Vec::new()
+    } else {
+        run_script(&ctx, case, case_at).await?
+    };
     let mut result = judge_and_finish(
         dispatcher,
         tenant,
@@ -616,22 +701,95 @@ pub async fn judge_and_finish<B: Backend>(
     tenant: TenantId,
     case: &CaseDoc,
     case_at: &str,
-    (attempt, number): (AttemptId, u32),
-    mut unmet: Vec<Unmet>,
+    attempt: (AttemptId, u32),
+    unmet: Vec<Unmet>,
     keep_raw: bool,
 ) -> Result<AttemptResult, RunError> {
+    let played = Played {
+        unmet,
+        ..Played::default()
+    };
+    finish_judged(
+        dispatcher,
+        tenant,
+        case,
+        case_at,
+        attempt,
+        played,
+        (keep_raw, None),
+    )
+    .await
+}
+
+/// [`judge_and_finish`] with the conversation the driver recorded and the
+/// judge for the case's rubric. The judge is asked only when the attempt
+/// has no harness error (it can never turn one into a pass); a judge that
+/// cannot answer is recorded as the harness error `judge_failed`.
+async fn finish_judged<B: Backend>(
+    dispatcher: &Dispatcher<B>,
+    tenant: TenantId,
+    case: &CaseDoc,
+    case_at: &str,
+    (attempt, number): (AttemptId, u32),
+    played: Played,
+    (keep_raw, judge): (bool, Option<&dyn ChatModel>),
+) -> Result<AttemptResult, RunError> {
+    let Played {
+        mut unmet,
+        conversation,
+        times,
+    } = played;
     let store = dispatcher.backend();
     let evidence = store.evidence(tenant, attempt).await?;
     let tool_input_errors = store.tool_input_errors(tenant, attempt).await?;
-    let harness_errors = store.harness_errors(tenant, attempt).await?;
+    let mut harness_errors = store.harness_errors(tenant, attempt).await?;
     let state = store.state(tenant, attempt).await?;
     let calls: Vec<RecordedCall> = recorded_calls(&evidence, &tool_input_errors, &harness_errors);
+    let expect_at = pointer::push(case_at, "expect");
     unmet.extend(judge_attempt(
         &case.expect,
         &calls,
         &state.state,
-        &pointer::push(case_at, "expect"),
+        &expect_at,
     ));
+    if let Some(expect) = &case.expect.final_answer {
+        unmet.extend(judge_final_answer(
+            expect,
+            &conversation,
+            &pointer::push(&expect_at, "final_answer"),
+        ));
+    }
+    let mut judged = None;
+    if let (Some(expect), Some(judge)) = (&case.expect.judge, judge)
+        && harness_errors.is_empty()
+    {
+        match grade(judge, expect, &conversation, &calls).await {
+            Ok(report) => {
+                if !passes(expect, &report) {
+                    unmet.push(Unmet::new(
+                        pointer::push(&expect_at, "judge"),
+                        "judge_verdict",
+                        format!(
+                            "the judge graded {} ({}): {}",
+                            report.verdict, report.score, report.reasoning
+                        ),
+                    ));
+                }
+                judged = Some(report);
+            }
+            Err(why) => {
+                let fault = toolmock_runtime::error::HarnessFault {
+                    code: toolmock_runtime::error::HarnessCode::JudgeFailed,
+                    message: why,
+                    path: None,
+                };
+                dispatcher
+                    .record_harness_fault(tenant, attempt, None, fault, serde_json::json!({}))
+                    .await?;
+                harness_errors = store.harness_errors(tenant, attempt).await?;
+            }
+        }
+    }
     let verdict = if unmet.is_empty() {
         Verdict::Passed
     } else {
@@ -652,12 +810,15 @@ pub async fn judge_and_finish<B: Backend>(
         virtual_time_ms,
         calls: calls.into_iter().map(CallReport::from).collect(),
         wall: Duration::ZERO,
+        judge: judged,
         raw: keep_raw.then_some(RawAttempt {
             evidence,
             tool_input_errors,
             harness_errors,
             final_state: state.state,
+            message_times: times,
         }),
+        conversation,
     })
 }
 
@@ -671,8 +832,18 @@ pub async fn run<B: Backend + 'static>(
     options: &RunOptions,
     progress: Arc<dyn Fn() + Send + Sync>,
 ) -> Result<RunResults, RunError> {
+    let missing = unconfigured(&loaded, options.model.is_some(), options.judge.is_some());
+    if !missing.is_empty() {
+        return Err(RunError::Problems(missing));
+    }
     let started = prepare(&dispatcher, tenant, &loaded, Vec::new()).await?;
     let workflows = Arc::new(loaded.workflows());
+    let players = Arc::new(Players {
+        model: options.model.clone(),
+        judge: options.judge.clone(),
+        functions: FunctionMap::of_agent(&loaded),
+        system: system_message(&loaded.document.agent),
+    });
     let attempts = Arc::new(started.attempts.clone());
     let case_index: Arc<HashMap<String, usize>> = Arc::new(
         loaded
@@ -688,10 +859,11 @@ pub async fn run<B: Backend + 'static>(
     let next = Arc::new(AtomicUsize::new(0));
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..options.jobs.max(1).min(attempts.len().max(1)) {
-        let (dispatcher, loaded, workflows, attempts, case_index, slots, next, progress) = (
+        let (dispatcher, loaded, workflows, players, attempts, case_index, slots, next, progress) = (
             dispatcher.clone(),
             loaded.clone(),
             workflows.clone(),
+            players.clone(),
             attempts.clone(),
             case_index.clone(),
             slots.clone(),
@@ -709,10 +881,10 @@ pub async fn run<B: Backend + 'static>(
                     .get(&attempt.test_case_name)
                     .copied()
                     .unwrap_or_default();
-                let result = run_attempt(
+                let result = play_attempt(
                     &dispatcher,
                     tenant,
-                    &workflows,
+                    (&workflows, &players),
                     &loaded.document.cases[c],
                     &pointer::index("/cases", c),
                     attempt,
@@ -803,31 +975,4 @@ pub async fn check<B: Backend>(
     .await?;
     dispatcher.forget_simulation(started.id);
     Ok(started.pins.len())
-}
-
-impl PassK {
-    fn of(attempts: &[AttemptResult]) -> Self {
-        let k = u32::try_from(attempts.len()).unwrap_or(u32::MAX);
-        PassK {
-            k,
-            passed: !attempts.is_empty() && attempts.iter().all(|a| a.as_expected),
-        }
-    }
-}
-
-impl CaseResult {
-    fn new(case: &CaseDoc, attempts: Vec<AttemptResult>) -> Self {
-        let n = attempts.len();
-        let good = attempts.iter().filter(|a| a.as_expected).count();
-        #[allow(clippy::cast_precision_loss)]
-        let pass_rate = if n == 0 { 0.0 } else { good as f64 / n as f64 };
-        CaseResult {
-            name: case.name.clone(),
-            expected_outcome: case.expect.outcome,
-            attempts_as_expected: u32::try_from(good).unwrap_or(u32::MAX),
-            pass_rate,
-            pass_k: PassK::of(&attempts),
-            attempts,
-        }
-    }
 }

@@ -32,10 +32,12 @@ const RUNTIME: &[&[&str]] = &[
 const SIMULATION: &[&[&str]] = &[
     // The document, the loader's problems, typed references.
     &["document", "problem", "reference"],
-    // Judging recorded calls, running workflows, loading a document.
-    &["expect", "workflow", "load"],
-    // The results document and coverage; the scripted driver.
-    &["results", "driver"],
+    // Judging recorded calls, running workflows, loading a document; the
+    // conversation's messages and the model boundary (`ChatModel`).
+    &["expect", "workflow", "load", "conversation"],
+    // The results document and coverage; the scripted and model drivers and
+    // the judging of conversations.
+    &["results", "driver", "model_driver", "judge"],
     // Installing, starting, running and judging attempts.
     &["runner"],
     &["crate"],
@@ -121,6 +123,9 @@ fn the_graphs_see_the_imports_they_check() {
                     "workflow",
                     "results",
                     "driver",
+                    "conversation",
+                    "model_driver",
+                    "judge",
                     "crate"
                 ]
             ]

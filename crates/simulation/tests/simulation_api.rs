@@ -87,7 +87,7 @@ async fn library_tools_by_id_run_on_the_same_runtime() {
         Arc::new(loaded),
         &RunOptions {
             jobs: 2,
-            keep_raw: false,
+            ..RunOptions::default()
         },
         Arc::new(|| {}),
     )
@@ -169,6 +169,68 @@ fn external_drivers_are_for_the_api_only() {
         (problems[0].path.as_str(), problems[0].code),
         ("/cases/0/driver/steps", "missing_field")
     );
+}
+
+/// A process without a model (the API's background runner, through
+/// `run_attempt`) never lets a `model` case pass with no conversation: the
+/// attempt ends `harness_error` (`agent_unavailable`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_case_without_a_model_never_passes() {
+    let document = json!({
+        "simulation_version": 1, "name": "m",
+        "tools": [{"name": "notes", "from": "custom",
+            "operations": [{"name": "add", "input_schema": {"type": "object"}, "output_schema": {"type": "object"}}],
+            "definitions": {"add": {"schema_version": 1, "default_variant": "ok",
+                "variants": {"ok": {"result": {}}},
+                "examples": [{"variant": "ok", "input": {}, "expected": {}}]}}}],
+        "agent": {"name": "a", "tools": ["notes"]},
+        "cases": [{"name": "c", "driver": {"type": "model", "messages": ["hi"]}}]
+    });
+    let loaded = simulation::load_value(&document, "m.json", &Files::InlineOnly).expect("loads");
+    let store = MemoryStore::new();
+    let tenant = store.create_tenant("t").await.expect("tenant");
+    let dispatcher = Dispatcher::new(store).with_clock(Arc::new(SequenceClock::default()));
+    let installed = simulation::install_inline(&dispatcher, tenant, &loaded)
+        .await
+        .expect("installed");
+    let started = simulation::start(&dispatcher, &loaded, &installed)
+        .await
+        .expect("started");
+    let result = simulation::run_attempt(
+        &dispatcher,
+        tenant,
+        &loaded.workflows(),
+        &loaded.document.cases[0],
+        "/cases/0",
+        &started.attempts[0],
+        false,
+    )
+    .await
+    .expect("ran");
+    assert_eq!(
+        result.outcome,
+        toolmock_runtime::model::AttemptOutcome::HarnessError
+    );
+    assert_eq!(result.harness_errors[0].code, "agent_unavailable");
+    // And `run` without a model refuses the file at the case's driver.
+    let refused = simulation::run(
+        Arc::new(Dispatcher::new(MemoryStore::new())),
+        tenant,
+        Arc::new(loaded),
+        &RunOptions {
+            jobs: 1,
+            ..RunOptions::default()
+        },
+        Arc::new(|| {}),
+    )
+    .await;
+    match refused {
+        Err(simulation::RunError::Problems(problems)) => {
+            assert_eq!(problems[0].code, "model_not_configured");
+            assert_eq!(problems[0].path, "/cases/0/driver");
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 /// `inline_file` turns a simulation folder into the one document the API

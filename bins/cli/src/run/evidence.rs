@@ -1,6 +1,7 @@
 //! `--evidence DIR`: per attempt, JSON Lines of everything it recorded, in
-//! the order it happened: `evidence`, `tool_input_error` and `harness_error`
-//! lines, then one `final_state` line.
+//! the order it happened: `evidence`, `tool_input_error`, `harness_error`
+//! and (model-driven attempts) `message` lines — the conversation, each
+//! message with its `role` — then one `final_state` line.
 //! Files: `DIR/NN-CASE/attempt-N.jsonl` (NN the case's position from 01).
 
 use crate::Failure;
@@ -90,6 +91,16 @@ pub(crate) fn write(dir: &Path, results: &RunResults) -> Result<(), Failure> {
                     }),
                 ));
             }
+            for (message, at) in attempt.conversation.iter().zip(&raw.message_times) {
+                let mut line = json!({"kind": "message", "at": at.to_rfc3339()});
+                if let (Value::Object(out), Ok(Value::Object(fields))) =
+                    (&mut line, serde_json::to_value(message))
+                {
+                    out.extend(fields);
+                }
+                lines.push((at.timestamp_nanos_opt(), line));
+            }
+            // Stable: a message and a record of one instant keep their order.
             lines.sort_by_key(|line| line.0);
             let path = folder.join(format!("attempt-{}.jsonl", attempt.number));
             let file = std::fs::File::create(&path).map_err(|e| fail(&path, e))?;

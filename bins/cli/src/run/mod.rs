@@ -2,6 +2,7 @@
 
 mod evidence;
 mod junit;
+mod model;
 mod table;
 
 use crate::Failure;
@@ -29,9 +30,14 @@ use toolmock_simulation::{
 /// delay_ms runs on a virtual clock: it is summed per attempt and reported,
 /// not slept, unless --real-delays.
 ///
+/// A case whose driver is {"type": "model"} is played by the model at
+/// --model-url (an OpenAI-compatible endpoint); a judge rubric is graded by
+/// --judge-model (docs/agents.md).
+///
 /// Example:
 ///   toolmock run fixtures/healthplus/simulation.json
 ///   toolmock run sim.json --jobs 8 --json > results.json --junit junit.xml
+///   toolmock run agent.json --model-url http://127.0.0.1:11434/v1 --model qwen2.5:7b
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub(crate) struct RunArgs {
@@ -60,6 +66,9 @@ pub(crate) struct RunArgs {
     /// Sleep each call's delay_ms for real instead of on the virtual clock.
     #[arg(long)]
     real_delays: bool,
+    /// The model endpoints (docs/agents.md).
+    #[command(flatten)]
+    models: model::ModelArgs,
 }
 
 fn print_problems(file: &str, problems: &[FileProblem]) {
@@ -78,6 +87,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
     {
         return Err(Failure::usage("--min-pass-rate must lie between 0 and 1"));
     }
+    let (model, judge) = args.models.models()?;
     let file = args.simulation.display().to_string();
     let loaded = match simulation::read_file(&args.simulation) {
         Ok(loaded) => loaded,
@@ -129,7 +139,12 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
     let began = Instant::now();
     let outcome: Result<RunResults, RunError> = runtime.block_on(async {
         let tenant = dispatcher.backend().create_tenant("toolmock-run").await?;
-        let total = loaded.document.cases.len() as u64 * u64::from(loaded.document.attempts);
+        let total: u64 = loaded
+            .document
+            .cases
+            .iter()
+            .map(|c| u64::from(c.attempts.unwrap_or(loaded.document.attempts)))
+            .sum();
         let bar = progress_bar(total);
         let tick = bar.clone();
         let results = simulation::run(
@@ -139,6 +154,8 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
             &RunOptions {
                 jobs,
                 keep_raw: args.evidence.is_some(),
+                model,
+                judge,
             },
             Arc::new(move || {
                 if let Some(bar) = &tick {

@@ -153,6 +153,7 @@ pub(crate) async fn finish_attempt(
             description: String::new(),
             data: serde_json::Map::new(),
             variants: Vec::new(),
+            attempts: None,
             driver: DriverDoc::External,
             expect: Default::default(),
         },

@@ -140,6 +140,7 @@ pub(crate) fn driver_name(driver: &DriverDoc) -> &'static str {
     match driver {
         DriverDoc::Scripted { .. } => "scripted",
         DriverDoc::External => "external",
+        DriverDoc::Model { .. } => "model",
     }
 }
 

@@ -528,6 +528,55 @@ impl<B: Backend> Dispatcher<B> {
             .await
     }
 
+    /// Records a tool input error that a driver found before any call could
+    /// be dispatched (a model-driven agent's invented function name, or
+    /// arguments that are not JSON): the call is never executed, the record
+    /// has no pin, and its time is the injected clock's. When it cannot be
+    /// written, the attempt gets a `storage_failed` harness error instead
+    /// (the agent's mistake was not kept), and that is returned.
+    pub async fn record_tool_input_fault(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        call: &ToolCall,
+        fault: ToolInputFault,
+    ) -> DispatchError {
+        let record = ToolInputErrorRecord {
+            tenant,
+            attempt,
+            tool: sanitize_text(&call.tool),
+            operation: sanitize_text(&call.operation),
+            pin: None,
+            arguments: sanitize(call.input.clone()),
+            code: fault.code,
+            message: sanitize_text(&fault.message),
+            path: fault.path.as_deref().map(sanitize_text),
+            violations: sanitize(fault.violations.clone()),
+            at: self.clock.now(),
+        };
+        match self.backend.record_tool_input_error(&record).await {
+            Ok(()) => DispatchError::ToolInput(fault),
+            Err(cause) => {
+                let detail = json!({
+                    "tool_input_error": fault.code,
+                    "message": sanitize_text(&fault.message),
+                    "cause": cause.to_string(),
+                });
+                let lost = self::fault(
+                    HarnessCode::StorageFailed,
+                    format!("the tool input error {} could not be recorded", fault.code),
+                );
+                match self
+                    .record_harness_fault(tenant, attempt, Some(call), lost, detail)
+                    .await
+                {
+                    Ok(recorded) => DispatchError::Harness(recorded),
+                    Err(e) => DispatchError::Store(e),
+                }
+            }
+        }
+    }
+
     /// [`Dispatcher::record_harness_fault`] with the call's pin, when the
     /// dispatcher found one.
     pub(crate) async fn record_fault(

@@ -19,7 +19,7 @@ use crate::backend::Backend;
 use crate::error::{IncompleteStatus, StartError, StartLimit, StartProblem, StoreError};
 use crate::model::{
     AgentSpec, AttemptId, Capability, InlineTool, NewAttempt, NewSimulation, NewTestCase,
-    PinRecord, PinRef, PinTarget, SimulationId, SimulationMode, TenantId, TestCaseId,
+    PinRecord, PinRef, PinTarget, SimulationId, SimulationMode, TenantId, TestCaseId, TestCaseSpec,
     TestingStatus, ToolId, ToolRef,
 };
 use crate::model::{NodeDoc, WorkflowDoc};
@@ -393,6 +393,20 @@ impl<B: Backend> Dispatcher<B> {
     }
 }
 
+/// A test case's attempts: its own number, else the request's.
+fn attempts_of(request: &StartRequest, case: &TestCaseSpec) -> u32 {
+    case.attempts.unwrap_or(request.attempts_per_case)
+}
+
+/// The attempts a request plans, over all its test cases.
+fn total_attempts(request: &StartRequest) -> u64 {
+    request
+        .test_cases
+        .iter()
+        .map(|c| u64::from(attempts_of(request, c)))
+        .fold(0u64, u64::saturating_add)
+}
+
 /// The request's own checks; the lease as a duration.
 fn validate(request: &StartRequest) -> Result<chrono::Duration, StartError> {
     if request.test_cases.is_empty() {
@@ -401,9 +415,13 @@ fn validate(request: &StartRequest) -> Result<chrono::Duration, StartError> {
     if request.attempts_per_case == 0 {
         return Err(StartError::InvalidRequest("attempts_per_case is 0".into()));
     }
-    let attempts = u64::try_from(request.test_cases.len())
-        .unwrap_or(u64::MAX)
-        .saturating_mul(u64::from(request.attempts_per_case));
+    if let Some(case) = request.test_cases.iter().find(|c| c.attempts == Some(0)) {
+        return Err(StartError::InvalidRequest(format!(
+            "test case {:?} has 0 attempts",
+            case.name
+        )));
+    }
+    let attempts = total_attempts(request);
     if attempts > StartLimit::Attempts.maximum() {
         return Err(StartError::TooLarge {
             limit: StartLimit::Attempts,
@@ -436,10 +454,7 @@ fn check_state_size(
             actual: bytes,
         });
     }
-    let attempts = u64::try_from(request.test_cases.len())
-        .unwrap_or(u64::MAX)
-        .saturating_mul(u64::from(request.attempts_per_case));
-    let total = bytes.saturating_mul(attempts);
+    let total = bytes.saturating_mul(total_attempts(request));
     if total > StartLimit::StartStateBytes.maximum() {
         return Err(StartError::TooLarge {
             limit: StartLimit::StartStateBytes,
@@ -578,7 +593,7 @@ fn plan_attempts(request: &StartRequest) -> AttemptPlan {
             position: u32::try_from(position).unwrap_or(u32::MAX),
             spec: spec.clone(),
         });
-        for number in 1..=request.attempts_per_case {
+        for number in 1..=attempts_of(request, spec) {
             attempts.push(PlannedAttempt {
                 id: AttemptId::random(),
                 test_case,

@@ -46,6 +46,15 @@ problem_codes! {
         EffectNotExecuted => "effect_not_executed",
         /// A call names a workflow or node the agent lacks (unchecked documents only).
         InvalidWorkflow => "invalid_workflow",
+        /// The model endpoint that plays the agent could not be reached or kept
+        /// failing (time-outs, connection errors, 429 and 5xx answers) after its retries.
+        AgentUnavailable => "agent_unavailable",
+        /// The model endpoint answered, but not with a usable chat completion (a
+        /// refused request, an unreadable body, no choice).
+        ModelFailed => "model_failed",
+        /// The judge model could not grade a rubric: unreachable, or its answer is
+        /// not the verdict asked for.
+        JudgeFailed => "judge_failed",
     }
 }
 
@@ -63,6 +72,10 @@ problem_codes! {
         OffsetOutOfRange => "offset_out_of_range",
         /// An input date, or a date computed from input, lies outside years 1…9999.
         DateOutOfRange => "date_out_of_range",
+        /// A model-driven agent called a function toolmock did not offer it (never executed).
+        UnknownFunction => "unknown_function",
+        /// A model-driven agent's function arguments are not a JSON object.
+        InvalidArgumentsJson => "invalid_arguments_json",
     }
 }
 

@@ -414,6 +414,9 @@ pub struct TestCaseSpec {
     /// Variants chosen for some operations; the others use their default variant.
     #[serde(default)]
     pub variants: Vec<VariantChoice>,
+    /// Its attempts, when not the request's `attempts_per_case`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
 }
 
 /// Which definition answers calls to one operation of one simulation.

@@ -187,6 +187,7 @@ pub(crate) fn case(name: &str) -> TestCaseSpec {
     TestCaseSpec {
         name: name.into(),
         variants: vec![],
+        attempts: None,
     }
 }
 

@@ -246,6 +246,22 @@ impl Loader {
                 "an external driver is played by an agent outside toolmock through the API; toolmock run has nobody to play it (give the case scripted steps)",
             );
         }
+        if let Some(pattern) = case
+            .expect
+            .final_answer
+            .as_ref()
+            .and_then(|f| f.matches.as_ref())
+            && let Err(e) = regex::Regex::new(pattern)
+        {
+            self.problem(
+                pointer::push(
+                    &pointer::push(&pointer::push(at, "expect"), "final_answer"),
+                    "matches",
+                ),
+                LoadCode::InvalidRegex,
+                format!("not a regular expression: {e}"),
+            );
+        }
         let steps = case.driver.steps();
         let steps_at = pointer::push(&pointer::push(at, "driver"), "steps");
         let mut earlier: HashSet<&str> = HashSet::new();

@@ -33,6 +33,7 @@ pub async fn harness_faults_never_pass<B: Backend>(backend: B) {
                     operation: "echo".into(),
                     variant: "no_such_variant".into(),
                 }],
+                attempts: None,
             },
         ],
         6,

@@ -1,0 +1,480 @@
+//! Model-driven cases through the real `toolmock` binary against the local
+//! OpenAI-compatible conversation server (`fixtures/conversation-server/`,
+//! which checks every request and builds every answer with the official
+//! `openai` SDK's types): each fixed conversation ends as designed, the
+//! conversation is evidence, and the endpoint's key never reaches a report.
+
+#![allow(clippy::unwrap_used)]
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The conversation server, killed when dropped.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn server() -> Server {
+    let python = root().join(".cache/test-venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/install-test-tools.sh",
+        python.display()
+    );
+    let mut child = Command::new(python)
+        .arg(root().join("fixtures/conversation-server/server.py"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the conversation server starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .expect("its port");
+    let port: u16 = line.trim().parse().expect("a port");
+    Server {
+        child,
+        url: format!("http://127.0.0.1:{port}/v1"),
+    }
+}
+
+fn scratch() -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "agents-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// One notes tool (`add` answers `n-1`, or `n-2` for text `b`; `get`), an
+/// agent with a prompt and a guard, and `cases`.
+fn document(cases: Value) -> Value {
+    json!({
+        "simulation_version": 1,
+        "name": "notes agent",
+        "tools": [{
+            "name": "notes", "from": "custom",
+            "operations": [
+                {"name": "add", "description": "Adds a note.",
+                 "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"], "additionalProperties": false},
+                 "output_schema": {"type": "object", "required": ["id"]}},
+                {"name": "get", "description": "Reads the last note.", "input_schema": {"type": "object"}, "output_schema": {"type": "object"}}
+            ],
+            "definitions": {
+                "add": {
+                    "schema_version": 1, "default_variant": "ok",
+                    "variants": {"ok": {"result": {"id": "n-1"}, "set_state": {"last": {"$input": "text"}},
+                                        "rules": [{"when": [{"source": "input", "path": "text", "op": "eq", "value": "b"}], "result": {"id": "n-2"}}]}},
+                    "examples": [{"variant": "ok", "input": {"text": "a"}, "expected": {"id": "n-1"}},
+                                 {"variant": "ok", "input": {"text": "b"}, "expected": {"id": "n-2"}}]
+                },
+                "get": {
+                    "schema_version": 1, "default_variant": "ok", "initial_state": {"last": null},
+                    "variants": {"ok": {"result": {"last": {"$state": "last"}}}},
+                    "examples": [{"variant": "ok", "input": {}, "expected": {"last": null}}]
+                }
+            }
+        }],
+        "agent": {"name": "scribe", "prompt": "You keep notes.", "guards": ["never delete notes"], "tools": ["notes"]},
+        "cases": cases
+    })
+}
+
+fn model_case(name: &str, expect: Value) -> Value {
+    json!({"name": name, "driver": {"type": "model", "messages": ["Note down milk."], "max_turns": 4}, "expect": expect})
+}
+
+fn toolmock(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolmock"));
+    command.current_dir(dir).args(args);
+    for var in [
+        "TOOLMOCK_MODEL_URL",
+        "TOOLMOCK_MODEL",
+        "TOOLMOCK_MODEL_API_KEY",
+        "TOOLMOCK_JUDGE_URL",
+        "TOOLMOCK_JUDGE_MODEL",
+        "TOOLMOCK_JUDGE_API_KEY",
+    ] {
+        command.env_remove(var);
+    }
+    command.envs(envs.iter().copied());
+    command.output().expect("toolmock runs")
+}
+
+/// Runs `cases` with the conversation `model`; returns the exit code, the
+/// results document and the evidence folder.
+fn run(server: &Server, model: &str, cases: Value, extra: &[&str]) -> (i32, Value, PathBuf) {
+    let dir = scratch();
+    std::fs::write(
+        dir.join("sim.json"),
+        serde_json::to_vec_pretty(&document(cases)).unwrap(),
+    )
+    .unwrap();
+    let mut args = vec![
+        "run",
+        "sim.json",
+        "--json",
+        "--evidence",
+        "evidence",
+        "--jobs",
+        "1",
+        "--model-url",
+        &server.url,
+        "--model",
+        model,
+        "--model-retries",
+        "4",
+    ];
+    args.extend_from_slice(extra);
+    let out = toolmock(
+        &dir,
+        &args,
+        &[("TOOLMOCK_MODEL_API_KEY", "sk-very-secret-key")],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stdout.contains("sk-very-secret-key") && !stderr.contains("sk-very-secret-key"),
+        "the key leaked"
+    );
+    let results: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}{stderr}"));
+    (out.status.code().unwrap(), results, dir.join("evidence"))
+}
+
+fn attempt(results: &Value) -> &Value {
+    &results["cases"][0]["attempts"][0]
+}
+
+fn roles(attempt: &Value) -> Vec<String> {
+    attempt["conversation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn evidence_lines(dir: &Path) -> Vec<Value> {
+    let file = dir.join("01-c/attempt-1.jsonl");
+    std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn secret_free(dir: &Path) {
+    let text = std::fs::read_to_string(dir.join("01-c/attempt-1.jsonl")).unwrap();
+    assert!(!text.contains("sk-very-secret-key"));
+    assert!(!text.contains("127.0.0.1"), "the endpoint is not evidence");
+}
+
+#[test]
+fn correct_tool_use_ends_in_a_right_answer_and_the_conversation_is_evidence() {
+    let server = server();
+    let expect = json!({
+        "trajectory": [{"kind": "sequence", "mode": "strict", "calls": [{"tool": "notes", "operation": "add", "arguments": {"text": "milk"}, "status": "ok"}]}],
+        "final_state": {"subset": {"last": "milk"}},
+        "final_answer": {"contains": ["n-1"], "not_contains": ["sorry"], "matches": "^Added note n-\\d+\\.$"}
+    });
+    let (code, results, evidence) = run(&server, "correct", json!([model_case("c", expect)]), &[]);
+    assert_eq!(code, 0, "{results:#}");
+    let a = attempt(&results);
+    assert_eq!(a["outcome"], "passed");
+    assert_eq!(
+        roles(a),
+        ["system", "user", "assistant", "tool", "assistant"]
+    );
+    let conversation = &a["conversation"];
+    assert_eq!(
+        conversation[0]["content"],
+        "You keep notes.\n\nPrerequisites you must respect:\n- never delete notes"
+    );
+    assert_eq!(conversation[2]["tool_calls"][0]["name"], "notes__add");
+    // The result exactly as rendered: its JSON text, no wrapper.
+    assert_eq!(conversation[3]["content"], "{\"id\":\"n-1\"}");
+    assert_eq!(conversation[4]["content"], "Added note n-1.");
+    // The evidence file: the messages among the records, in order.
+    let lines = evidence_lines(&evidence);
+    let kinds: Vec<String> = lines
+        .iter()
+        .map(|l| match l["kind"].as_str().unwrap() {
+            "message" => format!("message:{}", l["role"].as_str().unwrap()),
+            other => other.to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "message:system",
+            "message:user",
+            "message:assistant",
+            "evidence",
+            "message:tool",
+            "message:assistant",
+            "final_state"
+        ]
+    );
+    secret_free(&evidence);
+}
+
+#[test]
+fn a_bad_argument_call_is_recoverable_and_recorded() {
+    let server = server();
+    let expect = json!({"trajectory": [{"kind": "count", "call": {"tool": "notes", "status": "tool_input_error"}, "exactly": 1}]});
+    let (code, results, _) = run(
+        &server,
+        "bad_then_fixed",
+        json!([model_case("c", expect)]),
+        &[],
+    );
+    assert_eq!(code, 0, "{results:#}");
+    let a = attempt(&results);
+    assert_eq!(a["tool_input_errors"][0]["code"], "invalid_arguments");
+    let error: Value =
+        serde_json::from_str(a["conversation"][3]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(error["error"]["code"], "invalid_arguments");
+    assert_eq!(error["error"]["class"], "tool_input_error");
+}
+
+#[test]
+fn an_invented_tool_name_is_never_executed_and_is_recoverable() {
+    let server = server();
+    let (code, results, _) = run(
+        &server,
+        "invented",
+        json!([model_case("c", json!({}))]),
+        &[],
+    );
+    assert_eq!(code, 0, "{results:#}");
+    let a = attempt(&results);
+    assert_eq!(a["outcome"], "passed");
+    assert_eq!(a["tool_input_errors"][0]["code"], "unknown_function");
+    assert_eq!(a["tool_input_errors"][0]["tool"], "delete_everything");
+    // Only the right call ran.
+    assert_eq!(
+        a["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["status"] == "ok")
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn malformed_arguments_json_is_a_tool_input_error() {
+    let server = server();
+    let (code, results, _) = run(
+        &server,
+        "malformed",
+        json!([model_case("c", json!({}))]),
+        &[],
+    );
+    assert_eq!(code, 0, "{results:#}");
+    let a = attempt(&results);
+    assert_eq!(a["tool_input_errors"][0]["code"], "invalid_arguments_json");
+    assert_eq!(a["tool_input_errors"][0]["tool"], "notes");
+    assert_eq!(a["tool_input_errors"][0]["operation"], "add");
+}
+
+#[test]
+fn parallel_calls_of_one_turn_run_in_their_order() {
+    let server = server();
+    let expect = json!({"trajectory": [{"kind": "sequence", "mode": "strict", "calls": [
+        {"tool": "notes", "operation": "add", "arguments": {"text": "a"}},
+        {"tool": "notes", "operation": "add", "arguments": {"text": "b"}}
+    ]}], "final_state": {"exact": {"last": "b"}}});
+    let (code, results, _) = run(&server, "parallel", json!([model_case("c", expect)]), &[]);
+    assert_eq!(code, 0, "{results:#}");
+    assert_eq!(
+        roles(attempt(&results)),
+        ["system", "user", "assistant", "tool", "tool", "assistant"]
+    );
+}
+
+#[test]
+fn a_429_is_retried_after_its_retry_after() {
+    let server = server();
+    let began = std::time::Instant::now();
+    let (code, results, _) = run(
+        &server,
+        "rate_limited",
+        json!([model_case("c", json!({}))]),
+        &[],
+    );
+    assert_eq!(code, 0, "{results:#}");
+    assert_eq!(attempt(&results)["outcome"], "passed");
+    // Two 429s, each followed by a wait of its Retry-After (1 s).
+    assert!(began.elapsed() >= std::time::Duration::from_secs(2));
+}
+
+#[test]
+fn five_500s_end_the_attempt_agent_unavailable_never_failed() {
+    let server = server();
+    let (code, results, _) = run(
+        &server,
+        "unavailable",
+        json!([model_case("c", json!({}))]),
+        &[],
+    );
+    assert_eq!(code, 1);
+    let a = attempt(&results);
+    assert_eq!(a["outcome"], "harness_error", "{a:#}");
+    assert_eq!(a["harness_errors"][0]["code"], "agent_unavailable");
+    let counts: Value = reqwest_get(&format!("{}/../counts", server.url));
+    assert_eq!(counts["unavailable"], 5, "one request and four retries");
+}
+
+#[test]
+fn a_harness_error_stops_the_loop_and_is_never_shown_to_the_model() {
+    let server = server();
+    let mut case = model_case("c", json!({"outcome": "harness_error"}));
+    case["variants"] = json!([{"tool": "notes", "operation": "get", "variant": "missing"}]);
+    let (code, results, _) = run(&server, "harness", json!([case]), &[]);
+    assert_eq!(code, 0, "{results:#}");
+    let a = attempt(&results);
+    assert_eq!(a["harness_errors"][0]["code"], "unknown_variant");
+    // The conversation ends at the call: no tool message, no second request.
+    assert_eq!(roles(a), ["system", "user", "assistant"]);
+    let counts: Value = reqwest_get(&format!("{}/../counts", server.url));
+    assert_eq!(counts["harness"], 1);
+}
+
+#[test]
+fn the_turn_limit_fails_the_attempt() {
+    let server = server();
+    let (code, results, _) = run(&server, "loop", json!([model_case("c", json!({}))]), &[]);
+    assert_eq!(code, 1);
+    let a = attempt(&results);
+    assert_eq!(a["outcome"], "failed");
+    assert_eq!(a["unmet"][0]["code"], "turn_limit");
+    assert_eq!(a["unmet"][0]["at"], "/cases/0/driver/max_turns");
+    assert_eq!(a["calls"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn a_model_case_without_a_model_is_refused_at_its_driver() {
+    let dir = scratch();
+    std::fs::write(
+        dir.join("sim.json"),
+        serde_json::to_vec(&document(json!([model_case("c", json!({}))]))).unwrap(),
+    )
+    .unwrap();
+    let out = toolmock(&dir, &["run", "sim.json"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("sim.json: /cases/0/driver: model_not_configured:"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn attempts_per_case_give_a_pass_rate_and_min_pass_rate_decides() {
+    let server = server();
+    let mut case = model_case("c", json!({"final_answer": {"contains": ["n-1"]}}));
+    case["attempts"] = json!(4);
+    let (code, results, _) = run(
+        &server,
+        "flaky",
+        json!([case.clone()]),
+        &["--min-pass-rate", "0.5"],
+    );
+    assert_eq!(code, 0, "{results:#}");
+    let c = &results["cases"][0];
+    assert_eq!(c["attempts"].as_array().unwrap().len(), 4);
+    assert_eq!(c["pass_rate"], 0.5);
+    assert_eq!(c["pass_k"], json!({"k": 4, "passed": false}));
+    let outcomes: Vec<&str> = c["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["passed", "failed", "passed", "failed"]);
+    assert_eq!(
+        c["attempts"][1]["unmet"][0]["code"],
+        "final_answer_contains"
+    );
+    let (code, _, _) = run(
+        &server,
+        "flaky",
+        json!([case]),
+        &["--min-pass-rate", "0.75"],
+    );
+    assert_eq!(code, 1);
+}
+
+fn judged(server: &Server, model: &str, judge: &str, expect_outcome: &str) -> Value {
+    let expect = json!({"outcome": expect_outcome, "judge": {"rubric": "The agent adds the note and confirms it with its id."}});
+    let mut case = model_case("c", expect);
+    if model == "harness" {
+        case["variants"] = json!([{"tool": "notes", "operation": "get", "variant": "missing"}]);
+    }
+    let (code, results, _) = run(server, model, json!([case]), &["--judge-model", judge]);
+    assert_eq!(code, 0, "{results:#}");
+    attempt(&results).clone()
+}
+
+#[test]
+fn a_judge_grades_the_recorded_conversation() {
+    let server = server();
+    let passed = judged(&server, "correct", "judge_pass", "passed");
+    assert_eq!(passed["judge"]["verdict"], "pass");
+    assert_eq!(passed["judge"]["score"], 0.9);
+    assert_eq!(
+        passed["judge"]["reasoning"],
+        "It added the note and said so."
+    );
+    let failed = judged(&server, "correct", "judge_fail", "failed");
+    assert_eq!(failed["unmet"][0]["code"], "judge_verdict");
+    assert_eq!(failed["unmet"][0]["at"], "/cases/0/expect/judge");
+    // Garbage from the judge is the harness's fault, never a verdict.
+    let garbage = judged(&server, "correct", "judge_garbage", "harness_error");
+    assert_eq!(garbage["harness_errors"][0]["code"], "judge_failed");
+    assert!(garbage.get("judge").is_none());
+    // A judge is never asked to grade an attempt with a harness error.
+    let broken = judged(&server, "harness", "judge_pass", "harness_error");
+    assert!(broken.get("judge").is_none());
+    let counts = reqwest_get(&format!("{}/../counts", server.url));
+    assert_eq!(counts["judge_pass"], 1, "{counts}");
+}
+
+/// A GET through `curl`-free std networking: the server's request counts.
+fn reqwest_get(url: &str) -> Value {
+    use std::io::{Read, Write};
+    let url = url.replace("/v1/..", "");
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    let body = text.split_once("\r\n\r\n").unwrap().1;
+    serde_json::from_str(body).unwrap()
+}

@@ -1,0 +1,356 @@
+//! The boundary between the model driver and a model: the conversation's
+//! messages, the function tools offered, and the [`ChatModel`] trait an
+//! adapter implements (`toolmock-agent` for OpenAI-compatible endpoints).
+//! Nothing here speaks HTTP: a model is whatever answers a
+//! [`ModelRequest`] with a [`ModelReply`].
+//!
+//! Function names: an endpoint accepts `^[A-Za-z0-9_-]{1,64}$`, so an
+//! operation is offered as `TOOL__OPERATION` and a workflow as its name,
+//! every other character written `_` and the name cut to 64 characters;
+//! when two would get one name, the later (in the agent's `tools` order,
+//! operations in their tool's order) gets `_2`, `_3`, … (cut to fit). The
+//! map is kept both ways, so a name the model sends back is resolved
+//! exactly, and one it invents is not resolved at all.
+
+use crate::document::AgentDoc;
+use crate::load::LoadedSimulation;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+
+/// One message of a model-driven conversation, as sent to and received from
+/// the model (and as recorded: the conversation is evidence).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// The agent's prompt and guards.
+    System {
+        /// The text.
+        content: String,
+    },
+    /// One of the case's `messages`.
+    User {
+        /// The text.
+        content: String,
+    },
+    /// The model's answer: text, tool calls, or both.
+    Assistant {
+        /// Its text (none when it only calls tools).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<String>,
+        /// Its tool calls, in the order the model gave them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCallRequest>,
+    },
+    /// What a tool call produced: the rendered result as JSON text, or a
+    /// tool input error (`{"error": {…}}`).
+    Tool {
+        /// The call answered.
+        tool_call_id: String,
+        /// The text sent back.
+        content: String,
+    },
+}
+
+/// One function call the model asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCallRequest {
+    /// The model's id for it (echoed in the tool message).
+    pub id: String,
+    /// The function name, as the model wrote it.
+    pub name: String,
+    /// The arguments, as the JSON text the model wrote.
+    pub arguments: String,
+}
+
+/// A function tool offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionTool {
+    /// The function name (the mapping in this module's documentation).
+    pub name: String,
+    /// The contract's description (a workflow's description).
+    pub description: String,
+    /// The contract's input JSON Schema (`{"type": "object"}` for a workflow).
+    pub parameters: Value,
+}
+
+/// One request to the model: the whole conversation so far and the tools.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelRequest<'a> {
+    /// The conversation so far.
+    pub messages: &'a [Message],
+    /// The function tools (empty for a judge).
+    pub tools: &'a [FunctionTool],
+}
+
+/// What the model answered.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ModelReply {
+    /// Its text.
+    pub content: Option<String>,
+    /// Its tool calls, in order.
+    pub tool_calls: Vec<ToolCallRequest>,
+}
+
+/// Why a model gave no reply. Either ends the attempt `harness_error`: it
+/// is never the agent's failure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    /// Unreachable or failing after the adapter's retries (`agent_unavailable`).
+    #[error("the model is unavailable: {0}")]
+    Unavailable(String),
+    /// It answered, but not with a usable completion (`model_failed`).
+    #[error("the model's answer is unusable: {0}")]
+    Failed(String),
+}
+
+/// A boxed, sendable future (the trait is object-safe).
+pub type ModelFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<ModelReply, ModelError>> + Send + 'a>>;
+
+/// A model that plays an agent (or grades a rubric): one completion per
+/// request. Implementations retry transient failures themselves and bound
+/// their concurrent requests; the driver only sees a reply or an error.
+pub trait ChatModel: Send + Sync + std::fmt::Debug {
+    /// Answers one request.
+    fn complete<'a>(&'a self, request: ModelRequest<'a>) -> ModelFuture<'a>;
+}
+
+/// What a function name stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FunctionTarget {
+    /// An operation of a tool.
+    Operation {
+        /// The tool's name.
+        tool: String,
+        /// The operation's runtime name.
+        operation: String,
+    },
+    /// A workflow of the agent.
+    Workflow(String),
+}
+
+/// The function tools of an agent and the map back from their names.
+#[derive(Debug, Clone, Default)]
+pub struct FunctionMap {
+    tools: Vec<FunctionTool>,
+    targets: HashMap<String, FunctionTarget>,
+}
+
+/// The longest function name endpoints accept.
+pub const MAX_FUNCTION_NAME: usize = 64;
+
+fn clean(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn cut(text: &str, max: usize) -> &str {
+    // Clean names are ASCII: any index is a char boundary.
+    &text[..text.len().min(max)]
+}
+
+impl FunctionMap {
+    /// Adds `target` under the name derived from `wanted`, unique in this map.
+    fn add(
+        &mut self,
+        wanted: &str,
+        description: String,
+        parameters: Value,
+        target: FunctionTarget,
+    ) {
+        let base = clean(wanted);
+        let mut name = cut(&base, MAX_FUNCTION_NAME).to_owned();
+        let mut n = 2u32;
+        while name.is_empty() || self.targets.contains_key(&name) {
+            let suffix = format!("_{n}");
+            name = format!("{}{suffix}", cut(&base, MAX_FUNCTION_NAME - suffix.len()));
+            n += 1;
+        }
+        self.targets.insert(name.clone(), target);
+        self.tools.push(FunctionTool {
+            name,
+            description,
+            parameters,
+        });
+    }
+
+    /// The map of `(tool, operations)` and workflows, in that order: each
+    /// operation is `(name, description, input schema)`.
+    pub fn build<'a>(
+        tools: impl IntoIterator<Item = (&'a str, Vec<(&'a str, &'a str, &'a Value)>)>,
+        workflows: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Self {
+        let mut map = Self::default();
+        for (tool, operations) in tools {
+            for (operation, description, schema) in operations {
+                map.add(
+                    &format!("{tool}__{operation}"),
+                    description.to_owned(),
+                    schema.clone(),
+                    FunctionTarget::Operation {
+                        tool: tool.to_owned(),
+                        operation: operation.to_owned(),
+                    },
+                );
+            }
+        }
+        for (workflow, description) in workflows {
+            map.add(
+                workflow,
+                description.to_owned(),
+                json!({"type": "object"}),
+                FunctionTarget::Workflow(workflow.to_owned()),
+            );
+        }
+        map
+    }
+
+    /// The functions of a loaded simulation's agent: the operations of the
+    /// tools it names, then its workflows it names, in its `tools` order.
+    pub fn of_agent(loaded: &LoadedSimulation) -> Self {
+        let agent: &AgentDoc = &loaded.document.agent;
+        let tools = agent.tools.iter().filter_map(|name| {
+            let tool = loaded.tools.iter().find(|t| &t.name == name)?;
+            Some((
+                tool.name.as_str(),
+                tool.operations
+                    .iter()
+                    .map(|op| {
+                        (
+                            op.operation.name.as_str(),
+                            op.description.as_str(),
+                            &op.input_schema,
+                        )
+                    })
+                    .collect(),
+            ))
+        });
+        let workflows = agent.tools.iter().filter_map(|name| {
+            let w = agent.workflows.iter().find(|w| &w.name == name)?;
+            Some((w.name.as_str(), w.description.as_str()))
+        });
+        Self::build(tools, workflows)
+    }
+
+    /// The function tools, in the order they are offered.
+    pub fn tools(&self) -> &[FunctionTool] {
+        &self.tools
+    }
+
+    /// What a function name stands for; `None` for a name never offered.
+    pub fn resolve(&self, name: &str) -> Option<&FunctionTarget> {
+        self.targets.get(name)
+    }
+}
+
+/// The system message of an agent: its prompt, then its guards as a list.
+pub fn system_message(agent: &AgentDoc) -> String {
+    let mut text = agent.prompt.clone();
+    if !agent.guards.is_empty() {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str("Prerequisites you must respect:");
+        for guard in &agent.guards {
+            text.push_str("\n- ");
+            text.push_str(guard);
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ops<'a>(names: &[&'a str], schema: &'a Value) -> Vec<(&'a str, &'a str, &'a Value)> {
+        names.iter().map(|n| (*n, "", schema)).collect()
+    }
+
+    #[test]
+    fn names_are_valid_unique_and_resolve_back() {
+        let schema = json!({"type": "object"});
+        let long = "x".repeat(80);
+        let map = FunctionMap::build(
+            [
+                ("a.b", ops(&["c"], &schema)),
+                ("a_b", ops(&["c"], &schema)),
+                ("crm", ops(&["GET /members/{id}", "find member"], &schema)),
+                (long.as_str(), ops(&["one", "two"], &schema)),
+            ],
+            [("a_b__c", ""), ("", "")],
+        );
+        let names: Vec<&str> = map.tools().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names[..4],
+            [
+                "a_b__c",
+                "a_b__c_2",
+                "crm__GET__members__id_",
+                "crm__find_member"
+            ]
+        );
+        // Both long names are cut to 64 and told apart by the suffix.
+        assert_eq!(names[4].len(), 64);
+        assert_eq!(names[5], format!("{}_2", &names[4][..62]));
+        // A workflow whose name an operation took gets the next suffix; an
+        // empty name becomes `_2`.
+        assert_eq!(names[6], "a_b__c_3");
+        assert_eq!(names[7], "_2");
+        let unique: std::collections::HashSet<&str> = names.iter().copied().collect();
+        assert_eq!(unique.len(), names.len());
+        for name in &names {
+            assert!(
+                name.len() <= MAX_FUNCTION_NAME
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            map.resolve("a_b__c_2"),
+            Some(&FunctionTarget::Operation {
+                tool: "a_b".into(),
+                operation: "c".into()
+            })
+        );
+        assert_eq!(
+            map.resolve("a_b__c"),
+            Some(&FunctionTarget::Operation {
+                tool: "a.b".into(),
+                operation: "c".into()
+            })
+        );
+        assert_eq!(
+            map.resolve("a_b__c_3"),
+            Some(&FunctionTarget::Workflow("a_b__c".into()))
+        );
+        assert_eq!(map.resolve("delete_everything"), None);
+    }
+
+    #[test]
+    fn the_system_message_holds_prompt_and_guards() {
+        let agent = AgentDoc {
+            name: "a".into(),
+            prompt: "You book visits.".into(),
+            guards: vec!["verify the member first".into()],
+            tools: vec![],
+            workflows: vec![],
+        };
+        assert_eq!(
+            system_message(&agent),
+            "You book visits.\n\nPrerequisites you must respect:\n- verify the member first"
+        );
+    }
+}

@@ -1,0 +1,223 @@
+//! Expectations over a conversation: `final_answer` (judged here, over the
+//! recorded messages only) and `judge` (a rubric graded by a separately
+//! configured judge model over the recorded conversation and calls).
+
+use crate::conversation::{ChatModel, Message, ModelRequest};
+use crate::document::{FinalAnswerExpect, JudgeExpect};
+use crate::expect::{RecordedCall, Unmet};
+use crate::results::JudgeReport;
+use serde_json::{Value, json};
+use toolmock_contract::pointer;
+
+/// The agent's final answer: the last assistant message without tool calls.
+pub(crate) fn final_answer(conversation: &[Message]) -> Option<&str> {
+    conversation.iter().rev().find_map(|m| match m {
+        Message::Assistant {
+            content,
+            tool_calls,
+        } if tool_calls.is_empty() => Some(content.as_deref().unwrap_or("")),
+        _ => None,
+    })
+}
+
+/// Every part of `expect` that the final answer does not hold, at `at`
+/// (`/cases/N/expect/final_answer`).
+pub(crate) fn judge_final_answer(
+    expect: &FinalAnswerExpect,
+    conversation: &[Message],
+    at: &str,
+) -> Vec<Unmet> {
+    let Some(answer) = final_answer(conversation) else {
+        return vec![Unmet::new(
+            at,
+            "no_final_answer",
+            "the agent gave no final answer (an answer without tool calls)",
+        )];
+    };
+    let mut unmet = Vec::new();
+    for (i, text) in expect.contains.iter().enumerate() {
+        if !answer.contains(text.as_str()) {
+            unmet.push(Unmet::new(
+                pointer::index(&pointer::push(at, "contains"), i),
+                "final_answer_contains",
+                format!("the final answer does not contain {text:?}: {answer:?}"),
+            ));
+        }
+    }
+    for (i, text) in expect.not_contains.iter().enumerate() {
+        if answer.contains(text.as_str()) {
+            unmet.push(Unmet::new(
+                pointer::index(&pointer::push(at, "not_contains"), i),
+                "final_answer_not_contains",
+                format!("the final answer contains {text:?}: {answer:?}"),
+            ));
+        }
+    }
+    if let Some(pattern) = &expect.matches {
+        let here = pointer::push(at, "matches");
+        match regex::Regex::new(pattern) {
+            Ok(re) if re.is_match(answer) => {}
+            Ok(_) => unmet.push(Unmet::new(
+                here,
+                "final_answer_matches",
+                format!("the final answer does not match {pattern:?}: {answer:?}"),
+            )),
+            // The loader refuses such patterns; a document that skipped it fails here.
+            Err(e) => unmet.push(Unmet::new(here, "invalid_regex", e.to_string())),
+        }
+    }
+    unmet
+}
+
+const JUDGE_INSTRUCTIONS: &str = "You grade a conversation between a user and an AI agent that uses tools. \
+The tool results are recorded facts from a test harness; never invent or assume other results. \
+Grade only what the transcript shows against the rubric. \
+Answer with one JSON object and nothing else: \
+{\"verdict\": \"pass\" or \"fail\", \"score\": a number from 0 to 1, \"reasoning\": \"one or two sentences\"}.";
+
+/// The judge's answer, read strictly: one JSON object (optionally inside a
+/// ```json fence) with `verdict` `pass`/`fail`, `score` in 0…1 and
+/// `reasoning`; anything else is `Err` (a harness error, never a verdict).
+pub(crate) fn read_verdict(text: &str) -> Result<JudgeReport, String> {
+    let trimmed = text.trim();
+    let body = trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|rest| rest.strip_suffix("```"))
+        .unwrap_or(trimmed)
+        .trim();
+    let value: Value = serde_json::from_str(body)
+        .map_err(|e| format!("the judge's answer is not a JSON object ({e}): {text:?}"))?;
+    let verdict = match value.get("verdict").and_then(Value::as_str) {
+        Some(v @ ("pass" | "fail")) => v.to_owned(),
+        _ => {
+            return Err(format!(
+                "the judge's answer has no verdict pass or fail: {text:?}"
+            ));
+        }
+    };
+    let score = value
+        .get("score")
+        .and_then(Value::as_f64)
+        .filter(|s| (0.0..=1.0).contains(s))
+        .ok_or_else(|| format!("the judge's answer has no score from 0 to 1: {text:?}"))?;
+    let reasoning = value
+        .get("reasoning")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    Ok(JudgeReport {
+        verdict,
+        score,
+        reasoning,
+    })
+}
+
+/// Asks `judge` to grade `expect`'s rubric over the recorded conversation
+/// and calls. `Err` is why no grade came back (recorded as `judge_failed`).
+pub(crate) async fn grade(
+    judge: &dyn ChatModel,
+    expect: &JudgeExpect,
+    conversation: &[Message],
+    calls: &[RecordedCall],
+) -> Result<JudgeReport, String> {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|c| {
+            json!({
+                "tool": c.tool, "operation": c.operation, "status": c.status.as_str(),
+                "arguments": c.arguments, "result": c.result, "error_code": c.code,
+            })
+        })
+        .collect();
+    let transcript = json!({"conversation": conversation, "recorded_calls": calls});
+    let messages = [
+        Message::System {
+            content: JUDGE_INSTRUCTIONS.to_owned(),
+        },
+        Message::User {
+            content: format!(
+                "Rubric:\n{}\n\nTranscript (JSON):\n{}",
+                expect.rubric, transcript
+            ),
+        },
+    ];
+    let reply = judge
+        .complete(ModelRequest {
+            messages: &messages,
+            tools: &[],
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    read_verdict(reply.content.as_deref().unwrap_or(""))
+}
+
+/// Whether a grade passes `expect`.
+pub(crate) fn passes(expect: &JudgeExpect, report: &JudgeReport) -> bool {
+    report.verdict == "pass" && report.score >= expect.min_score
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_are_read_strictly() {
+        let ok = read_verdict(
+            "```json\n{\"verdict\": \"pass\", \"score\": 0.9, \"reasoning\": \"fine\"}\n```",
+        );
+        assert_eq!(ok.map(|r| (r.verdict, r.score)), Ok(("pass".into(), 0.9)));
+        for garbage in [
+            "looks fine to me",
+            "{\"verdict\": \"maybe\", \"score\": 0.5}",
+            "{\"verdict\": \"pass\", \"score\": 7}",
+            "{\"verdict\": \"pass\"}",
+            "",
+        ] {
+            assert!(read_verdict(garbage).is_err(), "{garbage}");
+        }
+    }
+
+    #[test]
+    fn final_answers_are_judged_over_the_last_answer() {
+        let conversation = vec![
+            Message::Assistant {
+                content: Some("Booked TEST-742".into()),
+                tool_calls: vec![],
+            },
+            Message::User {
+                content: "and?".into(),
+            },
+            Message::Assistant {
+                content: Some("Your visit is booked: TEST-742.".into()),
+                tool_calls: vec![],
+            },
+        ];
+        let expect = FinalAnswerExpect {
+            contains: vec!["TEST-742".into(), "cancel".into()],
+            not_contains: vec!["booked".into()],
+            matches: Some(r"TEST-\d+\.$".into()),
+        };
+        let codes: Vec<(String, String)> = judge_final_answer(&expect, &conversation, "/x")
+            .into_iter()
+            .map(|u| (u.at, u.code))
+            .collect();
+        assert_eq!(
+            codes,
+            [
+                (
+                    "/x/contains/1".to_owned(),
+                    "final_answer_contains".to_owned()
+                ),
+                (
+                    "/x/not_contains/0".to_owned(),
+                    "final_answer_not_contains".to_owned()
+                ),
+            ]
+        );
+        assert_eq!(
+            judge_final_answer(&expect, &[], "/x")[0].code,
+            "no_final_answer"
+        );
+    }
+}

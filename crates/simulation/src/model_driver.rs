@@ -1,0 +1,275 @@
+//! The model driver: a model plays the agent of a case, one turn at a time,
+//! and every tool call it asks for goes through the dispatcher under the
+//! attempt's capability (`docs/agents.md`).
+
+use crate::conversation::{
+    ChatModel, FunctionMap, FunctionTarget, Message, ModelError, ModelRequest, ToolCallRequest,
+};
+use crate::document::CallStatus;
+use crate::document::DriverDoc;
+use crate::expect::Unmet;
+use crate::load::LoadedSimulation;
+use crate::problem::{FileProblem, LoadCode};
+use crate::workflow::{AttemptContext, CallFailure};
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use toolmock_contract::pointer;
+use toolmock_runtime::backend::Backend;
+use toolmock_runtime::dispatcher::ToolCall;
+use toolmock_runtime::error::{
+    DispatchError, HarnessCode, HarnessFault, ToolInputCode, ToolInputFault,
+};
+
+/// What a model-driven attempt left for the judge.
+#[derive(Debug, Default)]
+pub(crate) struct Played {
+    /// What its driver found unmet (`turn_limit`).
+    pub unmet: Vec<Unmet>,
+    /// Every message, in order.
+    pub conversation: Vec<Message>,
+    /// When each was added (wall clock), to place it among the records.
+    pub times: Vec<DateTime<Utc>>,
+}
+
+impl Played {
+    fn push(&mut self, message: Message) {
+        self.conversation.push(message);
+        self.times.push(Utc::now());
+    }
+}
+
+/// How one tool call ended, for the model.
+enum Answer {
+    /// The text of the tool message.
+    Tool(String),
+    /// A harness error was recorded: the conversation ends here.
+    Stop,
+}
+
+fn error_message(code: &str, message: &str, path: Option<&str>) -> String {
+    json!({"error": {"class": "tool_input_error", "code": code, "message": message, "path": path}})
+        .to_string()
+}
+
+/// Plays `messages` with `model`: the system message, then each user turn
+/// until the model answers without tool calls, at most `max_turns` model
+/// requests in all. Only a failure that could not be recorded is an `Err`.
+pub(crate) async fn run_model<B: Backend + 'static>(
+    ctx: &AttemptContext<'_, B>,
+    (system, messages, max_turns): (String, &[String], u32),
+    functions: &FunctionMap,
+    model: &dyn ChatModel,
+    case_at: &str,
+) -> Result<Played, DispatchError> {
+    let mut played = Played::default();
+    played.push(Message::System { content: system });
+    let mut turns = 0u32;
+    for user in messages {
+        played.push(Message::User {
+            content: user.clone(),
+        });
+        loop {
+            if turns >= max_turns {
+                played.unmet.push(Unmet::new(
+                    pointer::push(&pointer::push(case_at, "driver"), "max_turns"),
+                    "turn_limit",
+                    format!("the model was still calling tools after {max_turns} turn(s)"),
+                ));
+                return Ok(played);
+            }
+            turns += 1;
+            let request = ModelRequest {
+                messages: &played.conversation,
+                tools: functions.tools(),
+            };
+            let reply = match model.complete(request).await {
+                Ok(reply) => reply,
+                Err(error) => {
+                    let code = match error {
+                        ModelError::Unavailable(_) => HarnessCode::AgentUnavailable,
+                        ModelError::Failed(_) => HarnessCode::ModelFailed,
+                    };
+                    record(ctx, code, error.to_string()).await?;
+                    return Ok(played);
+                }
+            };
+            let calls = reply.tool_calls.clone();
+            played.push(Message::Assistant {
+                content: reply.content,
+                tool_calls: reply.tool_calls,
+            });
+            if calls.is_empty() {
+                break;
+            }
+            // Parallel calls of one turn run one after the other, in order.
+            for call in &calls {
+                match answer(ctx, functions, call).await? {
+                    Answer::Tool(content) => played.push(Message::Tool {
+                        tool_call_id: call.id.clone(),
+                        content,
+                    }),
+                    Answer::Stop => return Ok(played),
+                }
+            }
+        }
+    }
+    Ok(played)
+}
+
+/// Cases a run without a model (`model`) or a judge (`judge`) cannot play: a `model` driver without a model, a
+/// `judge` rubric without a judge.
+pub(crate) fn unconfigured(
+    loaded: &LoadedSimulation,
+    model: bool,
+    judge: bool,
+) -> Vec<FileProblem> {
+    let mut problems = Vec::new();
+    for (i, case) in loaded.document.cases.iter().enumerate() {
+        let at = pointer::index("/cases", i);
+        if matches!(case.driver, DriverDoc::Model { .. }) && !model {
+            problems.push(FileProblem::load(
+                loaded.file.clone(),
+                pointer::push(&at, "driver"),
+                LoadCode::ModelNotConfigured,
+                "a model driver needs a model endpoint: give --model-url and --model",
+            ));
+        }
+        if case.expect.judge.is_some() && !judge {
+            problems.push(FileProblem::load(
+                loaded.file.clone(),
+                pointer::push(&pointer::push(&at, "expect"), "judge"),
+                LoadCode::JudgeNotConfigured,
+                "a judge rubric needs a judge model: give --judge-model (and --judge-url unless it is --model-url's)",
+            ));
+        }
+    }
+    problems
+}
+
+async fn record<B: Backend>(
+    ctx: &AttemptContext<'_, B>,
+    code: HarnessCode,
+    message: String,
+) -> Result<(), DispatchError> {
+    let fault = HarnessFault {
+        code,
+        message,
+        path: None,
+    };
+    ctx.dispatcher
+        .record_harness_fault(ctx.tenant, ctx.attempt, None, fault, json!({}))
+        .await
+        .map(|_| ())
+        .map_err(DispatchError::Store)
+}
+
+/// Records a tool input error found before dispatch and returns its tool
+/// message (or stops, when it could not be kept).
+async fn refuse<B: Backend>(
+    ctx: &AttemptContext<'_, B>,
+    call: ToolCall,
+    code: ToolInputCode,
+    message: String,
+) -> Result<Answer, DispatchError> {
+    let fault = ToolInputFault {
+        code,
+        message,
+        path: None,
+        violations: json!([]),
+    };
+    match ctx
+        .dispatcher
+        .record_tool_input_fault(ctx.tenant, ctx.attempt, &call, fault)
+        .await
+    {
+        DispatchError::ToolInput(f) => Ok(Answer::Tool(error_message(
+            f.code.as_str(),
+            &f.message,
+            None,
+        ))),
+        DispatchError::Harness(_) => Ok(Answer::Stop),
+        other => Err(other),
+    }
+}
+
+async fn answer<B: Backend + 'static>(
+    ctx: &AttemptContext<'_, B>,
+    functions: &FunctionMap,
+    call: &ToolCallRequest,
+) -> Result<Answer, DispatchError> {
+    let text = call.arguments.trim();
+    // An empty arguments text is an empty object (some servers send "" for
+    // a call without arguments).
+    let parsed = if text.is_empty() {
+        Ok(json!({}))
+    } else {
+        serde_json::from_str::<Value>(text)
+    };
+    let Some(target) = functions.resolve(&call.name) else {
+        let arguments = parsed.unwrap_or_else(|_| Value::String(call.arguments.clone()));
+        return refuse(
+            ctx,
+            ToolCall::new(call.name.clone(), "", arguments),
+            ToolInputCode::UnknownFunction,
+            format!(
+                "there is no function {:?}; call one of the functions you were given",
+                call.name
+            ),
+        )
+        .await;
+    };
+    let (tool, operation) = match target {
+        FunctionTarget::Operation { tool, operation } => (tool.as_str(), operation.as_str()),
+        FunctionTarget::Workflow(name) => (name.as_str(), ""),
+    };
+    let arguments = match parsed {
+        Ok(value @ Value::Object(_)) => value,
+        Ok(_) | Err(_) => {
+            let why = match parsed {
+                Err(e) => format!("the arguments are not JSON: {e}"),
+                Ok(_) => "the arguments must be a JSON object".to_owned(),
+            };
+            return refuse(
+                ctx,
+                ToolCall::new(tool, operation, Value::String(call.arguments.clone())),
+                ToolInputCode::InvalidArgumentsJson,
+                why,
+            )
+            .await;
+        }
+    };
+    let outcome: Result<Value, Answer> = match target {
+        FunctionTarget::Operation { tool, operation } => match ctx
+            .dispatcher
+            .call(
+                ctx.tenant,
+                ctx.capability,
+                &ToolCall::new(tool.clone(), operation.clone(), arguments),
+            )
+            .await
+        {
+            Ok(result) => Ok(result),
+            Err(DispatchError::ToolInput(f)) => Err(Answer::Tool(error_message(
+                f.code.as_str(),
+                &f.message,
+                f.path.as_deref(),
+            ))),
+            // Recorded already; never shown to the model.
+            Err(DispatchError::Harness(_)) => Err(Answer::Stop),
+            Err(other) => return Err(other),
+        },
+        FunctionTarget::Workflow(name) => match ctx.run_workflow(name, arguments, None).await {
+            Ok(result) => Ok(result),
+            Err(CallFailure::Recorded {
+                class: CallStatus::ToolInputError,
+                code,
+                message,
+                ..
+            }) => Err(Answer::Tool(error_message(&code, &message, None))),
+            Err(CallFailure::Recorded { .. }) => Err(Answer::Stop),
+            Err(CallFailure::Fatal(e)) => return Err(e),
+        },
+    };
+    // The result exactly as rendered: its JSON text, no wrapper.
+    Ok(outcome.map_or_else(|answer| answer, |result| Answer::Tool(result.to_string())))
+}
