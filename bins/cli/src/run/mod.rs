@@ -1,8 +1,8 @@
 //! `toolmock run`: a whole simulation on the embedded in-memory runtime.
 
-mod evidence;
-mod junit;
-mod table;
+pub(crate) mod evidence;
+pub(crate) mod junit;
+pub(crate) mod table;
 
 use crate::Failure;
 use clap::Args;
@@ -62,7 +62,7 @@ pub(crate) struct RunArgs {
     real_delays: bool,
 }
 
-fn print_problems(file: &str, problems: &[FileProblem]) {
+pub(crate) fn print_problems(file: &str, problems: &[FileProblem]) {
     let stderr = std::io::stderr();
     let mut err = stderr.lock();
     for p in problems {
