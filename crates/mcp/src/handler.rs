@@ -272,3 +272,38 @@ impl<B: Backend + 'static, A: Attempts> rmcp::ServerHandler for ToolServer<B, A>
             .map(CallToolResponse::from)
     }
 }
+
+/// One attempt, already resolved (the API's `/api/attempts/{id}/mcp`: the
+/// bearer capability named it); every request of the handler is for it.
+#[derive(Debug, Clone)]
+pub struct FixedAttempt {
+    tenant: TenantId,
+    attempt: AttemptId,
+    capability: Capability,
+}
+
+impl FixedAttempt {
+    /// The attempt `attempt` of `tenant`, called with `capability`.
+    pub fn new(tenant: TenantId, attempt: AttemptId, capability: Capability) -> Self {
+        Self {
+            tenant,
+            attempt,
+            capability,
+        }
+    }
+}
+
+impl Attempts for FixedAttempt {
+    type Ticket = ();
+
+    async fn enter(&self, _parts: Option<&Parts>) -> Result<Entered<()>, ErrorData> {
+        Ok(Entered {
+            tenant: self.tenant,
+            attempt: self.attempt,
+            capability: self.capability.clone(),
+            ticket: (),
+        })
+    }
+
+    async fn leave(&self, _entered: Entered<()>) {}
+}

@@ -73,11 +73,12 @@ pub use embedded::{
 };
 pub use error::{McpCode, ServeError};
 pub use handler::{
-    Attempts, Entered, ToolServer, harness_error, server_error, success, tool_input_error,
+    Attempts, Entered, FixedAttempt, ToolServer, harness_error, server_error, success,
+    tool_input_error,
 };
 pub use tokio_util::sync::CancellationToken;
 pub use tools::{ServedTools, Target};
-pub use transport::{router, serve_stdio};
+pub use transport::{Mcp, router, serve_stdio, stateless_service};
 
 #[cfg(test)]
 mod error_codes {

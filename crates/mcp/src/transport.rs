@@ -53,14 +53,7 @@ pub async fn serve_stdio<B: Backend + 'static>(
 /// that ends the last attempt) is answered first.
 pub fn router<B: Backend + 'static>(embedded: Arc<Embedded<B>>, any_host: bool) -> Router {
     let server = embedded.server(PathAttempts::new(embedded.clone()));
-    let mut config = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(false)
-        .with_json_response(true)
-        .with_sse_keep_alive(None);
-    if any_host {
-        config = config.disable_allowed_hosts();
-    }
-    let mcp = mcp_service(server, config);
+    let mcp = stateless_service(server, any_host);
     Router::new()
         .route("/attempts", post(new_attempt::<B>))
         .route("/attempts/{n}/finish", post(finish::<B>))
@@ -76,12 +69,23 @@ pub fn router<B: Backend + 'static>(embedded: Arc<Embedded<B>>, any_host: bool) 
         .with_state(embedded)
 }
 
-type Mcp<B, A> = StreamableHttpService<ToolServer<B, A>, NeverSessionManager>;
+/// rmcp's streamable HTTP service over a handler.
+pub type Mcp<B, A> = StreamableHttpService<ToolServer<B, A>, NeverSessionManager>;
 
-fn mcp_service<B: Backend + 'static, A: Attempts>(
+/// The streamable HTTP transport of a handler, stateless (no session id:
+/// the attempt is the URL or the credential) and answering JSON. `any_host`:
+/// accept any `Host` header; otherwise loopback hosts only.
+pub fn stateless_service<B: Backend + 'static, A: Attempts>(
     server: ToolServer<B, A>,
-    config: StreamableHttpServerConfig,
+    any_host: bool,
 ) -> Mcp<B, A> {
+    let mut config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None);
+    if any_host {
+        config = config.disable_allowed_hosts();
+    }
     StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(NeverSessionManager::default()),
