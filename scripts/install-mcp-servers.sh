@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Installs the MCP servers that toolmock-discovery's integration tests run:
+# Installs the MCP servers and clients that toolmock's integration tests run
+# (toolmock-discovery's, and toolmock serve's in bins/cli/tests/mcp_clients.rs):
 #
 #   .cache/mcp-venv  the official Python `mcp` SDK (fixtures/mcp/requirements.txt,
 #                    every package pinned exactly by fixtures/mcp/constraints.txt),
 #                    which runs the fixture server fixtures/mcp/fixture_server.py
-#   .cache/npm       the published @modelcontextprotocol/server-everything,
+#   .cache/npm       the published @modelcontextprotocol/server-everything, the
+#                    official TypeScript SDK (@modelcontextprotocol/sdk, its
+#                    client) with ajv, and the MCP Inspector (its --cli mode),
 #                    pinned by fixtures/mcp/npm/package-lock.json (`npm ci`)
 #
 # Idempotent: each part is reinstalled only when its pins changed (a stamp file

@@ -23,6 +23,7 @@ mod input;
 mod normalize;
 mod output;
 mod run;
+mod serve;
 
 /// Test AI agents against tool contracts with checked, deterministic mocks.
 #[derive(Debug, Parser)]
@@ -42,6 +43,7 @@ enum Command {
     Generate(generate::GenerateArgs),
     Diff(diff::DiffArgs),
     Run(run::RunArgs),
+    Serve(serve::ServeArgs),
 }
 
 toolmock_contract::problem_codes! {
@@ -82,6 +84,7 @@ fn main() -> ExitCode {
         Command::Generate(args) => generate::run(&args),
         Command::Diff(args) => diff::run(&args),
         Command::Run(args) => run::run(&args),
+        Command::Serve(args) => serve::run(&args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

@@ -30,7 +30,7 @@ use toolmock_runtime::model::{
     AgentSpec, AttemptOutcome, InlineOperation, InlineTool, NewTool, Provenance, SaveRevision,
     TestCaseSpec, ToolRef, Verdict,
 };
-use toolmock_runtime::model::{NodeDoc, WorkflowDoc};
+use toolmock_runtime::model::{NodeDoc, PinRecord, WorkflowDoc};
 
 /// A clock whose every reading is later than the one before, so that the
 /// evidence and error records of one attempt sort into the order the calls
@@ -911,24 +911,31 @@ pub async fn run<B: Backend + 'static>(
             per_case[c].push(result);
         }
     }
-    let coverage = coverage(
+    Ok(assemble_results(
+        &loaded.document,
         &started.pins,
-        loaded
-            .document
-            .cases
-            .iter()
-            .zip(&per_case)
-            .flat_map(|(case, attempts)| {
-                attempts
-                    .iter()
-                    .map(|a| (a.calls.as_slice(), case.variants.as_slice()))
-            }),
+        loaded.document.cases.iter().zip(per_case).collect(),
+    ))
+}
+
+/// The results document of attempts that ran (by `run`, or played by an
+/// agent outside toolmock, e.g. over MCP): `cases` pairs each reported case
+/// with its attempts, in order; coverage is over `pins`.
+pub fn assemble_results(
+    document: &SimulationDocument,
+    pins: &[PinRecord],
+    cases: Vec<(&CaseDoc, Vec<AttemptResult>)>,
+) -> RunResults {
+    let coverage = coverage(
+        pins,
+        cases.iter().flat_map(|(case, attempts)| {
+            attempts
+                .iter()
+                .map(|a| (a.calls.as_slice(), case.variants.as_slice()))
+        }),
     );
-    let cases: Vec<CaseResult> = loaded
-        .document
-        .cases
-        .iter()
-        .zip(per_case)
+    let cases: Vec<CaseResult> = cases
+        .into_iter()
         .map(|(case, attempts)| CaseResult::new(case, attempts))
         .collect();
     let mut summary = Summary::default();
@@ -945,16 +952,16 @@ pub async fn run<B: Backend + 'static>(
         }
     }
     summary.cases = u32::try_from(cases.len()).unwrap_or(u32::MAX);
-    Ok(RunResults {
+    RunResults {
         results_version: 2,
-        simulation: loaded.document.name.clone(),
-        mode: loaded.document.mode,
-        attempts_per_case: loaded.document.attempts,
+        simulation: document.name.clone(),
+        mode: document.mode,
+        attempts_per_case: document.attempts,
         ok: summary.as_expected == summary.attempts,
         summary,
         cases,
         coverage,
-    })
+    }
 }
 
 /// Installs and starts without running (`toolmock run --check`): every

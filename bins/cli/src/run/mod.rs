@@ -1,9 +1,9 @@
 //! `toolmock run`: a whole simulation on the embedded in-memory runtime.
 
-mod evidence;
-mod junit;
+pub(crate) mod evidence;
+pub(crate) mod junit;
 mod model;
-mod table;
+pub(crate) mod table;
 
 use crate::Failure;
 use clap::Args;
@@ -71,7 +71,7 @@ pub(crate) struct RunArgs {
     models: model::ModelArgs,
 }
 
-fn print_problems(file: &str, problems: &[FileProblem]) {
+pub(crate) fn print_problems(file: &str, problems: &[FileProblem]) {
     let stderr = std::io::stderr();
     let mut err = stderr.lock();
     for p in problems {

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use toolmock_contract::pointer;
 use toolmock_runtime::ToolCall;
-use toolmock_runtime::backend::{AttemptStore, EvidenceSink, FixtureStore};
+use toolmock_runtime::backend::{AttemptStore, EvidenceSink, FixtureStore, PinStore};
 use toolmock_runtime::model::{AttemptId, Capability, TenantId};
 use toolmock_simulation::document::{CaseDoc, DriverDoc};
 use toolmock_simulation::{RunError, judge_and_finish};
@@ -105,6 +105,72 @@ pub(crate) async fn tool_call(
     )
     .await?;
     Ok(Json(result))
+}
+
+/// The attempt's tools over MCP (streamable HTTP, stateless, JSON answers):
+/// one JSON-RPC message per request, authenticated by the attempt's
+/// capability. `tools/list` lists the agent's operations with their pinned
+/// contracts (and its workflows), and every `tools/call` goes through the
+/// same dispatcher as `tool-calls`, so its evidence is the same. A tool input
+/// error is a tool result with `isError`, a harness error a JSON-RPC error
+/// (docs/mcp.md).
+#[utoipa::path(post, path = "/api/attempts/{id}/mcp", tag = "dispatcher",
+    params(("id" = Uuid, Path, description = "The attempt's id")),
+    request_body(content = Object, description = "One JSON-RPC message (MCP streamable HTTP)"),
+    security(("capability" = [])),
+    responses(
+        (status = 200, description = "The JSON-RPC answer (a tool result, or a JSON-RPC error for a harness error)", body = Object),
+        (status = 202, description = "A notification, accepted"),
+        (status = 400, description = "Not a JSON-RPC message of MCP"),
+        (status = 401, description = "`invalid_capability`: no attempt holds this capability, or its attempt has ended or its lease is over", body = crate::ErrorEnvelope),
+        (status = 403, description = "`foreign_capability`: the capability belongs to another attempt", body = crate::ErrorEnvelope),
+    ))]
+pub(crate) async fn mcp(
+    capability: AttemptCapability,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    request: axum::extract::Request,
+) -> Result<axum::response::Response, ApiError> {
+    use tower::ServiceExt as _;
+    let capability = capability.for_attempt(id)?;
+    let (tenant, attempt) = (capability.tenant, capability.attempt);
+    let store = state.store();
+    let record = store.attempt(tenant, attempt).await?;
+    // An ended attempt's capability, or one whose lease is over, opens no
+    // MCP session (the tool-call endpoint records such a call as
+    // `lease_expired`; an MCP client is refused before it lists anything).
+    if record.outcome.is_some() || record.lease_expires_at <= chrono::Utc::now() {
+        return Err(ApiError::InvalidCapability);
+    }
+    let pins = store.simulation_pins(tenant, record.simulation).await?;
+    let document = crate::stored::document(store, tenant, record.simulation).await?;
+    let (direct, workflows) = match document {
+        Some(document) => (document.agent.tools, document.agent.workflows),
+        None => {
+            let mut direct: Vec<String> = Vec::new();
+            for pin in &pins.pins {
+                if !direct.contains(&pin.tool) {
+                    direct.push(pin.tool.clone());
+                }
+            }
+            (direct, Vec::new())
+        }
+    };
+    let tools = toolmock_mcp::ServedTools::new(&direct, &pins.pins, &workflows)
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let server = toolmock_mcp::ToolServer::new(
+        state.shared_dispatcher(),
+        tools,
+        workflows.into_iter().map(|w| (w.name.clone(), w)).collect(),
+        toolmock_mcp::FixedAttempt::new(tenant, attempt, capability.capability),
+        "toolmock",
+    );
+    // Behind the API, whose own host is whatever its clients use.
+    let service = toolmock_mcp::stateless_service(server, true);
+    match service.oneshot(request).await {
+        Ok(response) => Ok(response.map(axum::body::Body::new)),
+        Err(never) => match never {},
+    }
 }
 
 /// Ends an attempt whose case has an `external` driver: the case's

@@ -173,6 +173,12 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "POST",
+        path: "/api/attempts/{id}/mcp",
+        access: Access::Capability,
+        register: || routes!(attempts::mcp),
+    },
+    Route {
+        method: "POST",
         path: "/api/attempts/{id}/finish",
         access: Access::Capability,
         register: || routes!(attempts::finish_attempt),

@@ -11,6 +11,7 @@ mod fail_closed;
 mod generator;
 mod hardening;
 mod matrix;
+mod mcp;
 mod modules;
 mod openapi;
 mod seed;

@@ -1,0 +1,309 @@
+//! The MCP server handler: `tools/list` answers the served tools, and every
+//! `tools/call` goes through the dispatcher (or the workflow engine, whose
+//! tool nodes go through it) for the attempt the request belongs to.
+
+use crate::error::McpCode;
+use crate::tools::{ServedTools, Target};
+use axum::http::request::Parts;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode, ErrorData,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use toolmock_runtime::Dispatcher;
+use toolmock_runtime::ToolCall;
+use toolmock_runtime::backend::Backend;
+use toolmock_runtime::error::DispatchError;
+use toolmock_runtime::model::{AttemptId, Capability, TenantId, WorkflowDoc};
+use toolmock_simulation::document::CallStatus;
+use toolmock_simulation::{AttemptContext, CallFailure};
+
+/// The attempt one request is for, as [`Attempts::enter`] resolved it.
+#[derive(Debug)]
+pub struct Entered<T> {
+    /// Its tenant.
+    pub tenant: TenantId,
+    /// The attempt.
+    pub attempt: AttemptId,
+    /// Its capability (every call presents it to the dispatcher).
+    pub capability: Capability,
+    /// Whatever the resolver keeps while the call runs (e.g. a guard that
+    /// holds off the attempt's finish).
+    pub ticket: T,
+}
+
+/// How requests find their attempt: by the URL's path (`toolmock serve
+/// --http`), by the process (`--stdio`) or by the bearer capability (the
+/// API) — never by `Mcp-Session-Id`.
+pub trait Attempts: Send + Sync + 'static {
+    /// Held while a call runs.
+    type Ticket: Send;
+
+    /// The attempt of a request; `parts` are the HTTP request's (none over
+    /// stdio). An error is answered as a JSON-RPC error, and nothing is
+    /// recorded.
+    fn enter(
+        &self,
+        parts: Option<&Parts>,
+    ) -> impl Future<Output = Result<Entered<Self::Ticket>, ErrorData>> + Send;
+
+    /// Called after each call has been answered (recorded), with its ticket.
+    fn leave(&self, entered: Entered<Self::Ticket>) -> impl Future<Output = ()> + Send;
+}
+
+struct Inner<B, A> {
+    dispatcher: Arc<Dispatcher<B>>,
+    tools: ServedTools,
+    workflows: HashMap<String, WorkflowDoc>,
+    attempts: A,
+    name: String,
+}
+
+/// The rmcp server handler over a dispatcher; cheap to clone (one per
+/// transport session or stateless request).
+pub struct ToolServer<B, A> {
+    inner: Arc<Inner<B, A>>,
+}
+
+impl<B, A> Clone for ToolServer<B, A> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<B, A> std::fmt::Debug for ToolServer<B, A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolServer")
+            .field("name", &self.inner.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B: Backend + 'static, A: Attempts> ToolServer<B, A> {
+    /// A handler serving `tools`; `name` is what `initialize` reports as the
+    /// server's name.
+    pub fn new(
+        dispatcher: Arc<Dispatcher<B>>,
+        tools: ServedTools,
+        workflows: HashMap<String, WorkflowDoc>,
+        attempts: A,
+        name: impl Into<String>,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                dispatcher,
+                tools,
+                workflows,
+                attempts,
+                name: name.into(),
+            }),
+        }
+    }
+
+    /// The attempt resolver.
+    pub fn attempts(&self) -> &A {
+        &self.inner.attempts
+    }
+
+    /// One `tools/call`: enter the attempt, call, answer, leave.
+    pub async fn call(
+        &self,
+        parts: Option<&Parts>,
+        name: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, ErrorData> {
+        let inner = &self.inner;
+        let entered = inner.attempts.enter(parts).await?;
+        let outcome = match inner.tools.target(name) {
+            Some(Target::Workflow { name }) => {
+                let ctx = AttemptContext {
+                    dispatcher: &*inner.dispatcher,
+                    tenant: entered.tenant,
+                    attempt: entered.attempt,
+                    capability: &entered.capability,
+                    workflows: &inner.workflows,
+                };
+                ctx.run_workflow(name, arguments, None)
+                    .await
+                    .map_err(Failure::Workflow)
+            }
+            Some(Target::Operation { tool, operation }) => inner
+                .dispatcher
+                .call(
+                    entered.tenant,
+                    &entered.capability,
+                    &ToolCall::new(tool.as_str(), operation.as_str(), arguments),
+                )
+                .await
+                .map_err(Failure::Dispatch),
+            // A name the agent was never shown: the dispatcher records it
+            // (`unknown_tool`, a harness error) like any unknown operation.
+            None => inner
+                .dispatcher
+                .call(
+                    entered.tenant,
+                    &entered.capability,
+                    &ToolCall::new(name, name, arguments),
+                )
+                .await
+                .map_err(Failure::Dispatch),
+        };
+        inner.attempts.leave(entered).await;
+        answer(outcome)
+    }
+}
+
+enum Failure {
+    Dispatch(DispatchError),
+    Workflow(CallFailure),
+}
+
+/// A success: the rendered result as `structuredContent`, and the same JSON
+/// as one text block (for clients that read only `content`).
+pub fn success(result: Value) -> CallToolResult {
+    let text = result.to_string();
+    let mut answer = CallToolResult::success(vec![ContentBlock::text(text)]);
+    answer.structured_content = Some(result);
+    answer
+}
+
+/// A tool input error: a tool result with `isError`, whose one text block is
+/// `{"error": {"class", "code", "message", "path"?}}`, so the agent can
+/// read what to correct.
+pub fn tool_input_error(code: &str, message: &str, path: Option<&str>) -> CallToolResult {
+    let mut error = json!({"class": "tool_input_error", "code": code, "message": message});
+    if let Some(path) = path {
+        error["path"] = json!(path);
+    }
+    CallToolResult::error(vec![ContentBlock::text(
+        json!({ "error": error }).to_string(),
+    )])
+}
+
+/// A harness error (already recorded): a JSON-RPC error, never a result.
+/// Its `data` is `{"class": "harness_error", "code", "path"?}`.
+pub fn harness_error(code: &str, message: &str, path: Option<&str>) -> ErrorData {
+    let mut data = json!({"class": "harness_error", "code": code});
+    if let Some(path) = path {
+        data["path"] = json!(path);
+    }
+    ErrorData::new(
+        ErrorCode::INTERNAL_ERROR,
+        format!("harness_error: {code}: {message}"),
+        Some(data),
+    )
+}
+
+/// An error of this server itself (nothing recorded): a JSON-RPC error with
+/// `data.code`.
+pub fn server_error(code: McpCode, message: impl Into<String>) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::INTERNAL_ERROR,
+        format!("{code}: {}", message.into()),
+        Some(json!({"class": "server", "code": code.as_str()})),
+    )
+}
+
+fn answer(outcome: Result<Value, Failure>) -> Result<CallToolResult, ErrorData> {
+    match outcome {
+        Ok(result) => Ok(success(result)),
+        Err(Failure::Dispatch(DispatchError::ToolInput(fault))) => Ok(tool_input_error(
+            fault.code.as_str(),
+            &fault.message,
+            fault.path.as_deref(),
+        )),
+        Err(Failure::Dispatch(DispatchError::Harness(fault))) => Err(harness_error(
+            fault.code.as_str(),
+            &fault.message,
+            fault.path.as_deref(),
+        )),
+        Err(Failure::Dispatch(DispatchError::CapabilityRejected)) => Err(server_error(
+            McpCode::CapabilityRejected,
+            "the attempt's capability is not valid",
+        )),
+        Err(Failure::Dispatch(DispatchError::Store(e))) => {
+            Err(server_error(McpCode::StorageFailed, e.to_string()))
+        }
+        Err(Failure::Workflow(CallFailure::Recorded {
+            class,
+            code,
+            message,
+            ..
+        })) => match class {
+            CallStatus::ToolInputError => Ok(tool_input_error(&code, &message, None)),
+            _ => Err(harness_error(&code, &message, None)),
+        },
+        Err(Failure::Workflow(CallFailure::Fatal(e))) => answer(Err(Failure::Dispatch(e))),
+    }
+}
+
+impl<B: Backend + 'static, A: Attempts> rmcp::ServerHandler for ToolServer<B, A> {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
+            Implementation::new(self.inner.name.clone(), env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            self.inner.tools.list().to_vec(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let parts = context.extensions.get::<Parts>();
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        self.call(parts, &request.name, arguments)
+            .await
+            .map(CallToolResponse::from)
+    }
+}
+
+/// One attempt, already resolved (the API's `/api/attempts/{id}/mcp`: the
+/// bearer capability named it); every request of the handler is for it.
+#[derive(Debug, Clone)]
+pub struct FixedAttempt {
+    tenant: TenantId,
+    attempt: AttemptId,
+    capability: Capability,
+}
+
+impl FixedAttempt {
+    /// The attempt `attempt` of `tenant`, called with `capability`.
+    pub fn new(tenant: TenantId, attempt: AttemptId, capability: Capability) -> Self {
+        Self {
+            tenant,
+            attempt,
+            capability,
+        }
+    }
+}
+
+impl Attempts for FixedAttempt {
+    type Ticket = ();
+
+    async fn enter(&self, _parts: Option<&Parts>) -> Result<Entered<()>, ErrorData> {
+        Ok(Entered {
+            tenant: self.tenant,
+            attempt: self.attempt,
+            capability: self.capability.clone(),
+            ticket: (),
+        })
+    }
+
+    async fn leave(&self, _entered: Entered<()>) {}
+}
