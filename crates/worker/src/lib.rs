@@ -18,12 +18,10 @@
 //! let pool = toolmock_store::connect("postgres://toolmock_app@localhost/toolmock", 8).await?;
 //! let store = toolmock_store::PgStore::new(pool);
 //! let config = WorkerConfig::new("worker-1");
-//! // Runs until ctrl-c, then stops claiming and lets what it holds finish
+//! // Runs for a minute, then stops claiming and lets what it holds finish
 //! // (or gives it back) within the grace period.
-//! let report = run(store, config, async {
-//!     let _ = tokio::signal::ctrl_c().await;
-//! })
-//! .await?;
+//! let stop = tokio::time::sleep(std::time::Duration::from_secs(60));
+//! let report = run(store, config, stop).await?;
 //! println!("{} attempts run", report.finished);
 //! # Ok(()) }
 //! ```

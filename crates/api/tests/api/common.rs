@@ -227,8 +227,12 @@ pub(crate) struct Worker {
 
 impl Worker {
     pub(crate) fn start(pool: &PgPool) -> Worker {
+        Self::start_named(pool, "test-worker")
+    }
+
+    pub(crate) fn start_named(pool: &PgPool, owner: &str) -> Worker {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let mut config = toolmock_worker::WorkerConfig::new("test-worker");
+        let mut config = toolmock_worker::WorkerConfig::new(owner);
         config.poll = std::time::Duration::from_millis(50);
         let store = toolmock_store::PgStore::new(pool.clone());
         let task = tokio::spawn(toolmock_worker::run(store, config, async {

@@ -13,6 +13,7 @@ mod hardening;
 mod matrix;
 mod modules;
 mod openapi;
+mod parity;
 mod simulations;
 mod testing_flow;
 mod tools;
