@@ -15,7 +15,8 @@ run file="fixtures/healthplus/simulation.json" *args="": build
     "${CARGO_TARGET_DIR:-target}/debug/toolmock" run {{file}} {{args}}
 
 # Serve the API on DATABASE_URL as deployed: migrate as the owner, then serve as the
-# least-privilege role toolmock_app (needs TOOLMOCK_JWT_SECRET; docs/api.md).
+# least-privilege role toolmock_app (needs TOOLMOCK_JWT_SECRET; docs/api.md). Scripted
+# attempts need a worker: pass `--workers N`, or run `just worker` beside it.
 serve *args="":
     cargo build --locked -p toolmock-api-bin
     "${CARGO_TARGET_DIR:-target}/debug/toolmock-api" migrate --database-url "$DATABASE_URL"
@@ -26,6 +27,11 @@ serve *args="":
 seed folder="fixtures/healthplus" tenant="dev":
     cargo build --locked -p toolmock-api-bin
     target/debug/toolmock-api seed {{folder}} --tenant {{tenant}} --database-url "$DATABASE_URL"
+
+# Run a worker (docs/operations.md) on DATABASE_URL as toolmock_app.
+worker *args="":
+    cargo build --locked -p toolmock-worker-bin
+    target/debug/toolmock-worker --database-url "$(printf '%s' "$DATABASE_URL" | sed -E 's#^(postgres(ql)?://)([^@/]*@)?#\1toolmock_app@#')" {{args}}
 
 # Build every package (debug).
 build:

@@ -19,7 +19,9 @@ serve_port=$((20000 + RANDOM % 20000))
 serve_owner_url="${DATABASE_URL%/*}/$serve_db"
 "$bin" migrate --database-url "$serve_owner_url" >/dev/null
 serve_app_url="$(printf '%s' "$serve_owner_url" | sed -E 's#^(postgres(ql)?://)([^@/]*@)?#\1toolmock_app@#')"
-"$bin" serve --database-url "$serve_app_url" --bind "127.0.0.1:$serve_port" \
+# One in-process worker runs the scripted attempts the API queues
+# (docs/operations.md); a one-process setup, as the tests need.
+"$bin" serve --database-url "$serve_app_url" --bind "127.0.0.1:$serve_port" --workers 1 \
     --log-format json 2>"$CARGO_TARGET_DIR/$serve_name-server.log" &
 serve_pid=$!
 stop_api() {

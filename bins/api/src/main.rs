@@ -174,6 +174,11 @@ struct ServeArgs {
     /// How long one completion may take, in seconds.
     #[arg(long, env = "TOOLMOCK_GENERATOR_TIMEOUT_SECS", default_value_t = 60)]
     generator_timeout_secs: u64,
+    /// Scripted attempts this process runs at once, with the same loop as
+    /// `toolmock-worker` (a one-process setup); 0: none, they wait for
+    /// worker processes.
+    #[arg(long, env = "TOOLMOCK_WORKERS", default_value_t = 0)]
+    workers: usize,
     /// Log line format.
     #[arg(long, env = "TOOLMOCK_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: LogFormat,
@@ -320,9 +325,36 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         let state = AppState::new(pool.clone(), auth, config);
         let sweeper = toolmock_api::spawn_lease_sweeper(state.clone());
         let app = toolmock_api::router(state);
-        toolmock_api::serve_with(listener, app, shutdown_signal(), limits)
+        // One signal stops both the server and the in-process workers.
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            let _ = stop.send(true);
+        });
+        let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        };
+        let workers = (args.workers > 0).then(|| {
+            let mut config =
+                toolmock_worker::WorkerConfig::new(format!("api:{}:{}", std::process::id(), local));
+            config.concurrency = args.workers;
+            let store = toolmock_store::PgStore::new(pool.clone());
+            tokio::spawn(toolmock_worker::run(
+                store,
+                config,
+                until_stopped(stopped.clone()),
+            ))
+        });
+        toolmock_api::serve_with(listener, app, until_stopped(stopped), limits)
             .await
             .map_err(|e| e.to_string())?;
+        if let Some(workers) = workers {
+            match workers.await {
+                Ok(Ok(report)) => tracing::info!(?report, "in-process workers stopped"),
+                Ok(Err(e)) => return Err(e.to_string()),
+                Err(e) => return Err(format!("the in-process workers failed: {e}")),
+            }
+        }
         sweeper.abort();
         pool.close().await;
         tracing::info!("stopped");

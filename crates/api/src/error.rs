@@ -572,7 +572,8 @@ impl From<StoreError> for ApiError {
             StoreError::Conflict { what } => ApiError::Conflict { what },
             other @ (StoreError::AppendOnly { .. }
             | StoreError::Corrupt { .. }
-            | StoreError::Backend(_)) => ApiError::Internal(other.to_string()),
+            | StoreError::Backend(_)
+            | StoreError::Fenced) => ApiError::Internal(other.to_string()),
         }
     }
 }

@@ -73,19 +73,24 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 }
 
 /// Ends every attempt still running after its lease ran out — its external
-/// agent gone, or the process that ran its script dead — as `harness_error`:
-/// a `lease_expired` harness error is recorded, then the attempt is
-/// finished. Returns how many it ended. Safe to run from every API process at
-/// once: a second finish of the same attempt is refused and ignored.
+/// agent gone, or the worker that ran its script dead or paused — as
+/// `harness_error`: its lease is taken back (a new epoch fences its holder
+/// out), its capabilities are revoked, and the finish records
+/// `lease_expired`. Returns how many it ended. Safe to run from every API
+/// and worker process at once (`toolmock_worker::reap_expired`).
 pub async fn expire_abandoned_attempts(
     state: &AppState,
 ) -> Result<usize, toolmock_runtime::error::StoreError> {
-    jobs::expire_abandoned(state.dispatcher()).await
+    toolmock_worker::reap_expired(state.dispatcher()).await
 }
 
-/// Runs [`expire_abandoned_attempts`] every 30 s until aborted.
+/// How often the API's own reaper sweeps: external agents' leases are long
+/// (an hour by default), and every worker sweeps as well.
+pub const REAP_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Runs [`expire_abandoned_attempts`] every [`REAP_EVERY`] until aborted.
 pub fn spawn_lease_sweeper(state: AppState) -> tokio::task::JoinHandle<()> {
-    jobs::spawn_lease_sweeper(state.shared_dispatcher())
+    toolmock_worker::spawn_reaper(state.shared_dispatcher(), REAP_EVERY)
 }
 
 /// Serves `app` on `listener` with the default [`ServeLimits`] until

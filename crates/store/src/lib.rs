@@ -41,8 +41,8 @@ mod schema_check;
 
 pub use error::{SqlState, map_sqlx_error};
 pub use pg::{
-    AttemptListing, IndexedOperation, PgStore, RevisionSummary, SimulationListing, StoredContract,
-    TestingIndex, ToolListing,
+    AttemptListing, Claimed, Fence, IndexedOperation, PgStore, QUEUE_CHANNEL, Reaped, Released,
+    RevisionSummary, SimulationListing, StoredContract, TestingIndex, ToolListing,
 };
 pub use schema_check::{SchemaCheckError, check_schema};
 

@@ -352,6 +352,7 @@ pub(crate) struct LockedStateRow {
     pub(crate) state: Json<Map<String, Value>>,
     pub(crate) version: i64,
     pub(crate) live: bool,
+    pub(crate) holds: bool,
 }
 
 #[derive(FromRow)]

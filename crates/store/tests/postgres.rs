@@ -336,6 +336,7 @@ const TABLES: &[&str] = &[
     "agents",
     "attempt_capabilities",
     "attempt_judgements",
+    "attempt_leases",
     "attempt_state",
     "attempts",
     "calls_begun",

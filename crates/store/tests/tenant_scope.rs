@@ -24,6 +24,15 @@ const EXCEPTIONS: &[(&str, &str)] = &[
          tenant, and everything it then does to an attempt is scoped by that tenant",
     ),
     (
+        "renew_leases",
+        "the heartbeat renews the leases one worker holds, found by owner, attempt id and epoch \
+         (ids it claimed, each already bound to its tenant)",
+    ),
+    (
+        "notify",
+        "wakes idle workers with an empty NOTIFY on the queue channel: no table is read",
+    ),
+    (
         "create_tenant",
         "writes the tenant's own row of `tenants`, whose key is the tenant id (`id`)",
     ),

@@ -19,7 +19,6 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::Value;
 use std::convert::Infallible;
-use std::sync::Arc;
 use toolmock_runtime::backend::{EvidenceSink, PinStore};
 use toolmock_runtime::error::StartError;
 use toolmock_runtime::model::{SimulationId, VariantChoice};
@@ -155,12 +154,17 @@ pub(crate) async fn start_simulation(
             })
             .collect(),
     };
-    crate::jobs::spawn_scripted(
-        state.shared_dispatcher(),
-        tenant,
-        Arc::new(loaded),
-        started.attempts,
-    );
+    // The scripted cases' attempts go to the workers' queue (their start
+    // capabilities revoked: a worker's claim makes its own).
+    let scripted: Vec<_> = started
+        .attempts
+        .iter()
+        .filter(|a| driver_of(&a.test_case_name) == "scripted")
+        .map(|a| a.id)
+        .collect();
+    if !scripted.is_empty() {
+        state.store().queue_attempts(tenant, &scripted).await?;
+    }
     Ok((StatusCode::CREATED, Json(view)))
 }
 

@@ -217,3 +217,33 @@ pub(crate) fn calendar_simulation(tool: &Created, attempts: u32) -> Value {
                    "expect": {"trajectory": [{"kind": "used", "call": {"tool": "calendar", "operation": "book"}}]}}]
     })
 }
+
+/// A worker running the queued scripted attempts in this process (the loop
+/// `toolmock-api serve --workers N` runs), until [`Worker::stop`].
+pub(crate) struct Worker {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<toolmock_worker::Report, toolmock_worker::WorkerError>>,
+}
+
+impl Worker {
+    pub(crate) fn start(pool: &PgPool) -> Worker {
+        Self::start_named(pool, "test-worker")
+    }
+
+    pub(crate) fn start_named(pool: &PgPool, owner: &str) -> Worker {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let mut config = toolmock_worker::WorkerConfig::new(owner);
+        config.poll = std::time::Duration::from_millis(50);
+        let store = toolmock_store::PgStore::new(pool.clone());
+        let task = tokio::spawn(toolmock_worker::run(store, config, async {
+            let _ = stopped.await;
+        }));
+        Worker { stop, task }
+    }
+
+    /// Stops claiming, waits for what it holds, and returns its report.
+    pub(crate) async fn stop(self) -> toolmock_worker::Report {
+        let _ = self.stop.send(());
+        self.task.await.unwrap().unwrap()
+    }
+}

@@ -15,6 +15,7 @@ mod mcp;
 mod modules;
 mod openapi;
 mod seed;
+mod parity;
 mod simulations;
 mod testing_flow;
 mod tools;

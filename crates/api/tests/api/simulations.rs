@@ -315,6 +315,8 @@ fn scripted_document() -> Value {
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn scripted_attempts_run_in_the_background_and_stream_their_progress(pool: PgPool) {
     let app = app(&pool);
+    // The API only queues them; a worker runs them.
+    let worker = Worker::start(&pool);
     let bearer = token("acme", &[RUN]);
     let started = start(&app, &bearer, &scripted_document()).await;
     assert_eq!(started.status, StatusCode::CREATED, "{}", started.json);
@@ -458,6 +460,8 @@ async fn scripted_attempts_run_in_the_background_and_stream_their_progress(pool:
     )
     .await;
     assert_eq!(tools.json["tools"], json!([]));
+    let report = worker.stop().await;
+    assert_eq!((report.claimed, report.finished), (6, 6), "{report:?}");
 }
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]

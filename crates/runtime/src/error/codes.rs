@@ -195,6 +195,8 @@ problem_codes! {
         CorruptRow => "corrupt_row",
         /// The backend itself failed (connection, I/O, SQL).
         BackendFailed => "backend_failed",
+        /// A write was refused by the attempt's lease fence (the writer's lease is no longer current).
+        Fenced => "fenced",
     }
 }
 

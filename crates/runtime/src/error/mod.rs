@@ -49,6 +49,11 @@ pub enum StoreError {
     /// The backend itself failed (connection, I/O, SQL).
     #[error("storage backend failed: {0}")]
     Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// A write for an attempt was refused by its lease's fence: the writer's
+    /// lease (owner and epoch) is no longer the attempt's, so a worker that
+    /// lost its lease writes nothing.
+    #[error("the write was refused: this worker's lease of the attempt is no longer current")]
+    Fenced,
 }
 
 impl StoreError {
@@ -60,6 +65,7 @@ impl StoreError {
             StoreError::Conflict { .. } => StoreCode::Conflict,
             StoreError::Corrupt { .. } => StoreCode::CorruptRow,
             StoreError::Backend(_) => StoreCode::BackendFailed,
+            StoreError::Fenced => StoreCode::Fenced,
         }
     }
 

@@ -89,6 +89,23 @@ impl AttemptStore for PgStore {
         attempt: AttemptId,
         at: DateTime<Utc>,
     ) -> Db<()> {
+        let (owner, epoch) = self.fence_of(attempt);
+        if owner.is_some() {
+            let holds: Option<bool> = db(sqlx::query_scalar(
+                "SELECT lease_owner = $3 AND lease_epoch = $4 \
+                     AND lease_expires_at > clock_timestamp() \
+                 FROM attempts WHERE tenant_id = $1 AND id = $2",
+            )
+            .bind(tenant.as_uuid())
+            .bind(attempt.as_uuid())
+            .bind(&owner)
+            .bind(epoch)
+            .fetch_optional(&self.pool)
+            .await)?;
+            if holds == Some(false) {
+                return Err(self.fenced());
+            }
+        }
         let updated = db(sqlx::query(
             "UPDATE attempt_capabilities SET revoked_at = $3 \
              WHERE tenant_id = $1 AND attempt_id = $2 AND revoked_at IS NULL",
@@ -105,14 +122,24 @@ impl AttemptStore for PgStore {
     async fn begin_call(&self, tenant: TenantId, attempt: AttemptId, at: DateTime<Utc>) -> Db<()> {
         // Its own autocommitted statement: the mark stands whatever happens
         // to the call after it.
-        db(sqlx::query(
-            "INSERT INTO calls_begun (tenant_id, attempt_id, begun_at) VALUES ($1, $2, $3)",
+        // Fenced in the same statement when this store holds the attempt.
+        let (owner, epoch) = self.fence_of(attempt);
+        let written = db(sqlx::query(
+            "INSERT INTO calls_begun (tenant_id, attempt_id, begun_at) SELECT $1, $2, $3 \
+             WHERE $4::text IS NULL OR EXISTS (SELECT 1 FROM attempts f \
+                 WHERE f.tenant_id = $1 AND f.id = $2 AND f.lease_owner = $4 \
+                     AND f.lease_epoch = $5 AND f.lease_expires_at > clock_timestamp() FOR SHARE)",
         )
         .bind(tenant.as_uuid())
         .bind(attempt.as_uuid())
         .bind(at)
+        .bind(owner)
+        .bind(epoch)
         .execute(&self.pool)
         .await)?;
+        if written.rows_affected() == 0 {
+            return Err(self.fenced());
+        }
         Ok(())
     }
 
@@ -128,18 +155,30 @@ impl AttemptStore for PgStore {
         // FOR UPDATE: excludes other finishes, harness-error writes (FOR NO
         // KEY UPDATE) and begin marks in flight (their foreign key's KEY
         // SHARE) of this attempt until the outcome is written.
-        let row: Option<(String, DateTime<Utc>)> = db(sqlx::query_as(
-            "SELECT status, lease_expires_at FROM attempts \
-             WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        // The fence (when this store holds the attempt) is read under the
+        // same row lock: a holder whose lease was reaped, released or ran
+        // out finishes nothing.
+        let (owner, epoch) = self.fence_of(attempt);
+        let row: Option<(String, DateTime<Utc>, bool)> = db(sqlx::query_as(
+            "SELECT status, lease_expires_at, \
+                 ($3::text IS NULL OR (lease_owner = $3 AND lease_epoch = $4 \
+                     AND lease_expires_at > clock_timestamp())) \
+             FROM attempts WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
         )
         .bind(tenant.as_uuid())
         .bind(attempt.as_uuid())
+        .bind(owner)
+        .bind(epoch)
         .fetch_optional(&mut *tx)
         .await)?;
-        let Some((status, lease_expires_at)) = row else {
+        let Some((status, lease_expires_at, holds)) = row else {
             rollback(tx).await?;
             return Err(StoreError::NotFound { entity: "attempt" }.into());
         };
+        if !holds {
+            rollback(tx).await?;
+            return Err(self.fenced().into());
+        }
         if status != "running" {
             rollback(tx).await?;
             return Err(FinishError::AlreadyFinished);

@@ -7,16 +7,19 @@ use sqlx::{Postgres, Transaction};
 use toolmock_runtime::backend::*;
 use toolmock_runtime::error::*;
 use toolmock_runtime::model::*;
-use uuid::Uuid;
 
 impl EvidenceSink for PgStore {
     async fn record_tool_input_error(&self, record: &ToolInputErrorRecord) -> Db<()> {
+        let (owner, epoch) = self.fence_of(record.attempt);
         let pin = pin_columns(record.pin.as_ref())?;
         let result = sqlx::query(
             "INSERT INTO tool_input_errors (tenant_id, attempt_id, tool_name, operation_name, \
                  pin_kind, tool_id, operation_id, revision, definition_hash, arguments, code, \
                  message, path, violations, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 \
+             WHERE $16::text IS NULL OR EXISTS (SELECT 1 FROM attempts f \
+                 WHERE f.tenant_id = $1 AND f.id = $2 AND f.lease_owner = $16 \
+                     AND f.lease_epoch = $17 AND f.lease_expires_at > clock_timestamp() FOR SHARE)",
         )
         .bind(record.tenant.as_uuid())
         .bind(record.attempt.as_uuid())
@@ -33,9 +36,12 @@ impl EvidenceSink for PgStore {
         .bind(record.path.as_deref())
         .bind(Json(&record.violations))
         .bind(record.at)
+        .bind(owner)
+        .bind(epoch)
         .execute(&self.pool)
         .await;
         match db(result) {
+            Ok(written) if written.rows_affected() == 0 => Err(self.fenced()),
             Ok(_) => Ok(()),
             Err(StoreError::NotFound { .. }) => Err(StoreError::NotFound { entity: "attempt" }),
             Err(e) => Err(e),
@@ -46,16 +52,28 @@ impl EvidenceSink for PgStore {
         let mut tx = db(self.pool.begin().await)?;
         // The attempts row first (the lock finish_attempt takes), then the
         // insert, whose trigger marks the attempt in this transaction.
-        let exists: Option<Uuid> = db(sqlx::query_scalar(
-            "SELECT id FROM attempts WHERE tenant_id = $1 AND id = $2 FOR NO KEY UPDATE",
+        let (owner, epoch) = self.fence_of(record.attempt);
+        let holds: Option<bool> = db(sqlx::query_scalar(
+            "SELECT ($3::text IS NULL OR (lease_owner = $3 AND lease_epoch = $4 \
+                 AND lease_expires_at > clock_timestamp())) \
+             FROM attempts WHERE tenant_id = $1 AND id = $2 FOR NO KEY UPDATE",
         )
         .bind(record.tenant.as_uuid())
         .bind(record.attempt.as_uuid())
+        .bind(owner)
+        .bind(epoch)
         .fetch_optional(&mut *tx)
         .await)?;
-        if exists.is_none() {
-            rollback(tx).await?;
-            return Err(StoreError::NotFound { entity: "attempt" });
+        match holds {
+            None => {
+                rollback(tx).await?;
+                return Err(StoreError::NotFound { entity: "attempt" });
+            }
+            Some(false) => {
+                rollback(tx).await?;
+                return Err(self.fenced());
+            }
+            Some(true) => {}
         }
         insert_harness_error(&mut tx, record).await?;
         db(tx.commit().await)

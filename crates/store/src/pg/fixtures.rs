@@ -21,33 +21,46 @@ impl FixtureStore for PgStore {
     where
         F: FnOnce(&Map<String, Value>) -> Result<Step, CallError> + Send,
     {
+        let (owner, epoch) = self.fence_of(binding.attempt);
         let mut tx = db(self.pool.begin().await)?;
         // The attempt's one state row, locked; the capability and the lease
         // are checked in the same statement.
         let locked: Option<LockedStateRow> = db(sqlx::query_as(
             "SELECT s.state, s.version, \
-                 (a.status = 'running' AND a.lease_expires_at > $4 AND c.revoked_at IS NULL) AS live \
+                 (a.status = 'running' AND a.lease_expires_at > $4 AND c.revoked_at IS NULL) AS live, \
+                 ($5::text IS NULL OR (a.lease_owner = $5 AND a.lease_epoch = $6 \
+                     AND a.lease_expires_at > clock_timestamp())) AS holds \
              FROM attempt_state s \
              JOIN attempts a ON a.tenant_id = s.tenant_id AND a.id = s.attempt_id \
              JOIN attempt_capabilities c ON c.tenant_id = s.tenant_id AND c.attempt_id = s.attempt_id \
              WHERE s.tenant_id = $1 AND s.attempt_id = $2 AND c.token_hash = $3 \
-             FOR UPDATE OF s",
+             FOR UPDATE OF s FOR SHARE OF a",
         )
         .bind(binding.tenant.as_uuid())
         .bind(binding.attempt.as_uuid())
         .bind(&token.as_bytes()[..])
         .bind(now)
+        .bind(owner)
+        .bind(epoch)
         .fetch_optional(&mut *tx)
         .await)?;
         let Some(LockedStateRow {
             state: Json(state),
             version,
             live,
+            holds,
         }) = locked
         else {
             rollback(tx).await?;
             return Err(ApplyError::CapabilityRejected);
         };
+        // The fence, under the attempt row's share lock held to the commit:
+        // the reaper's or a release's epoch change waits for this call, and
+        // a call after it writes nothing.
+        if !holds {
+            rollback(tx).await?;
+            return Err(ApplyError::Store(self.fenced()));
+        }
         if !live {
             rollback(tx).await?;
             return Err(ApplyError::LeaseExpired);

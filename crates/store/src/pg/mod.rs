@@ -13,9 +13,11 @@ mod catalog;
 mod evidence;
 mod fixtures;
 mod pins;
+mod queue;
 mod simulations;
 mod tool_views;
 
+pub use queue::{Claimed, Fence, QUEUE_CHANNEL, Reaped, Released};
 pub use simulations::{AttemptListing, SimulationListing};
 pub use tool_views::{
     IndexedOperation, RevisionSummary, StoredContract, TestingIndex, ToolListing,
@@ -27,16 +29,35 @@ use sqlx::{Postgres, Transaction};
 use toolmock_runtime::error::StoreError;
 use toolmock_runtime::model::{AttemptId, TenantId};
 
-/// The PostgreSQL backend. Cloning shares the pool.
+/// The PostgreSQL backend. Cloning shares the pool and the fences.
+///
+/// A worker's store holds a [`Fence`] for each attempt it has claimed
+/// ([`PgStore::hold`]): every write the store makes for such an attempt —
+/// a call's begin mark, its state and evidence, tool input and harness
+/// errors, revocations, the judgement, the finish — checks in the same
+/// statement (or under the same row lock) that the attempt's lease is still
+/// that owner's at that epoch, and is refused as [`StoreError::Fenced`]
+/// otherwise. Attempts it holds no fence for (an external agent's, served
+/// by the API) are written unfenced, as before.
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pool: PgPool,
+    fences: std::sync::Arc<queue::Fences>,
 }
 
 impl PgStore {
     /// A store over a migrated pool.
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self {
+            pool,
+            fences: std::sync::Arc::default(),
+        }
+    }
+
+    /// The same pool with no fence held: what a reaper writes with, since it
+    /// ends attempts whose lease another holder (or this one) lost.
+    pub fn unfenced(&self) -> Self {
+        Self::new(self.pool.clone())
     }
 
     /// The pool.

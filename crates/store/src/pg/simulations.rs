@@ -297,14 +297,23 @@ impl PgStore {
         attempt: AttemptId,
         unmet: &Value,
     ) -> Db<()> {
-        db(sqlx::query(
-            "INSERT INTO attempt_judgements (tenant_id, attempt_id, unmet) VALUES ($1, $2, $3)",
+        let (owner, epoch) = self.fence_of(attempt);
+        let written = db(sqlx::query(
+            "INSERT INTO attempt_judgements (tenant_id, attempt_id, unmet) SELECT $1, $2, $3 \
+             WHERE $4::text IS NULL OR EXISTS (SELECT 1 FROM attempts f \
+                 WHERE f.tenant_id = $1 AND f.id = $2 AND f.lease_owner = $4 \
+                     AND f.lease_epoch = $5 AND f.lease_expires_at > clock_timestamp() FOR SHARE)",
         )
         .bind(tenant.as_uuid())
         .bind(attempt.as_uuid())
         .bind(Json(unmet))
+        .bind(owner)
+        .bind(epoch)
         .execute(self.pool())
         .await)?;
+        if written.rows_affected() == 0 {
+            return Err(self.fenced());
+        }
         Ok(())
     }
 }

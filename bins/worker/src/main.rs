@@ -1,0 +1,161 @@
+//! `toolmock-worker`: runs the scripted attempts the API queued. Thin:
+//! configuration (flags with environment fallbacks), logging, the pool and
+//! the schema check; the loop is `toolmock_worker::run`. See
+//! docs/operations.md.
+
+use clap::{Parser, ValueEnum};
+use std::process::ExitCode;
+use std::time::Duration;
+use toolmock_worker::WorkerConfig;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// toolmock's worker: claims queued scripted attempts from PostgreSQL and
+/// runs them under a fenced, heartbeated lease; reaps expired leases.
+/// Stops on SIGTERM or Ctrl-C (no more claims; what it holds finishes
+/// within the grace period or is given back).
+#[derive(Debug, Parser)]
+#[command(name = "toolmock-worker", version, about)]
+struct Cli {
+    /// PostgreSQL connection URL, as the application role `toolmock_app`.
+    /// The worker never migrates: it checks the schema is up to date.
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: String,
+    /// Attempts run at once.
+    #[arg(long, env = "TOOLMOCK_WORKER_CONCURRENCY", default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    concurrency: u32,
+    /// The lease owner name (unique per process); default
+    /// `worker:HOST:PID:RANDOM`.
+    #[arg(long, env = "TOOLMOCK_WORKER_OWNER")]
+    owner: Option<String>,
+    /// How long a claim's lease lasts without a heartbeat, in milliseconds.
+    #[arg(long, env = "TOOLMOCK_WORKER_LEASE_MS", default_value_t = 30_000,
+          value_parser = clap::value_parser!(u64).range(100..))]
+    lease_ms: u64,
+    /// How often held leases are renewed, in milliseconds (default: a
+    /// third of the lease).
+    #[arg(long, env = "TOOLMOCK_WORKER_HEARTBEAT_MS")]
+    heartbeat_ms: Option<u64>,
+    /// How often an idle worker looks at the queue when no NOTIFY came, in
+    /// milliseconds.
+    #[arg(long, env = "TOOLMOCK_WORKER_POLL_MS", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    poll_ms: u64,
+    /// How often this worker's reaper sweeps expired leases, in milliseconds.
+    #[arg(long, env = "TOOLMOCK_WORKER_REAP_MS", default_value_t = 5000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    reap_ms: u64,
+    /// After SIGTERM: how long held attempts may take to finish before they
+    /// are given back, in seconds.
+    #[arg(long, env = "TOOLMOCK_WORKER_GRACE_SECS", default_value_t = 20)]
+    grace_secs: u64,
+    /// Sleep mock delays for real (default: the virtual clock, as `toolmock run`).
+    #[arg(long, env = "TOOLMOCK_WORKER_REAL_DELAYS")]
+    real_delays: bool,
+    /// Largest connection pool (default: concurrency + 4).
+    #[arg(long, env = "TOOLMOCK_DB_MAX_CONNECTIONS")]
+    max_connections: Option<u32>,
+    /// Log line format.
+    #[arg(long, env = "TOOLMOCK_LOG_FORMAT", value_enum, default_value = "text")]
+    log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("toolmock-worker: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    init_logging(cli.log_format);
+    let lease = Duration::from_millis(cli.lease_ms);
+    let owner = cli.owner.unwrap_or_else(|| {
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "host".into());
+        let random = uuid::Uuid::new_v4().simple().to_string();
+        format!("worker:{host}:{}:{}", std::process::id(), &random[..8])
+    });
+    let config = WorkerConfig {
+        owner,
+        concurrency: cli.concurrency as usize,
+        lease,
+        heartbeat: cli.heartbeat_ms.map_or(lease / 3, Duration::from_millis),
+        poll: Duration::from_millis(cli.poll_ms),
+        reap_every: Duration::from_millis(cli.reap_ms),
+        grace: Duration::from_secs(cli.grace_secs),
+        real_delays: cli.real_delays,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async move {
+        let pool = toolmock_store::connect(
+            &cli.database_url,
+            cli.max_connections.unwrap_or(cli.concurrency + 4),
+        )
+        .await
+        .map_err(|e| format!("cannot connect to the database: {e}"))?;
+        toolmock_store::check_schema(&pool)
+            .await
+            .map_err(|e| e.to_string())?;
+        tracing::info!(owner = %config.owner, concurrency = config.concurrency, "working");
+        let store = toolmock_store::PgStore::new(pool.clone());
+        let report = toolmock_worker::run(store, config, shutdown_signal())
+            .await
+            .map_err(|e| format!("{}: {e}", e.code()))?;
+        pool.close().await;
+        tracing::info!(?report, "stopped");
+        Ok(())
+    })
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().with_span_list(false).init(),
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("Ctrl-C: stopping"),
+        () = terminate => tracing::info!("SIGTERM: stopping"),
+    }
+}

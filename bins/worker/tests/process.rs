@@ -1,0 +1,498 @@
+//! The worker as a process, on real PostgreSQL: attempts queued exactly as
+//! the API queues them (install, start, keep the document, queue), run by
+//! real `toolmock-worker` processes that are killed, paused, resumed and
+//! stopped with real signals.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
+
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use toolmock_runtime::Dispatcher;
+use toolmock_runtime::backend::Catalog;
+use toolmock_runtime::model::AttemptId;
+use toolmock_simulation::{Files, install_inline, load_value, start_request};
+use toolmock_store::PgStore;
+use uuid::Uuid;
+
+/// The notes fixture with one scripted case of `calls` calls, each
+/// delayed `delay_ms`, and `attempts` attempts.
+fn document(calls: usize, delay_ms: u32, attempts: u32) -> Value {
+    let mut doc: Value =
+        serde_json::from_str(include_str!("../../../fixtures/api/notes-simulation.json")).unwrap();
+    doc["attempts"] = json!(attempts);
+    doc["tools"][0]["definitions"]["add"]["variants"]["ok"]["delay_ms"] = json!(delay_ms);
+    let steps: Vec<Value> = (0..calls)
+        .map(|i| json!({"tool": "notes", "operation": "add", "arguments": {"text": format!("n{i}")}}))
+        .collect();
+    doc["cases"] = json!([{
+        "name": "writes",
+        "driver": {"type": "scripted", "steps": steps},
+        "expect": {"final_state": {"exact": {"last": format!("n{}", calls - 1)}}}
+    }]);
+    doc
+}
+
+/// Starts `document` and queues its attempts, as `POST /api/simulations` does.
+async fn queue(pool: &PgPool, document: &Value) -> Vec<Uuid> {
+    let store = PgStore::new(pool.clone());
+    let dispatcher = Dispatcher::new(store.clone());
+    let tenant = store.create_tenant("acme").await.unwrap();
+    let loaded = load_value(document, "request", &Files::InlineOnly).unwrap();
+    let installed = install_inline(&dispatcher, tenant, &loaded).await.unwrap();
+    let mut request = start_request(&loaded.document, installed.agent);
+    request.lease_owner = "api:test".into();
+    request.lease = Duration::from_secs(3600);
+    let started = dispatcher.start(tenant, &request).await.unwrap();
+    store
+        .record_simulation_document(tenant, started.id, &loaded.document.name, document, "test")
+        .await
+        .unwrap();
+    let ids: Vec<AttemptId> = started.attempts.iter().map(|a| a.id).collect();
+    assert_eq!(
+        store.queue_attempts(tenant, &ids).await.unwrap(),
+        ids.len() as u64
+    );
+    ids.iter().map(|a| a.as_uuid()).collect()
+}
+
+/// The test database's URL as the application role.
+async fn app_url(pool: &PgPool) -> String {
+    let name: String = sqlx::query_scalar("SELECT current_database()")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    let base = std::env::var("DATABASE_URL").unwrap();
+    let (server, _) = base.rsplit_once('/').unwrap();
+    let (scheme, rest) = server.split_once("://").unwrap();
+    let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    format!("{scheme}://toolmock_app@{host}/{name}")
+}
+
+struct Worker {
+    child: Child,
+    logs: mpsc::Receiver<Value>,
+}
+
+impl Worker {
+    fn start(url: &str, owner: &str, extra: &[&str]) -> Worker {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolmock-worker"))
+            .args(["--log-format", "json", "--owner", owner, "--poll-ms", "100"])
+            .args(extra)
+            .env("DATABASE_URL", url)
+            .env("RUST_LOG", "info")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let (tx, logs) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let value = serde_json::from_str(&line).unwrap_or(Value::String(line));
+                if tx.send(value).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut worker = Worker { child, logs };
+        worker.wait_for(|l| l["fields"]["message"] == "working", 30);
+        worker
+    }
+
+    fn wait_for(&mut self, pred: impl Fn(&Value) -> bool, secs: u64) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .logs
+                .recv_timeout(left)
+                .expect("the expected log line in time");
+            if pred(&line) {
+                return line;
+            }
+        }
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([format!("-{name}"), self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-CONT".to_owned(), self.child.id().to_string()])
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn count(pool: &PgPool, sql: &str, attempt: Uuid) -> i64 {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
+        .bind(attempt)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+async fn evidence(pool: &PgPool, attempt: Uuid) -> i64 {
+    count(
+        pool,
+        "SELECT count(*) FROM evidence WHERE attempt_id = $1",
+        attempt,
+    )
+    .await
+}
+
+async fn outcome(pool: &PgPool, attempt: Uuid) -> Option<String> {
+    sqlx::query_scalar("SELECT outcome FROM attempts WHERE id = $1")
+        .bind(attempt)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// Waits until `check` holds, polling every 50 ms, at most `secs`.
+async fn until<F, Fut>(secs: u64, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !check().await {
+        assert!(Instant::now() < deadline, "{what}: not within {secs} s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Every record an attempt has, of every append-only table a worker writes.
+async fn records(pool: &PgPool, attempt: Uuid) -> Vec<i64> {
+    let mut counts = Vec::new();
+    for table in [
+        "calls_begun",
+        "evidence",
+        "tool_input_errors",
+        "harness_errors",
+        "attempt_judgements",
+    ] {
+        let sql = format!("SELECT count(*) FROM {table} WHERE attempt_id = $1");
+        counts.push(count(pool, &sql, attempt).await);
+    }
+    counts
+}
+
+async fn history(pool: &PgPool, attempt: Uuid) -> Vec<(String, String)> {
+    sqlx::query_as("SELECT event, owner FROM attempt_leases WHERE attempt_id = $1 ORDER BY id")
+        .bind(attempt)
+        .fetch_all(pool)
+        .await
+        .unwrap()
+}
+
+async fn harness_codes(pool: &PgPool, attempt: Uuid) -> Vec<String> {
+    sqlx::query_scalar("SELECT code FROM harness_errors WHERE attempt_id = $1 ORDER BY id")
+        .bind(attempt)
+        .fetch_all(pool)
+        .await
+        .unwrap()
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_killed_worker_s_attempt_ends_lease_expired_within_the_lease(pool: PgPool) {
+    let url = app_url(&pool).await;
+    let attempt = queue(&pool, &document(10, 300, 1)).await[0];
+    let mut a = Worker::start(
+        &url,
+        "worker-a",
+        &["--lease-ms", "1500", "--real-delays", "--reap-ms", "600000"],
+    );
+    until(20, "a first call", || async {
+        evidence(&pool, attempt).await >= 1
+    })
+    .await;
+    a.child.kill().unwrap(); // SIGKILL
+    a.child.wait().unwrap();
+    let killed = Instant::now();
+    let _b = Worker::start(
+        &url,
+        "worker-b",
+        &["--lease-ms", "1500", "--reap-ms", "100"],
+    );
+    until(10, "the reaper's finish", || async {
+        outcome(&pool, attempt).await.is_some()
+    })
+    .await;
+    // Within the lease (1.5 s) and a sweep, not an hour.
+    assert!(
+        killed.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        killed.elapsed()
+    );
+    assert_eq!(
+        outcome(&pool, attempt).await.as_deref(),
+        Some("harness_error")
+    );
+    assert!(
+        harness_codes(&pool, attempt)
+            .await
+            .contains(&"lease_expired".to_owned())
+    );
+    let live = count(
+        &pool,
+        "SELECT count(*) FROM attempt_capabilities WHERE attempt_id = $1 AND revoked_at IS NULL",
+        attempt,
+    )
+    .await;
+    assert_eq!(live, 0, "every capability of it is revoked");
+    let events: Vec<String> = history(&pool, attempt)
+        .await
+        .into_iter()
+        .map(|(e, _)| e)
+        .collect();
+    assert_eq!(events, ["queued", "claimed", "expired"]);
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_paused_worker_s_late_writes_are_refused_by_the_fence(pool: PgPool) {
+    let url = app_url(&pool).await;
+    let attempt = queue(&pool, &document(6, 400, 1)).await[0];
+    let mut a = Worker::start(
+        &url,
+        "worker-a",
+        &[
+            "--lease-ms",
+            "1000",
+            "--heartbeat-ms",
+            "250",
+            "--real-delays",
+            "--reap-ms",
+            "600000",
+        ],
+    );
+    until(20, "a first call", || async {
+        evidence(&pool, attempt).await >= 1
+    })
+    .await;
+    a.signal("STOP");
+    let _b = Worker::start(
+        &url,
+        "worker-b",
+        &["--lease-ms", "1000", "--reap-ms", "100"],
+    );
+    until(10, "the reaper's finish", || async {
+        outcome(&pool, attempt).await.is_some()
+    })
+    .await;
+    assert_eq!(
+        outcome(&pool, attempt).await.as_deref(),
+        Some("harness_error")
+    );
+    let before = records(&pool, attempt).await;
+    a.signal("CONT");
+    // The paused worker wakes up mid-script and goes on writing (its
+    // remaining calls take 2 s): each write is refused by the fence.
+    tokio::time::sleep(Duration::from_millis(3000)).await;
+    assert_eq!(
+        records(&pool, attempt).await,
+        before,
+        "nothing the paused worker did after losing its lease is recorded"
+    );
+    // It did try, and says it was refused.
+    a.wait_for(
+        |l| {
+            l.to_string()
+                .contains("lease of the attempt is no longer current")
+        },
+        20,
+    );
+    assert_eq!(
+        outcome(&pool, attempt).await.as_deref(),
+        Some("harness_error")
+    );
+    let events: Vec<String> = history(&pool, attempt)
+        .await
+        .into_iter()
+        .map(|(e, _)| e)
+        .collect();
+    assert_eq!(events, ["queued", "claimed", "expired"]);
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn two_workers_run_a_thousand_queued_attempts_each_exactly_once(pool: PgPool) {
+    let url = app_url(&pool).await;
+    let attempts = queue(&pool, &document(2, 0, 1000)).await;
+    assert_eq!(attempts.len(), 1000);
+    let _a = Worker::start(&url, "worker-a", &["--concurrency", "4"]);
+    let _b = Worker::start(&url, "worker-b", &["--concurrency", "4"]);
+    until(240, "every attempt finished", || async {
+        let open: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM attempts WHERE status <> 'finished'")
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        open == 0
+    })
+    .await;
+    let outcomes: Vec<(String, i64)> =
+        sqlx::query_as("SELECT outcome, count(*) FROM attempts GROUP BY outcome")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(outcomes, [("passed".to_owned(), 1000)]);
+    // Each claimed exactly once, each with exactly its two calls' evidence.
+    let claims: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT n, count(*) FROM (SELECT attempt_id, count(*) AS n FROM attempt_leases \
+         WHERE event = 'claimed' GROUP BY attempt_id) c GROUP BY n",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(claims, [(1, 1000)]);
+    let calls: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT n, count(*) FROM (SELECT attempt_id, count(*) AS n FROM evidence \
+         GROUP BY attempt_id) e GROUP BY n",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(calls, [(2, 1000)]);
+    let judged: i64 = sqlx::query_scalar("SELECT count(*) FROM attempt_judgements")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(judged, 1000);
+    let owners: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT owner, count(*) FROM attempt_leases WHERE event = 'claimed' \
+         GROUP BY owner ORDER BY owner",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(owners.len(), 2, "both workers claimed: {owners:?}");
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn sigterm_lets_held_attempts_finish_and_leaves_the_rest_queued(pool: PgPool) {
+    let url = app_url(&pool).await;
+    let attempts = queue(&pool, &document(4, 250, 12)).await;
+    let mut a = Worker::start(
+        &url,
+        "worker-a",
+        &["--concurrency", "4", "--real-delays", "--grace-secs", "30"],
+    );
+    until(20, "four attempts running", || async {
+        let running: i64 = sqlx::query_scalar("SELECT count(DISTINCT attempt_id) FROM evidence")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        running >= 4
+    })
+    .await;
+    a.signal("TERM");
+    let status = a.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let mut held = 0;
+    for attempt in &attempts {
+        let events = history(&pool, *attempt).await;
+        if events.iter().any(|(e, _)| e == "claimed") {
+            held += 1;
+            assert_eq!(outcome(&pool, *attempt).await.as_deref(), Some("passed"));
+        } else {
+            assert_eq!(outcome(&pool, *attempt).await, None, "still queued");
+        }
+    }
+    assert_eq!(held, 4, "nothing claimed after SIGTERM");
+    let _b = Worker::start(&url, "worker-b", &["--concurrency", "4"]);
+    until(30, "the rest finished", || async {
+        let open: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM attempts WHERE status <> 'finished'")
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        open == 0
+    })
+    .await;
+    for attempt in &attempts {
+        assert_eq!(outcome(&pool, *attempt).await.as_deref(), Some("passed"));
+        let claims = history(&pool, *attempt)
+            .await
+            .iter()
+            .filter(|(e, _)| e == "claimed")
+            .count();
+        assert_eq!(claims, 1, "run exactly once");
+        assert_eq!(evidence(&pool, *attempt).await, 4);
+    }
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn sigterm_past_the_grace_ends_begun_attempts_and_doubles_nothing(pool: PgPool) {
+    let url = app_url(&pool).await;
+    let attempts = queue(&pool, &document(8, 500, 6)).await;
+    let mut a = Worker::start(
+        &url,
+        "worker-a",
+        &["--concurrency", "2", "--real-delays", "--grace-secs", "0"],
+    );
+    until(20, "two attempts running", || async {
+        let running: i64 = sqlx::query_scalar("SELECT count(DISTINCT attempt_id) FROM evidence")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        running >= 2
+    })
+    .await;
+    a.signal("TERM");
+    let status = a.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let _b = Worker::start(&url, "worker-b", &["--concurrency", "4"]);
+    until(60, "every attempt finished", || async {
+        let open: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM attempts WHERE status <> 'finished'")
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        open == 0
+    })
+    .await;
+    let mut abandoned = 0;
+    for attempt in &attempts {
+        let events: Vec<String> = history(&pool, *attempt)
+            .await
+            .into_iter()
+            .map(|(e, _)| e)
+            .collect();
+        if events.contains(&"abandoned".to_owned()) {
+            // Begun under worker-a: ended, never replayed.
+            abandoned += 1;
+            assert_eq!(events, ["queued", "claimed", "abandoned"]);
+            assert_eq!(
+                outcome(&pool, *attempt).await.as_deref(),
+                Some("harness_error")
+            );
+            assert!(
+                harness_codes(&pool, *attempt)
+                    .await
+                    .contains(&"lease_expired".to_owned())
+            );
+        } else {
+            assert_eq!(outcome(&pool, *attempt).await.as_deref(), Some("passed"));
+            assert_eq!(
+                events.iter().filter(|e| *e == "claimed").count(),
+                1,
+                "{events:?}"
+            );
+            assert_eq!(evidence(&pool, *attempt).await, 8);
+        }
+    }
+    assert_eq!(abandoned, 2);
+}

@@ -1,0 +1,270 @@
+//! One outcome whichever runtime plays a simulation: every simulation file
+//! under `fixtures/` (HealthPlus included) run embedded (the in-memory
+//! backend, as `toolmock run`) and through the API and two workers on
+//! PostgreSQL gives the same outcomes, the same evidence and errors (ids and
+//! times aside) and the same judgements; on the virtual clock both ways.
+
+use crate::common::*;
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use toolmock_runtime::Dispatcher;
+use toolmock_runtime::backend::{Catalog, EvidenceSink, MemoryStore};
+use toolmock_runtime::model::{
+    AttemptId, EvidenceRecord, HarnessErrorRecord, TenantId, ToolInputErrorRecord,
+};
+use toolmock_simulation::{Files, RunOptions, SequenceClock, VirtualSleeper, load_value, run};
+use toolmock_store::PgStore;
+use uuid::Uuid;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every simulation document under fixtures/ (the schema aside).
+fn simulation_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "json")
+                && !path.ends_with("simulation.schema.json")
+            {
+                let text = std::fs::read_to_string(&path).unwrap();
+                if let Ok(value) = serde_json::from_str::<Value>(&text)
+                    && value.get("simulation_version").is_some()
+                {
+                    out.push(path);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&root().join("fixtures"), &mut out);
+    out.sort();
+    out
+}
+
+/// The document with every file it references read in (the API takes
+/// inline documents only).
+fn inlined(path: &Path) -> Value {
+    let dir = path.parent().unwrap();
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let read = |v: &mut Value| {
+        if let Some(file) = v.as_str()
+            && let Ok(text) = std::fs::read_to_string(dir.join(file))
+        {
+            *v = serde_json::from_str(&text).unwrap();
+        }
+    };
+    if let Some(tools) = doc.get_mut("tools").and_then(Value::as_array_mut) {
+        for tool in tools {
+            for key in ["manifest", "contracts"] {
+                if let Some(v) = tool.get_mut(key) {
+                    read(v);
+                }
+            }
+            if let Some(defs) = tool.get_mut("definitions").and_then(Value::as_object_mut) {
+                defs.values_mut().for_each(read);
+            }
+        }
+    }
+    doc
+}
+
+fn evidence_view(e: &EvidenceRecord) -> Value {
+    json!({
+        "tool": e.tool, "operation": e.operation, "variant": e.variant, "rule": e.rule,
+        "arguments": e.arguments, "result": e.result, "state_before": e.state_before,
+        "state_after": e.state_after, "delay_ms": e.delay_ms, "executor": e.executor.as_str(),
+        "versions": [e.version_before, e.version_after],
+    })
+}
+
+fn harness_view(e: &HarnessErrorRecord) -> Value {
+    json!({"code": e.code.as_str(), "tool": e.tool, "operation": e.operation, "path": e.path})
+}
+
+fn input_view(e: &ToolInputErrorRecord) -> Value {
+    json!({"code": e.code.as_str(), "tool": e.tool, "operation": e.operation, "path": e.path,
+           "arguments": e.arguments})
+}
+
+/// Per (case, attempt number): outcome, unmet expectations, evidence, errors.
+type Views = BTreeMap<(String, u32), Value>;
+
+async fn embedded(doc: &Value) -> Result<Views, usize> {
+    let loaded = load_value(doc, "request", &Files::InlineOnly).map_err(|p| p.len())?;
+    let store = MemoryStore::new();
+    let tenant = store.create_tenant("acme").await.unwrap();
+    let dispatcher = Dispatcher::new(store)
+        .with_clock(Arc::new(SequenceClock::default()))
+        .with_sleeper(Arc::new(VirtualSleeper));
+    let options = RunOptions {
+        jobs: 1,
+        keep_raw: true,
+        ..RunOptions::default()
+    };
+    let results = run(
+        Arc::new(dispatcher),
+        tenant,
+        Arc::new(loaded),
+        &options,
+        Arc::new(|| {}),
+    )
+    .await
+    .unwrap();
+    let mut views = Views::new();
+    for case in &results.cases {
+        for attempt in &case.attempts {
+            let raw = attempt.raw.as_ref().unwrap();
+            views.insert(
+                (case.name.clone(), attempt.number),
+                json!({
+                    "outcome": attempt.outcome.as_str(),
+                    "unmet": attempt.unmet,
+                    "evidence": raw.evidence.iter().map(evidence_view).collect::<Vec<_>>(),
+                    "harness_errors": raw.harness_errors.iter().map(harness_view).collect::<Vec<_>>(),
+                    "tool_input_errors": raw.tool_input_errors.iter().map(input_view).collect::<Vec<_>>(),
+                }),
+            );
+        }
+    }
+    Ok(views)
+}
+
+async fn through_the_api(pool: &PgPool, doc: &Value) -> Result<(Views, Duration), Value> {
+    let app = app(pool);
+    let bearer = token("acme", &[RUN]);
+    let began = Instant::now();
+    let started = start(&app, &bearer, doc).await;
+    if started.status != StatusCode::CREATED {
+        return Err(started.json);
+    }
+    let simulation = Uuid::parse_str(started.json["id"].as_str().unwrap()).unwrap();
+    let (one, two) = (
+        Worker::start_named(pool, "one"),
+        Worker::start_named(pool, "two"),
+    );
+    loop {
+        let open: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM attempts WHERE simulation_id = $1 AND status <> 'finished'",
+        )
+        .bind(simulation)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        if open == 0 {
+            break;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "the simulation did not finish"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let took = began.elapsed();
+    let reports = (one.stop().await, two.stop().await);
+    assert_eq!(
+        reports.0.finished + reports.1.finished,
+        started.json["attempts"].as_array().unwrap().len() as u64,
+        "{reports:?}"
+    );
+    let store = PgStore::new(pool.clone());
+    let tenant: Uuid = sqlx::query_scalar("SELECT tenant_id FROM simulations WHERE id = $1")
+        .bind(simulation)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    let tenant = TenantId(tenant);
+    let mut views = Views::new();
+    for attempt in started.json["attempts"].as_array().unwrap() {
+        let id = Uuid::parse_str(attempt["id"].as_str().unwrap()).unwrap();
+        let (outcome, unmet): (String, Option<sqlx::types::Json<Value>>) = sqlx::query_as(
+            "SELECT a.outcome, j.unmet FROM attempts a \
+             LEFT JOIN attempt_judgements j ON j.attempt_id = a.id WHERE a.id = $1",
+        )
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        let id = AttemptId(id);
+        let evidence = store.evidence(tenant, id).await.unwrap();
+        let harness = store.harness_errors(tenant, id).await.unwrap();
+        let input = store.tool_input_errors(tenant, id).await.unwrap();
+        views.insert(
+            (
+                attempt["test_case"].as_str().unwrap().to_owned(),
+                u32::try_from(attempt["number"].as_u64().unwrap()).unwrap(),
+            ),
+            json!({
+                "outcome": outcome,
+                "unmet": unmet.map(|j| j.0).unwrap_or(Value::Null),
+                "evidence": evidence.iter().map(evidence_view).collect::<Vec<_>>(),
+                "harness_errors": harness.iter().map(harness_view).collect::<Vec<_>>(),
+                "tool_input_errors": input.iter().map(input_view).collect::<Vec<_>>(),
+            }),
+        );
+    }
+    Ok((views, took))
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn every_fixture_simulation_plays_the_same_embedded_and_through_api_and_workers(
+    pool: PgPool,
+) {
+    let files = simulation_files();
+    assert!(
+        files
+            .iter()
+            .any(|f| f.ends_with("healthplus/simulation.json")),
+        "{files:?}"
+    );
+    let mut compared = 0;
+    for file in &files {
+        let doc = inlined(file);
+        match (embedded(&doc).await, through_the_api(&pool, &doc).await) {
+            (Ok(embedded), Ok((served, took))) => {
+                assert_eq!(
+                    embedded.keys().collect::<Vec<_>>(),
+                    served.keys().collect::<Vec<_>>(),
+                    "{}",
+                    file.display()
+                );
+                for (key, view) in &embedded {
+                    assert_eq!(
+                        view,
+                        &served[key],
+                        "{}: {key:?} differs (left: embedded, right: API + workers)",
+                        file.display()
+                    );
+                }
+                // HealthPlus's outage case alone asks for more than 30 s of
+                // delays: the workers count them on the virtual clock.
+                assert!(
+                    took < Duration::from_secs(30),
+                    "{}: {took:?}",
+                    file.display()
+                );
+                compared += 1;
+            }
+            // A document that does not load embedded is refused by the API too.
+            (Err(problems), Err(answer)) => {
+                assert!(problems > 0);
+                assert_eq!(answer["error"]["code"], "invalid_simulation", "{answer}");
+            }
+            (embedded, served) => panic!(
+                "{}: embedded {:?} but through the API {:?}",
+                file.display(),
+                embedded.map(|v| v.len()),
+                served.map(|(v, _)| v.len())
+            ),
+        }
+    }
+    assert!(compared >= 2, "{compared} of {files:?}");
+}

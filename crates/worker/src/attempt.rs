@@ -1,0 +1,179 @@
+//! One claimed attempt: its simulation's document (loaded once per
+//! simulation and kept for a while), its run through the simulation
+//! runner, and the recording of a run that failed.
+
+use crate::Shared;
+use serde_json::Value;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+use toolmock_contract::pointer;
+use toolmock_runtime::dispatcher::StartedAttempt;
+use toolmock_runtime::error::{HarnessCode, HarnessFault};
+use toolmock_runtime::model::{Capability, SimulationId, TenantId, Verdict, WorkflowDoc};
+use toolmock_simulation::document::DriverDoc;
+use toolmock_simulation::{LoadedSimulation, load_value, run_attempt};
+use toolmock_store::{Claimed, Fence};
+
+/// An attempt this worker holds: its tenant and lease.
+#[derive(Debug)]
+pub(crate) struct Held {
+    tenant: TenantId,
+    fence: Fence,
+}
+
+impl Held {
+    pub(crate) fn new(tenant: TenantId, fence: Fence) -> Self {
+        Self { tenant, fence }
+    }
+
+    /// The tenant and the fence of the lease.
+    pub(crate) fn lease(&self) -> (TenantId, Fence) {
+        (self.tenant, self.fence.clone())
+    }
+}
+
+/// A simulation as its attempts run: the loaded document and its workflows.
+pub(crate) struct Playable {
+    loaded: LoadedSimulation,
+    workflows: HashMap<String, WorkflowDoc>,
+}
+
+/// Simulations kept between claims.
+const KEPT_SIMULATIONS: usize = 32;
+
+/// The simulations this worker has loaded, the most recent
+/// [`KEPT_SIMULATIONS`] kept (a document never changes once started).
+#[derive(Default)]
+pub(crate) struct Simulations {
+    kept: Mutex<VecDeque<(SimulationId, Arc<Playable>)>>,
+}
+
+impl Simulations {
+    async fn get(
+        &self,
+        shared: &Shared,
+        tenant: TenantId,
+        simulation: SimulationId,
+    ) -> Result<Arc<Playable>, String> {
+        if let Some((_, found)) = self
+            .kept
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|(id, _)| *id == simulation)
+        {
+            return Ok(found.clone());
+        }
+        let document = shared
+            .store
+            .simulation_document(tenant, simulation)
+            .await
+            .map_err(|e| format!("reading the simulation's document failed: {e}"))?
+            .ok_or("the simulation was started without a document")?;
+        let loaded = load_value(
+            &document,
+            "request",
+            &toolmock_simulation::Files::InlineOnly,
+        )
+        .map_err(|problems| {
+            format!(
+                "the stored simulation document no longer loads ({} problem(s))",
+                problems.len()
+            )
+        })?;
+        let playable = Arc::new(Playable {
+            workflows: loaded.workflows(),
+            loaded,
+        });
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.push_back((simulation, playable.clone()));
+        if kept.len() > KEPT_SIMULATIONS
+            && let Some((old, _)) = kept.pop_front()
+        {
+            shared.dispatcher.forget_simulation(old);
+        }
+        Ok(playable)
+    }
+}
+
+/// Runs one claimed attempt to its finish and records its judgement; a run
+/// that fails records a `storage_failed` harness error and finishes it, so
+/// it ends `harness_error`. A write refused by the fence (the lease lost)
+/// ends the run: nothing more is written.
+pub(crate) async fn run_claimed(shared: &Shared, claimed: &Claimed, capability: Capability) {
+    let tenant = claimed.tenant;
+    let ran = run(shared, claimed, capability).await;
+    let Err(message) = ran else {
+        shared.report(|r| r.finished += 1);
+        return;
+    };
+    tracing::error!(attempt = %claimed.attempt.as_uuid(), error = %message, "a scripted attempt failed");
+    let fault = HarnessFault {
+        code: HarnessCode::StorageFailed,
+        message: format!("the worker's scripted runner failed: {message}"),
+        path: None,
+    };
+    // Under the fence like every write: refused when the lease was lost
+    // (the reaper or the next holder decides the outcome then).
+    if let Err(e) = shared
+        .dispatcher
+        .record_harness_fault(tenant, claimed.attempt, None, fault, Value::Null)
+        .await
+    {
+        tracing::warn!(attempt = %claimed.attempt.as_uuid(), error = %e,
+            "the runner's failure could not be recorded; the lease will run out");
+        return;
+    }
+    // Already finished (the failure came after the finish) is fine: the
+    // harness error recorded above makes the outcome harness_error either way.
+    if shared
+        .dispatcher
+        .finish_attempt(tenant, claimed.attempt, Verdict::Failed)
+        .await
+        .is_ok()
+    {
+        shared.report(|r| r.finished += 1);
+    }
+}
+
+async fn run(shared: &Shared, claimed: &Claimed, capability: Capability) -> Result<(), String> {
+    let tenant = claimed.tenant;
+    let playable = shared
+        .simulations
+        .get(shared, tenant, claimed.simulation)
+        .await?;
+    let cases = &playable.loaded.document.cases;
+    let position = cases
+        .iter()
+        .position(|c| c.name == claimed.test_case_name)
+        .ok_or_else(|| format!("no case named {:?} in the document", claimed.test_case_name))?;
+    let case = &cases[position];
+    if !matches!(case.driver, DriverDoc::Scripted { .. }) {
+        return Err(format!("the case {:?} is not scripted", case.name));
+    }
+    let attempt = StartedAttempt {
+        id: claimed.attempt,
+        test_case: claimed.test_case,
+        test_case_name: claimed.test_case_name.clone(),
+        number: claimed.number,
+        capability,
+    };
+    let result = run_attempt(
+        &shared.dispatcher,
+        tenant,
+        &playable.workflows,
+        case,
+        &pointer::index("/cases", position),
+        &attempt,
+        false,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let unmet = serde_json::to_value(&result.unmet).map_err(|e| e.to_string())?;
+    shared
+        .store
+        .record_judgement(tenant, claimed.attempt, &unmet)
+        .await
+        .map_err(|e| format!("recording the judgement failed: {e}"))?;
+    Ok(())
+}

@@ -1,0 +1,358 @@
+//! toolmock's worker loop: it claims the scripted attempts the API queued
+//! in PostgreSQL, runs each under a short lease that it renews by
+//! heartbeat and that fences every write it makes for the attempt, and
+//! reaps attempts whose lease ran out. The `toolmock-worker` binary runs it,
+//! and so does `toolmock-api serve --workers N` inside the API process.
+//!
+//! It is not an HTTP server and holds no SQL of its own: the queue, the
+//! lease, the fence and the reaper's statements are `toolmock_store`'s
+//! (`PgStore::claim_attempt`, `renew_leases`, `reap_expired`,
+//! `release_attempt`), and an attempt runs through
+//! `toolmock_simulation::run_attempt` on a `toolmock_runtime::Dispatcher`,
+//! exactly as `toolmock run` runs it (on the virtual clock unless
+//! [`WorkerConfig::real_delays`]). See docs/operations.md.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use toolmock_worker::{WorkerConfig, run};
+//! let pool = toolmock_store::connect("postgres://toolmock_app@localhost/toolmock", 8).await?;
+//! let store = toolmock_store::PgStore::new(pool);
+//! let config = WorkerConfig::new("worker-1");
+//! // Runs for a minute, then stops claiming and lets what it holds finish
+//! // (or gives it back) within the grace period.
+//! let stop = tokio::time::sleep(std::time::Duration::from_secs(60));
+//! let report = run(store, config, stop).await?;
+//! println!("{} attempts run", report.finished);
+//! # Ok(()) }
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod attempt;
+mod reaper;
+
+pub use reaper::{REAP_BATCH, reap_expired, spawn_reaper};
+
+use attempt::{Held, Simulations};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::JoinSet;
+use toolmock_runtime::Dispatcher;
+use toolmock_runtime::model::{AttemptId, Capability};
+use toolmock_simulation::{SequenceClock, VirtualSleeper};
+use toolmock_store::{PgStore, QUEUE_CHANNEL, Released};
+
+/// How a worker runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerConfig {
+    /// The lease owner name; unique per worker process (a lease is fenced
+    /// by it and its epoch).
+    pub owner: String,
+    /// Attempts run at once.
+    pub concurrency: usize,
+    /// How long a claim's lease lasts without a heartbeat.
+    pub lease: Duration,
+    /// How often the held leases are renewed (well under `lease`).
+    pub heartbeat: Duration,
+    /// How often an idle worker looks at the queue when no `NOTIFY` came.
+    pub poll: Duration,
+    /// How often this worker's reaper sweeps expired leases.
+    pub reap_every: Duration,
+    /// After the shutdown signal: how long held attempts may take to
+    /// finish before they are given back.
+    pub grace: Duration,
+    /// Sleep mock delays for real instead of counting them on the virtual
+    /// clock (as `toolmock run --real-delays`).
+    pub real_delays: bool,
+}
+
+impl WorkerConfig {
+    /// The defaults for `owner`: 4 at once, a 30 s lease renewed every
+    /// 10 s, a 1 s poll, a reaper sweep every 5 s, 20 s of grace, virtual
+    /// delays.
+    pub fn new(owner: impl Into<String>) -> Self {
+        Self {
+            owner: owner.into(),
+            concurrency: 4,
+            lease: Duration::from_secs(30),
+            heartbeat: Duration::from_secs(10),
+            poll: Duration::from_secs(1),
+            reap_every: Duration::from_secs(5),
+            grace: Duration::from_secs(20),
+            real_delays: false,
+        }
+    }
+}
+
+/// What a worker did before it stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Attempts claimed.
+    pub claimed: u64,
+    /// Attempts run to their finish.
+    pub finished: u64,
+    /// Attempts given back to the queue at shutdown (no call had begun).
+    pub released: u64,
+    /// Attempts ended at shutdown after calls had begun (`lease_expired`).
+    pub abandoned: u64,
+    /// Leases lost while running (not renewed in time: reaped or expired).
+    pub lost: u64,
+}
+
+/// Why a worker could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// The configuration cannot work (e.g. no concurrency, a heartbeat not
+    /// shorter than the lease).
+    #[error("invalid worker configuration: {0}")]
+    Config(String),
+}
+
+impl WorkerError {
+    /// A stable, machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            WorkerError::Config(_) => "invalid_worker_config",
+        }
+    }
+}
+
+/// What the loop and its tasks share.
+struct Shared {
+    store: PgStore,
+    dispatcher: Dispatcher<PgStore>,
+    /// The reaper's and the shutdown's finishes: unfenced, since they end
+    /// attempts whose lease is no longer anyone's.
+    finisher: Arc<Dispatcher<PgStore>>,
+    config: WorkerConfig,
+    held: Mutex<HashMap<AttemptId, Held>>,
+    simulations: Simulations,
+    report: Mutex<Report>,
+}
+
+impl Shared {
+    fn report(&self, f: impl FnOnce(&mut Report)) {
+        f(&mut self.report.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<AttemptId, Held>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Runs the worker loop on `store` until `shutdown` completes: claims
+/// queued attempts (at most `concurrency` at once), runs each, renews their
+/// leases, reaps expired ones, and wakes on the queue's `NOTIFY` (polling
+/// every `poll` as well). At shutdown it stops claiming, lets what it holds
+/// finish within `grace`, then gives back the rest: queued again when none
+/// of its calls began, otherwise ended as `harness_error` (`lease_expired`).
+pub async fn run(
+    store: PgStore,
+    config: WorkerConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<Report, WorkerError> {
+    check(&config)?;
+    let dispatcher = Dispatcher::new(store.clone()).with_clock(Arc::new(SequenceClock::default()));
+    let dispatcher = if config.real_delays {
+        dispatcher
+    } else {
+        dispatcher.with_sleeper(Arc::new(VirtualSleeper))
+    };
+    let shared = Arc::new(Shared {
+        finisher: Arc::new(Dispatcher::new(store.unfenced())),
+        dispatcher,
+        store,
+        config,
+        held: Mutex::default(),
+        simulations: Simulations::default(),
+        report: Mutex::default(),
+    });
+    let wake = Arc::new(Notify::new());
+    let listener = tokio::spawn(listen(shared.store.pool().clone(), wake.clone()));
+    let heartbeat = tokio::spawn(heartbeat(shared.clone()));
+    let reaper = spawn_reaper(shared.finisher.clone(), shared.config.reap_every);
+    let permits = Arc::new(Semaphore::new(shared.config.concurrency));
+    let mut tasks = JoinSet::new();
+    tokio::pin!(shutdown);
+    'claiming: loop {
+        let permit = tokio::select! {
+            () = &mut shutdown => break 'claiming,
+            permit = permits.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break 'claiming,
+            },
+        };
+        while tasks.try_join_next().is_some() {}
+        let capability = Capability::generate();
+        match shared
+            .store
+            .claim_attempt(
+                &shared.config.owner,
+                shared.config.lease,
+                &capability.hash(),
+            )
+            .await
+        {
+            Ok(Some(claimed)) => {
+                shared.store.hold(claimed.attempt, claimed.fence.clone());
+                shared.report(|r| r.claimed += 1);
+                let attempt = claimed.attempt;
+                shared
+                    .held()
+                    .insert(attempt, Held::new(claimed.tenant, claimed.fence.clone()));
+                let task_shared = shared.clone();
+                tasks.spawn(async move {
+                    attempt::run_claimed(&task_shared, &claimed, capability).await;
+                    task_shared.held().remove(&claimed.attempt);
+                    task_shared.store.let_go(claimed.attempt);
+                    drop(permit);
+                });
+            }
+            Ok(None) => {
+                drop(permit);
+                tokio::select! {
+                    () = &mut shutdown => break 'claiming,
+                    () = wake.notified() => {}
+                    () = tokio::time::sleep(shared.config.poll) => {}
+                }
+            }
+            Err(e) => {
+                drop(permit);
+                tracing::error!(error = %e, "claiming a queued attempt failed");
+                tokio::select! {
+                    () = &mut shutdown => break 'claiming,
+                    () = tokio::time::sleep(shared.config.poll) => {}
+                }
+            }
+        }
+    }
+    tracing::info!(owner = %shared.config.owner, "stopping: no more claims; letting held attempts finish");
+    let drained = tokio::time::timeout(shared.config.grace, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        give_back(&shared, &mut tasks).await;
+    }
+    listener.abort();
+    heartbeat.abort();
+    reaper.abort();
+    let report = *shared.report.lock().unwrap_or_else(PoisonError::into_inner);
+    Ok(report)
+}
+
+fn check(config: &WorkerConfig) -> Result<(), WorkerError> {
+    if config.concurrency == 0 {
+        return Err(WorkerError::Config("concurrency must be at least 1".into()));
+    }
+    if config.owner.is_empty() {
+        return Err(WorkerError::Config("the owner name is empty".into()));
+    }
+    if config.heartbeat.is_zero() || config.heartbeat >= config.lease {
+        return Err(WorkerError::Config(format!(
+            "the heartbeat ({:?}) must be shorter than the lease ({:?})",
+            config.heartbeat, config.lease
+        )));
+    }
+    if config.poll.is_zero() || config.reap_every.is_zero() {
+        return Err(WorkerError::Config(
+            "the poll and reaper intervals must be positive".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// After the grace period: stops what still runs and gives each back.
+async fn give_back(shared: &Arc<Shared>, tasks: &mut JoinSet<()>) {
+    tasks.abort_all();
+    while tasks.join_next().await.is_some() {}
+    let held: Vec<(AttemptId, Held)> = shared.held().drain().collect();
+    for (attempt, held) in held {
+        let (tenant, fence) = held.lease();
+        match shared.store.release_attempt(tenant, attempt, &fence).await {
+            Ok(Released::Queued) => {
+                shared.report(|r| r.released += 1);
+                tracing::info!(attempt = %attempt.as_uuid(), "given back to the queue");
+            }
+            Ok(Released::Abandoned) => {
+                shared.report(|r| r.abandoned += 1);
+                let finished = shared
+                    .finisher
+                    .finish_attempt(tenant, attempt, toolmock_runtime::model::Verdict::Failed)
+                    .await;
+                tracing::warn!(attempt = %attempt.as_uuid(), finished = ?finished,
+                    "its calls had begun: ended as harness_error (lease_expired) at shutdown");
+            }
+            Err(e) => {
+                tracing::warn!(attempt = %attempt.as_uuid(), error = %e,
+                    "could not give back an attempt; its lease will run out and the reaper ends it");
+            }
+        }
+        shared.store.let_go(attempt);
+    }
+}
+
+/// Wakes the claim loop on every `NOTIFY` of the queue channel;
+/// reconnects after a failure (polling covers the gap).
+async fn listen(pool: sqlx::PgPool, wake: Arc<Notify>) {
+    loop {
+        let listened = async {
+            let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await?;
+            listener.listen(QUEUE_CHANNEL).await?;
+            loop {
+                listener.recv().await?;
+                wake.notify_one();
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), sqlx::Error>(())
+        };
+        if let Err(e) = listened.await {
+            tracing::warn!(error = %e, "listening for queued attempts failed; polling meanwhile");
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Renews every held lease each `heartbeat`; a lease not renewed is lost:
+/// it is no longer renewed, and the fence refuses whatever its run still
+/// writes.
+async fn heartbeat(shared: Arc<Shared>) {
+    let mut tick = tokio::time::interval(shared.config.heartbeat);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let leases: Vec<(AttemptId, i64)> = shared
+            .held()
+            .iter()
+            .map(|(attempt, held)| (*attempt, held.lease().1.epoch))
+            .collect();
+        if leases.is_empty() {
+            continue;
+        }
+        match shared
+            .store
+            .renew_leases(&shared.config.owner, &leases, shared.config.lease)
+            .await
+        {
+            Ok(renewed) => {
+                for (attempt, _) in leases {
+                    if renewed.contains(&attempt) {
+                        continue;
+                    }
+                    // Its run goes on to its end, but the fence refuses
+                    // every write it makes from now on.
+                    if shared.held().remove(&attempt).is_some() {
+                        shared.report(|r| r.lost += 1);
+                        tracing::warn!(attempt = %attempt.as_uuid(),
+                            "the lease was lost: every further write of its run is refused by the fence");
+                    }
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "renewing the leases failed"),
+        }
+    }
+}

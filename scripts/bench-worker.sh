@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The worker's load test (docs/performance.md, "Workers (issue 20)"): the real
+# toolmock-api (release, no in-process workers) and two real toolmock-worker
+# processes (release, concurrency 4 each) on a scratch database:
+#
+#   1. throughput: one simulation of 1,000 scripted attempts of 10 calls each
+#      is queued through POST /api/simulations; measured from the first
+#      queued attempt to the last finished (PostgreSQL's timestamps), with
+#      calls/s;
+#   2. claim latency: 200 one-attempt simulations started one after the
+#      other while the workers are idle (woken by NOTIFY): queue -> the
+#      attempt's first call begun, p50/p99;
+#   3. when ../shared/anchors/pgbench is there, that anchor as its README
+#      runs it (pgbench -n -c 32 -j 2, 10 s), for the ratio.
+#
+#   scripts/bench-worker.sh
+#
+# Environment: CARGO_TARGET_DIR, BENCH_ATTEMPTS (1000), BENCH_CALLS (10).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+attempts="${BENCH_ATTEMPTS:-1000}"
+calls="${BENCH_CALLS:-10}"
+
+set --  # test-env.sh runs its arguments as a command
+. scripts/test-env.sh
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+cargo build --release --locked -q -p toolmock-api-bin -p toolmock-worker-bin
+api="$CARGO_TARGET_DIR/release/toolmock-api"
+worker="$CARGO_TARGET_DIR/release/toolmock-worker"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/bench-worker.XXXXXX")"
+db="toolmock_bench_worker_$$_$(date +%s)"
+base="${DATABASE_URL%/*}"
+pids=()
+cleanup() {
+    local status=$?
+    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    psql "$DATABASE_URL" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+    psql "$DATABASE_URL" -qc "DROP DATABASE IF EXISTS ${db}_anchor WITH (FORCE)" >/dev/null 2>&1 || true
+    rm -rf "$work"
+    exit "$status"
+}
+trap cleanup EXIT
+psql "$DATABASE_URL" -qc "CREATE DATABASE $db" >/dev/null
+
+export TOOLMOCK_JWT_SECRET="bench-worker secret, at least 32 bytes long"
+port=$((20000 + RANDOM % 20000))
+"$api" migrate --database-url "$base/$db" >/dev/null
+app_url="$(printf '%s' "$base/$db" | sed -E 's#^(postgres(ql)?://)([^@/]*@)?#\1toolmock_app@#')"
+"$api" serve --database-url "$app_url" --bind "127.0.0.1:$port" --log-format json \
+    2>"$work/api.log" &
+pids+=($!)
+url="http://127.0.0.1:$port"
+for _ in $(seq 1 100); do
+    curl -fsS "$url/readyz" >/dev/null 2>&1 && break
+    sleep 0.1
+done
+curl -fsS "$url/readyz" >/dev/null
+for name in one two; do
+    "$worker" --database-url "$app_url" --owner "bench-$name" --concurrency 4 \
+        --log-format json 2>"$work/worker-$name.log" &
+    pids+=($!)
+done
+sleep 1
+token="$("$api" token --tenant bench --permission AIManager:RunSimulations)"
+
+python3 - "$root/fixtures/api/notes-simulation.json" "$work" "$attempts" "$calls" <<'PY'
+import json, sys
+fixture, work, attempts, calls = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+doc = json.load(open(fixture))
+steps = [{"tool": "notes", "operation": "add", "arguments": {"text": f"n{i}"}} for i in range(calls)]
+doc["cases"] = [{"name": "writes", "driver": {"type": "scripted", "steps": steps},
+                 "expect": {"final_state": {"exact": {"last": f"n{calls - 1}"}}}}]
+doc["attempts"] = attempts
+json.dump(doc, open(f"{work}/big.json", "w"))
+doc["attempts"] = 1
+json.dump(doc, open(f"{work}/one.json", "w"))
+PY
+
+psql_app() { psql "$base/$db" -qtAX -c "$1"; }
+wait_finished() {
+    for _ in $(seq 1 1200); do
+        [ "$(psql_app "SELECT count(*) FROM attempts WHERE status <> 'finished'")" = 0 ] && return 0
+        sleep 0.05
+    done
+    echo "attempts did not finish" >&2
+    return 1
+}
+
+echo "== throughput: $attempts attempts x $calls calls, API + two workers"
+curl -fsS -o /dev/null -H "Authorization: Bearer $token" -H 'content-type: application/json' \
+    --data-binary "@$work/big.json" "$url/api/simulations"
+wait_finished
+throughput="$(psql_app "SELECT extract(epoch FROM max(finished_at) - min(queued_at)), \
+    (SELECT count(*) FROM evidence), \
+    (SELECT count(*) FROM attempts WHERE outcome = 'passed') FROM attempts")"
+first_sim="$(psql_app "SELECT id FROM simulations")"
+
+echo "== claim latency: 200 one-attempt starts, idle workers woken by NOTIFY"
+for _ in $(seq 1 200); do
+    curl -fsS -o /dev/null -H "Authorization: Bearer $token" -H 'content-type: application/json' \
+        --data-binary "@$work/one.json" "$url/api/simulations"
+    wait_finished
+done
+psql_app "SELECT extract(epoch FROM (SELECT min(b.begun_at) FROM calls_begun b WHERE b.attempt_id = a.id) \
+    - a.queued_at) * 1000 FROM attempts a WHERE a.simulation_id <> '$first_sim'" >"$work/claims"
+
+anchor="$root/../shared/anchors/pgbench"
+if [ -f "$anchor/dispatch.pgbench" ] && command -v pgbench >/dev/null 2>&1; then
+    echo "== the pgbench anchor, 32 clients, 10 s"
+    anchor_db="${db}_anchor"
+    psql "$DATABASE_URL" -qc "CREATE DATABASE $anchor_db" >/dev/null
+    psql "$base/$anchor_db" -q -f "$anchor/anchor.sql" >/dev/null
+    pgbench -n -c 32 -j 2 -T 10 -f "$anchor/dispatch.pgbench" "$base/$anchor_db" >"$work/pgbench.out"
+fi
+
+python3 - "$work" "$throughput" "$attempts" "$calls" <<'PY'
+import re, sys
+work, throughput, attempts, calls = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+seconds, evidence, passed = throughput.split("|")
+seconds, evidence, passed = float(seconds), int(evidence), int(passed)
+rate = evidence / seconds
+print(f"throughput: {attempts} attempts x {calls} calls in {seconds:.2f} s (first queued -> last "
+      f"finished), {rate:,.0f} calls/s; {passed} passed, {evidence} evidence rows")
+claims = sorted(float(l) for l in open(f"{work}/claims") if l.strip())
+pct = lambda q: claims[min(len(claims) - 1, int(len(claims) * q))]
+print(f"claim latency (queue -> first call, idle workers): n={len(claims)}, "
+      f"p50 {pct(0.5):.2f} ms, p99 {pct(0.99):.2f} ms, max {claims[-1]:.2f} ms")
+try:
+    tps = float(re.search(r"tps = ([\d.]+)", open(f"{work}/pgbench.out").read()).group(1))
+    print(f"pgbench anchor (32 clients): {tps:,.0f} tps; worker calls/s = {rate / tps:.2f}x its rate")
+except (OSError, AttributeError):
+    print("pgbench anchor: not run (../shared/anchors/pgbench or pgbench missing)")
+PY
