@@ -319,34 +319,26 @@ fn library_source(tool: &Value, at: &str) -> Result<Value, SeedError> {
                 .flatten()
                 .map(|entry| entry.get("contract").unwrap_or(entry))
                 .collect();
-            let all_mcp = contracts.iter().all(|c| c["operation"]["source"] == "mcp");
-            if all_mcp {
-                let tools: Vec<Value> = contracts
-                    .iter()
-                    .map(|c| {
-                        json!({
-                            "name": c["operation"]["name"],
-                            "description": c["description"],
-                            "inputSchema": c["input_schema"],
-                            "outputSchema": c["output_schema"],
-                        })
-                    })
-                    .collect();
-                Ok(json!({"type": "mcp", "tools": tools}))
+            // MCP tools as a server lists them; anything else as custom
+            // operations, whose schemas go by other names.
+            let mcp = contracts.iter().all(|c| c["operation"]["source"] == "mcp");
+            let (kind, list, input, output) = if mcp {
+                ("mcp", "tools", "inputSchema", "outputSchema")
             } else {
-                let operations: Vec<Value> = contracts
-                    .iter()
-                    .map(|c| {
-                        json!({
-                            "name": c["operation"]["name"],
-                            "description": c["description"],
-                            "input_schema": c["input_schema"],
-                            "output_schema": c["output_schema"],
-                        })
+                ("custom", "operations", "input_schema", "output_schema")
+            };
+            let operations: Vec<Value> = contracts
+                .iter()
+                .map(|c| {
+                    json!({
+                        "name": c["operation"]["name"],
+                        "description": c["description"],
+                        input: c["input_schema"],
+                        output: c["output_schema"],
                     })
-                    .collect();
-                Ok(json!({"type": "custom", "operations": operations}))
-            }
+                })
+                .collect();
+            Ok(json!({"type": kind, list: operations}))
         }
         other => Err(SeedError::Unsupported {
             at: format!("{at}/from"),

@@ -141,8 +141,9 @@ impl Loaded {
     }
 }
 
-/// Reads and checks a simulation file, as far as it loads.
-pub fn read_file(path: &Path) -> Result<Loaded, Vec<FileProblem>> {
+/// A simulation file's name as problems show it, its bytes, and where the
+/// paths it holds are relative to.
+fn read_bytes(path: &Path) -> Result<(String, Vec<u8>, Files), Vec<FileProblem>> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| {
         vec![FileProblem::load(
@@ -153,7 +154,13 @@ pub fn read_file(path: &Path) -> Result<Loaded, Vec<FileProblem>> {
         )]
     })?;
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    read_slice(&bytes, &file, &Files::Relative(base))
+    Ok((file, bytes, Files::Relative(base)))
+}
+
+/// Reads and checks a simulation file, as far as it loads.
+pub fn read_file(path: &Path) -> Result<Loaded, Vec<FileProblem>> {
+    let (file, bytes, files) = read_bytes(path)?;
+    read_slice(&bytes, &file, &files)
 }
 
 /// Parses and checks a simulation document given as bytes, as far as it loads.
@@ -199,15 +206,7 @@ pub fn read_value(value: &Value, file: &str, files: &Files) -> Result<Loaded, Ve
 /// can be sent where no files are read (the API's `POST /api/simulations`).
 /// The file must load cleanly; else every problem, as [`load_file`] gives.
 pub fn inline_file(path: &Path) -> Result<Value, Vec<FileProblem>> {
-    let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| {
-        vec![FileProblem::load(
-            file.clone(),
-            "",
-            LoadCode::MissingFile,
-            format!("cannot read the simulation file: {e}"),
-        )]
-    })?;
+    let (file, bytes, files) = read_bytes(path)?;
     let mut document: Value = serde_json::from_slice(&bytes).map_err(|e| {
         vec![FileProblem::load(
             file.clone(),
@@ -216,8 +215,7 @@ pub fn inline_file(path: &Path) -> Result<Value, Vec<FileProblem>> {
             first_line_col(&e),
         )]
     })?;
-    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let loaded = read_value(&document, &file, &Files::Relative(base))?;
+    let loaded = read_value(&document, &file, &files)?;
     if !loaded.problems.is_empty() {
         return Err(loaded.problems);
     }
