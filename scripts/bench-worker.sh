@@ -10,7 +10,7 @@
 #   2. claim latency: 200 one-attempt simulations started one after the
 #      other while the workers are idle (woken by NOTIFY): queue -> the
 #      attempt's first call begun, p50/p99;
-#   3. when ../shared/anchors/pgbench is there, that anchor as its README
+#   3. when the pgbench anchor is beside the checkout (as in CI), that anchor as its README
 #      runs it (pgbench -n -c 32 -j 2, 10 s), for the ratio.
 #
 #   scripts/bench-worker.sh

@@ -48,6 +48,8 @@ ALLOWED = [
     ("crates/store/benches/pg_dispatcher.rs", '"/../../../' + 'shared/anchors/pgbench"'),
     ("scripts/bench-api.sh", 'anchor="$root/../' + 'shared/anchors/pgbench"'),
     ("scripts/bench-api.sh", 'print("pgbench anchor: not run (../' + 'shared/anchors/pgbench'),
+    ("scripts/bench-worker.sh", 'anchor="$root/../' + 'shared/anchors/pgbench"'),
+    ("scripts/bench-worker.sh", 'print("pgbench anchor: not run (../' + 'shared/anchors/pgbench'),
     ("scripts/bench-python.sh", 'anchor="${TOOLMOCK_SHARED_DIR:-$root/../' + 'shared}'),
     ("scripts/fuzz.sh", 'for dir in "$root/../' + 'shared/conformance"'),
 ]

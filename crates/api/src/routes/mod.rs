@@ -294,7 +294,7 @@ impl Modify for ErrorResponses {
 /// One example body for each operation that takes one, shown as its request
 /// example in the document; `fixtures/api/requests/README.md` says how the
 /// test keeps them working against the real API.
-pub(crate) const REQUEST_EXAMPLES: [(&str, &str, &str); 8] = [
+pub(crate) const REQUEST_EXAMPLES: [(&str, &str, &str); 9] = [
     (
         "POST",
         "/api/tools",
@@ -334,6 +334,11 @@ pub(crate) const REQUEST_EXAMPLES: [(&str, &str, &str); 8] = [
         "POST",
         "/api/attempts/{id}/tool-calls",
         include_str!("../../../../fixtures/api/requests/tool-call.json"),
+    ),
+    (
+        "POST",
+        "/api/attempts/{id}/mcp",
+        include_str!("../../../../fixtures/api/requests/attempt-mcp.json"),
     ),
 ];
 

@@ -210,4 +210,29 @@ async fn every_request_body_has_an_example_that_the_api_accepts(pool: PgPool) {
     )
     .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
+    // The same call over MCP, as an MCP client sends it.
+    let request = axum::http::Request::builder()
+        .method(Method::POST)
+        .uri(format!(
+            "/api/attempts/{}/mcp",
+            attempt["id"].as_str().unwrap()
+        ))
+        .header(
+            "authorization",
+            format!("Bearer {}", attempt["capability"].as_str().unwrap()),
+        )
+        .header("content-type", "application/json")
+        .header("host", "localhost")
+        .header("accept", "application/json, text/event-stream")
+        .body(axum::body::Body::from(
+            example("POST", "/api/attempts/{id}/mcp").to_string(),
+        ))
+        .unwrap();
+    let reply = raw(&app, request).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
+    assert!(
+        reply.json["result"]["structuredContent"].is_object(),
+        "{}",
+        reply.json
+    );
 }
