@@ -23,7 +23,7 @@ use toolmock_simulation::{
 /// its contract (description, inputSchema, outputSchema), and each of its
 /// workflows. Every call goes through the dispatcher of one attempt of the
 /// case (--case, or the only case): --stdio serves one attempt for the
-/// process; --http ADDR serves attempt n at http://ADDR/attempts/n/mcp
+/// process; --http ADDR serves attempt n at `http://ADDR/attempts/n/mcp`
 /// (streamable HTTP; started at its first request; POST /attempts hands out
 /// a new one, POST /attempts/n/finish ends one and answers its result).
 ///

@@ -14,8 +14,8 @@ use toolmock_simulation::ChatModel;
 #[derive(Debug, Args)]
 pub(crate) struct ModelArgs {
     /// The OpenAI-compatible endpoint that plays `model` cases
-    /// (`/chat/completions` is appended), e.g. https://api.openai.com/v1 or
-    /// http://127.0.0.1:11434/v1 (Ollama).
+    /// (`/chat/completions` is appended), e.g. `https://api.openai.com/v1` or
+    /// `http://127.0.0.1:11434/v1` (Ollama).
     #[arg(long, value_name = "URL", env = "TOOLMOCK_MODEL_URL")]
     model_url: Option<String>,
     /// The model name sent with each request.
