@@ -24,6 +24,7 @@ mod normalize;
 mod output;
 mod run;
 mod serve;
+mod submit;
 
 /// Test AI agents against tool contracts with checked, deterministic mocks.
 #[derive(Debug, Parser)]
@@ -44,6 +45,7 @@ enum Command {
     Diff(diff::DiffArgs),
     Run(run::RunArgs),
     Serve(serve::ServeArgs),
+    Submit(submit::SubmitArgs),
 }
 
 toolmock_contract::problem_codes! {
@@ -85,6 +87,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => diff::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Submit(args) => submit::run(&args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

@@ -89,6 +89,10 @@ problem_codes! {
         InvalidSimulation => "invalid_simulation",
         /// The attempt is already finished.
         AttemptFinished => "attempt_finished",
+        /// The simulation's results are asked for while attempts still run.
+        SimulationRunning => "simulation_running",
+        /// A simulation started without a document has no results document.
+        NoSimulationDocument => "no_simulation_document",
         /// The attempt's case is played by its scripted driver, not by the caller.
         NotExternal => "not_external",
         /// The tool has no MCP server to discover from.

@@ -445,7 +445,7 @@ async function currentStatus(toolId, operationId) {
 // ---- Simulations -----------------------------------------------------------
 
 function progress(s) {
-  const part = (n, kind) => (n ? h("span", { class: kind, style: `width:${(100 * n) / Math.max(s.attempts, 1)}%` }) : null);
+  const part = (n, kind) => (n ? h("span", { class: kind, style: `width:${(100 * n) / Math.max(s.attempt_count, 1)}%` }) : null);
   return h("div", { class: "progress", title: `${s.passed} passed, ${s.failed} failed, ${s.harness_error} harness errors, ${s.running} running` },
     part(s.passed, "passed"), part(s.failed, "failed"), part(s.harness_error, "harness_error"));
 }

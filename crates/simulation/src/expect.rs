@@ -101,7 +101,7 @@ pub fn recorded_calls(
 }
 
 /// One expectation that did not hold.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Unmet {
     /// JSON pointer of the expectation in the simulation document.
     pub at: String,

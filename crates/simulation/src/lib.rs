@@ -86,8 +86,8 @@ pub use results::{
     RawAttempt, RunResults, Summary, VariantCoverage, coverage,
 };
 pub use runner::{
-    Installed, RunError, RunOptions, SequenceClock, VirtualSleeper, assemble_results, check,
-    install, install_inline, judge_and_finish, run, run_attempt, start, start_problems,
-    start_request, unknown_library_tools,
+    Installed, RunError, RunOptions, SequenceClock, VirtualSleeper, assemble_results,
+    attempt_result, check, install, install_inline, judge_and_finish, run, run_attempt, start,
+    start_problems, start_request, unknown_library_tools,
 };
 pub use workflow::{AttemptContext, CallFailure};

@@ -5,7 +5,7 @@ use crate::conversation::Message;
 use crate::document::{CallStatus, CaseDoc};
 use crate::expect::{RecordedCall, Unmet};
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -16,7 +16,7 @@ use toolmock_runtime::model::{
 };
 
 /// The whole run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResults {
     /// Exactly 2 (version 2 renamed a case's count `as_expected` to
     /// `attempts_as_expected`).
@@ -38,7 +38,7 @@ pub struct RunResults {
 }
 
 /// Counts over every attempt.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Summary {
     /// Cases.
     pub cases: u32,
@@ -59,7 +59,7 @@ pub struct Summary {
 }
 
 /// One case.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CaseResult {
     /// Its name.
     pub name: String,
@@ -77,7 +77,7 @@ pub struct CaseResult {
 }
 
 /// pass^k (τ-bench's reliability measure) for k = the case's attempts.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct PassK {
     /// The number of attempts.
     pub k: u32,
@@ -86,7 +86,7 @@ pub struct PassK {
 }
 
 /// One attempt.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AttemptResult {
     /// 1, 2, … within its case.
     pub number: u32,
@@ -106,7 +106,7 @@ pub struct AttemptResult {
     pub calls: Vec<CallReport>,
     /// A model-driven attempt's conversation, every message in order (the
     /// model endpoint's configuration is never part of it).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conversation: Vec<Message>,
     /// The judge model's grade of the case's rubric, when it was asked.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -139,7 +139,7 @@ impl AttemptResult {
 /// One recorded call as the results document keeps it: arguments and result
 /// as compact JSON text (a 10,000-attempt run keeps 100,000 of them; a small
 /// JSON object as a tree costs ten times its text).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CallReport {
     /// Tool name.
     pub tool: String,
@@ -207,7 +207,7 @@ pub struct RawAttempt {
 }
 
 /// The judge model's grade of a rubric.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgeReport {
     /// `pass` or `fail`.
     pub verdict: String,
@@ -218,7 +218,7 @@ pub struct JudgeReport {
 }
 
 /// A recorded error, trimmed of ids and timestamps.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorEntry {
     /// Tool name, when a call caused it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -274,7 +274,7 @@ impl ErrorEntry {
 
 /// Coverage of one operation of the simulation: of its pinned definition,
 /// or none for an operation left unpinned (`allow_incomplete`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OperationCoverage {
     /// Tool name.
     pub tool: String,
@@ -282,6 +282,10 @@ pub struct OperationCoverage {
     pub operation: String,
     /// `revision N` or `inline HASH`; `unpinned (REASON)`.
     pub pin: String,
+    /// The pinned definition's hash (none for an unpinned operation): the
+    /// same whichever runtime pinned it, library revision or inline tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition_hash: Option<String>,
     /// Whether a definition was pinned (an unpinned operation has no
     /// branches and counts for no coverage).
     pub pinned: bool,
@@ -302,7 +306,7 @@ pub struct OperationCoverage {
 }
 
 /// Coverage of one variant.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VariantCoverage {
     /// Its name.
     pub name: String,
@@ -369,6 +373,7 @@ pub fn coverage<'a>(
                 tool: p.tool.clone(),
                 operation: p.operation.clone(),
                 pin: format!("unpinned ({reason})"),
+                definition_hash: None,
                 pinned: false,
                 calls: 0,
                 branches: 0,
@@ -441,6 +446,7 @@ pub fn coverage<'a>(
                             format!("inline {}", definition_hash.as_str())
                         }
                     },
+                    definition_hash: Some(pin.definition_hash().as_str().to_owned()),
                     pinned: true,
                     calls: variants.iter().map(|v| v.calls).sum(),
                     branches,

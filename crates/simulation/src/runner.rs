@@ -30,7 +30,9 @@ use toolmock_runtime::model::{
     AgentSpec, AttemptOutcome, InlineOperation, InlineTool, NewTool, Provenance, SaveRevision,
     TestCaseSpec, ToolRef, Verdict,
 };
-use toolmock_runtime::model::{NodeDoc, PinRecord, WorkflowDoc};
+use toolmock_runtime::model::{
+    EvidenceRecord, HarnessErrorRecord, NodeDoc, PinRecord, ToolInputErrorRecord, WorkflowDoc,
+};
 
 /// A clock whose every reading is later than the one before, so that the
 /// evidence and error records of one attempt sort into the order the calls
@@ -796,8 +798,43 @@ async fn finish_judged<B: Backend>(
         Verdict::Failed
     };
     let outcome = dispatcher.finish_attempt(tenant, attempt, verdict).await?;
-    let virtual_time_ms = evidence.iter().map(|e| u64::from(e.delay_ms)).sum();
-    Ok(AttemptResult {
+    let mut result = attempt_result(
+        case,
+        (number, outcome),
+        unmet,
+        calls,
+        (&evidence, &tool_input_errors, &harness_errors),
+        conversation,
+    );
+    result.judge = judged;
+    result.raw = keep_raw.then_some(RawAttempt {
+        evidence,
+        tool_input_errors,
+        harness_errors,
+        final_state: state.state,
+        message_times: times,
+    });
+    Ok(result)
+}
+
+/// The results document's entry for a finished attempt of `case`, from what
+/// it recorded (`calls` as [`recorded_calls`] makes them of the records)
+/// and the expectations its judgement found unmet — the same entry whichever
+/// runtime played it (the API's results endpoint builds its document with
+/// this from PostgreSQL). No judge report and no raw records.
+pub fn attempt_result(
+    case: &CaseDoc,
+    (number, outcome): (u32, AttemptOutcome),
+    unmet: Vec<Unmet>,
+    calls: Vec<RecordedCall>,
+    (evidence, tool_input_errors, harness_errors): (
+        &[EvidenceRecord],
+        &[ToolInputErrorRecord],
+        &[HarnessErrorRecord],
+    ),
+    conversation: Vec<crate::conversation::Message>,
+) -> AttemptResult {
+    AttemptResult {
         number,
         outcome,
         as_expected: outcome == case.expect.outcome,
@@ -807,19 +844,13 @@ async fn finish_judged<B: Backend>(
             .iter()
             .map(ErrorEntry::tool_input)
             .collect(),
-        virtual_time_ms,
+        virtual_time_ms: evidence.iter().map(|e| u64::from(e.delay_ms)).sum(),
         calls: calls.into_iter().map(CallReport::from).collect(),
         wall: Duration::ZERO,
-        judge: judged,
-        raw: keep_raw.then_some(RawAttempt {
-            evidence,
-            tool_input_errors,
-            harness_errors,
-            final_state: state.state,
-            message_times: times,
-        }),
+        judge: None,
+        raw: None,
         conversation,
-    })
+    }
 }
 
 /// Installs, starts and runs a loaded simulation in `dispatcher`'s backend,

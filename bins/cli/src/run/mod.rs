@@ -82,11 +82,12 @@ pub(crate) fn print_problems(file: &str, problems: &[FileProblem]) {
 }
 
 pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
-    if let Some(rate) = args.min_pass_rate
-        && !(0.0..=1.0).contains(&rate)
-    {
-        return Err(Failure::usage("--min-pass-rate must lie between 0 and 1"));
+    Report {
+        json: args.json,
+        junit: None,
+        min_pass_rate: args.min_pass_rate,
     }
+    .validate()?;
     let (model, judge) = args.models.models()?;
     let file = args.simulation.display().to_string();
     let loaded = match simulation::read_file(&args.simulation) {
@@ -174,20 +175,12 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
         Err(error) => return fail(&file, error),
     };
     let elapsed = began.elapsed();
-    {
-        let stdout = std::io::stdout();
-        // Stdout is line-buffered: the results document has a line per value.
-        let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-        let result = if args.json {
-            serde_json::to_writer_pretty(&mut out, &results)
-                .map_err(std::io::Error::from)
-                .and_then(|()| writeln!(out))
-        } else {
-            out.write_all(table::render(&results).as_bytes())
-        }
-        .and_then(|()| out.flush());
-        crate::output::written(result, "cannot write the output")?;
-    }
+    let report = Report {
+        json: args.json,
+        junit: args.junit.as_deref(),
+        min_pass_rate: args.min_pass_rate,
+    };
+    report.print(&results)?;
     let _ = writeln!(
         std::io::stderr(),
         "toolmock: ran {} attempt{} in {:.3} s with {jobs} job{}",
@@ -200,18 +193,69 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
         elapsed.as_secs_f64(),
         if jobs == 1 { "" } else { "s" },
     );
-    if let Some(path) = &args.junit {
-        std::fs::write(path, junit::render(&results))
-            .map_err(|e| Failure::usage(format!("{}: cannot write: {e}", path.display())))?;
-    }
+    report.write_junit(&results)?;
     if let Some(dir) = &args.evidence {
         evidence::write(dir, &results)?;
     }
-    let ok = match args.min_pass_rate {
-        Some(rate) => results.cases.iter().all(|c| c.pass_rate >= rate),
-        None => results.ok,
-    };
-    Ok(if ok { 0 } else { 1 })
+    Ok(report.exit_code(&results))
+}
+
+/// How a results document is reported: by `toolmock run` and, for a run on
+/// the API, by `toolmock submit` — the same table, JSON, JUnit and exit code.
+pub(crate) struct Report<'a> {
+    /// The results document instead of the table.
+    pub(crate) json: bool,
+    /// Where to write JUnit XML too.
+    pub(crate) junit: Option<&'a std::path::Path>,
+    /// Pass on every case's pass rate instead of every attempt.
+    pub(crate) min_pass_rate: Option<f64>,
+}
+
+impl Report<'_> {
+    /// Refuses a `--min-pass-rate` outside 0 to 1.
+    pub(crate) fn validate(&self) -> Result<(), Failure> {
+        if let Some(rate) = self.min_pass_rate
+            && !(0.0..=1.0).contains(&rate)
+        {
+            return Err(Failure::usage("--min-pass-rate must lie between 0 and 1"));
+        }
+        Ok(())
+    }
+
+    /// Prints the table, or the results document with `--json`, on stdout.
+    pub(crate) fn print(&self, results: &RunResults) -> Result<(), Failure> {
+        let stdout = std::io::stdout();
+        // Stdout is line-buffered: the results document has a line per value.
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+        let result = if self.json {
+            serde_json::to_writer_pretty(&mut out, results)
+                .map_err(std::io::Error::from)
+                .and_then(|()| writeln!(out))
+        } else {
+            out.write_all(table::render(results).as_bytes())
+        }
+        .and_then(|()| out.flush());
+        crate::output::written(result, "cannot write the output")
+    }
+
+    /// Writes the JUnit XML, when asked for.
+    pub(crate) fn write_junit(&self, results: &RunResults) -> Result<(), Failure> {
+        if let Some(path) = self.junit {
+            std::fs::write(path, junit::render(results))
+                .map_err(|e| Failure::usage(format!("{}: cannot write: {e}", path.display())))?;
+        }
+        Ok(())
+    }
+
+    /// 0 when every attempt ended as its case expects (or every case met
+    /// `--min-pass-rate`), else 1.
+    pub(crate) fn exit_code(&self, results: &RunResults) -> u8 {
+        let ok = match self.min_pass_rate {
+            Some(rate) => results.cases.iter().all(|c| c.pass_rate >= rate),
+            None => results.ok,
+        };
+        if ok { 0 } else { 1 }
+    }
 }
 
 /// A run that produced no results: its problems listed (exit 2), or why it

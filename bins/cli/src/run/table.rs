@@ -123,12 +123,23 @@ pub(crate) fn render(results: &RunResults) -> String {
         .map(|c| c.tool.len() + c.operation.len() + 1)
         .max()
         .unwrap_or(0);
-    for c in &results.coverage {
+    // A pinned definition shows as its hash's first 12 digits, which the
+    // embedded runtime (library revisions of its own) and the API (the
+    // file's tools inline) give alike; an unpinned one as why.
+    let pins: Vec<&str> = results
+        .coverage
+        .iter()
+        .map(|c| match &c.definition_hash {
+            Some(hash) => hash.get(..12).unwrap_or(hash),
+            None => c.pin.as_str(),
+        })
+        .collect();
+    let pin_width = pins.iter().map(|p| p.len()).max().unwrap_or(0);
+    for (c, pin) in results.coverage.iter().zip(pins) {
         let name = format!("{}/{}", c.tool, c.operation);
         let _ = write!(
             out,
-            "  {name:<name_width$}  {:<11}  {:>9}",
-            c.pin,
+            "  {name:<name_width$}  {pin:<pin_width$}  {:>9}",
             plural(c.calls, "call")
         );
         if c.never.is_empty() {

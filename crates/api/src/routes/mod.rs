@@ -155,6 +155,12 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "GET",
+        path: "/api/simulations/{id}/results",
+        access: Access::Permission(RUN_SIMULATIONS),
+        register: || routes!(simulations::get_results),
+    },
+    Route {
+        method: "GET",
         path: "/api/simulations/{id}/events",
         access: Access::Permission(RUN_SIMULATIONS),
         register: || routes!(simulations::simulation_events),
@@ -291,6 +297,84 @@ impl Modify for ErrorResponses {
     }
 }
 
+/// One example body for each operation that takes one, shown as its request
+/// example in the document; `fixtures/api/requests/README.md` says how the
+/// test keeps them working against the real API.
+pub(crate) const REQUEST_EXAMPLES: [(&str, &str, &str); 9] = [
+    (
+        "POST",
+        "/api/tools",
+        include_str!("../../../../fixtures/api/requests/create-tool.json"),
+    ),
+    (
+        "PUT",
+        "/api/tools/{id}",
+        include_str!("../../../../fixtures/api/requests/update-tool.json"),
+    ),
+    (
+        "POST",
+        "/api/tools/{id}/discover",
+        include_str!("../../../../fixtures/api/requests/discover-tool.json"),
+    ),
+    (
+        "POST",
+        "/api/tools/{id}/testing",
+        include_str!("../../../../fixtures/api/requests/testing-save.json"),
+    ),
+    (
+        "POST",
+        "/api/tools/testing",
+        include_str!("../../../../fixtures/api/requests/testing-inline.json"),
+    ),
+    (
+        "POST",
+        "/api/agents",
+        include_str!("../../../../fixtures/api/requests/create-agent.json"),
+    ),
+    (
+        "POST",
+        "/api/simulations",
+        include_str!("../../../../fixtures/api/notes-simulation.json"),
+    ),
+    (
+        "POST",
+        "/api/attempts/{id}/tool-calls",
+        include_str!("../../../../fixtures/api/requests/tool-call.json"),
+    ),
+    (
+        "POST",
+        "/api/attempts/{id}/mcp",
+        include_str!("../../../../fixtures/api/requests/attempt-mcp.json"),
+    ),
+];
+
+/// Sets each operation's request example from [`REQUEST_EXAMPLES`].
+struct RequestExamples;
+
+impl Modify for RequestExamples {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for (method, path, text) in REQUEST_EXAMPLES {
+            // The files are compiled in and parsed by a test; a file that did
+            // not parse would show no example rather than stop the server.
+            let Ok(example) = serde_json::from_str::<serde_json::Value>(text) else {
+                continue;
+            };
+            let Some(item) = openapi.paths.paths.get_mut(path) else {
+                continue;
+            };
+            let operation = match method {
+                "POST" => item.post.as_mut(),
+                "PUT" => item.put.as_mut(),
+                _ => None,
+            };
+            let body = operation.and_then(|o| o.request_body.as_mut());
+            if let Some(content) = body.and_then(|b| b.content.get_mut("application/json")) {
+                content.example = Some(example);
+            }
+        }
+    }
+}
+
 /// The routes with their documentation.
 fn openapi_router() -> OpenApiRouter<AppState> {
     ROUTES.iter().fold(
@@ -304,6 +388,7 @@ fn openapi_router() -> OpenApiRouter<AppState> {
 pub(crate) fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (router, mut openapi) = openapi_router().split_for_parts();
     ErrorResponses.modify(&mut openapi);
+    RequestExamples.modify(&mut openapi);
     (router, openapi)
 }
 

@@ -305,6 +305,76 @@ pub(crate) async fn get_coverage(
     }))
 }
 
+/// The results document of a finished simulation, exactly as `toolmock run
+/// --json` writes it (`toolmock submit` prints its table from it): per case
+/// its attempts with outcome, unmet expectations, errors and calls; the
+/// summary; coverage.
+#[utoipa::path(get, path = "/api/simulations/{id}/results", tag = "simulations",
+    params(("id" = Uuid, Path, description = "The simulation's id")),
+    security(("bearer" = ["AIManager:RunSimulations"])),
+    responses(
+        (status = 200, description = "The results document (docs/simulations.md, \"The results document\")", body = Object),
+        (status = 404, description = "No such simulation for this tenant", body = crate::ErrorEnvelope),
+        (status = 409, description = "`simulation_running` while an attempt has not finished; `no_simulation_document` for a simulation started without a document", body = crate::ErrorEnvelope),
+    ))]
+pub(crate) async fn get_results(
+    auth: Authorized<RunSimulations>,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<Json<toolmock_simulation::RunResults>, ApiError> {
+    let tenant = auth.principal.tenant;
+    let simulation = SimulationId(id);
+    let store = state.store();
+    let summary = store.simulation(tenant, simulation).await?;
+    if summary.running > 0 {
+        return Err(ApiError::StateConflict {
+            code: ApiCode::SimulationRunning,
+            message: format!(
+                "{} of its {} attempts have not finished; follow /api/simulations/{id}/events",
+                summary.running, summary.attempts
+            ),
+        });
+    }
+    let Some(document) = crate::stored::document(store, tenant, simulation).await? else {
+        return Err(ApiError::StateConflict {
+            code: ApiCode::NoSimulationDocument,
+            message: "it was started without a simulation document".into(),
+        });
+    };
+    let pins = store.simulation_pins(tenant, simulation).await?;
+    let mut per_case: Vec<Vec<toolmock_simulation::AttemptResult>> =
+        vec![Vec::new(); document.cases.len()];
+    for a in store.simulation_attempts(tenant, simulation).await? {
+        let (Some(outcome), Some(case)) = (a.outcome, document.cases.get(a.case_position as usize))
+        else {
+            continue;
+        };
+        let unmet: Vec<toolmock_simulation::Unmet> = match a.unmet {
+            Some(unmet) => serde_json::from_value(unmet).map_err(|e| {
+                ApiError::Internal(format!("a stored judgement does not parse: {e}"))
+            })?,
+            None => Vec::new(),
+        };
+        let evidence = store.evidence(tenant, a.id).await?;
+        let tool_input_errors = store.tool_input_errors(tenant, a.id).await?;
+        let harness_errors = store.harness_errors(tenant, a.id).await?;
+        let calls = recorded_calls(&evidence, &tool_input_errors, &harness_errors);
+        per_case[a.case_position as usize].push(toolmock_simulation::attempt_result(
+            case,
+            (a.number, outcome),
+            unmet,
+            calls,
+            (&evidence, &tool_input_errors, &harness_errors),
+            Vec::new(),
+        ));
+    }
+    Ok(Json(toolmock_simulation::assemble_results(
+        &document,
+        &pins.pins,
+        document.cases.iter().zip(per_case).collect(),
+    )))
+}
+
 /// Follows a simulation as server-sent events: `snapshot` (the simulation
 /// and every attempt), then `attempt` each time an attempt changes (its
 /// outcome, its calls), then `finished` once every attempt has finished, and

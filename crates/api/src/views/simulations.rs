@@ -157,8 +157,8 @@ pub(crate) struct SimulationItem {
     pub(crate) created_at: chrono::DateTime<chrono::Utc>,
     /// `running` until every attempt has finished, then `finished`.
     pub(crate) status: String,
-    /// Attempts in all.
-    pub(crate) attempts: u32,
+    /// Attempts in all (the detail view lists them under `attempts`).
+    pub(crate) attempt_count: u32,
     /// Attempts not finished yet.
     pub(crate) running: u32,
     /// Finished as passed.
@@ -181,7 +181,7 @@ pub(crate) fn simulation_item(s: SimulationListing) -> SimulationItem {
             "running"
         }
         .to_owned(),
-        attempts: s.attempts,
+        attempt_count: s.attempts,
         running: s.running,
         passed: s.passed,
         failed: s.failed,

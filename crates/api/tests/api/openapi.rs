@@ -122,3 +122,117 @@ async fn the_document_lists_exactly_the_routes(pool: PgPool) {
     }
     assert_eq!(doc, serde_json::to_value(toolmock_api::openapi()).unwrap());
 }
+
+/// Every operation that takes a body shows an example of one, and every
+/// example works: sent to the real API in order, with the placeholder ids
+/// and hash replaced by those the earlier answers gave, each is accepted.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn every_request_body_has_an_example_that_the_api_accepts(pool: PgPool) {
+    let app = app(&pool);
+    let doc = send(&app, Method::GET, "/api/openapi.json", None, None)
+        .await
+        .json;
+    let example = |method: &str, path: &str| -> serde_json::Value {
+        doc["paths"][path][method.to_lowercase()]["requestBody"]["content"]["application/json"]
+            ["example"]
+            .clone()
+    };
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            if operation.get("requestBody").is_some() {
+                assert!(
+                    example(method, path).is_object(),
+                    "{method} {path} takes a body but shows no example"
+                );
+            }
+        }
+    }
+
+    let bearer = token("acme", &[MANAGE, RUN]);
+    let sent = |method: Method, path: String, body: serde_json::Value| {
+        let app = app.clone();
+        let bearer = bearer.clone();
+        async move {
+            let reply = send(&app, method.clone(), &path, Some(&bearer), Some(&body)).await;
+            assert!(
+                reply.status.is_success(),
+                "{method} {path}: {} {}",
+                reply.status,
+                reply.json
+            );
+            reply.json
+        }
+    };
+    let tool = sent(
+        Method::POST,
+        "/api/tools".into(),
+        example("POST", "/api/tools"),
+    )
+    .await;
+    let tool_id = tool["id"].as_str().unwrap().to_owned();
+    let updated = sent(
+        Method::PUT,
+        format!("/api/tools/{tool_id}"),
+        example("PUT", "/api/tools/{id}"),
+    )
+    .await;
+    let operation = &updated["tool"]["operations"][0];
+    let mut save = example("POST", "/api/tools/{id}/testing");
+    save["operation_id"] = operation["id"].clone();
+    save["contract_hash"] = operation["contract_hash"].clone();
+    sent(Method::POST, format!("/api/tools/{tool_id}/testing"), save).await;
+    let inline = sent(
+        Method::POST,
+        "/api/tools/testing".into(),
+        example("POST", "/api/tools/testing"),
+    )
+    .await;
+    assert_eq!(inline["ok"], true, "{inline}");
+    let mut agent = example("POST", "/api/agents");
+    agent["tools"][0]["tool"] = tool_id.clone().into();
+    sent(Method::POST, "/api/agents".into(), agent).await;
+    let simulation = example("POST", "/api/simulations");
+    sent(Method::POST, "/api/simulations".into(), simulation.clone()).await;
+    // The tool-call example is an external agent's call: a case it plays.
+    let mut external = simulation;
+    external["cases"][0]["driver"] = serde_json::json!({"type": "external"});
+    let started = sent(Method::POST, "/api/simulations".into(), external).await;
+    let attempt = &started["attempts"][0];
+    let reply = send(
+        &app,
+        Method::POST,
+        &format!(
+            "/api/attempts/{}/tool-calls",
+            attempt["id"].as_str().unwrap()
+        ),
+        Some(attempt["capability"].as_str().unwrap()),
+        Some(&example("POST", "/api/attempts/{id}/tool-calls")),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
+    // The same call over MCP, as an MCP client sends it.
+    let request = axum::http::Request::builder()
+        .method(Method::POST)
+        .uri(format!(
+            "/api/attempts/{}/mcp",
+            attempt["id"].as_str().unwrap()
+        ))
+        .header(
+            "authorization",
+            format!("Bearer {}", attempt["capability"].as_str().unwrap()),
+        )
+        .header("content-type", "application/json")
+        .header("host", "localhost")
+        .header("accept", "application/json, text/event-stream")
+        .body(axum::body::Body::from(
+            example("POST", "/api/attempts/{id}/mcp").to_string(),
+        ))
+        .unwrap();
+    let reply = raw(&app, request).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
+    assert!(
+        reply.json["result"]["structuredContent"].is_object(),
+        "{}",
+        reply.json
+    );
+}

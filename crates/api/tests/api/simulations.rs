@@ -382,6 +382,13 @@ async fn scripted_attempts_run_in_the_background_and_stream_their_progress(pool:
         None,
     )
     .await;
+    assert_eq!(
+        top_level_keys(&view.bytes).len(),
+        view.json.as_object().unwrap().len(),
+        "a key written twice: {}",
+        String::from_utf8_lossy(&view.bytes)
+    );
+    assert_eq!(view.json["attempt_count"], 6);
     let attempts = view.json["attempts"].as_array().unwrap();
     assert!(
         attempts
@@ -686,4 +693,35 @@ async fn an_attempt_nobody_finishes_ends_as_harness_error_when_its_lease_runs_ou
     )
     .await;
     assert_eq!(read.json["outcome"], "failed", "{}", read.json);
+}
+
+/// Every top-level key of a JSON object as written, duplicates included
+/// (`serde_json::Value` keeps only the last of two equal keys).
+fn top_level_keys(bytes: &[u8]) -> Vec<String> {
+    struct Keys(Vec<String>);
+    impl<'de> serde::Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Visit;
+            impl<'de> serde::de::Visitor<'de> for Visit {
+                type Value = Keys;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<Keys, A::Error> {
+                    let mut keys = Vec::new();
+                    while let Some((key, _)) = map.next_entry::<String, serde::de::IgnoredAny>()? {
+                        keys.push(key);
+                    }
+                    Ok(Keys(keys))
+                }
+            }
+            d.deserialize_map(Visit)
+        }
+    }
+    serde_json::from_slice::<Keys>(bytes)
+        .expect("a JSON object")
+        .0
 }

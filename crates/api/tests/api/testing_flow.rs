@@ -367,6 +367,23 @@ async fn inline_tools_are_checked_and_generated_without_a_row(pool: PgPool) {
     assert_eq!(reply.json["ok"], false);
     assert_eq!(reply.json["diagnostics"][0]["code"], "example_mismatch");
     assert_eq!(reply.json["diagnostics"][0]["path"], "/examples/0/expected");
+    // The schema says the definition is an object: anything else is a bad body.
+    for not_an_object in [json!(5), json!("text"), json!([booking_definition()])] {
+        let reply = send(
+            &app,
+            Method::POST,
+            "/api/tools/testing",
+            Some(&bearer),
+            Some(&check(Some(not_an_object))),
+        )
+        .await;
+        assert_eq!(
+            (reply.status, reply.code()),
+            (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"),
+            "{}",
+            reply.json
+        );
+    }
     let reply = send(
         &app,
         Method::POST,

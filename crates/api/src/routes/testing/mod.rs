@@ -80,10 +80,11 @@ pub(crate) enum InlineRequest {
         tool: InlineTool,
         /// The operation's name.
         operation_id: String,
-        /// The definition (default: the operation's own `testing`).
+        /// The definition (default: the operation's own `testing`). A JSON
+        /// object: anything else is refused as `invalid_body`, as the schema says.
         #[serde(default)]
         #[schema(value_type = Option<Object>)]
-        definition: Option<Value>,
+        definition: Option<serde_json::Map<String, Value>>,
     },
     /// Derive a checked draft.
     Generate {
@@ -336,18 +337,21 @@ pub(crate) async fn post_inline_testing(
     let contract_hash = contract.hash().map_err(|e| unusable(e.to_string()))?;
     match body {
         InlineRequest::Check { definition, .. } => {
-            let definition = definition.or_else(|| op.testing.clone()).ok_or_else(|| {
-                let code = ApiCode::MissingDefinition;
-                ApiError::unprocessable(
-                    code,
-                    "send a definition or give the operation a testing definition",
-                    [Listed::new(
-                        code.as_str(),
-                        "/definition",
-                        "no definition to check",
-                    )],
-                )
-            })?;
+            let definition = definition
+                .map(Value::Object)
+                .or_else(|| op.testing.clone())
+                .ok_or_else(|| {
+                    let code = ApiCode::MissingDefinition;
+                    ApiError::unprocessable(
+                        code,
+                        "send a definition or give the operation a testing definition",
+                        [Listed::new(
+                            code.as_str(),
+                            "/definition",
+                            "no definition to check",
+                        )],
+                    )
+                })?;
             let compiled = CompiledContract::new(contract).map_err(|e| unusable(e.to_string()))?;
             let diagnostics = match compile_checked(&definition, Some(&compiled)) {
                 Ok(_) => Value::Array(Vec::new()),
