@@ -28,6 +28,12 @@ seed folder="fixtures/healthplus" tenant="dev":
     cargo build --locked -p toolmock-api-bin
     target/debug/toolmock-api seed {{folder}} --tenant {{tenant}} --database-url "$DATABASE_URL"
 
+# The whole service on this machine: PostgreSQL, migrations, the API and two
+# workers as toolmock_app, the HealthPlus seed and simulation through them; prints
+# the outcome table, the UI's address and a token; Ctrl-C stops it all.
+demo:
+    scripts/demo.sh
+
 # Run a worker (docs/operations.md) on DATABASE_URL as toolmock_app.
 worker *args="":
     cargo build --locked -p toolmock-worker-bin
@@ -50,6 +56,7 @@ test: setup
     scripts/test-setup.sh
     cargo test --workspace --locked
     scripts/test-readme.sh
+    scripts/test-demo.sh
     scripts/python-tests.sh
     just conformance
     just schemathesis
