@@ -283,3 +283,33 @@ fn an_inlined_file_loads_without_files_as_the_file_does() {
         "{problems:?}"
     );
 }
+
+/// A file sent to the service may hold what only the service plays — a
+/// library tool by id, an external driver — which `toolmock run` refuses:
+/// `inline_file` leaves them for the API to accept.
+#[test]
+fn an_inlined_file_may_name_what_only_the_service_plays() {
+    let dir = std::env::temp_dir().join(format!("inline-service-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("folder");
+    let path = dir.join("simulation.json");
+    let id = "6f1d2b1e-8a0e-4c56-9d7a-3f2b1c0d9e8f";
+    std::fs::write(
+        &path,
+        serde_json::to_vec(&serde_json::json!({
+            "simulation_version": 1, "name": "service only",
+            "tools": [{"name": "calendar", "from": "library", "id": id}],
+            "agent": {"name": "a", "tools": ["calendar"]},
+            "cases": [{"name": "c", "driver": {"type": "external"}}]
+        }))
+        .expect("json"),
+    )
+    .expect("write");
+    let embedded = simulation::load_file(&path).expect_err("toolmock run refuses both");
+    let codes: Vec<&str> = embedded.iter().map(|p| p.code).collect();
+    assert!(codes.contains(&"library_tool_not_embedded"), "{codes:?}");
+    assert!(codes.contains(&"external_driver_not_embedded"), "{codes:?}");
+    let inlined = simulation::inline_file(&path).expect("the service's to accept");
+    std::fs::remove_dir_all(&dir).expect("remove");
+    assert_eq!(inlined["tools"][0]["id"], id);
+    simulation::load_value(&inlined, "body", &Files::InlineOnly).expect("the API loads it");
+}

@@ -106,8 +106,23 @@ impl LoadedSimulation {
 pub enum Files {
     /// Paths are relative to this folder (the embedded run).
     Relative(PathBuf),
+    /// Paths are relative to this folder, and the document is sent to the
+    /// API with them inlined ([`inline_file`], `toolmock submit`): what only
+    /// the service can play — library tools, external drivers, real-tools
+    /// runs — is left for it to accept.
+    ForService(PathBuf),
     /// Only inline documents (the API's request body).
     InlineOnly,
+}
+
+impl Files {
+    /// The folder paths are read from, unless only inline documents are allowed.
+    fn folder(&self) -> Option<&Path> {
+        match self {
+            Files::Relative(base) | Files::ForService(base) => Some(base),
+            Files::InlineOnly => None,
+        }
+    }
 }
 
 fn first_line_col(e: &serde_json::Error) -> String {
@@ -204,9 +219,15 @@ pub fn read_value(value: &Value, file: &str, files: &Files) -> Result<Loaded, Ve
 /// A simulation file as one self-contained document: every manifest,
 /// contract list and definition it names by path read in place, so that it
 /// can be sent where no files are read (the API's `POST /api/simulations`).
-/// The file must load cleanly; else every problem, as [`load_file`] gives.
+/// The file must load cleanly; else every problem, as [`load_file`] gives —
+/// except that what only the service plays (library tools by id, external
+/// drivers, real-tools runs) is left for the API to accept or refuse.
 pub fn inline_file(path: &Path) -> Result<Value, Vec<FileProblem>> {
     let (file, bytes, files) = read_bytes(path)?;
+    let files = match files {
+        Files::Relative(base) => Files::ForService(base),
+        other => other,
+    };
     let mut document: Value = serde_json::from_slice(&bytes).map_err(|e| {
         vec![FileProblem::load(
             file.clone(),
@@ -356,7 +377,7 @@ impl Loader {
                 },
             )),
             Source::Path(relative) => {
-                let Files::Relative(base) = &self.files else {
+                let Some(base) = self.files.folder() else {
                     self.problem(
                         at,
                         LoadCode::FileNotAllowed,
