@@ -5,6 +5,7 @@
 #
 #   curl                  scripts/serve-api.sh waits for the API with it
 #   git                   the README test clones the repository
+#   jq                    docs/walkthrough.md reads the API's answers with it
 #   python3, python3-venv the virtualenvs of the test tools, the MCP fixture
 #                         server and the Python package (3.10 or newer)
 #   nodejs, npm           the MCP server-everything and playwright-core
@@ -24,6 +25,7 @@ has() { command -v "$1" >/dev/null 2>&1; }
 
 has curl || apt_install "curl" curl
 has git || apt_install "git" git
+has jq || apt_install "jq" jq
 has prlimit || apt_install "prlimit" util-linux
 if ! has python3 || ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
     apt_install "python3 with venv" python3 python3-venv

@@ -33,12 +33,21 @@ fn plural(n: u64, word: &str) -> String {
 pub(crate) fn render(results: &RunResults) -> String {
     let mut out = String::new();
     let s = &results.summary;
+    // A case may set its own `attempts`: the header says what ran.
+    let per_case = results
+        .cases
+        .first()
+        .map_or(results.attempts_per_case as usize, |c| c.attempts.len());
+    let attempts = if results.cases.iter().all(|c| c.attempts.len() == per_case) {
+        format!(" x {}", plural(per_case as u64, "attempt"))
+    } else {
+        format!(", {} in all", plural(u64::from(s.attempts), "attempt"))
+    };
     let _ = writeln!(
         out,
-        "{}: {} x {} ({})",
+        "{}: {}{attempts} ({})",
         results.simulation,
         plural(u64::from(s.cases), "case"),
-        plural(u64::from(results.attempts_per_case), "attempt"),
         results.mode.as_str()
     );
     let _ = writeln!(out);
