@@ -541,12 +541,28 @@ impl<B: Backend> Dispatcher<B> {
         call: &ToolCall,
         fault: ToolInputFault,
     ) -> DispatchError {
+        self.keep_tool_input(tenant, attempt, call, None, fault)
+            .await
+    }
+
+    /// Records a tool input error of `call` (with its pin, when it reached
+    /// one), cleaned of U+0000, at the injected clock's now. When it cannot
+    /// be written, the call is a `storage_failed` harness error instead —
+    /// the agent's mistake is then the harness's problem: it was not kept.
+    async fn keep_tool_input(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        call: &ToolCall,
+        pin: Option<&PinRef>,
+        fault: ToolInputFault,
+    ) -> DispatchError {
         let record = ToolInputErrorRecord {
             tenant,
             attempt,
             tool: sanitize_text(&call.tool),
             operation: sanitize_text(&call.operation),
-            pin: None,
+            pin: pin.cloned(),
             arguments: sanitize(call.input.clone()),
             code: fault.code,
             message: sanitize_text(&fault.message),
@@ -554,26 +570,34 @@ impl<B: Backend> Dispatcher<B> {
             violations: sanitize(fault.violations.clone()),
             at: self.clock.now(),
         };
-        match self.backend.record_tool_input_error(&record).await {
-            Ok(()) => DispatchError::ToolInput(fault),
-            Err(cause) => {
-                let detail = json!({
-                    "tool_input_error": fault.code,
-                    "message": sanitize_text(&fault.message),
-                    "cause": cause.to_string(),
-                });
-                let lost = self::fault(
-                    HarnessCode::StorageFailed,
-                    format!("the tool input error {} could not be recorded", fault.code),
-                );
-                match self
-                    .record_harness_fault(tenant, attempt, Some(call), lost, detail)
-                    .await
-                {
-                    Ok(recorded) => DispatchError::Harness(recorded),
-                    Err(e) => DispatchError::Store(e),
-                }
-            }
+        let Err(cause) = self.backend.record_tool_input_error(&record).await else {
+            return DispatchError::ToolInput(fault);
+        };
+        let detail = json!({
+            "tool_input_error": fault.code,
+            "message": sanitize_text(&fault.message),
+            "cause": sanitize_text(&cause.to_string()),
+        });
+        let lost = self::fault(
+            HarnessCode::StorageFailed,
+            format!(
+                "the tool input error {} could not be recorded ({}): {cause}",
+                fault.code,
+                cause.code()
+            ),
+        );
+        let site = FaultCall {
+            tool: &call.tool,
+            operation: &call.operation,
+            arguments: Some(&call.input),
+            pin,
+        };
+        match self
+            .record_fault(tenant, attempt, Some(site), lost, detail)
+            .await
+        {
+            Ok(recorded) => DispatchError::Harness(recorded),
+            Err(e) => DispatchError::Store(e),
         }
     }
 
@@ -641,7 +665,9 @@ impl<B: Backend> Dispatcher<B> {
                     path: error.path().map(str::to_owned),
                     violations,
                 };
-                self.record_tool_input(bound, call, pin, fault).await
+                let binding = &bound.binding;
+                self.keep_tool_input(binding.tenant, binding.attempt, call, Some(pin), fault)
+                    .await
             }
             CallFault::Harness(code) => {
                 let fault = HarnessFault {
@@ -657,43 +683,6 @@ impl<B: Backend> Dispatcher<B> {
                     json!({ "violations": violations }),
                 )
                 .await
-            }
-        }
-    }
-
-    /// Records a tool input error; when it cannot be written, the call is a
-    /// `storage_failed` harness error instead (the agent's mistake is then
-    /// the harness's problem: it was not kept).
-    async fn record_tool_input(
-        &self,
-        bound: &Bound,
-        call: &ToolCall,
-        pin: &PinRef,
-        fault: ToolInputFault,
-    ) -> DispatchError {
-        let binding = &bound.binding;
-        let record = ToolInputErrorRecord {
-            tenant: binding.tenant,
-            attempt: binding.attempt,
-            tool: sanitize_text(&call.tool),
-            operation: sanitize_text(&call.operation),
-            pin: Some(pin.clone()),
-            arguments: sanitize(call.input.clone()),
-            code: fault.code,
-            message: sanitize_text(&fault.message),
-            path: fault.path.as_deref().map(sanitize_text),
-            violations: sanitize(fault.violations.clone()),
-            at: self.clock.now(),
-        };
-        match self.backend.record_tool_input_error(&record).await {
-            Ok(()) => DispatchError::ToolInput(fault),
-            Err(cause) => {
-                let detail = json!({
-                    "tool_input_error": fault.code,
-                    "message": sanitize_text(&fault.message),
-                });
-                self.storage_failed(bound, call, Some(pin), &cause, detail)
-                    .await
             }
         }
     }
