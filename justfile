@@ -26,7 +26,7 @@ serve *args="":
 # DATABASE_URL (migrated), idempotently (docs/api.md, "Seeding a library").
 seed folder="fixtures/healthplus" tenant="dev":
     cargo build --locked -p toolmock-api-bin
-    target/debug/toolmock-api seed {{folder}} --tenant {{tenant}} --database-url "$DATABASE_URL"
+    "${CARGO_TARGET_DIR:-target}/debug/toolmock-api" seed {{folder}} --tenant {{tenant}} --database-url "$DATABASE_URL"
 
 # The whole service on this machine: PostgreSQL, migrations, the API and two
 # workers as toolmock_app, the HealthPlus seed and simulation through them; prints
@@ -37,7 +37,7 @@ demo:
 # Run a worker (docs/operations.md) on DATABASE_URL as toolmock_app.
 worker *args="":
     cargo build --locked -p toolmock-worker-bin
-    target/debug/toolmock-worker --database-url "$(printf '%s' "$DATABASE_URL" | sed -E 's#^(postgres(ql)?://)([^@/]*@)?#\1toolmock_app@#')" {{args}}
+    "${CARGO_TARGET_DIR:-target}/debug/toolmock-worker" --database-url "$(printf '%s' "$DATABASE_URL" | sed -E 's#^(postgres(ql)?://)([^@/]*@)?#\1toolmock_app@#')" {{args}}
 
 # Build every package (debug).
 build:
