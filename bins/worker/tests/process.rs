@@ -75,6 +75,8 @@ async fn app_url(pool: &PgPool) -> String {
 struct Worker {
     child: Child,
     logs: mpsc::Receiver<Value>,
+    /// Where it serves /metrics and /healthz, when asked to.
+    metrics: Option<String>,
 }
 
 impl Worker {
@@ -99,9 +101,48 @@ impl Worker {
                 }
             }
         });
-        let mut worker = Worker { child, logs };
+        let mut worker = Worker {
+            child,
+            logs,
+            metrics: None,
+        };
+        if extra.contains(&"--metrics-addr") {
+            let line = worker.wait_for(|l| l["fields"]["message"] == "serving metrics", 30);
+            worker.metrics = Some(format!(
+                "http://{}",
+                line["fields"]["address"].as_str().unwrap()
+            ));
+        }
         worker.wait_for(|l| l["fields"]["message"] == "working", 30);
         worker
+    }
+
+    /// `GET` of one of its metrics server's paths: the status and body.
+    async fn get(&self, path: &str) -> (u16, String) {
+        let base = self.metrics.as_ref().expect("started with --metrics-addr");
+        let response = reqwest::get(format!("{base}{path}")).await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap())
+    }
+
+    /// The value of one sample of its Prometheus exposition (`name` with
+    /// its labels as written, e.g. `x_total{outcome="passed"}`); 0 when
+    /// absent. Every other line must parse as a sample or a comment.
+    async fn sample(&self, name: &str) -> f64 {
+        let (status, text) = self.get("/metrics").await;
+        assert_eq!(status, 200);
+        let mut found = 0.0;
+        for line in text.lines() {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (series, value) = line.rsplit_once(' ').expect("a sample line");
+            let value: f64 = value.parse().expect("a sample's value");
+            if series == name {
+                found = value;
+            }
+        }
+        found
     }
 
     fn wait_for(&mut self, pred: impl Fn(&Value) -> bool, secs: u64) -> Value {
@@ -223,15 +264,27 @@ async fn a_killed_worker_s_attempt_ends_lease_expired_within_the_lease(pool: PgP
     a.child.kill().unwrap(); // SIGKILL
     a.child.wait().unwrap();
     let killed = Instant::now();
-    let _b = Worker::start(
+    let b = Worker::start(
         &url,
         "worker-b",
-        &["--lease-ms", "1500", "--reap-ms", "100"],
+        &[
+            "--lease-ms",
+            "1500",
+            "--reap-ms",
+            "100",
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ],
     );
     until(10, "the reaper's finish", || async {
         outcome(&pool, attempt).await.is_some()
     })
     .await;
+    assert_eq!(
+        b.sample("toolmock_worker_lease_expiries_total").await,
+        1.0,
+        "the reaper's end is counted"
+    );
     // Within the lease (1.5 s) and a sweep, not an hour.
     assert!(
         killed.elapsed() < Duration::from_secs(4),
@@ -277,6 +330,8 @@ async fn a_paused_worker_s_late_writes_are_refused_by_the_fence(pool: PgPool) {
             "--real-delays",
             "--reap-ms",
             "600000",
+            "--metrics-addr",
+            "127.0.0.1:0",
         ],
     );
     until(20, "a first call", || async {
@@ -325,6 +380,77 @@ async fn a_paused_worker_s_late_writes_are_refused_by_the_fence(pool: PgPool) {
         .map(|(e, _)| e)
         .collect();
     assert_eq!(events, ["queued", "claimed", "expired"]);
+    // Its metrics count the refusals (published at its heartbeat and when
+    // its run ends) and no finish.
+    until(10, "the refusals published", || async {
+        a.sample("toolmock_worker_fence_refusals_total").await >= 1.0
+    })
+    .await;
+    assert_eq!(
+        a.sample("toolmock_worker_attempts_finished_total{outcome=\"passed\"}")
+            .await,
+        0.0
+    );
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_worker_serves_its_health_and_metrics_and_counts_what_it_runs(pool: PgPool) {
+    let url = app_url(&pool).await;
+    let mut w = Worker::start(&url, "worker-m", &["--metrics-addr", "127.0.0.1:0"]);
+    let (status, body) = w.get("/healthz").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["status"],
+        "ok"
+    );
+    assert_eq!(
+        w.sample("toolmock_worker_attempts_claimed_total").await,
+        0.0
+    );
+    let (status, _) = w.get("/nothing").await;
+    assert_eq!(status, 404);
+
+    let attempts = queue(&pool, &document(3, 0, 3)).await;
+    until(20, "every attempt finished", || async {
+        let mut done = true;
+        for attempt in &attempts {
+            done &= outcome(&pool, *attempt).await.is_some();
+        }
+        done
+    })
+    .await;
+    // The counters move once the run's bookkeeping is done.
+    until(5, "the finishes counted", || async {
+        w.sample("toolmock_worker_attempts_finished_total{outcome=\"passed\"}")
+            .await
+            == 3.0
+    })
+    .await;
+    assert_eq!(
+        w.sample("toolmock_worker_attempts_claimed_total").await,
+        3.0
+    );
+    assert_eq!(
+        w.sample("toolmock_worker_dispatch_latency_seconds_count")
+            .await,
+        3.0
+    );
+    assert_eq!(
+        w.sample("toolmock_worker_attempt_duration_seconds_count")
+            .await,
+        3.0
+    );
+    assert!(
+        w.sample("toolmock_worker_dispatch_latency_seconds_bucket{le=\"+Inf\"}")
+            .await
+            == 3.0
+    );
+    assert_eq!(w.sample("toolmock_worker_attempts_held").await, 0.0);
+    assert_eq!(w.sample("toolmock_worker_fence_refusals_total").await, 0.0);
+    // The metrics server does not keep a stopped worker alive.
+    w.signal("TERM");
+    w.wait_for(|l| l["fields"]["message"] == "stopped", 20);
+    assert!(w.child.wait().unwrap().success());
 }
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]

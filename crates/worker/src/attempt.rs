@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use toolmock_contract::pointer;
 use toolmock_runtime::dispatcher::StartedAttempt;
 use toolmock_runtime::error::{HarnessCode, HarnessFault};
-use toolmock_runtime::model::{Capability, SimulationId, TenantId, Verdict, WorkflowDoc};
+use toolmock_runtime::model::{
+    AttemptOutcome, Capability, SimulationId, TenantId, Verdict, WorkflowDoc,
+};
 use toolmock_simulation::document::DriverDoc;
 use toolmock_simulation::{LoadedSimulation, load_value, run_attempt};
 use toolmock_store::{Claimed, Fence};
@@ -102,10 +104,14 @@ impl Simulations {
 /// ends the run: nothing more is written.
 pub(crate) async fn run_claimed(shared: &Shared, claimed: &Claimed, capability: Capability) {
     let tenant = claimed.tenant;
-    let ran = run(shared, claimed, capability).await;
-    let Err(message) = ran else {
-        shared.report(|r| r.finished += 1);
-        return;
+    let message = match run(shared, claimed, capability).await {
+        Ok(outcome) => {
+            shared.report(|r| r.finished += 1);
+            metrics::counter!(crate::telemetry::FINISHED, "outcome" => outcome.as_str())
+                .increment(1);
+            return;
+        }
+        Err(message) => message,
     };
     tracing::error!(attempt = %claimed.attempt.as_uuid(), error = %message, "a scripted attempt failed");
     let fault = HarnessFault {
@@ -133,10 +139,16 @@ pub(crate) async fn run_claimed(shared: &Shared, claimed: &Claimed, capability: 
         .is_ok()
     {
         shared.report(|r| r.finished += 1);
+        metrics::counter!(crate::telemetry::FINISHED, "outcome" => AttemptOutcome::HarnessError.as_str())
+            .increment(1);
     }
 }
 
-async fn run(shared: &Shared, claimed: &Claimed, capability: Capability) -> Result<(), String> {
+async fn run(
+    shared: &Shared,
+    claimed: &Claimed,
+    capability: Capability,
+) -> Result<AttemptOutcome, String> {
     let tenant = claimed.tenant;
     let playable = shared
         .simulations
@@ -175,5 +187,5 @@ async fn run(shared: &Shared, claimed: &Claimed, capability: Capability) -> Resu
         .record_judgement(tenant, claimed.attempt, &unmet)
         .await
         .map_err(|e| format!("recording the judgement failed: {e}"))?;
-    Ok(())
+    Ok(result.outcome)
 }
