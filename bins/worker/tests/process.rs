@@ -5,6 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
 
+#[path = "../../cli/tests/real_common/mod.rs"]
+mod real_common;
+
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::io::{BufRead, BufReader};
@@ -621,4 +624,85 @@ async fn sigterm_past_the_grace_ends_begun_attempts_and_doubles_nothing(pool: Pg
         }
     }
     assert_eq!(abandoned, 2);
+}
+
+/// A `real_tools` simulation through the queue and a worker process: MCP
+/// tools by `tools/call` on the fixture server, a custom operation by a
+/// `POST`, an `http_request` effect node — each call's evidence marked
+/// `external` — and a tool whose `structuredContent` breaks its own output
+/// schema ends its attempt `harness_error`.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_worker_runs_a_real_tools_simulation_through_the_real_handlers(pool: PgPool) {
+    use toolmock_discovery::{Endpoint, Options, discover};
+    let mcp = real_common::McpFixture::start();
+    let http = real_common::HttpFixture::start();
+    let discovery = discover(&Endpoint::http(&mcp.url).unwrap(), &Options::default())
+        .await
+        .unwrap();
+    let contracts: Vec<Value> = discovery
+        .operations
+        .iter()
+        .filter(|op| ["lookup_patient", "count_visits"].contains(&op.operation.name.as_str()))
+        .map(|op| {
+            serde_json::to_value(toolmock_schema::ContractEntry::of_discovered(op).unwrap())
+                .unwrap()
+        })
+        .collect();
+    let document = real_common::document(Value::Array(contracts), &mcp.url, &http.url);
+    let attempts = queue(&pool, &document).await;
+    assert_eq!(attempts.len(), 2);
+    let url = app_url(&pool).await;
+    let _w = Worker::start(&url, "worker-real", &[]);
+    until(30, "both attempts finished", || async {
+        let mut done = true;
+        for attempt in &attempts {
+            done &= outcome(&pool, *attempt).await.is_some();
+        }
+        done
+    })
+    .await;
+    let mut seen = Vec::new();
+    for attempt in &attempts {
+        let executors: Vec<String> = sqlx::query_scalar(
+            "SELECT executor FROM evidence WHERE attempt_id = $1 ORDER BY started_at",
+        )
+        .bind(attempt)
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        seen.push((
+            outcome(&pool, *attempt).await.unwrap(),
+            executors,
+            harness_codes(&pool, *attempt).await,
+        ));
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            (
+                "harness_error".to_owned(),
+                vec![],
+                vec!["output_schema_violation".to_owned()]
+            ),
+            (
+                "passed".to_owned(),
+                vec!["external".to_owned(), "external".to_owned()],
+                vec![]
+            ),
+        ]
+    );
+    let answered: Value = sqlx::query_scalar(
+        "SELECT result FROM evidence WHERE attempt_id = ANY($1) AND result ? 'patient_id'",
+    )
+    .bind(&attempts)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        answered["first_name"], "Ada",
+        "the server's answer, not the mock's"
+    );
+    assert_eq!(http.bodies("/notes"), [json!({"text": "hello"})]);
+    assert_eq!(http.bodies("/hook"), [json!({"note": "sent"})]);
 }

@@ -6,15 +6,18 @@ use crate::Shared;
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 use toolmock_contract::pointer;
+use toolmock_discovery::RealExecutor;
+use toolmock_runtime::Dispatcher;
 use toolmock_runtime::dispatcher::StartedAttempt;
 use toolmock_runtime::error::{HarnessCode, HarnessFault};
 use toolmock_runtime::model::{
-    AttemptOutcome, Capability, SimulationId, TenantId, Verdict, WorkflowDoc,
+    AttemptOutcome, Capability, SimulationId, SimulationMode, TenantId, Verdict, WorkflowDoc,
 };
 use toolmock_simulation::document::DriverDoc;
-use toolmock_simulation::{LoadedSimulation, load_value, run_attempt};
-use toolmock_store::{Claimed, Fence};
+use toolmock_simulation::{LoadedSimulation, load_value, real_handlers, run_attempt};
+use toolmock_store::{Claimed, Fence, PgStore};
 
 /// An attempt this worker holds: its tenant and lease.
 #[derive(Debug)]
@@ -34,11 +37,28 @@ impl Held {
     }
 }
 
-/// A simulation as its attempts run: the loaded document and its workflows.
+/// A simulation as its attempts run: the loaded document, its workflows,
+/// and for a `real_tools` simulation a dispatcher of its own with the real
+/// handlers (the shared one has none: nothing else executes anything real).
 pub(crate) struct Playable {
     loaded: LoadedSimulation,
     workflows: HashMap<String, WorkflowDoc>,
+    real: Option<(Arc<Dispatcher<PgStore>>, Arc<RealExecutor>)>,
 }
+
+impl Drop for Playable {
+    fn drop(&mut self) {
+        // Its MCP sessions end with it (in the background: drop is not async).
+        if let Some((_, executor)) = self.real.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move { executor.close().await });
+        }
+    }
+}
+
+/// How long one real call of a real-tools run may take.
+const REAL_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Simulations kept between claims.
 const KEPT_SIMULATIONS: usize = 32;
@@ -83,9 +103,19 @@ impl Simulations {
                 problems.len()
             )
         })?;
+        let real = (loaded.document.mode == SimulationMode::RealTools).then(|| {
+            let executor = Arc::new(RealExecutor::new(
+                real_handlers(&loaded).operations,
+                REAL_CALL_TIMEOUT,
+            ));
+            let dispatcher = crate::dispatcher(shared.store.clone(), &shared.config)
+                .with_executor(executor.clone());
+            (Arc::new(dispatcher), executor)
+        });
         let playable = Arc::new(Playable {
             workflows: loaded.workflows(),
             loaded,
+            real,
         });
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         kept.push_back((simulation, playable.clone()));
@@ -170,8 +200,12 @@ async fn run(
         number: claimed.number,
         capability,
     };
+    let dispatcher = match &playable.real {
+        Some((real, _)) => real.as_ref(),
+        None => &shared.dispatcher,
+    };
     let result = run_attempt(
-        &shared.dispatcher,
+        dispatcher,
         tenant,
         &playable.workflows,
         case,

@@ -164,12 +164,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<Report, WorkerError> {
     check(&config)?;
-    let dispatcher = Dispatcher::new(store.clone()).with_clock(Arc::new(SequenceClock::default()));
-    let dispatcher = if config.real_delays {
-        dispatcher
-    } else {
-        dispatcher.with_sleeper(Arc::new(VirtualSleeper))
-    };
+    let dispatcher = dispatcher(store.clone(), &config);
     let shared = Arc::new(Shared {
         finisher: Arc::new(Dispatcher::new(store.unfenced())),
         dispatcher,
@@ -264,6 +259,17 @@ pub async fn run(
     reaper.abort();
     let report = *shared.report.lock().unwrap_or_else(PoisonError::into_inner);
     Ok(report)
+}
+
+/// A dispatcher as the worker runs attempts: on the virtual clock unless
+/// real delays were asked for, and with no real handler.
+fn dispatcher(store: PgStore, config: &WorkerConfig) -> Dispatcher<PgStore> {
+    let dispatcher = Dispatcher::new(store).with_clock(Arc::new(SequenceClock::default()));
+    if config.real_delays {
+        dispatcher
+    } else {
+        dispatcher.with_sleeper(Arc::new(VirtualSleeper))
+    }
 }
 
 fn check(config: &WorkerConfig) -> Result<(), WorkerError> {
