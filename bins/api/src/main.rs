@@ -5,7 +5,6 @@
 //! `toolmock_api`.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,7 +30,7 @@ struct Cli {
 enum Command {
     /// Serve the API until SIGTERM or Ctrl-C. Connect as `toolmock_app`:
     /// the schema must be migrated (`migrate`) first.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Apply the embedded migrations, connected as the schema's owner.
     Migrate(MigrateArgs),
     /// Print a development token (HS256, signed with --jwt-secret).
@@ -179,6 +178,11 @@ struct ServeArgs {
     /// worker processes.
     #[arg(long, env = "TOOLMOCK_WORKERS", default_value_t = 0)]
     workers: usize,
+    /// Serve the in-process workers' Prometheus metrics (`/metrics`) and a
+    /// health check (`/healthz`) on this address, apart from `--bind`
+    /// (default: not served).
+    #[arg(long, env = "TOOLMOCK_METRICS_ADDR")]
+    metrics_addr: Option<String>,
     /// Log line format.
     #[arg(long, env = "TOOLMOCK_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: LogFormat,
@@ -207,7 +211,7 @@ struct TokenArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve(args) => serve(args),
+        Command::Serve(args) => serve(*args),
         Command::Migrate(args) => migrate(&args),
         Command::Token(args) => token(&args),
         Command::Seed(args) => seed(&args),
@@ -334,6 +338,25 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
             let _ = stopped.wait_for(|s| *s).await;
         };
+        let metrics = match &args.metrics_addr {
+            Some(address) => {
+                use toolmock_worker::telemetry;
+                let telemetry_failed = |e: telemetry::TelemetryError| format!("{}: {e}", e.code());
+                let handle = telemetry::install_metrics().map_err(telemetry_failed)?;
+                let listener = telemetry::bind_metrics(address)
+                    .await
+                    .map_err(telemetry_failed)?;
+                let metrics_local = listener.local_addr().map_err(|e| e.to_string())?;
+                tracing::info!(address = %metrics_local, "serving metrics");
+                Some(tokio::spawn(telemetry::serve_metrics(
+                    listener,
+                    handle,
+                    pool.clone(),
+                    until_stopped(stopped.clone()),
+                )))
+            }
+            None => None,
+        };
         let workers = (args.workers > 0).then(|| {
             let mut config =
                 toolmock_worker::WorkerConfig::new(format!("api:{}:{}", std::process::id(), local));
@@ -356,6 +379,9 @@ fn serve(args: ServeArgs) -> Result<(), String> {
             }
         }
         sweeper.abort();
+        if let Some(metrics) = metrics {
+            metrics.abort();
+        }
         pool.close().await;
         tracing::info!("stopped");
         Ok(())
@@ -409,20 +435,10 @@ fn migrate(args: &MigrateArgs) -> Result<(), String> {
 }
 
 fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // Colours only for a person at a terminal: a log redirected to a file or
-    // a collector gets plain text.
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        // The request's span is the line's `span`; the list of enclosing
-        // spans would repeat it on every request's line.
-        LogFormat::Json => builder.json().with_span_list(false).init(),
-    }
+    toolmock_worker::telemetry::init_logging(match format {
+        LogFormat::Text => toolmock_worker::telemetry::LogFormat::Text,
+        LogFormat::Json => toolmock_worker::telemetry::LogFormat::Json,
+    });
 }
 
 /// Resolves on SIGTERM or Ctrl-C; the server then stops accepting and lets

@@ -51,13 +51,37 @@ async fn statuses(pool: &PgPool, simulation: &str) -> Vec<(String, i64)> {
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn serve_with_workers_runs_the_scripted_attempts_it_queued(pool: PgPool) {
     let url = database_url(&pool, Some("toolmock_app")).await;
-    let server = Server::start(&url, &["--workers", "2"]);
+    // A free port for the metrics (taken back by the server at once).
+    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let metrics_addr = format!("127.0.0.1:{metrics_port}");
+    let server = Server::start(&url, &["--workers", "2", "--metrics-addr", &metrics_addr]);
     let simulation = start(&server).await;
     let began = Instant::now();
     while statuses(&pool, &simulation).await != [("finished".to_owned(), 6)] {
         assert!(began.elapsed() < Duration::from_secs(30), "not finished");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // The in-process workers' metrics and health, on their own port.
+    let health = reqwest::get(format!("http://{metrics_addr}/healthz"))
+        .await
+        .unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    let claimed = || async {
+        let text = reqwest::get(format!("http://{metrics_addr}/metrics"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("toolmock_worker_attempts_claimed_total "))
+            .map(|v| v.parse::<f64>().unwrap())
+    };
+    assert_eq!(claimed().await, Some(6.0));
     let owners: Vec<String> =
         sqlx::query_scalar("SELECT DISTINCT owner FROM attempt_leases WHERE event = 'claimed'")
             .fetch_all(&pool)

@@ -6,7 +6,7 @@
 use clap::{Parser, ValueEnum};
 use std::process::ExitCode;
 use std::time::Duration;
-use toolmock_worker::WorkerConfig;
+use toolmock_worker::{WorkerConfig, telemetry};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -57,6 +57,11 @@ struct Cli {
     /// Largest connection pool (default: concurrency + 4).
     #[arg(long, env = "TOOLMOCK_DB_MAX_CONNECTIONS")]
     max_connections: Option<u32>,
+    /// Serve Prometheus metrics (`/metrics`) and a health check
+    /// (`/healthz`) on this address, e.g. `127.0.0.1:9464` (default: not
+    /// served).
+    #[arg(long, env = "TOOLMOCK_WORKER_METRICS_ADDR")]
+    metrics_addr: Option<String>,
     /// Log line format.
     #[arg(long, env = "TOOLMOCK_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: LogFormat,
@@ -82,7 +87,10 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<(), String> {
-    init_logging(cli.log_format);
+    telemetry::init_logging(match cli.log_format {
+        LogFormat::Text => telemetry::LogFormat::Text,
+        LogFormat::Json => telemetry::LogFormat::Json,
+    });
     let lease = Duration::from_millis(cli.lease_ms);
     let owner = cli.owner.unwrap_or_else(|| {
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "host".into());
@@ -113,27 +121,45 @@ fn run(cli: Cli) -> Result<(), String> {
         toolmock_store::check_schema(&pool)
             .await
             .map_err(|e| e.to_string())?;
+        // One signal stops both the loop and the metrics server.
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            let _ = stop.send(true);
+        });
+        let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        };
+        let metrics = match &cli.metrics_addr {
+            Some(address) => {
+                let telemetry_failed = |e: telemetry::TelemetryError| format!("{}: {e}", e.code());
+                let handle = telemetry::install_metrics().map_err(telemetry_failed)?;
+                let listener = telemetry::bind_metrics(address)
+                    .await
+                    .map_err(telemetry_failed)?;
+                let local = listener.local_addr().map_err(|e| e.to_string())?;
+                tracing::info!(address = %local, "serving metrics");
+                Some(tokio::spawn(telemetry::serve_metrics(
+                    listener,
+                    handle,
+                    pool.clone(),
+                    until_stopped(stopped.clone()),
+                )))
+            }
+            None => None,
+        };
         tracing::info!(owner = %config.owner, concurrency = config.concurrency, "working");
         let store = toolmock_store::PgStore::new(pool.clone());
-        let report = toolmock_worker::run(store, config, shutdown_signal())
+        let report = toolmock_worker::run(store, config, until_stopped(stopped))
             .await
             .map_err(|e| format!("{}: {e}", e.code()))?;
+        if let Some(metrics) = metrics {
+            metrics.abort();
+        }
         pool.close().await;
         tracing::info!(?report, "stopped");
         Ok(())
     })
-}
-
-fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().with_span_list(false).init(),
-    }
 }
 
 /// Resolves on SIGTERM or Ctrl-C.

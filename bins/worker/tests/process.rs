@@ -5,6 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
 
+#[path = "../../cli/tests/real_common/mod.rs"]
+mod real_common;
+
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::io::{BufRead, BufReader};
@@ -75,6 +78,8 @@ async fn app_url(pool: &PgPool) -> String {
 struct Worker {
     child: Child,
     logs: mpsc::Receiver<Value>,
+    /// Where it serves /metrics and /healthz, when asked to.
+    metrics: Option<String>,
 }
 
 impl Worker {
@@ -99,9 +104,48 @@ impl Worker {
                 }
             }
         });
-        let mut worker = Worker { child, logs };
+        let mut worker = Worker {
+            child,
+            logs,
+            metrics: None,
+        };
+        if extra.contains(&"--metrics-addr") {
+            let line = worker.wait_for(|l| l["fields"]["message"] == "serving metrics", 30);
+            worker.metrics = Some(format!(
+                "http://{}",
+                line["fields"]["address"].as_str().unwrap()
+            ));
+        }
         worker.wait_for(|l| l["fields"]["message"] == "working", 30);
         worker
+    }
+
+    /// `GET` of one of its metrics server's paths: the status and body.
+    async fn get(&self, path: &str) -> (u16, String) {
+        let base = self.metrics.as_ref().expect("started with --metrics-addr");
+        let response = reqwest::get(format!("{base}{path}")).await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap())
+    }
+
+    /// The value of one sample of its Prometheus exposition (`name` with
+    /// its labels as written, e.g. `x_total{outcome="passed"}`); 0 when
+    /// absent. Every other line must parse as a sample or a comment.
+    async fn sample(&self, name: &str) -> f64 {
+        let (status, text) = self.get("/metrics").await;
+        assert_eq!(status, 200);
+        let mut found = 0.0;
+        for line in text.lines() {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (series, value) = line.rsplit_once(' ').expect("a sample line");
+            let value: f64 = value.parse().expect("a sample's value");
+            if series == name {
+                found = value;
+            }
+        }
+        found
     }
 
     fn wait_for(&mut self, pred: impl Fn(&Value) -> bool, secs: u64) -> Value {
@@ -223,15 +267,27 @@ async fn a_killed_worker_s_attempt_ends_lease_expired_within_the_lease(pool: PgP
     a.child.kill().unwrap(); // SIGKILL
     a.child.wait().unwrap();
     let killed = Instant::now();
-    let _b = Worker::start(
+    let b = Worker::start(
         &url,
         "worker-b",
-        &["--lease-ms", "1500", "--reap-ms", "100"],
+        &[
+            "--lease-ms",
+            "1500",
+            "--reap-ms",
+            "100",
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ],
     );
     until(10, "the reaper's finish", || async {
         outcome(&pool, attempt).await.is_some()
     })
     .await;
+    assert_eq!(
+        b.sample("toolmock_worker_lease_expiries_total").await,
+        1.0,
+        "the reaper's end is counted"
+    );
     // Within the lease (1.5 s) and a sweep, not an hour.
     assert!(
         killed.elapsed() < Duration::from_secs(4),
@@ -277,6 +333,8 @@ async fn a_paused_worker_s_late_writes_are_refused_by_the_fence(pool: PgPool) {
             "--real-delays",
             "--reap-ms",
             "600000",
+            "--metrics-addr",
+            "127.0.0.1:0",
         ],
     );
     until(20, "a first call", || async {
@@ -325,6 +383,77 @@ async fn a_paused_worker_s_late_writes_are_refused_by_the_fence(pool: PgPool) {
         .map(|(e, _)| e)
         .collect();
     assert_eq!(events, ["queued", "claimed", "expired"]);
+    // Its metrics count the refusals (published at its heartbeat and when
+    // its run ends) and no finish.
+    until(10, "the refusals published", || async {
+        a.sample("toolmock_worker_fence_refusals_total").await >= 1.0
+    })
+    .await;
+    assert_eq!(
+        a.sample("toolmock_worker_attempts_finished_total{outcome=\"passed\"}")
+            .await,
+        0.0
+    );
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_worker_serves_its_health_and_metrics_and_counts_what_it_runs(pool: PgPool) {
+    let url = app_url(&pool).await;
+    let mut w = Worker::start(&url, "worker-m", &["--metrics-addr", "127.0.0.1:0"]);
+    let (status, body) = w.get("/healthz").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["status"],
+        "ok"
+    );
+    assert_eq!(
+        w.sample("toolmock_worker_attempts_claimed_total").await,
+        0.0
+    );
+    let (status, _) = w.get("/nothing").await;
+    assert_eq!(status, 404);
+
+    let attempts = queue(&pool, &document(3, 0, 3)).await;
+    until(20, "every attempt finished", || async {
+        let mut done = true;
+        for attempt in &attempts {
+            done &= outcome(&pool, *attempt).await.is_some();
+        }
+        done
+    })
+    .await;
+    // The counters move once the run's bookkeeping is done.
+    until(5, "the finishes counted", || async {
+        w.sample("toolmock_worker_attempts_finished_total{outcome=\"passed\"}")
+            .await
+            == 3.0
+    })
+    .await;
+    assert_eq!(
+        w.sample("toolmock_worker_attempts_claimed_total").await,
+        3.0
+    );
+    assert_eq!(
+        w.sample("toolmock_worker_dispatch_latency_seconds_count")
+            .await,
+        3.0
+    );
+    assert_eq!(
+        w.sample("toolmock_worker_attempt_duration_seconds_count")
+            .await,
+        3.0
+    );
+    assert!(
+        w.sample("toolmock_worker_dispatch_latency_seconds_bucket{le=\"+Inf\"}")
+            .await
+            == 3.0
+    );
+    assert_eq!(w.sample("toolmock_worker_attempts_held").await, 0.0);
+    assert_eq!(w.sample("toolmock_worker_fence_refusals_total").await, 0.0);
+    // The metrics server does not keep a stopped worker alive.
+    w.signal("TERM");
+    w.wait_for(|l| l["fields"]["message"] == "stopped", 20);
+    assert!(w.child.wait().unwrap().success());
 }
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
@@ -495,4 +624,85 @@ async fn sigterm_past_the_grace_ends_begun_attempts_and_doubles_nothing(pool: Pg
         }
     }
     assert_eq!(abandoned, 2);
+}
+
+/// A `real_tools` simulation through the queue and a worker process: MCP
+/// tools by `tools/call` on the fixture server, a custom operation by a
+/// `POST`, an `http_request` effect node — each call's evidence marked
+/// `external` — and a tool whose `structuredContent` breaks its own output
+/// schema ends its attempt `harness_error`.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_worker_runs_a_real_tools_simulation_through_the_real_handlers(pool: PgPool) {
+    use toolmock_discovery::{Endpoint, Options, discover};
+    let mcp = real_common::McpFixture::start();
+    let http = real_common::HttpFixture::start();
+    let discovery = discover(&Endpoint::http(&mcp.url).unwrap(), &Options::default())
+        .await
+        .unwrap();
+    let contracts: Vec<Value> = discovery
+        .operations
+        .iter()
+        .filter(|op| ["lookup_patient", "count_visits"].contains(&op.operation.name.as_str()))
+        .map(|op| {
+            serde_json::to_value(toolmock_schema::ContractEntry::of_discovered(op).unwrap())
+                .unwrap()
+        })
+        .collect();
+    let document = real_common::document(Value::Array(contracts), &mcp.url, &http.url);
+    let attempts = queue(&pool, &document).await;
+    assert_eq!(attempts.len(), 2);
+    let url = app_url(&pool).await;
+    let _w = Worker::start(&url, "worker-real", &[]);
+    until(30, "both attempts finished", || async {
+        let mut done = true;
+        for attempt in &attempts {
+            done &= outcome(&pool, *attempt).await.is_some();
+        }
+        done
+    })
+    .await;
+    let mut seen = Vec::new();
+    for attempt in &attempts {
+        let executors: Vec<String> = sqlx::query_scalar(
+            "SELECT executor FROM evidence WHERE attempt_id = $1 ORDER BY started_at",
+        )
+        .bind(attempt)
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        seen.push((
+            outcome(&pool, *attempt).await.unwrap(),
+            executors,
+            harness_codes(&pool, *attempt).await,
+        ));
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            (
+                "harness_error".to_owned(),
+                vec![],
+                vec!["output_schema_violation".to_owned()]
+            ),
+            (
+                "passed".to_owned(),
+                vec!["external".to_owned(), "external".to_owned()],
+                vec![]
+            ),
+        ]
+    );
+    let answered: Value = sqlx::query_scalar(
+        "SELECT result FROM evidence WHERE attempt_id = ANY($1) AND result ? 'patient_id'",
+    )
+    .bind(&attempts)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        answered["first_name"], "Ada",
+        "the server's answer, not the mock's"
+    );
+    assert_eq!(http.bodies("/notes"), [json!({"text": "hello"})]);
+    assert_eq!(http.bodies("/hook"), [json!({"note": "sent"})]);
 }

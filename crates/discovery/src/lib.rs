@@ -12,8 +12,11 @@
 //! (`icons`, `execution`, `_meta`) are ignored; a declared `$schema` is kept;
 //! `title` and `annotations` are kept as untrusted hints.
 //!
-//! This crate never calls a tool, never writes a file and holds no state
-//! between calls; every rule about what a contract is lives in
+//! Discovery never calls a tool. The one thing here that does is
+//! [`RealExecutor`], the real handlers of an explicit `real_tools` run:
+//! `tools/call` on an MCP server (the same client), a `POST` to a custom
+//! operation's HTTP endpoint, an `http_request` effect node. Nothing here
+//! writes a file; every rule about what a contract is lives in
 //! `toolmock-schema`.
 //!
 //! ```
@@ -50,9 +53,11 @@
 
 mod command_line;
 mod failure;
+mod real;
 
 pub use command_line::split_command_line;
 pub use failure::FailureClass;
+pub use real::RealExecutor;
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ErrorCode, Implementation, PaginatedRequestParams,
@@ -471,17 +476,23 @@ impl StderrTail {
     }
 }
 
+/// Connects to `endpoint` with the newest lifecycle it answers: the
+/// `server/discover` probe, else `initialize` on a fresh connection.
+async fn open(endpoint: &Endpoint) -> Result<(Client, StderrTail), DiscoveryError> {
+    match connect(endpoint, Handshake::Discover).await? {
+        Connected::Client(client, tail) => Ok((client, tail)),
+        Connected::Legacy => match connect(endpoint, Handshake::Initialize).await? {
+            Connected::Client(client, tail) => Ok((client, tail)),
+            Connected::Legacy => unreachable_legacy(),
+        },
+    }
+}
+
 async fn discover_untimed(
     endpoint: &Endpoint,
     options: &Options,
 ) -> Result<Discovery, DiscoveryError> {
-    let (client, mut tail) = match connect(endpoint, Handshake::Discover).await? {
-        Connected::Client(client, tail) => (client, tail),
-        Connected::Legacy => match connect(endpoint, Handshake::Initialize).await? {
-            Connected::Client(client, tail) => (client, tail),
-            Connected::Legacy => unreachable_legacy()?,
-        },
-    };
+    let (client, mut tail) = open(endpoint).await?;
     let listed = list_pages(&client).await;
     let server = describe(&client);
     // Closing the client ends a spawned server (its stdin closes; the child is reaped).

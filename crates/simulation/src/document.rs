@@ -105,6 +105,10 @@ pub struct ToolSpec {
     /// The tool's fallback output schema (docs/spec.md §9).
     #[serde(default)]
     pub output_schema: Option<Value>,
+    /// `mode: real_tools`: the MCP server that executes this tool's
+    /// operations by `tools/call` (ignored in a sandbox run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerDoc>,
     /// Each operation's mock definition, by runtime name.
     #[serde(default)]
     pub definitions: BTreeMap<String, Source>,
@@ -124,6 +128,19 @@ pub struct CustomOperation {
     /// Output JSON Schema (else the tool's `output_schema`).
     #[serde(default)]
     pub output_schema: Option<Value>,
+    /// `mode: real_tools`: the HTTP endpoint that executes the operation,
+    /// given the call's arguments as the body of a `POST` (ignored in a
+    /// sandbox run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+}
+
+/// The MCP server of a tool, for real-tools runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerDoc {
+    /// Its streamable HTTP endpoint, e.g. `http://127.0.0.1:8765/mcp`.
+    pub url: String,
 }
 
 /// The agent under test.

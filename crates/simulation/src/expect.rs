@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use toolmock_contract::pointer;
 use toolmock_evaluator::json_equal;
-use toolmock_runtime::model::{EvidenceRecord, HarnessErrorRecord, ToolInputErrorRecord};
+use toolmock_runtime::model::{EvidenceRecord, Executor, HarnessErrorRecord, ToolInputErrorRecord};
 
 /// One call of an attempt as recorded by the dispatcher.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -44,6 +44,10 @@ pub struct RecordedCall {
     /// When (left out of reports: they must not depend on the clock).
     #[serde(skip)]
     pub at: DateTime<Utc>,
+    /// Who answered it (evidence only: the mock, or a real handler); not
+    /// serialized (the results' calls show it, see `CallReport`).
+    #[serde(skip)]
+    pub executor: Option<Executor>,
 }
 
 /// Every call of an attempt in the order it happened: evidence, tool input
@@ -67,6 +71,7 @@ pub fn recorded_calls(
         rule: e.rule,
         delay_ms: e.delay_ms,
         at: e.started_at,
+        executor: Some(e.executor),
     }));
     calls.extend(tool_input_errors.iter().map(|e| RecordedCall {
         tool: e.tool.clone(),
@@ -80,6 +85,7 @@ pub fn recorded_calls(
         rule: None,
         delay_ms: 0,
         at: e.at,
+        executor: None,
     }));
     calls.extend(harness_errors.iter().filter_map(|e| {
         Some(RecordedCall {
@@ -94,6 +100,7 @@ pub fn recorded_calls(
             rule: None,
             delay_ms: 0,
             at: e.at,
+            executor: None,
         })
     }));
     calls.sort_by_key(|c| c.at);
@@ -545,6 +552,7 @@ mod tests {
             rule: None,
             delay_ms: 0,
             at: DateTime::<Utc>::MIN_UTC,
+            executor: None,
         }
     }
 

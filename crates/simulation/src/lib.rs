@@ -75,6 +75,7 @@ pub use conversation::{
     ModelFuture, ModelReply, ModelRequest, ToolCallRequest, system_message,
 };
 pub use expect::{RecordedCall, Unmet, judge_attempt, recorded_calls};
+pub use load::real::{RealHandlers, real_handlers};
 pub use load::{
     Files, Loaded, LoadedDefinition, LoadedSimulation, LoadedTool, Origin, SIMULATION_SCHEMA,
     inline_file, load_file, load_slice, load_value, read_file, read_slice, read_value,

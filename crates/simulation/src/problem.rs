@@ -55,8 +55,10 @@ problem_codes! {
         WorkflowCycle => "workflow_cycle",
         /// A tool node that names both or neither of `tool`+`operation` and `workflow`.
         InvalidNode => "invalid_node",
-        /// `mode: real_tools` in an embedded run, which has no real tool handlers.
-        RealToolsNotEmbedded => "real_tools_not_embedded",
+        /// `mode: real_tools` with an operation or an effect node that nothing
+        /// executes for real (a platform operation, one with neither an
+        /// `endpoint` nor a tool `server`, a `db_write` or `email` node).
+        NoRealHandler => "no_real_handler",
         /// A case with an `external` driver in an embedded run, where no outside
         /// agent can play it.
         ExternalDriverNotEmbedded => "external_driver_not_embedded",

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use toolmock_runtime::model::{
-    AttemptOutcome, EvidenceRecord, HarnessErrorRecord, PinRecord, PinRef, PinTarget,
+    AttemptOutcome, EvidenceRecord, Executor, HarnessErrorRecord, PinRecord, PinRef, PinTarget,
     SimulationMode, ToolInputErrorRecord, VariantChoice,
 };
 
@@ -166,6 +166,10 @@ pub struct CallReport {
     pub rule: Option<u32>,
     /// The simulated delay.
     pub delay_ms: u32,
+    /// `external` for a call a real handler answered (real-tools runs);
+    /// absent for the mock's answers and for errors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub executor: Option<Executor>,
 }
 
 fn raw(value: &Value) -> Box<RawValue> {
@@ -186,6 +190,7 @@ impl From<RecordedCall> for CallReport {
             variant: c.variant,
             rule: c.rule,
             delay_ms: c.delay_ms,
+            executor: c.executor.filter(|e| *e == Executor::External),
         }
     }
 }
@@ -531,6 +536,7 @@ mod tests {
             variant: Some(variant.into()),
             rule,
             delay_ms: 0,
+            executor: None,
         }
     }
 

@@ -259,18 +259,55 @@ impl<B: Backend> AttemptContext<'_, B> {
                                 .await),
                         };
                     }
-                    NodeDoc::Effect { effect, .. } => {
-                        // A sandbox start refuses effect nodes; the embedded
-                        // runtime has no real handlers for real-tools runs either.
-                        return Err(self
-                            .harness_error(
-                                HarnessCode::EffectNotExecuted,
-                                format!(
-                                    "workflow {name}, node {id}: no handler executes {} effects here",
-                                    effect.as_str()
-                                ),
-                            )
-                            .await);
+                    NodeDoc::Effect {
+                        effect,
+                        config,
+                        next,
+                        ..
+                    } => {
+                        // A sandbox start refuses effect nodes: only a
+                        // real-tools run reaches one, and runs it through the
+                        // dispatcher's real handlers.
+                        let executor = self.dispatcher.executor();
+                        if !executor.handles(*effect) {
+                            return Err(self
+                                .harness_error(
+                                    HarnessCode::EffectNotExecuted,
+                                    format!(
+                                        "workflow {name}, node {id}: no handler executes {} effects here",
+                                        effect.as_str()
+                                    ),
+                                )
+                                .await);
+                        }
+                        let config = match render(config, "", &lookup) {
+                            Ok(c) => c,
+                            Err(unresolved) => {
+                                return Err(self
+                                    .harness_error(
+                                        HarnessCode::WorkflowReferenceUnresolved,
+                                        format!("workflow {name}, node {id}: {unresolved}"),
+                                    )
+                                    .await);
+                            }
+                        };
+                        match executor.effect(*effect, &config).await {
+                            Ok(output) => {
+                                outputs.insert(id.clone(), output);
+                                current.clone_from(next);
+                            }
+                            Err(message) => {
+                                return Err(self
+                                    .harness_error(
+                                        HarnessCode::ExternalFailed,
+                                        format!(
+                                            "workflow {name}, node {id}: the real {} failed: {message}",
+                                            effect.as_str()
+                                        ),
+                                    )
+                                    .await);
+                            }
+                        }
                     }
                 }
             }

@@ -125,13 +125,16 @@ fn api_bodies_take_no_file_paths_and_the_cli_takes_no_library_ids() {
         (problems[0].path.as_str(), problems[0].code),
         ("/tools/0/id", "library_tool_not_embedded")
     );
+    // A library tool has no real handler: a real-tools run refuses it,
+    // through the API as anywhere.
     let mut real = document("7d0f3c7e-0000-4000-8000-000000000000");
     real["mode"] = json!("real_tools");
-    let problems = simulation::load_value(&real, "sim.json", &embedded).expect_err("refused");
+    let problems = simulation::load_value(&real, "body", &Files::InlineOnly).expect_err("refused");
     assert!(
         problems
             .iter()
-            .any(|p| p.path == "/mode" && p.code == "real_tools_not_embedded")
+            .any(|p| p.path == "/tools/0" && p.code == "no_real_handler"),
+        "{problems:?}"
     );
 }
 

@@ -19,11 +19,6 @@ const EXCEPTIONS: &[(&str, &str)] = &[
          attempt (the hash is unique, and only the token's holder knows it)",
     ),
     (
-        "expired_attempts",
-        "the lease sweep ends abandoned attempts of every tenant; it returns each attempt's \
-         tenant, and everything it then does to an attempt is scoped by that tenant",
-    ),
-    (
         "renew_leases",
         "the heartbeat renews the leases one worker holds, found by owner, attempt id and epoch \
          (ids it claimed, each already bound to its tenant)",

@@ -6,13 +6,18 @@ use crate::Shared;
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 use toolmock_contract::pointer;
+use toolmock_discovery::RealExecutor;
+use toolmock_runtime::Dispatcher;
 use toolmock_runtime::dispatcher::StartedAttempt;
 use toolmock_runtime::error::{HarnessCode, HarnessFault};
-use toolmock_runtime::model::{Capability, SimulationId, TenantId, Verdict, WorkflowDoc};
+use toolmock_runtime::model::{
+    AttemptOutcome, Capability, SimulationId, SimulationMode, TenantId, Verdict, WorkflowDoc,
+};
 use toolmock_simulation::document::DriverDoc;
-use toolmock_simulation::{LoadedSimulation, load_value, run_attempt};
-use toolmock_store::{Claimed, Fence};
+use toolmock_simulation::{LoadedSimulation, load_value, real_handlers, run_attempt};
+use toolmock_store::{Claimed, Fence, PgStore};
 
 /// An attempt this worker holds: its tenant and lease.
 #[derive(Debug)]
@@ -32,11 +37,28 @@ impl Held {
     }
 }
 
-/// A simulation as its attempts run: the loaded document and its workflows.
+/// A simulation as its attempts run: the loaded document, its workflows,
+/// and for a `real_tools` simulation a dispatcher of its own with the real
+/// handlers (the shared one has none: nothing else executes anything real).
 pub(crate) struct Playable {
     loaded: LoadedSimulation,
     workflows: HashMap<String, WorkflowDoc>,
+    real: Option<(Arc<Dispatcher<PgStore>>, Arc<RealExecutor>)>,
 }
+
+impl Drop for Playable {
+    fn drop(&mut self) {
+        // Its MCP sessions end with it (in the background: drop is not async).
+        if let Some((_, executor)) = self.real.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move { executor.close().await });
+        }
+    }
+}
+
+/// How long one real call of a real-tools run may take.
+const REAL_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Simulations kept between claims.
 const KEPT_SIMULATIONS: usize = 32;
@@ -81,9 +103,19 @@ impl Simulations {
                 problems.len()
             )
         })?;
+        let real = (loaded.document.mode == SimulationMode::RealTools).then(|| {
+            let executor = Arc::new(RealExecutor::new(
+                real_handlers(&loaded).operations,
+                REAL_CALL_TIMEOUT,
+            ));
+            let dispatcher = crate::dispatcher(shared.store.clone(), &shared.config)
+                .with_executor(executor.clone());
+            (Arc::new(dispatcher), executor)
+        });
         let playable = Arc::new(Playable {
             workflows: loaded.workflows(),
             loaded,
+            real,
         });
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         kept.push_back((simulation, playable.clone()));
@@ -102,10 +134,14 @@ impl Simulations {
 /// ends the run: nothing more is written.
 pub(crate) async fn run_claimed(shared: &Shared, claimed: &Claimed, capability: Capability) {
     let tenant = claimed.tenant;
-    let ran = run(shared, claimed, capability).await;
-    let Err(message) = ran else {
-        shared.report(|r| r.finished += 1);
-        return;
+    let message = match run(shared, claimed, capability).await {
+        Ok(outcome) => {
+            shared.report(|r| r.finished += 1);
+            metrics::counter!(crate::telemetry::FINISHED, "outcome" => outcome.as_str())
+                .increment(1);
+            return;
+        }
+        Err(message) => message,
     };
     tracing::error!(attempt = %claimed.attempt.as_uuid(), error = %message, "a scripted attempt failed");
     let fault = HarnessFault {
@@ -133,10 +169,16 @@ pub(crate) async fn run_claimed(shared: &Shared, claimed: &Claimed, capability: 
         .is_ok()
     {
         shared.report(|r| r.finished += 1);
+        metrics::counter!(crate::telemetry::FINISHED, "outcome" => AttemptOutcome::HarnessError.as_str())
+            .increment(1);
     }
 }
 
-async fn run(shared: &Shared, claimed: &Claimed, capability: Capability) -> Result<(), String> {
+async fn run(
+    shared: &Shared,
+    claimed: &Claimed,
+    capability: Capability,
+) -> Result<AttemptOutcome, String> {
     let tenant = claimed.tenant;
     let playable = shared
         .simulations
@@ -158,8 +200,12 @@ async fn run(shared: &Shared, claimed: &Claimed, capability: Capability) -> Resu
         number: claimed.number,
         capability,
     };
+    let dispatcher = match &playable.real {
+        Some((real, _)) => real.as_ref(),
+        None => &shared.dispatcher,
+    };
     let result = run_attempt(
-        &shared.dispatcher,
+        dispatcher,
         tenant,
         &playable.workflows,
         case,
@@ -175,5 +221,5 @@ async fn run(shared: &Shared, claimed: &Claimed, capability: Capability) -> Resu
         .record_judgement(tenant, claimed.attempt, &unmet)
         .await
         .map_err(|e| format!("recording the judgement failed: {e}"))?;
-    Ok(())
+    Ok(result.outcome)
 }

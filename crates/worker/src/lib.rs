@@ -10,7 +10,9 @@
 //! `release_attempt`), and an attempt runs through
 //! `toolmock_simulation::run_attempt` on a `toolmock_runtime::Dispatcher`,
 //! exactly as `toolmock run` runs it (on the virtual clock unless
-//! [`WorkerConfig::real_delays`]). See docs/operations.md.
+//! [`WorkerConfig::real_delays`]). What it does is counted as Prometheus
+//! metrics and its processes' logging is set up by [`telemetry`]. See
+//! docs/operations.md.
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
@@ -31,6 +33,7 @@
 
 mod attempt;
 mod reaper;
+pub mod telemetry;
 
 pub use reaper::{REAP_BATCH, reap_expired, spawn_reaper};
 
@@ -142,6 +145,11 @@ impl Shared {
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<AttemptId, Held>> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Publishes the store's running count of fence refusals.
+    fn count_fence_refusals(&self) {
+        metrics::counter!(telemetry::FENCE_REFUSALS).absolute(self.store.fence_refusals());
+    }
 }
 
 /// Runs the worker loop on `store` until `shutdown` completes: claims
@@ -156,12 +164,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<Report, WorkerError> {
     check(&config)?;
-    let dispatcher = Dispatcher::new(store.clone()).with_clock(Arc::new(SequenceClock::default()));
-    let dispatcher = if config.real_delays {
-        dispatcher
-    } else {
-        dispatcher.with_sleeper(Arc::new(VirtualSleeper))
-    };
+    let dispatcher = dispatcher(store.clone(), &config);
     let shared = Arc::new(Shared {
         finisher: Arc::new(Dispatcher::new(store.unfenced())),
         dispatcher,
@@ -200,15 +203,28 @@ pub async fn run(
             Ok(Some(claimed)) => {
                 shared.store.hold(claimed.attempt, claimed.fence.clone());
                 shared.report(|r| r.claimed += 1);
+                metrics::counter!(telemetry::CLAIMED).increment(1);
+                // The database's clock stamped the queueing; a worker on
+                // another machine reads its own, so a skew shows here.
+                let waited = (chrono::Utc::now() - claimed.queued_at)
+                    .to_std()
+                    .unwrap_or_default();
+                metrics::histogram!(telemetry::DISPATCH_LATENCY).record(waited.as_secs_f64());
+                metrics::gauge!(telemetry::HELD).increment(1.0);
                 let attempt = claimed.attempt;
                 shared
                     .held()
                     .insert(attempt, Held::new(claimed.tenant, claimed.fence.clone()));
                 let task_shared = shared.clone();
                 tasks.spawn(async move {
+                    let began = std::time::Instant::now();
                     attempt::run_claimed(&task_shared, &claimed, capability).await;
+                    metrics::histogram!(telemetry::ATTEMPT_DURATION)
+                        .record(began.elapsed().as_secs_f64());
+                    metrics::gauge!(telemetry::HELD).decrement(1.0);
                     task_shared.held().remove(&claimed.attempt);
                     task_shared.store.let_go(claimed.attempt);
+                    task_shared.count_fence_refusals();
                     drop(permit);
                 });
             }
@@ -245,6 +261,17 @@ pub async fn run(
     Ok(report)
 }
 
+/// A dispatcher as the worker runs attempts: on the virtual clock unless
+/// real delays were asked for, and with no real handler.
+fn dispatcher(store: PgStore, config: &WorkerConfig) -> Dispatcher<PgStore> {
+    let dispatcher = Dispatcher::new(store).with_clock(Arc::new(SequenceClock::default()));
+    if config.real_delays {
+        dispatcher
+    } else {
+        dispatcher.with_sleeper(Arc::new(VirtualSleeper))
+    }
+}
+
 fn check(config: &WorkerConfig) -> Result<(), WorkerError> {
     if config.concurrency == 0 {
         return Err(WorkerError::Config("concurrency must be at least 1".into()));
@@ -276,10 +303,12 @@ async fn give_back(shared: &Arc<Shared>, tasks: &mut JoinSet<()>) {
         match shared.store.release_attempt(tenant, attempt, &fence).await {
             Ok(Released::Queued) => {
                 shared.report(|r| r.released += 1);
+                metrics::counter!(telemetry::GIVEN_BACK, "how" => "released").increment(1);
                 tracing::info!(attempt = %attempt.as_uuid(), "given back to the queue");
             }
             Ok(Released::Abandoned) => {
                 shared.report(|r| r.abandoned += 1);
+                metrics::counter!(telemetry::GIVEN_BACK, "how" => "abandoned").increment(1);
                 let finished = shared
                     .finisher
                     .finish_attempt(tenant, attempt, toolmock_runtime::model::Verdict::Failed)
@@ -292,8 +321,10 @@ async fn give_back(shared: &Arc<Shared>, tasks: &mut JoinSet<()>) {
                     "could not give back an attempt; its lease will run out and the reaper ends it");
             }
         }
+        metrics::gauge!(telemetry::HELD).decrement(1.0);
         shared.store.let_go(attempt);
     }
+    shared.count_fence_refusals();
 }
 
 /// Wakes the claim loop on every `NOTIFY` of the queue channel;
@@ -330,6 +361,7 @@ async fn heartbeat(shared: Arc<Shared>) {
             .iter()
             .map(|(attempt, held)| (*attempt, held.lease().1.epoch))
             .collect();
+        shared.count_fence_refusals();
         if leases.is_empty() {
             continue;
         }
@@ -347,6 +379,7 @@ async fn heartbeat(shared: Arc<Shared>) {
                     // every write it makes from now on.
                     if shared.held().remove(&attempt).is_some() {
                         shared.report(|r| r.lost += 1);
+                        metrics::counter!(telemetry::LEASES_LOST).increment(1);
                         tracing::warn!(attempt = %attempt.as_uuid(),
                             "the lease was lost: every further write of its run is refused by the fence");
                     }
@@ -354,5 +387,41 @@ async fn heartbeat(shared: Arc<Shared>) {
             }
             Err(e) => tracing::error!(error = %e, "renewing the leases failed"),
         }
+    }
+}
+
+#[cfg(test)]
+mod error_codes {
+    use crate::WorkerError;
+    use crate::telemetry::TelemetryError;
+
+    /// One error of each variant: a new variant fails to compile here
+    /// until it is listed, and then fails the test until it is documented.
+    fn every_code() -> Vec<&'static str> {
+        let all = [
+            WorkerError::Config(String::new()).code(),
+            TelemetryError::Recorder(String::new()).code(),
+            TelemetryError::Listen {
+                address: String::new(),
+                source: std::io::Error::other("x"),
+            }
+            .code(),
+        ];
+        // Exhaustive on purpose: a variant added without a line above stops
+        // this match from compiling.
+        let _ = |e: &WorkerError| match e {
+            WorkerError::Config(_) => (),
+        };
+        let _ = |e: &TelemetryError| match e {
+            TelemetryError::Recorder(_) | TelemetryError::Listen { .. } => (),
+        };
+        all.to_vec()
+    }
+
+    #[test]
+    fn every_code_is_documented_and_every_documented_code_exists() {
+        let doc = include_str!("../../../docs/error-codes.md");
+        toolmock_contract::check_documented_codes(doc, "toolmock-worker", &every_code())
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 }

@@ -33,6 +33,7 @@ pub async fn reap_expired(finisher: &Dispatcher<PgStore>) -> Result<usize, Store
             {
                 Ok(_) => {
                     ended += 1;
+                    metrics::counter!(crate::telemetry::LEASE_EXPIRIES).increment(1);
                     tracing::warn!(attempt = %taken.attempt.as_uuid(), owner = %taken.owner,
                         "the lease ran out: ended as harness_error (lease_expired)");
                 }

@@ -10,8 +10,11 @@ use clap::Args;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 use std::time::Instant;
+use toolmock_discovery::RealExecutor;
 use toolmock_runtime::backend::Catalog;
+use toolmock_runtime::model::SimulationMode;
 use toolmock_runtime::{Dispatcher, MemoryStore};
 use toolmock_simulation::{
     self as simulation, FileProblem, RunError, RunOptions, RunResults, SequenceClock,
@@ -29,6 +32,11 @@ use toolmock_simulation::{
 ///
 /// delay_ms runs on a virtual clock: it is summed per attempt and reported,
 /// not slept, unless --real-delays.
+///
+/// A simulation with "mode": "real_tools" executes its calls through their
+/// real handlers (an MCP tool's server, a custom operation's HTTP endpoint,
+/// http_request effect nodes); it is refused when any has none
+/// (docs/simulations.md, "Real-tools runs").
 ///
 /// A case whose driver is {"type": "model"} is played by the model at
 /// --model-url (an OpenAI-compatible endpoint); a judge rubric is graded by
@@ -71,6 +79,9 @@ pub(crate) struct RunArgs {
     models: model::ModelArgs,
 }
 
+/// How long one real call of a real-tools run may take.
+const REAL_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
 pub(crate) fn print_problems(file: &str, problems: &[FileProblem]) {
     let stderr = std::io::stderr();
     let mut err = stderr.lock();
@@ -111,6 +122,13 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
     // The dispatcher sleeps for real unless told otherwise.
     if !args.real_delays {
         dispatcher = dispatcher.with_sleeper(Arc::new(VirtualSleeper));
+    }
+    // Only an explicit real_tools simulation executes anything real.
+    if loaded.simulation.document.mode == SimulationMode::RealTools {
+        dispatcher = dispatcher.with_executor(Arc::new(RealExecutor::new(
+            simulation::real_handlers(&loaded.simulation).operations,
+            REAL_CALL_TIMEOUT,
+        )));
     }
     let dispatcher = Arc::new(dispatcher);
     // A file with problems is checked whole, so that every problem (the

@@ -245,8 +245,9 @@ pub trait Backend: Catalog + PinStore + FixtureStore + EvidenceSink + AttemptSto
 
 impl<T: Catalog + PinStore + FixtureStore + EvidenceSink + AttemptStore> Backend for T {}
 
-/// A boxed, sendable future (for the object-safe seams).
-pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed, sendable future (for the object-safe seams such as
+/// [`ExternalExecutor`]).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Runs a pinned call against the real tool (real-tools runs only). Never
 /// called for an unknown tool or operation, and never in a sandbox run.
@@ -258,6 +259,31 @@ pub trait ExternalExecutor: Send + Sync {
         operation: &'a str,
         input: &'a Value,
     ) -> BoxFuture<'a, Result<Value, String>>;
+
+    /// Whether [`ExternalExecutor::effect`] executes `effect` (by default
+    /// no effect has a handler).
+    fn handles(&self, effect: crate::model::EffectKind) -> bool {
+        let _ = effect;
+        false
+    }
+
+    /// Executes a workflow's effect node for real: `config` is the node's
+    /// configuration with its references resolved; the answer is the node's
+    /// output. Reached only in a real-tools run (a sandbox start refuses
+    /// effect nodes) and only for an effect it [`handles`](Self::handles).
+    fn effect<'a>(
+        &'a self,
+        effect: crate::model::EffectKind,
+        config: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, String>> {
+        let _ = config;
+        Box::pin(async move {
+            Err(format!(
+                "no handler executes {} effects here",
+                effect.as_str()
+            ))
+        })
+    }
 }
 
 /// The executor of sandbox deployments: refuses every real execution.

@@ -193,6 +193,12 @@ impl<B: Backend> Dispatcher<B> {
         self
     }
 
+    /// The real external handlers (of real-tools runs; a dispatcher without
+    /// them refuses every real execution).
+    pub fn executor(&self) -> &dyn ExternalExecutor {
+        self.executor.as_ref()
+    }
+
     /// The storage backend.
     pub fn backend(&self) -> &B {
         &self.backend

@@ -709,6 +709,25 @@ impl Executor {
     }
 }
 
+/// What executes an operation for real in a real-tools run (the executor of
+/// its calls is then [`Executor::External`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RealHandler {
+    /// `tools/call` of the operation's name on this MCP server (streamable
+    /// HTTP); the answer is the call's `structuredContent`.
+    Mcp {
+        /// The server's endpoint.
+        url: String,
+    },
+    /// A `POST` of the call's arguments (as JSON) to this endpoint; the
+    /// answer is the response's JSON body.
+    Http {
+        /// The endpoint.
+        url: String,
+    },
+}
+
 /// What a successful call hands the fixture store to commit: the state
 /// updates and the call's evidence (the store adds the states and their
 /// versions). Names and the pin are shared (`Arc`) with the dispatcher's

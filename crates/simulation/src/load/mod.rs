@@ -3,6 +3,7 @@
 //! `tools.rs`, the references checked in `checks.rs`.
 
 mod checks;
+pub(crate) mod real;
 mod tools;
 
 use crate::document::{SimulationDocument, Source};
@@ -424,13 +425,6 @@ impl Loader {
     }
 
     fn load(mut self, document: SimulationDocument) -> Loaded {
-        if document.mode == SimulationMode::RealTools && matches!(self.files, Files::Relative(_)) {
-            self.problem(
-                "/mode",
-                LoadCode::RealToolsNotEmbedded,
-                "the embedded runtime has no real tool handlers; real_tools runs go through the API's worker",
-            );
-        }
         if document.simulation_version != 1 {
             self.problem(
                 "/simulation_version",
@@ -491,6 +485,9 @@ impl Loader {
             );
         }
         self.check_cycles(&document.agent.workflows);
+        if document.mode == SimulationMode::RealTools {
+            self.check_real_handlers(&document, &tools);
+        }
         let direct: HashSet<&str> = document.agent.tools.iter().map(String::as_str).collect();
         let mut case_names = HashSet::new();
         for (c, case) in document.cases.iter().enumerate() {

@@ -1,8 +1,7 @@
 //! Queries the API's simulation pages need beyond the runtime's traits: the
 //! document a start was given, a page of simulations with their outcome
 //! counts, a simulation's attempts with their judgements, and recording a
-//! judgement. Every one filters by tenant, except the lease sweeper's
-//! `expired_attempts`, which serves every tenant.
+//! judgement. Every one filters by tenant.
 
 use super::{Db, PgStore, db};
 use crate::rows::corrupt;
@@ -265,28 +264,6 @@ impl PgStore {
             .await)?;
         row.ok_or(StoreError::NotFound { entity: "attempt" })?
             .into_listing()
-    }
-
-    /// Up to `limit` attempts, of any tenant, still running although their
-    /// lease ended before `now`, oldest lease first.
-    pub async fn expired_attempts(
-        &self,
-        now: DateTime<Utc>,
-        limit: u32,
-    ) -> Db<Vec<(TenantId, AttemptId)>> {
-        let rows: Vec<(Uuid, Uuid)> = db(sqlx::query_as(
-            "SELECT tenant_id, id FROM attempts \
-             WHERE status = 'running' AND lease_expires_at < $1 \
-             ORDER BY lease_expires_at LIMIT $2",
-        )
-        .bind(now)
-        .bind(i64::from(limit))
-        .fetch_all(self.pool())
-        .await)?;
-        Ok(rows
-            .into_iter()
-            .map(|(tenant, attempt)| (TenantId(tenant), AttemptId(attempt)))
-            .collect())
     }
 
     /// Records a finished attempt's judgement: every expectation it did not

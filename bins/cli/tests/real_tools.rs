@@ -1,0 +1,174 @@
+//! `toolmock run` of a `mode: real_tools` simulation, through the real
+//! binary: MCP tools executed by `tools/call` on the project's fixture
+//! server (the Python SDK over streamable HTTP), a custom operation by a
+//! `POST` to a local HTTP server, an `http_request` effect node; a server
+//! whose `structuredContent` breaks its own output schema ends the attempt
+//! `harness_error`; operations without a real handler refuse the run.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
+
+mod real_common;
+
+use real_common::{HttpFixture, McpFixture, clinic_contracts, document, root};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn toolmock() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_toolmock"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("real-tools-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn run(file: &Path) -> Output {
+    Command::new(toolmock())
+        .args(["run", "--json"])
+        .arg(file)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_real_tools_run_executes_mcp_tools_http_operations_and_effects_for_real() {
+    let mcp = McpFixture::start();
+    let http = HttpFixture::start();
+    let contracts = clinic_contracts(toolmock(), &mcp.url);
+    let dir = scratch("run");
+    let file = dir.join("simulation.json");
+    std::fs::write(
+        &file,
+        serde_json::to_vec(&document(contracts, &mcp.url, &http.url)).unwrap(),
+    )
+    .unwrap();
+    let out = run(&file);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let results: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let case = |name: &str| {
+        results["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap()
+            .clone()
+    };
+
+    // The real answers, each marked as a real handler's.
+    let real = case("real");
+    let attempt = &real["attempts"][0];
+    assert_eq!(attempt["outcome"], "passed", "{attempt:#}");
+    let calls = attempt["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2, "{calls:#?}");
+    assert_eq!(calls[0]["operation"], "lookup_patient");
+    assert_eq!(calls[0]["executor"], "external");
+    assert_eq!(
+        calls[0]["result"]["first_name"], "Ada",
+        "the server's, not the mock's"
+    );
+    assert_eq!(calls[1]["operation"], "add");
+    assert_eq!(calls[1]["executor"], "external");
+    assert_eq!(
+        calls[1]["result"],
+        json!({"saved": "hello", "previous": "real"})
+    );
+    assert_eq!(http.bodies("/notes"), [json!({"text": "hello"})]);
+    // The effect node posted its rendered body.
+    assert_eq!(http.bodies("/hook"), [json!({"note": "sent"})]);
+
+    // structuredContent that breaks the tool's own output schema.
+    let broken = case("broken");
+    let attempt = &broken["attempts"][0];
+    assert_eq!(attempt["outcome"], "harness_error", "{attempt:#}");
+    let codes: Vec<&str> = attempt["harness_errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["output_schema_violation"], "{attempt:#}");
+}
+
+#[test]
+fn a_sandbox_run_of_the_same_document_executes_nothing_real() {
+    let mcp = McpFixture::start();
+    let http = HttpFixture::start();
+    let contracts = clinic_contracts(toolmock(), &mcp.url);
+    let mut doc = document(contracts, &mcp.url, &http.url);
+    doc["mode"] = json!("sandbox");
+    // A sandbox start refuses effect nodes: leave the workflow out.
+    doc["agent"]["tools"] = json!(["clinic", "notes"]);
+    doc["agent"]["workflows"] = json!([]);
+    doc["cases"][0]["driver"]["steps"]
+        .as_array_mut()
+        .unwrap()
+        .pop();
+    doc["cases"][1]["expect"] = json!({});
+    let dir = scratch("sandbox");
+    let file = dir.join("simulation.json");
+    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let out = run(&file);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let calls = &results["cases"][0]["attempts"][0]["calls"];
+    assert_eq!(calls[0]["result"]["first_name"], "Mock");
+    assert!(calls[0].get("executor").is_none(), "the mock answered");
+    assert!(http.received.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_real_tools_run_refuses_operations_without_a_real_handler() {
+    // HealthPlus as a real-tools run: its platform operations, its MCP
+    // tools without a server and its custom operations without an endpoint
+    // are each named; nothing runs.
+    let source = root().join("fixtures/healthplus");
+    let dir = scratch("refused");
+    for part in ["tools", "capabilities"] {
+        std::os::unix::fs::symlink(source.join(part), dir.join(part)).unwrap();
+    }
+    let mut doc: Value =
+        serde_json::from_slice(&std::fs::read(source.join("simulation.json")).unwrap()).unwrap();
+    doc["mode"] = json!("real_tools");
+    let file = dir.join("simulation.json");
+    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let out = run(&file);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let refused: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains(": no_real_handler: "))
+        .collect();
+    for op in [
+        "salesforce__query",
+        "salesforce__get_record",
+        "salesforce__create_record",
+        "salesforce__publish_platform_event",
+    ] {
+        assert!(
+            refused.iter().any(|l| l.contains(&format!(
+                "/tools/0: no_real_handler: salesforce/{op} is a platform operation"
+            ))),
+            "{op}: {stderr}"
+        );
+    }
+    // Exactly one line per operation (every one lacks a handler here).
+    let operations: usize = doc["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["definitions"].as_object().map_or(0, |d| d.len()))
+        .sum();
+    assert_eq!(refused.len(), operations, "{stderr}");
+    assert!(stderr.contains("simulation.json: "), "{stderr}");
+}

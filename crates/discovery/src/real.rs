@@ -1,0 +1,248 @@
+//! The real handlers of a `real_tools` run: `tools/call` on an operation's
+//! MCP server (one session per server, opened at its first call and kept),
+//! a `POST` of the arguments to a custom operation's HTTP endpoint, and the
+//! `http_request` effect node's `POST`. Each failure is the message of a
+//! harness error (`external_failed`), recorded by the dispatcher or the
+//! workflow engine; the answer is then validated against the operation's
+//! pinned output schema by the dispatcher, so a server whose
+//! `structuredContent` breaks its own output schema fails the attempt as a
+//! harness error (`output_schema_violation`).
+
+use crate::{Client, Endpoint, open};
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+use toolmock_runtime::backend::{BoxFuture, ExternalExecutor};
+use toolmock_runtime::model::{EffectKind, RealHandler};
+
+/// How much of an error body a failure message quotes.
+const QUOTED_BYTES: usize = 512;
+
+/// The real handlers of one simulation's operations (and its `http_request`
+/// effect nodes), for `Dispatcher::with_executor`.
+pub struct RealExecutor {
+    operations: BTreeMap<(String, String), RealHandler>,
+    http: reqwest::Client,
+    timeout: Duration,
+    sessions: tokio::sync::Mutex<HashMap<String, Arc<Client>>>,
+}
+
+impl std::fmt::Debug for RealExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RealExecutor")
+            .field("operations", &self.operations)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RealExecutor {
+    /// The handlers of `operations` (by tool and runtime operation name);
+    /// each real call or request may take `timeout` (connecting included).
+    pub fn new(operations: BTreeMap<(String, String), RealHandler>, timeout: Duration) -> Self {
+        Self {
+            operations,
+            http: reqwest::Client::new(),
+            timeout,
+            sessions: tokio::sync::Mutex::default(),
+        }
+    }
+
+    /// Ends every MCP session it opened.
+    pub async fn close(&self) {
+        let sessions: Vec<Arc<Client>> =
+            self.sessions.lock().await.drain().map(|(_, c)| c).collect();
+        for client in sessions {
+            if let Ok(client) = Arc::try_unwrap(client) {
+                let _ = client.cancel().await;
+            }
+        }
+    }
+
+    async fn session(&self, url: &str) -> Result<Arc<Client>, String> {
+        let mut sessions = self.sessions.lock().await;
+        if let Some(client) = sessions.get(url) {
+            return Ok(client.clone());
+        }
+        let endpoint = Endpoint::http(url).map_err(|e| e.to_string())?;
+        let (client, _) = open(&endpoint).await.map_err(|e| e.to_string())?;
+        let client = Arc::new(client);
+        sessions.insert(url.to_owned(), client.clone());
+        Ok(client)
+    }
+
+    async fn forget(&self, url: &str) {
+        self.sessions.lock().await.remove(url);
+    }
+
+    async fn call_mcp(&self, url: &str, tool: &str, input: &Value) -> Result<Value, String> {
+        let client = self.session(url).await?;
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        if let Value::Object(arguments) = input {
+            params = params.with_arguments(arguments.clone());
+        }
+        let result = match client.call_tool(params).await {
+            Ok(result) => result,
+            Err(e) => {
+                // The session may be gone: the next call opens a new one.
+                self.forget(url).await;
+                return Err(format!("tools/call {tool} on {url} failed: {e}"));
+            }
+        };
+        if result.is_error == Some(true) {
+            let text: Vec<String> = result
+                .content
+                .iter()
+                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                .collect();
+            return Err(format!(
+                "tools/call {tool} on {url} answered with isError: {}",
+                quote(&text.join(" "))
+            ));
+        }
+        result.structured_content.ok_or_else(|| {
+            format!(
+                "tools/call {tool} on {url} answered without structuredContent, which the operation's output schema requires"
+            )
+        })
+    }
+
+    /// `POST`s `body` to `url`; the response's status and body.
+    async fn post(&self, url: &str, body: &Value) -> Result<(u16, Vec<u8>), String> {
+        let response = self
+            .http
+            .post(url)
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| format!("POST {url} failed: {}", chain(&e)))?;
+        let status = response.status().as_u16();
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| format!("reading the answer of POST {url} failed: {}", chain(&e)))?;
+        Ok((status, bytes.to_vec()))
+    }
+
+    async fn call_http(&self, url: &str, input: &Value) -> Result<Value, String> {
+        let (status, body) = self.post(url, input).await?;
+        if !(200..300).contains(&status) {
+            return Err(format!(
+                "POST {url} answered {status}: {}",
+                quote(&String::from_utf8_lossy(&body))
+            ));
+        }
+        serde_json::from_slice(&body).map_err(|e| format!("POST {url} answered no JSON: {e}"))
+    }
+
+    async fn http_effect(&self, config: &Value) -> Result<Value, String> {
+        let url = config
+            .get("url")
+            .and_then(Value::as_str)
+            .ok_or("the node's config has no url")?;
+        let body = config.get("body").cloned().unwrap_or(Value::Null);
+        let (status, bytes) = self.post(url, &body).await?;
+        if !(200..300).contains(&status) {
+            return Err(format!(
+                "POST {url} answered {status}: {}",
+                quote(&String::from_utf8_lossy(&bytes))
+            ));
+        }
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+        };
+        Ok(json!({"status": status, "body": body}))
+    }
+
+    async fn timed<T>(
+        &self,
+        what: &str,
+        work: impl Future<Output = Result<T, String>>,
+    ) -> Result<T, String> {
+        tokio::time::timeout(self.timeout, work)
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "{what} did not answer within {} s",
+                    self.timeout.as_secs_f64()
+                ))
+            })
+    }
+}
+
+impl ExternalExecutor for RealExecutor {
+    fn execute<'a>(
+        &'a self,
+        tool: &'a str,
+        operation: &'a str,
+        input: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, String>> {
+        Box::pin(async move {
+            let what = format!("{tool}/{operation}");
+            match self
+                .operations
+                .get(&(tool.to_owned(), operation.to_owned()))
+            {
+                Some(RealHandler::Mcp { url }) => {
+                    self.timed(&what, self.call_mcp(url, operation, input))
+                        .await
+                }
+                Some(RealHandler::Http { url }) => {
+                    self.timed(&what, self.call_http(url, input)).await
+                }
+                None => Err(format!("{what} has no real handler")),
+            }
+        })
+    }
+
+    fn handles(&self, effect: EffectKind) -> bool {
+        effect == EffectKind::HttpRequest
+    }
+
+    fn effect<'a>(
+        &'a self,
+        effect: EffectKind,
+        config: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, String>> {
+        Box::pin(async move {
+            match effect {
+                EffectKind::HttpRequest => {
+                    self.timed("the http_request", self.http_effect(config))
+                        .await
+                }
+                other => Err(format!("no handler executes {} effects", other.as_str())),
+            }
+        })
+    }
+}
+
+fn quote(text: &str) -> String {
+    let text = text.trim();
+    if text.len() <= QUOTED_BYTES {
+        return text.to_owned();
+    }
+    let mut end = QUOTED_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
