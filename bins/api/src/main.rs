@@ -179,6 +179,9 @@ struct ServeArgs {
     /// worker processes.
     #[arg(long, env = "TOOLMOCK_WORKERS", default_value_t = 0)]
     workers: usize,
+    /// What plays the in-process workers' model and http cases.
+    #[command(flatten)]
+    agents: toolmock_worker::AgentFlags,
     /// Log line format.
     #[arg(long, env = "TOOLMOCK_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: LogFormat,
@@ -334,14 +337,21 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
             let _ = stopped.wait_for(|s| *s).await;
         };
+        // Agent services reach the tool-call endpoint at this server's own
+        // address unless --api-url says otherwise.
+        let agents = args
+            .agents
+            .agents(Some(format!("http://{local}")))
+            .map_err(|e| format!("{}: {e}", e.code()))?;
         let workers = (args.workers > 0).then(|| {
             let mut config =
                 toolmock_worker::WorkerConfig::new(format!("api:{}:{}", std::process::id(), local));
             config.concurrency = args.workers;
             let store = toolmock_store::PgStore::new(pool.clone());
-            tokio::spawn(toolmock_worker::run(
+            tokio::spawn(toolmock_worker::run_with(
                 store,
                 config,
+                agents,
                 until_stopped(stopped.clone()),
             ))
         });

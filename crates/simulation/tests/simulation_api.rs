@@ -171,9 +171,9 @@ fn external_drivers_are_for_the_api_only() {
     );
 }
 
-/// A process without a model (the API's background runner, through
+/// A process without a model (a worker started without one, through
 /// `run_attempt`) never lets a `model` case pass with no conversation: the
-/// attempt ends `harness_error` (`agent_unavailable`).
+/// attempt ends `harness_error` (`model_not_configured`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_case_without_a_model_never_passes() {
     let document = json!({
@@ -211,7 +211,7 @@ async fn a_model_case_without_a_model_never_passes() {
         result.outcome,
         toolmock_runtime::model::AttemptOutcome::HarnessError
     );
-    assert_eq!(result.harness_errors[0].code, "agent_unavailable");
+    assert_eq!(result.harness_errors[0].code, "model_not_configured");
     // And `run` without a model refuses the file at the case's driver.
     let refused = simulation::run(
         Arc::new(Dispatcher::new(MemoryStore::new())),

@@ -11,7 +11,7 @@ use toolmock_runtime::dispatcher::StartedAttempt;
 use toolmock_runtime::error::{HarnessCode, HarnessFault};
 use toolmock_runtime::model::{Capability, SimulationId, TenantId, Verdict, WorkflowDoc};
 use toolmock_simulation::document::DriverDoc;
-use toolmock_simulation::{LoadedSimulation, load_value, run_attempt};
+use toolmock_simulation::{Keeping, LoadedSimulation, Players, load_value, play_attempt};
 use toolmock_store::{Claimed, Fence};
 
 /// An attempt this worker holds: its tenant and lease.
@@ -32,10 +32,12 @@ impl Held {
     }
 }
 
-/// A simulation as its attempts run: the loaded document and its workflows.
+/// A simulation as its attempts run: the loaded document, its workflows and
+/// what plays its model cases.
 pub(crate) struct Playable {
-    loaded: LoadedSimulation,
+    pub(crate) loaded: LoadedSimulation,
     workflows: HashMap<String, WorkflowDoc>,
+    players: Players,
 }
 
 /// Simulations kept between claims.
@@ -83,6 +85,11 @@ impl Simulations {
         })?;
         let playable = Arc::new(Playable {
             workflows: loaded.workflows(),
+            players: Players::new(
+                &loaded,
+                shared.agents.model.clone(),
+                shared.agents.judge.clone(),
+            ),
             loaded,
         });
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
@@ -107,10 +114,10 @@ pub(crate) async fn run_claimed(shared: &Shared, claimed: &Claimed, capability: 
         shared.report(|r| r.finished += 1);
         return;
     };
-    tracing::error!(attempt = %claimed.attempt.as_uuid(), error = %message, "a scripted attempt failed");
+    tracing::error!(attempt = %claimed.attempt.as_uuid(), error = %message, "an attempt's run failed");
     let fault = HarnessFault {
         code: HarnessCode::StorageFailed,
-        message: format!("the worker's scripted runner failed: {message}"),
+        message: format!("the worker's runner failed: {message}"),
         path: None,
     };
     // Under the fence like every write: refused when the lease was lost
@@ -148,9 +155,7 @@ async fn run(shared: &Shared, claimed: &Claimed, capability: Capability) -> Resu
         .position(|c| c.name == claimed.test_case_name)
         .ok_or_else(|| format!("no case named {:?} in the document", claimed.test_case_name))?;
     let case = &cases[position];
-    if !matches!(case.driver, DriverDoc::Scripted { .. }) {
-        return Err(format!("the case {:?} is not scripted", case.name));
-    }
+    let case_at = pointer::index("/cases", position);
     let attempt = StartedAttempt {
         id: claimed.attempt,
         test_case: claimed.test_case,
@@ -158,21 +163,44 @@ async fn run(shared: &Shared, claimed: &Claimed, capability: Capability) -> Resu
         number: claimed.number,
         capability,
     };
-    let result = run_attempt(
+    match &case.driver {
+        DriverDoc::Scripted { .. } | DriverDoc::Model { .. } => {}
+        DriverDoc::External => {
+            return Err(format!(
+                "the case {:?} is played by an external agent, not a worker",
+                case.name
+            ));
+        }
+    }
+    let sink = crate::agents::PgSink {
+        store: &shared.store,
+        tenant,
+        attempt: claimed.attempt,
+    };
+    let result = play_attempt(
         &shared.dispatcher,
         tenant,
-        &playable.workflows,
+        (&playable.workflows, &playable.players),
         case,
-        &pointer::index("/cases", position),
+        &case_at,
         &attempt,
-        false,
+        Keeping {
+            raw: false,
+            sink: Some(&sink),
+        },
     )
     .await
     .map_err(|e| e.to_string())?;
     let unmet = serde_json::to_value(&result.unmet).map_err(|e| e.to_string())?;
+    let judge = result
+        .judge
+        .as_ref()
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(|e| e.to_string())?;
     shared
         .store
-        .record_judgement(tenant, claimed.attempt, &unmet)
+        .record_judgement_with(tenant, claimed.attempt, &unmet, judge.as_ref())
         .await
         .map_err(|e| format!("recording the judgement failed: {e}"))?;
     Ok(())
