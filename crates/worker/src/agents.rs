@@ -27,6 +27,8 @@ pub struct Agents {
     pub api_url: Option<String>,
     /// How long an agent service may take to finish an attempt it took.
     pub service_timeout: Duration,
+    /// The client that hands attempts to agent services.
+    pub http: reqwest::Client,
 }
 
 impl Agents {
@@ -167,6 +169,7 @@ impl AgentFlags {
             judge,
             api_url: api_url.map(|u| u.trim_end_matches('/').to_owned()),
             service_timeout: Duration::from_secs(self.agent_service_timeout_secs),
+            http: reqwest::Client::new(),
         })
     }
 }

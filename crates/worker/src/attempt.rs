@@ -165,6 +165,9 @@ async fn run(shared: &Shared, claimed: &Claimed, capability: Capability) -> Resu
     };
     match &case.driver {
         DriverDoc::Scripted { .. } | DriverDoc::Model { .. } => {}
+        DriverDoc::Http { .. } => {
+            return crate::service::hand_over(shared, claimed, (case, position), &attempt).await;
+        }
         DriverDoc::External => {
             return Err(format!(
                 "the case {:?} is played by an external agent, not a worker",

@@ -33,6 +33,7 @@
 mod agents;
 mod attempt;
 mod reaper;
+mod service;
 
 pub use agents::{AgentFlags, Agents};
 pub use reaper::{REAP_BATCH, reap_expired, spawn_reaper};

@@ -175,7 +175,8 @@ pub(crate) async fn mcp(
     }
 }
 
-/// Ends an attempt whose case has an `external` driver: the case's
+/// Ends an attempt whose case has an `external` driver (or an `http` one,
+/// whose agent service the worker handed the attempt to): the case's
 /// expectations are judged over what the attempt recorded (never over what
 /// the caller says), the attempt finishes with that verdict and its
 /// capability stops working.
@@ -207,7 +208,10 @@ pub(crate) async fn finish_attempt(
     let document = crate::stored::document(state.store(), tenant, record.simulation).await?;
     let position = listing.case_position as usize;
     let case = match document.as_ref().and_then(|d| d.cases.get(position)) {
-        Some(case) if case.driver == DriverDoc::External => case.clone(),
+        // An agent service (`http`) finishes the attempt its worker handed it.
+        Some(case) if matches!(case.driver, DriverDoc::External | DriverDoc::Http { .. }) => {
+            case.clone()
+        }
         Some(_) => {
             return Err(ApiError::StateConflict {
                 code: ApiCode::NotExternal,

@@ -111,8 +111,10 @@ pub(crate) struct StartedAttemptView {
     pub(crate) test_case: String,
     /// 1, 2, … within the test case.
     pub(crate) number: u32,
-    /// `scripted` (run by the API right away) or `external` (played by the
-    /// caller through the tool-call endpoint, then `finish`).
+    /// `scripted`, `model` or `http` (queued for the workers: a script, a
+    /// model, or an agent service the worker hands the attempt to) or
+    /// `external` (played by the caller through the tool-call endpoint,
+    /// then `finish`).
     pub(crate) driver: String,
     /// The capability an external agent (or a nested service it drives)
     /// calls `POST /api/attempts/{id}/tool-calls` and `finish` with. Shown
@@ -141,6 +143,7 @@ pub(crate) fn driver_name(driver: &DriverDoc) -> &'static str {
         DriverDoc::Scripted { .. } => "scripted",
         DriverDoc::External => "external",
         DriverDoc::Model { .. } => "model",
+        DriverDoc::Http { .. } => "http",
     }
 }
 
