@@ -14,7 +14,18 @@ set --  # test-env.sh runs its arguments as a command
 . scripts/test-env.sh
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+# The local conversation server plays the model cases of the in-process
+# worker (docs/agents.md); the API takes its endpoint from the environment.
+scripts/install-test-tools.sh
+conversation_port="$CARGO_TARGET_DIR/ui-conversation-port"
+rm -f "$conversation_port"
+"$root/.cache/test-venv/bin/python" fixtures/conversation-server/server.py > "$conversation_port" &
+conversation=$!
+for _ in $(seq 1 300); do [[ -s "$conversation_port" ]] && break; sleep 0.1; done
+export TOOLMOCK_MODEL_URL="http://127.0.0.1:$(head -n 1 "$conversation_port")/v1"
+export TOOLMOCK_MODEL=correct TOOLMOCK_JUDGE_MODEL=judge_pass
 . scripts/serve-api.sh ui
+trap 'kill $conversation 2>/dev/null || true; stop_api' EXIT
 
 shots="$CARGO_TARGET_DIR/ui-screenshots"
 rm -rf "$shots"

@@ -312,6 +312,49 @@ test("a coverage report of long names keeps the window's width", async () => {
   assert.equal(widths.header, widths.window, JSON.stringify(widths));
 });
 
+test("a model-driven attempt's timeline shows the assistant's turns between the calls", async () => {
+  // The API's in-process worker plays it with the local conversation server
+  // (scripts/ui-tests.sh): the model adds the note, then answers.
+  const add = { type: "object", properties: { text: { type: "string" } }, required: ["text"] };
+  const document = {
+    simulation_version: 1,
+    name: "model notes",
+    tools: [{
+      name: "notes", from: "custom",
+      operations: [{ name: "add", description: "Adds a note.", input_schema: add, output_schema: { type: "object", required: ["id"] } }],
+      definitions: { add: {
+        schema_version: 1, default_variant: "ok", variants: { ok: { result: { id: "n-1" } } },
+        examples: [{ variant: "ok", input: { text: "a" }, expected: { id: "n-1" } }],
+      } },
+    }],
+    agent: { name: "scribe", prompt: "You keep notes.", tools: ["notes"] },
+    cases: [{
+      name: "notes milk",
+      driver: { type: "model", messages: ["Note down milk."], max_turns: 4 },
+      expect: { final_answer: { contains: ["n-1"] }, judge: { rubric: "The agent adds the note and confirms it with its id." } },
+    }],
+  };
+  const started = await api("POST", "/api/simulations", document);
+  assert.equal(started.attempts[0].driver, "model");
+  const deadline = Date.now() + 60_000;
+  while ((await api("GET", `/api/simulations/${started.id}`)).status !== "finished") {
+    assert.ok(Date.now() < deadline, "the simulation finishes within a minute");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  await page.goto(`${base}/#/attempts/${started.attempts[0].id}`);
+  await shoot("attempt-model", /Attempt notes milk #1/);
+  assert.match(await page.locator("h1").innerText(), /passed/);
+  const entries = await page.locator("#timeline > li").allInnerTexts();
+  assert.equal(entries.length, 4, entries.join("\n---\n"));
+  assert.match(entries[0], /User[\s\S]*Note down milk\./);
+  assert.match(entries[1], /Assistant[\s\S]*calls notes__add with \{"text": ?"milk"\}/);
+  assert.match(entries[2], /1\. notes\/add/);
+  assert.match(entries[3], /Assistant[\s\S]*Added note n-1\./);
+  assert.equal(await page.locator("#timeline li.message.assistant").count(), 2);
+  assert.match(await page.getByRole("heading", { name: /^Timeline/ }).innerText(), /Timeline \(1 call\)/);
+  assert.match(await page.locator("#judge").innerText(), /passed[\s\S]*score 0\.9/);
+});
+
 test("the page has an icon, also where browsers look for it unasked", async () => {
   for (const path of ["/ui/favicon.svg", "/favicon.ico"]) {
     const response = await fetch(base + path);
@@ -328,7 +371,7 @@ test("no page threw", () => {
 
 test("every page was photographed", () => {
   assert.deepEqual(taken.sort(), [
-    "attempt-failed", "attempt-harness-error", "coverage", "operation-conflict", "operation-current",
+    "attempt-failed", "attempt-harness-error", "attempt-model", "coverage", "operation-conflict", "operation-current",
     "operation-diagnostics", "operation-saved", "operation-stale", "sign-in", "simulation", "simulation-running", "simulations",
     "simulations-empty", "tool", "tools", "tools-empty",
   ]);

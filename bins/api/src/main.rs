@@ -183,6 +183,9 @@ struct ServeArgs {
     /// (default: not served).
     #[arg(long, env = "TOOLMOCK_METRICS_ADDR")]
     metrics_addr: Option<String>,
+    /// What plays the in-process workers' model and http cases.
+    #[command(flatten)]
+    agents: toolmock_worker::AgentFlags,
     /// Log line format.
     #[arg(long, env = "TOOLMOCK_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: LogFormat,
@@ -357,14 +360,21 @@ fn serve(args: ServeArgs) -> Result<(), String> {
             }
             None => None,
         };
+        // Agent services reach the tool-call endpoint at this server's own
+        // address unless --api-url says otherwise.
+        let agents = args
+            .agents
+            .agents(Some(format!("http://{local}")))
+            .map_err(|e| format!("{}: {e}", e.code()))?;
         let workers = (args.workers > 0).then(|| {
             let mut config =
                 toolmock_worker::WorkerConfig::new(format!("api:{}:{}", std::process::id(), local));
             config.concurrency = args.workers;
             let store = toolmock_store::PgStore::new(pool.clone());
-            tokio::spawn(toolmock_worker::run(
+            tokio::spawn(toolmock_worker::run_with(
                 store,
                 config,
+                agents,
                 until_stopped(stopped.clone()),
             ))
         });

@@ -1,4 +1,5 @@
-//! `toolmock-worker`: runs the scripted attempts the API queued. Thin:
+//! `toolmock-worker`: runs the attempts the API queued (scripted, model
+//! and agent-service cases). Thin:
 //! configuration (flags with environment fallbacks), logging, the pool and
 //! the schema check; the loop is `toolmock_worker::run`. See
 //! docs/operations.md.
@@ -65,6 +66,9 @@ struct Cli {
     /// Log line format.
     #[arg(long, env = "TOOLMOCK_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: LogFormat,
+    /// What plays model and http cases (docs/agents.md).
+    #[command(flatten)]
+    agents: toolmock_worker::AgentFlags,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -107,6 +111,10 @@ fn run(cli: Cli) -> Result<(), String> {
         grace: Duration::from_secs(cli.grace_secs),
         real_delays: cli.real_delays,
     };
+    let agents = cli
+        .agents
+        .agents(None)
+        .map_err(|e| format!("{}: {e}", e.code()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -150,7 +158,7 @@ fn run(cli: Cli) -> Result<(), String> {
         };
         tracing::info!(owner = %config.owner, concurrency = config.concurrency, "working");
         let store = toolmock_store::PgStore::new(pool.clone());
-        let report = toolmock_worker::run(store, config, until_stopped(stopped))
+        let report = toolmock_worker::run_with(store, config, agents, until_stopped(stopped))
             .await
             .map_err(|e| format!("{}: {e}", e.code()))?;
         if let Some(metrics) = metrics {

@@ -572,19 +572,38 @@ async function coveragePage(id) {
 
 // ---- An attempt's timeline -------------------------------------------------
 
+/** A user's or the assistant's turn of a model-driven attempt, as text. */
+function messageItem(m) {
+  const who = m.role === "assistant" ? "Assistant" : "User";
+  const body = [];
+  if (m.content) body.push(h("p", { class: "say" }, m.content));
+  if (m.tool_calls && m.tool_calls.length) {
+    body.push(h("ul", { class: "asks" }, m.tool_calls.map((c) =>
+      h("li", {}, "calls ", h("code", {}, c.name), " with ", h("code", {}, c.arguments)))));
+  }
+  return h("li", { class: `message ${m.role}` }, h("div", { class: "head" }, h("strong", {}, who), badge(m.role, "message")), ...body);
+}
+
 async function attemptPage(id) {
   const a = await api("GET", `/api/attempts/${id}`);
+  // A model-driven attempt's turns stand between its calls, in the order
+  // they happened (the tool messages repeat the calls' results: left out).
+  const turns = (a.conversation || []).filter((m) => m.role === "user" || m.role === "assistant");
   const entries = [
     ...a.evidence.map((e) => ({ at: e.started_at, kind: "ok", e })),
     ...a.tool_input_errors.map((e) => ({ at: e.at, kind: "tool_input_error", e })),
     ...a.harness_errors.map((e) => ({ at: e.at, kind: "harness_error", e })),
+    ...turns.map((e) => ({ at: e.at, kind: "message", e })),
   ].sort((x, y) => (x.at < y.at ? -1 : x.at > y.at ? 1 : 0));
   // A harness error that names no call (an expired lease) is on the timeline
   // but is not a call: the count matches the attempts table's "calls".
-  const calls = entries.filter(({ e }) => e.tool).length;
-  const items = entries.map(({ kind, e }, i) => {
+  const calls = entries.filter(({ kind, e }) => kind !== "message" && e.tool).length;
+  let n = 0;
+  const items = entries.map(({ kind, e }) => {
+    if (kind === "message") return messageItem(e);
+    n += 1;
     const title = e.tool ? `${e.tool}/${e.operation}` : "(no call)";
-    const head = h("div", { class: "head" }, h("strong", {}, `${i + 1}. ${title}`), badge(kind === "ok" ? "ok" : kind, kind), kind === "ok" ? h("span", { class: "muted" }, `variant ${e.variant}${e.rule !== null && e.rule !== undefined ? `, rule ${e.rule}` : ""} · ${e.delay_ms} ms simulated`) : h("code", {}, e.code));
+    const head = h("div", { class: "head" }, h("strong", {}, `${n}. ${title}`), badge(kind === "ok" ? "ok" : kind, kind), kind === "ok" ? h("span", { class: "muted" }, `variant ${e.variant}${e.rule !== null && e.rule !== undefined ? `, rule ${e.rule}` : ""} · ${e.delay_ms} ms simulated`) : h("code", {}, e.code));
     const body = [h("div", {}, h("span", { class: "muted" }, "arguments"), json(e.arguments))];
     if (kind === "ok") {
       body.push(h("div", {}, h("span", { class: "muted" }, "result"), json(e.result)));
@@ -605,6 +624,7 @@ async function attemptPage(id) {
     a.has_harness_error ? notice("bad", "A harness error was recorded: this attempt can never pass. Harness errors are faults of the mocks or of toolmock, not of the agent.") : null,
     a.expected_outcome ? h("p", {}, `Its case expects `, h("strong", {}, a.expected_outcome), a.as_expected === true ? " — as expected." : a.as_expected === false ? " — not what happened." : ".") : null,
     unmet ? h("div", {}, h("h2", {}, "Unmet expectations"), unmet) : null,
+    a.judge ? h("div", { id: "judge" }, h("h2", {}, "Judge"), h("p", {}, badge(a.judge.verdict === "pass" ? "passed" : "failed"), ` score ${a.judge.score}: `, a.judge.reasoning)) : null,
     h("h2", {}, `Timeline (${calls} call${calls === 1 ? "" : "s"})`),
     entries.length ? h("ol", { class: "timeline", id: "timeline" }, items) : h("p", { class: "muted" }, "No calls recorded."),
     h("h2", {}, `Final state (version ${a.state.version})`),

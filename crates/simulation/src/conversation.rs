@@ -14,11 +14,13 @@
 
 use crate::document::AgentDoc;
 use crate::load::LoadedSimulation;
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use toolmock_runtime::error::StoreError;
 
 /// One message of a model-driven conversation, as sent to and received from
 /// the model (and as recorded: the conversation is evidence).
@@ -116,6 +118,20 @@ pub type ModelFuture<'a> =
 pub trait ChatModel: Send + Sync + std::fmt::Debug {
     /// Answers one request.
     fn complete<'a>(&'a self, request: ModelRequest<'a>) -> ModelFuture<'a>;
+}
+
+/// A boxed, sendable future of a [`ConversationSink`].
+pub type SinkFuture<'a> = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 'a>>;
+
+/// Where a model-driven attempt's messages are kept as they are added, so
+/// that the conversation is evidence even when the attempt never ends (a
+/// worker's PostgreSQL table). The embedded runner has none: its results
+/// carry the conversation.
+pub trait ConversationSink: Send + Sync {
+    /// Keeps message `position` (0 for the system message) of the attempt,
+    /// added at `at`. An error ends the run (the message was not kept).
+    fn keep<'a>(&'a self, position: u32, message: &'a Message, at: DateTime<Utc>)
+    -> SinkFuture<'a>;
 }
 
 /// What a function name stands for.

@@ -216,6 +216,18 @@ pub enum DriverDoc {
         #[serde(default = "ten")]
         max_turns: u32,
     },
+    /// An agent service plays the case (`docs/agents.md`): a worker POSTs the
+    /// attempt (its id, capability, the tool-call and finish endpoints, the
+    /// case's data and `messages`) to `url`, and the service plays it through
+    /// the tool-call endpoint and ends it with `POST /api/attempts/{id}/finish`
+    /// within the worker's time-out. The API only, like `external`.
+    Http {
+        /// The service's URL (`http://` or `https://`).
+        url: String,
+        /// The user's turns handed to the service.
+        #[serde(default)]
+        messages: Vec<String>,
+    },
 }
 
 fn ten() -> u32 {
@@ -227,7 +239,7 @@ impl DriverDoc {
     pub fn steps(&self) -> &[StepDoc] {
         match self {
             DriverDoc::Scripted { steps } => steps,
-            DriverDoc::External | DriverDoc::Model { .. } => &[],
+            DriverDoc::External | DriverDoc::Model { .. } | DriverDoc::Http { .. } => &[],
         }
     }
 }

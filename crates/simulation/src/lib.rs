@@ -57,6 +57,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod clock;
 mod conversation;
 pub mod document;
 mod driver;
@@ -68,11 +69,14 @@ mod problem;
 mod reference;
 mod results;
 mod runner;
+mod starting;
 mod workflow;
 
+pub use clock::{SequenceClock, VirtualSleeper};
 pub use conversation::{
-    ChatModel, FunctionMap, FunctionTarget, FunctionTool, MAX_FUNCTION_NAME, Message, ModelError,
-    ModelFuture, ModelReply, ModelRequest, ToolCallRequest, system_message,
+    ChatModel, ConversationSink, FunctionMap, FunctionTarget, FunctionTool, MAX_FUNCTION_NAME,
+    Message, ModelError, ModelFuture, ModelReply, ModelRequest, SinkFuture, ToolCallRequest,
+    system_message,
 };
 pub use expect::{RecordedCall, Unmet, judge_attempt, recorded_calls};
 pub use load::real::{RealHandlers, real_handlers};
@@ -87,8 +91,9 @@ pub use results::{
     RawAttempt, RunResults, Summary, VariantCoverage, coverage,
 };
 pub use runner::{
-    Installed, RunError, RunOptions, SequenceClock, VirtualSleeper, assemble_results,
-    attempt_result, check, install, install_inline, judge_and_finish, run, run_attempt, start,
-    start_problems, start_request, unknown_library_tools,
+    Installed, Keeping, Players, RunError, RunOptions, assemble_results, attempt_result, check,
+    install, install_inline, judge_and_finish, play_attempt, run, run_attempt, start,
+    start_request, unknown_library_tools,
 };
+pub use starting::start_problems;
 pub use workflow::{AttemptContext, CallFailure};

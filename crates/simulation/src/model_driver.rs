@@ -3,7 +3,8 @@
 //! attempt's capability (`docs/agents.md`).
 
 use crate::conversation::{
-    ChatModel, FunctionMap, FunctionTarget, Message, ModelError, ModelRequest, ToolCallRequest,
+    ChatModel, ConversationSink, FunctionMap, FunctionTarget, Message, ModelError, ModelRequest,
+    ToolCallRequest,
 };
 use crate::document::CallStatus;
 use crate::document::DriverDoc;
@@ -31,10 +32,25 @@ pub(crate) struct Played {
     pub times: Vec<DateTime<Utc>>,
 }
 
-impl Played {
-    fn push(&mut self, message: Message) {
-        self.conversation.push(message);
-        self.times.push(Utc::now());
+/// The conversation as it is played: kept in memory for the results, and
+/// by the sink (when there is one) as each message is added.
+struct Recorder<'s> {
+    played: Played,
+    sink: Option<&'s dyn ConversationSink>,
+}
+
+impl Recorder<'_> {
+    async fn push(&mut self, message: Message) -> Result<(), DispatchError> {
+        let at = Utc::now();
+        if let Some(sink) = self.sink {
+            let position = u32::try_from(self.played.conversation.len()).unwrap_or(u32::MAX);
+            sink.keep(position, &message, at)
+                .await
+                .map_err(DispatchError::Store)?;
+        }
+        self.played.conversation.push(message);
+        self.played.times.push(at);
+        Ok(())
     }
 }
 
@@ -53,33 +69,39 @@ fn error_message(code: &str, message: &str, path: Option<&str>) -> String {
 
 /// Plays `messages` with `model`: the system message, then each user turn
 /// until the model answers without tool calls, at most `max_turns` model
-/// requests in all. Only a failure that could not be recorded is an `Err`.
+/// requests in all; every message is handed to `sink` as it is added. Only
+/// a failure that could not be recorded is an `Err`.
 pub(crate) async fn run_model<B: Backend + 'static>(
     ctx: &AttemptContext<'_, B>,
     (system, messages, max_turns): (String, &[String], u32),
     functions: &FunctionMap,
-    model: &dyn ChatModel,
+    (model, sink): (&dyn ChatModel, Option<&dyn ConversationSink>),
     case_at: &str,
 ) -> Result<Played, DispatchError> {
-    let mut played = Played::default();
-    played.push(Message::System { content: system });
+    let mut recorder = Recorder {
+        played: Played::default(),
+        sink,
+    };
+    recorder.push(Message::System { content: system }).await?;
     let mut turns = 0u32;
     for user in messages {
-        played.push(Message::User {
-            content: user.clone(),
-        });
+        recorder
+            .push(Message::User {
+                content: user.clone(),
+            })
+            .await?;
         loop {
             if turns >= max_turns {
-                played.unmet.push(Unmet::new(
+                recorder.played.unmet.push(Unmet::new(
                     pointer::push(&pointer::push(case_at, "driver"), "max_turns"),
                     "turn_limit",
                     format!("the model was still calling tools after {max_turns} turn(s)"),
                 ));
-                return Ok(played);
+                return Ok(recorder.played);
             }
             turns += 1;
             let request = ModelRequest {
-                messages: &played.conversation,
+                messages: &recorder.played.conversation,
                 tools: functions.tools(),
             };
             let reply = match model.complete(request).await {
@@ -90,30 +112,36 @@ pub(crate) async fn run_model<B: Backend + 'static>(
                         ModelError::Failed(_) => HarnessCode::ModelFailed,
                     };
                     record(ctx, code, error.to_string()).await?;
-                    return Ok(played);
+                    return Ok(recorder.played);
                 }
             };
             let calls = reply.tool_calls.clone();
-            played.push(Message::Assistant {
-                content: reply.content,
-                tool_calls: reply.tool_calls,
-            });
+            recorder
+                .push(Message::Assistant {
+                    content: reply.content,
+                    tool_calls: reply.tool_calls,
+                })
+                .await?;
             if calls.is_empty() {
                 break;
             }
             // Parallel calls of one turn run one after the other, in order.
             for call in &calls {
                 match answer(ctx, functions, call).await? {
-                    Answer::Tool(content) => played.push(Message::Tool {
-                        tool_call_id: call.id.clone(),
-                        content,
-                    }),
-                    Answer::Stop => return Ok(played),
+                    Answer::Tool(content) => {
+                        recorder
+                            .push(Message::Tool {
+                                tool_call_id: call.id.clone(),
+                                content,
+                            })
+                            .await?;
+                    }
+                    Answer::Stop => return Ok(recorder.played),
                 }
             }
         }
     }
-    Ok(played)
+    Ok(recorder.played)
 }
 
 /// Cases a run without a model (`model`) or a judge (`judge`) cannot play: a `model` driver without a model, a

@@ -1,7 +1,7 @@
 //! Installing a loaded simulation in a backend, starting it, running its
 //! attempts concurrently, and judging them.
 
-use crate::conversation::{ChatModel, FunctionMap, system_message};
+use crate::conversation::{ChatModel, ConversationSink, FunctionMap, system_message};
 use crate::document::{CaseDoc, DriverDoc, SimulationDocument};
 use crate::driver::run_script;
 use crate::expect::{RecordedCall, Unmet, judge_attempt, recorded_calls};
@@ -12,14 +12,14 @@ use crate::problem::{FileProblem, LoadCode};
 use crate::results::{
     AttemptResult, CallReport, CaseResult, ErrorEntry, RawAttempt, RunResults, Summary, coverage,
 };
-use crate::workflow::{AttemptContext, BoxFuture};
-use chrono::{DateTime, Utc};
+use crate::starting::start_problems;
+use crate::workflow::AttemptContext;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use toolmock_contract::{Problem, pointer};
-use toolmock_runtime::backend::{Backend, Catalog, Clock, Sleeper};
+use toolmock_runtime::backend::{Backend, Catalog};
 use toolmock_runtime::dispatcher::{Dispatcher, StartRequest, StartedAttempt, StartedSimulation};
 use toolmock_runtime::error::{
     DispatchError, FinishError, IncompleteStatus, SaveRevisionError, StartError, StartProblem,
@@ -33,42 +33,6 @@ use toolmock_runtime::model::{
 use toolmock_runtime::model::{
     EvidenceRecord, HarnessErrorRecord, NodeDoc, PinRecord, ToolInputErrorRecord, WorkflowDoc,
 };
-
-/// A clock whose every reading is later than the one before, so that the
-/// evidence and error records of one attempt sort into the order the calls
-/// happened (the trajectory depends on it).
-#[derive(Debug, Default)]
-pub struct SequenceClock {
-    last: AtomicI64,
-}
-
-impl Clock for SequenceClock {
-    fn now(&self) -> DateTime<Utc> {
-        let wall = Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
-        let mut prev = self.last.load(Ordering::Relaxed);
-        loop {
-            let next = wall.max(prev + 1);
-            match self
-                .last
-                .compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => return DateTime::from_timestamp_nanos(next),
-                Err(seen) => prev = seen,
-            }
-        }
-    }
-}
-
-/// The virtual clock's sleeper: a `delay_ms` costs no wall time; the
-/// attempt's simulated time is the sum of its evidence's `delay_ms`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct VirtualSleeper;
-
-impl Sleeper for VirtualSleeper {
-    fn sleep(&self, _delay: Duration) -> BoxFuture<'_, ()> {
-        Box::pin(std::future::ready(()))
-    }
-}
 
 /// Why a run did not produce results.
 #[derive(Debug, thiserror::Error)]
@@ -125,23 +89,6 @@ pub struct Installed {
     pub agent: AgentId,
     /// Library tool ids by name.
     pub tools: HashMap<String, ToolId>,
-}
-
-fn definition_at(loaded: &LoadedSimulation, tool: &str, operation: &str) -> String {
-    match loaded.tools.iter().find(|t| t.name == tool) {
-        Some(t) => {
-            let at = pointer::index("/tools", t.index);
-            if loaded.document.tools[t.index]
-                .definitions
-                .contains_key(operation)
-            {
-                pointer::push(&pointer::push(&at, "definitions"), operation)
-            } else {
-                pointer::push(&at, "definitions")
-            }
-        }
-        None => "/tools".into(),
-    }
 }
 
 /// Loads every tool as a library tool with its definitions as revisions
@@ -403,89 +350,6 @@ pub fn start_request(document: &SimulationDocument, agent: AgentId) -> StartRequ
     }
 }
 
-/// Start refusals as problems pointing into the simulation file.
-pub fn start_problems(loaded: &LoadedSimulation, refused: &[StartProblem]) -> Vec<FileProblem> {
-    let problem = |path: String, code: &'static str, message: String| FileProblem {
-        file: loaded.file.clone(),
-        path,
-        code,
-        message,
-    };
-    let workflow_at = |workflow: &str| {
-        loaded
-            .document
-            .agent
-            .workflows
-            .iter()
-            .position(|w| w.name == workflow)
-            .map_or_else(
-                || "/agent/workflows".to_owned(),
-                |i| pointer::index("/agent/workflows", i),
-            )
-    };
-    refused
-        .iter()
-        .map(|p| match p {
-            StartProblem::Incomplete {
-                tool,
-                operation,
-                status,
-                message,
-            } => problem(
-                definition_at(loaded, tool, operation),
-                status.as_str(),
-                format!("{tool}/{operation} is {status}: {message}"),
-            ),
-            StartProblem::StateConflict { key, first, second } => {
-                let (tool, rest) = second.split_once('/').unwrap_or((second, ""));
-                let operation = rest.split('@').next().unwrap_or_default();
-                problem(
-                    definition_at(loaded, tool, operation),
-                    p.code(),
-                    format!("initial_state key {key:?} differs between {first} and {second}"),
-                )
-            }
-            StartProblem::EffectNode {
-                workflow,
-                node,
-                effect,
-            } => {
-                let w = workflow_at(workflow);
-                let at = loaded
-                    .document
-                    .agent
-                    .workflows
-                    .iter()
-                    .find(|x| &x.name == workflow)
-                    .and_then(|x| x.nodes.iter().position(|n| n.id() == node))
-                    .map_or(w.clone(), |n| pointer::index(&pointer::push(&w, "nodes"), n));
-                problem(
-                    at,
-                    p.code(),
-                    format!(
-                        "node {node} of workflow {workflow} causes an effect ({effect}) without the dispatcher; a sandbox run refuses it"
-                    ),
-                )
-            }
-            StartProblem::UnknownWorkflow { workflow } => problem(
-                "/agent".to_owned(),
-                LoadCode::UnknownWorkflow.as_str(),
-                format!("the agent has no workflow {workflow:?}"),
-            ),
-            // The loader refuses cycles before any start; should one still
-            // reach the start, it points at the cycle's first workflow.
-            StartProblem::WorkflowCycle { cycle } => problem(
-                cycle
-                    .first()
-                    .map_or_else(|| "/agent/workflows".to_owned(), |w| workflow_at(w)),
-                LoadCode::WorkflowCycle.as_str(),
-                format!("workflows call each other in a cycle: {}", cycle.join(" -> ")),
-            ),
-            other => problem(String::new(), other.code(), format!("{other:?}")),
-        })
-        .collect()
-}
-
 /// Starts an installed simulation.
 pub async fn start<B: Backend>(
     dispatcher: &Dispatcher<B>,
@@ -582,38 +446,84 @@ pub struct RunOptions {
     pub judge: Option<Arc<dyn ChatModel>>,
 }
 
-/// What plays a case besides its document: the model and the judge, the
-/// agent's functions and system message.
+/// What plays a simulation's model cases besides its document: the model
+/// and the judge (each `None` where none is configured), the agent's
+/// functions and its system message. Built once per simulation.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Players {
+pub struct Players {
     model: Option<Arc<dyn ChatModel>>,
     judge: Option<Arc<dyn ChatModel>>,
     functions: FunctionMap,
     system: String,
 }
 
-/// Runs one attempt of any driver the embedded runner plays.
-async fn play_attempt<B: Backend + 'static>(
+impl Players {
+    /// The players of `loaded`'s agent with `model` and `judge`.
+    pub fn new(
+        loaded: &LoadedSimulation,
+        model: Option<Arc<dyn ChatModel>>,
+        judge: Option<Arc<dyn ChatModel>>,
+    ) -> Self {
+        Self {
+            model,
+            judge,
+            functions: FunctionMap::of_agent(loaded),
+            system: system_message(&loaded.document.agent),
+        }
+    }
+}
+
+/// How [`play_attempt`] keeps what it played.
+#[derive(Clone, Copy, Default)]
+pub struct Keeping<'a> {
+    /// Keep the attempt's raw records in its result (for `--evidence`).
+    pub raw: bool,
+    /// Where the conversation's messages go as they are added.
+    pub sink: Option<&'a dyn ConversationSink>,
+}
+
+impl std::fmt::Debug for Keeping<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keeping")
+            .field("raw", &self.raw)
+            .field("sink", &self.sink.is_some())
+            .finish()
+    }
+}
+
+/// Runs one attempt of a scripted or model case: the script (or the model's
+/// conversation), then the judgement over what was recorded, then the
+/// finish. A model case without a model is recorded as the harness error
+/// `model_not_configured` (it never passes); a `judge` rubric without a
+/// judge as `judge_failed`.
+pub async fn play_attempt<B: Backend + 'static>(
     dispatcher: &Dispatcher<B>,
     tenant: TenantId,
     (workflows, players): (&HashMap<String, WorkflowDoc>, &Players),
     case: &CaseDoc,
     case_at: &str,
     attempt: &StartedAttempt,
-    keep_raw: bool,
+    keeping: Keeping<'_>,
 ) -> Result<AttemptResult, RunError> {
-    let DriverDoc::Model {
-        messages,
-        max_turns,
-    } = &case.driver
+    // Without a model, `run_attempt` records `model_not_configured`.
+    let (
+        DriverDoc::Model {
+            messages,
+            max_turns,
+        },
+        Some(model),
+    ) = (&case.driver, &players.model)
     else {
         return run_attempt(
-            dispatcher, tenant, workflows, case, case_at, attempt, keep_raw,
+            dispatcher,
+            tenant,
+            workflows,
+            case,
+            case_at,
+            attempt,
+            keeping.raw,
         )
         .await;
-    };
-    let Some(model) = &players.model else {
-        return Err(RunError::Storage("no model is configured".into()));
     };
     let began = Instant::now();
     let ctx = AttemptContext {
@@ -627,7 +537,7 @@ async fn play_attempt<B: Backend + 'static>(
         &ctx,
         (players.system.clone(), messages, *max_turns),
         &players.functions,
-        model.as_ref(),
+        (model.as_ref(), keeping.sink),
         case_at,
     )
     .await?;
@@ -638,7 +548,7 @@ async fn play_attempt<B: Backend + 'static>(
         case_at,
         (attempt.id, attempt.number),
         played,
-        (keep_raw, players.judge.as_deref()),
+        (keeping.raw, players.judge.as_deref()),
     )
     .await?;
     result.wall = began.elapsed();
@@ -664,12 +574,12 @@ pub async fn run_attempt<B: Backend + 'static>(
         workflows,
     };
     let unmet = if matches!(case.driver, DriverDoc::Model { .. }) {
-        // A process without a model (the API's background runner) never
+        // A process without a model (a worker started without one) never
         // lets a model case pass with no conversation.
         let failure = ctx
             .harness_error(
-                toolmock_runtime::error::HarnessCode::AgentUnavailable,
-                "no model is configured here to play a model case".into(),
+                toolmock_runtime::error::HarnessCode::ModelNotConfigured,
+                "no model endpoint is configured here to play a model case (give the worker --model-url and --model)".into(),
             )
             .await;
         if let crate::workflow::CallFailure::Fatal(e) = failure {
@@ -762,10 +672,15 @@ async fn finish_judged<B: Backend>(
         ));
     }
     let mut judged = None;
-    if let (Some(expect), Some(judge)) = (&case.expect.judge, judge)
+    if let Some(expect) = &case.expect.judge
         && harness_errors.is_empty()
     {
-        match grade(judge, expect, &conversation, &calls).await {
+        let graded = match judge {
+            Some(judge) => grade(judge, expect, &conversation, &calls).await,
+            // A rubric nobody can grade never passes unread.
+            None => Err("no judge model is configured here to grade the rubric".to_owned()),
+        };
+        match graded {
             Ok(report) => {
                 if !passes(expect, &report) {
                     unmet.push(Unmet::new(
@@ -869,12 +784,11 @@ pub async fn run<B: Backend + 'static>(
     }
     let started = prepare(&dispatcher, tenant, &loaded, Vec::new()).await?;
     let workflows = Arc::new(loaded.workflows());
-    let players = Arc::new(Players {
-        model: options.model.clone(),
-        judge: options.judge.clone(),
-        functions: FunctionMap::of_agent(&loaded),
-        system: system_message(&loaded.document.agent),
-    });
+    let players = Arc::new(Players::new(
+        &loaded,
+        options.model.clone(),
+        options.judge.clone(),
+    ));
     let attempts = Arc::new(started.attempts.clone());
     let case_index: Arc<HashMap<String, usize>> = Arc::new(
         loaded
@@ -919,7 +833,10 @@ pub async fn run<B: Backend + 'static>(
                     &loaded.document.cases[c],
                     &pointer::index("/cases", c),
                     attempt,
-                    keep_raw,
+                    Keeping {
+                        raw: keep_raw,
+                        sink: None,
+                    },
                 )
                 .await?;
                 slots.lock().unwrap_or_else(PoisonError::into_inner)[i] = Some(result);

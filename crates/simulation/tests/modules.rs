@@ -31,13 +31,13 @@ const RUNTIME: &[&[&str]] = &[
 /// The simulation crate's layers, bottom first.
 const SIMULATION: &[&[&str]] = &[
     // The document, the loader's problems, typed references.
-    &["document", "problem", "reference"],
+    &["document", "problem", "reference", "clock"],
     // Judging recorded calls, running workflows, loading a document; the
     // conversation's messages and the model boundary (`ChatModel`).
     &["expect", "workflow", "load", "conversation"],
     // The results document and coverage; the scripted and model drivers and
     // the judging of conversations.
-    &["results", "driver", "model_driver", "judge"],
+    &["results", "driver", "model_driver", "judge", "starting"],
     // Installing, starting, running and judging attempts.
     &["runner"],
     &["crate"],
@@ -126,6 +126,8 @@ fn the_graphs_see_the_imports_they_check() {
                     "conversation",
                     "model_driver",
                     "judge",
+                    "clock",
+                    "starting",
                     "crate"
                 ]
             ]

@@ -156,6 +156,43 @@ fn external_drivers_are_for_the_api_only() {
         vec![("/cases/0/driver/type", "external_driver_not_embedded")]
     );
 
+    // An http driver too: a worker hands it to its agent service, which
+    // plays it through the API's tool-call endpoint; toolmock run has none.
+    let mut http = body.clone();
+    http["cases"][0]["driver"] =
+        json!({"type": "http", "url": "http://127.0.0.1:9/agent", "messages": ["hi"]});
+    let problems = simulation::load_value(&http, "sim.json", &embedded).expect_err("refused");
+    let found: Vec<(&str, &str)> = problems.iter().map(|p| (p.path.as_str(), p.code)).collect();
+    assert_eq!(
+        found,
+        vec![("/cases/0/driver/type", "external_driver_not_embedded")]
+    );
+    let loaded =
+        simulation::load_value(&http, "body", &Files::InlineOnly).expect("the API takes it");
+    assert_eq!(
+        loaded.document.cases[0].driver,
+        simulation::document::DriverDoc::Http {
+            url: "http://127.0.0.1:9/agent".into(),
+            messages: vec!["hi".into()]
+        }
+    );
+    for bad in [
+        json!({"type": "http", "url": "ftp://127.0.0.1/agent"}),
+        json!({"type": "http"}),
+        json!({"type": "http", "url": "http://x", "steps": []}),
+        json!({"type": "model", "messages": ["hi"], "url": "http://x"}),
+    ] {
+        http["cases"][0]["driver"] = bad.clone();
+        let problems =
+            simulation::load_value(&http, "body", &Files::InlineOnly).expect_err("refused");
+        assert!(
+            problems
+                .iter()
+                .all(|p| p.path.starts_with("/cases/0/driver")),
+            "{bad}: {problems:?}"
+        );
+    }
+
     // Steps belong to scripted drivers only, and scripted drivers need them.
     body["cases"][0]["driver"] = json!({"type": "external", "steps": []});
     let problems = simulation::load_value(&body, "body", &Files::InlineOnly).expect_err("refused");
@@ -174,9 +211,9 @@ fn external_drivers_are_for_the_api_only() {
     );
 }
 
-/// A process without a model (the API's background runner, through
+/// A process without a model (a worker started without one, through
 /// `run_attempt`) never lets a `model` case pass with no conversation: the
-/// attempt ends `harness_error` (`agent_unavailable`).
+/// attempt ends `harness_error` (`model_not_configured`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_case_without_a_model_never_passes() {
     let document = json!({
@@ -214,7 +251,7 @@ async fn a_model_case_without_a_model_never_passes() {
         result.outcome,
         toolmock_runtime::model::AttemptOutcome::HarnessError
     );
-    assert_eq!(result.harness_errors[0].code, "agent_unavailable");
+    assert_eq!(result.harness_errors[0].code, "model_not_configured");
     // And `run` without a model refuses the file at the case's driver.
     let refused = simulation::run(
         Arc::new(Dispatcher::new(MemoryStore::new())),

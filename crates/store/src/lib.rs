@@ -42,7 +42,7 @@ mod schema_check;
 pub use error::{SqlState, map_sqlx_error};
 pub use pg::{
     AttemptListing, Claimed, Fence, IndexedOperation, PgStore, QUEUE_CHANNEL, Reaped, Released,
-    RevisionSummary, SimulationListing, StoredContract, TestingIndex, ToolListing,
+    RevisionSummary, SimulationListing, StoredContract, StoredMessage, TestingIndex, ToolListing,
 };
 pub use schema_check::{SchemaCheckError, check_schema};
 

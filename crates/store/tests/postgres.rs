@@ -57,6 +57,16 @@ async fn one_call(pool: &PgPool) -> (Rig<PgStore>, StartedSimulation) {
         .record_judgement(tenant, attempt.id, &json!([]))
         .await
         .unwrap();
+    store
+        .record_message(
+            tenant,
+            attempt.id,
+            0,
+            &json!({"role": "system", "content": "You keep notes."}),
+            chrono::Utc::now(),
+        )
+        .await
+        .unwrap();
     (rig, started)
 }
 
@@ -80,6 +90,7 @@ async fn append_only_tables_reject_update_delete_truncate(pool: PgPool) {
         "simulation_documents",
         "attempt_judgements",
         "calls_begun",
+        "attempt_messages",
     ] {
         let count: (i64,) =
             sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {table}")))
@@ -284,6 +295,7 @@ async fn the_application_role_cannot_make_a_fault_pass(pool: PgPool) {
         "simulation_pins",
         "simulation_documents",
         "attempt_judgements",
+        "attempt_messages",
     ] {
         for sql in [
             format!("UPDATE {table} SET tenant_id = tenant_id"),
@@ -337,6 +349,7 @@ const TABLES: &[&str] = &[
     "attempt_capabilities",
     "attempt_judgements",
     "attempt_leases",
+    "attempt_messages",
     "attempt_state",
     "attempts",
     "calls_begun",

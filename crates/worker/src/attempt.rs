@@ -16,7 +16,7 @@ use toolmock_runtime::model::{
     AttemptOutcome, Capability, SimulationId, SimulationMode, TenantId, Verdict, WorkflowDoc,
 };
 use toolmock_simulation::document::DriverDoc;
-use toolmock_simulation::{LoadedSimulation, load_value, real_handlers, run_attempt};
+use toolmock_simulation::{Keeping, LoadedSimulation, Players, load_value, play_attempt, real_handlers};
 use toolmock_store::{Claimed, Fence, PgStore};
 
 /// An attempt this worker holds: its tenant and lease.
@@ -38,12 +38,14 @@ impl Held {
 }
 
 /// A simulation as its attempts run: the loaded document, its workflows,
-/// and for a `real_tools` simulation a dispatcher of its own with the real
-/// handlers (the shared one has none: nothing else executes anything real).
+/// what plays its model cases, and for a `real_tools` simulation a
+/// dispatcher of its own with the real handlers (the shared one has none:
+/// nothing else executes anything real).
 pub(crate) struct Playable {
-    loaded: LoadedSimulation,
+    pub(crate) loaded: LoadedSimulation,
     workflows: HashMap<String, WorkflowDoc>,
     real: Option<(Arc<Dispatcher<PgStore>>, Arc<RealExecutor>)>,
+    players: Players,
 }
 
 impl Drop for Playable {
@@ -114,6 +116,11 @@ impl Simulations {
         });
         let playable = Arc::new(Playable {
             workflows: loaded.workflows(),
+            players: Players::new(
+                &loaded,
+                shared.agents.model.clone(),
+                shared.agents.judge.clone(),
+            ),
             loaded,
             real,
         });
@@ -143,10 +150,10 @@ pub(crate) async fn run_claimed(shared: &Shared, claimed: &Claimed, capability: 
         }
         Err(message) => message,
     };
-    tracing::error!(attempt = %claimed.attempt.as_uuid(), error = %message, "a scripted attempt failed");
+    tracing::error!(attempt = %claimed.attempt.as_uuid(), error = %message, "an attempt's run failed");
     let fault = HarnessFault {
         code: HarnessCode::StorageFailed,
-        message: format!("the worker's scripted runner failed: {message}"),
+        message: format!("the worker's runner failed: {message}"),
         path: None,
     };
     // Under the fence like every write: refused when the lease was lost
@@ -190,9 +197,7 @@ async fn run(
         .position(|c| c.name == claimed.test_case_name)
         .ok_or_else(|| format!("no case named {:?} in the document", claimed.test_case_name))?;
     let case = &cases[position];
-    if !matches!(case.driver, DriverDoc::Scripted { .. }) {
-        return Err(format!("the case {:?} is not scripted", case.name));
-    }
+    let case_at = pointer::index("/cases", position);
     let attempt = StartedAttempt {
         id: claimed.attempt,
         test_case: claimed.test_case,
@@ -200,25 +205,51 @@ async fn run(
         number: claimed.number,
         capability,
     };
+    match &case.driver {
+        DriverDoc::Scripted { .. } | DriverDoc::Model { .. } => {}
+        DriverDoc::Http { .. } => {
+            return crate::service::hand_over(shared, claimed, (case, position), &attempt).await;
+        }
+        DriverDoc::External => {
+            return Err(format!(
+                "the case {:?} is played by an external agent, not a worker",
+                case.name
+            ));
+        }
+    }
+    let sink = crate::agents::PgSink {
+        store: &shared.store,
+        tenant,
+        attempt: claimed.attempt,
+    };
     let dispatcher = match &playable.real {
         Some((real, _)) => real.as_ref(),
         None => &shared.dispatcher,
     };
-    let result = run_attempt(
+    let result = play_attempt(
         dispatcher,
         tenant,
-        &playable.workflows,
+        (&playable.workflows, &playable.players),
         case,
-        &pointer::index("/cases", position),
+        &case_at,
         &attempt,
-        false,
+        Keeping {
+            raw: false,
+            sink: Some(&sink),
+        },
     )
     .await
     .map_err(|e| e.to_string())?;
     let unmet = serde_json::to_value(&result.unmet).map_err(|e| e.to_string())?;
+    let judge = result
+        .judge
+        .as_ref()
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(|e| e.to_string())?;
     shared
         .store
-        .record_judgement(tenant, claimed.attempt, &unmet)
+        .record_judgement_with(tenant, claimed.attempt, &unmet, judge.as_ref())
         .await
         .map_err(|e| format!("recording the judgement failed: {e}"))?;
     Ok(result.outcome)

@@ -1,4 +1,5 @@
-//! toolmock's worker loop: it claims the scripted attempts the API queued
+//! toolmock's worker loop: it claims the attempts the API queued (scripted,
+//! model-driven and agent-service cases)
 //! in PostgreSQL, runs each under a short lease that it renews by
 //! heartbeat and that fences every write it makes for the attempt, and
 //! reaps attempts whose lease ran out. The `toolmock-worker` binary runs it,
@@ -31,10 +32,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod agents;
 mod attempt;
 mod reaper;
+mod service;
 pub mod telemetry;
 
+pub use agents::{AgentFlags, Agents};
 pub use reaper::{REAP_BATCH, reap_expired, spawn_reaper};
 
 use attempt::{Held, Simulations};
@@ -135,6 +139,8 @@ struct Shared {
     held: Mutex<HashMap<AttemptId, Held>>,
     simulations: Simulations,
     report: Mutex<Report>,
+    /// What plays model and http cases.
+    agents: Agents,
 }
 
 impl Shared {
@@ -163,6 +169,19 @@ pub async fn run(
     config: WorkerConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Report, WorkerError> {
+    run_with(store, config, Agents::none(), shutdown).await
+}
+
+/// [`run`] with the players of agent-played cases: `agents.model` plays
+/// `model` cases (and `agents.judge` grades their rubrics), agent services
+/// play `http` cases (docs/agents.md). Without them such attempts end
+/// `harness_error` (`model_not_configured`, `agent_service_unreachable`).
+pub async fn run_with(
+    store: PgStore,
+    config: WorkerConfig,
+    agents: Agents,
+    shutdown: impl Future<Output = ()>,
+) -> Result<Report, WorkerError> {
     check(&config)?;
     let dispatcher = dispatcher(store.clone(), &config);
     let shared = Arc::new(Shared {
@@ -173,6 +192,7 @@ pub async fn run(
         held: Mutex::default(),
         simulations: Simulations::default(),
         report: Mutex::default(),
+        agents,
     });
     let wake = Arc::new(Notify::new());
     let listener = tokio::spawn(listen(shared.store.pool().clone(), wake.clone()));

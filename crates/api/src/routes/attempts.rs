@@ -7,7 +7,9 @@ use crate::auth::bearer;
 use crate::auth::{Authorized, RunSimulations};
 use crate::error::{ApiCode, ApiError};
 use crate::extract::{ApiJsonVerbatim, ApiPath};
-use crate::views::simulations::{AttemptView, FinishedView, attempt_item, attempt_view};
+use crate::views::simulations::{
+    AttemptView, FinishedView, attempt_item, attempt_view, message_view,
+};
 use axum::Json;
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
@@ -173,7 +175,8 @@ pub(crate) async fn mcp(
     }
 }
 
-/// Ends an attempt whose case has an `external` driver: the case's
+/// Ends an attempt whose case has an `external` driver (or an `http` one,
+/// whose agent service the worker handed the attempt to): the case's
 /// expectations are judged over what the attempt recorded (never over what
 /// the caller says), the attempt finishes with that verdict and its
 /// capability stops working.
@@ -205,7 +208,10 @@ pub(crate) async fn finish_attempt(
     let document = crate::stored::document(state.store(), tenant, record.simulation).await?;
     let position = listing.case_position as usize;
     let case = match document.as_ref().and_then(|d| d.cases.get(position)) {
-        Some(case) if case.driver == DriverDoc::External => case.clone(),
+        // An agent service (`http`) finishes the attempt its worker handed it.
+        Some(case) if matches!(case.driver, DriverDoc::External | DriverDoc::Http { .. }) => {
+            case.clone()
+        }
         Some(_) => {
             return Err(ApiError::StateConflict {
                 code: ApiCode::NotExternal,
@@ -252,7 +258,8 @@ pub(crate) async fn finish_attempt(
     }))
 }
 
-/// An attempt with its evidence timeline, tool input errors and harness errors.
+/// An attempt with its evidence timeline, tool input errors and harness
+/// errors, and a model-driven attempt's conversation.
 #[utoipa::path(get, path = "/api/attempts/{id}", tag = "simulations",
     params(("id" = Uuid, Path, description = "The attempt's id")),
     security(("bearer" = ["AIManager:RunSimulations"])),
@@ -276,12 +283,15 @@ pub(crate) async fn get_attempt(
     let evidence = store.evidence(tenant, attempt).await?;
     let tool_input_errors = store.tool_input_errors(tenant, attempt).await?;
     let harness_errors = store.harness_errors(tenant, attempt).await?;
-    Ok(Json(attempt_view(
+    let conversation = store.attempt_messages(tenant, attempt).await?;
+    let mut view = attempt_view(
         attempt_item(listing, document.as_ref()),
         &record,
         snapshot,
         evidence,
         tool_input_errors,
         harness_errors,
-    )))
+    );
+    view.conversation = conversation.into_iter().map(message_view).collect();
+    Ok(Json(view))
 }

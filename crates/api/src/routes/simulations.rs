@@ -154,16 +154,17 @@ pub(crate) async fn start_simulation(
             })
             .collect(),
     };
-    // The scripted cases' attempts go to the workers' queue (their start
-    // capabilities revoked: a worker's claim makes its own).
-    let scripted: Vec<_> = started
+    // Every attempt but an external agent's goes to the workers' queue (its
+    // start capability revoked: a worker's claim makes its own): scripted,
+    // model-driven and agent-service cases.
+    let queued: Vec<_> = started
         .attempts
         .iter()
-        .filter(|a| driver_of(&a.test_case_name) == "scripted")
+        .filter(|a| driver_of(&a.test_case_name) != "external")
         .map(|a| a.id)
         .collect();
-    if !scripted.is_empty() {
-        state.store().queue_attempts(tenant, &scripted).await?;
+    if !queued.is_empty() {
+        state.store().queue_attempts(tenant, &queued).await?;
     }
     Ok((StatusCode::CREATED, Json(view)))
 }

@@ -111,8 +111,10 @@ pub(crate) struct StartedAttemptView {
     pub(crate) test_case: String,
     /// 1, 2, … within the test case.
     pub(crate) number: u32,
-    /// `scripted` (run by the API right away) or `external` (played by the
-    /// caller through the tool-call endpoint, then `finish`).
+    /// `scripted`, `model` or `http` (queued for the workers: a script, a
+    /// model, or an agent service the worker hands the attempt to) or
+    /// `external` (played by the caller through the tool-call endpoint,
+    /// then `finish`).
     pub(crate) driver: String,
     /// The capability an external agent (or a nested service it drives)
     /// calls `POST /api/attempts/{id}/tool-calls` and `finish` with. Shown
@@ -141,6 +143,7 @@ pub(crate) fn driver_name(driver: &DriverDoc) -> &'static str {
         DriverDoc::Scripted { .. } => "scripted",
         DriverDoc::External => "external",
         DriverDoc::Model { .. } => "model",
+        DriverDoc::Http { .. } => "http",
     }
 }
 
@@ -207,7 +210,7 @@ pub(crate) struct AttemptItem {
     pub(crate) test_case: String,
     /// 1, 2, … within its test case.
     pub(crate) number: u32,
-    /// `scripted` or `external` (absent without a document).
+    /// `scripted`, `external`, `model` or `http` (absent without a document).
     pub(crate) driver: Option<String>,
     /// `running` or `finished`.
     pub(crate) status: String,
@@ -227,6 +230,71 @@ pub(crate) struct AttemptItem {
     /// Every expectation it did not meet (`[]`: all met), once judged.
     #[schema(value_type = Option<Vec<Object>>)]
     pub(crate) unmet: Option<Value>,
+    /// The judge's report of a case with a `judge` rubric, once graded.
+    pub(crate) judge: Option<JudgeView>,
+}
+
+/// What a judge model said of an attempt's recorded conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, ToSchema)]
+pub(crate) struct JudgeView {
+    /// `pass` or `fail`.
+    pub(crate) verdict: String,
+    /// 0 to 1.
+    pub(crate) score: f64,
+    /// Why.
+    pub(crate) reasoning: String,
+}
+
+/// One message of a model-driven attempt's conversation, in order.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct MessageView {
+    /// 0 for the system message, then in the order they were added.
+    pub(crate) position: u32,
+    /// When it was added.
+    pub(crate) at: chrono::DateTime<chrono::Utc>,
+    /// `system`, `user`, `assistant` or `tool`.
+    pub(crate) role: String,
+    /// The text (an assistant that only calls tools has none; a tool
+    /// message's is the result as JSON text, or `{"error": …}`).
+    pub(crate) content: Option<String>,
+    /// An assistant's tool calls, in the order the model gave them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tool_calls: Option<Vec<ToolCallView>>,
+    /// A tool message: the call it answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tool_call_id: Option<String>,
+}
+
+/// One function call an assistant message asked for.
+#[derive(Debug, Serialize, serde::Deserialize, ToSchema)]
+pub(crate) struct ToolCallView {
+    /// The model's id for it (the tool message's `tool_call_id`).
+    pub(crate) id: String,
+    /// The function name as the model wrote it.
+    pub(crate) name: String,
+    /// The arguments as the JSON text the model wrote.
+    pub(crate) arguments: String,
+}
+
+/// A kept message as the attempt view shows it.
+pub(crate) fn message_view(m: toolmock_store::StoredMessage) -> MessageView {
+    let text = |key: &str| {
+        m.message
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    MessageView {
+        position: m.position,
+        at: m.at,
+        role: text("role").unwrap_or_default(),
+        content: text("content"),
+        tool_calls: m
+            .message
+            .get("tool_calls")
+            .and_then(|c| serde_json::from_value(c.clone()).ok()),
+        tool_call_id: text("tool_call_id"),
+    }
 }
 
 pub(crate) fn attempt_item(
@@ -253,6 +321,7 @@ pub(crate) fn attempt_item(
         finished_at: a.finished_at,
         calls: a.calls,
         unmet: a.unmet,
+        judge: a.judge.and_then(|j| serde_json::from_value(j).ok()),
     }
 }
 
@@ -315,6 +384,10 @@ pub(crate) struct AttemptView {
     /// The harness's faults.
     #[schema(value_type = Vec<Object>)]
     pub(crate) harness_errors: Vec<Value>,
+    /// A model-driven attempt's conversation, in order, as it was played
+    /// (empty for other drivers). The model endpoint's configuration is
+    /// never part of it.
+    pub(crate) conversation: Vec<MessageView>,
 }
 
 /// What finishing an external attempt decided.
@@ -373,6 +446,7 @@ pub(crate) fn attempt_view(
         evidence,
         tool_input_errors,
         harness_errors,
+        conversation: Vec::new(),
     }
 }
 

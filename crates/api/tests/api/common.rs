@@ -231,11 +231,20 @@ impl Worker {
     }
 
     pub(crate) fn start_named(pool: &PgPool, owner: &str) -> Worker {
+        Self::start_with(pool, owner, toolmock_worker::Agents::none())
+    }
+
+    /// A worker whose model and http cases are played by `agents`.
+    pub(crate) fn start_with(
+        pool: &PgPool,
+        owner: &str,
+        agents: toolmock_worker::Agents,
+    ) -> Worker {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let mut config = toolmock_worker::WorkerConfig::new(owner);
         config.poll = std::time::Duration::from_millis(50);
         let store = toolmock_store::PgStore::new(pool.clone());
-        let task = tokio::spawn(toolmock_worker::run(store, config, async {
+        let task = tokio::spawn(toolmock_worker::run_with(store, config, agents, async {
             let _ = stopped.await;
         }));
         Worker { stop, task }

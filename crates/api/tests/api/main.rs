@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers: a failed expectation must panic
 
+mod agent_service;
+mod agents;
 mod common;
 mod discover;
 mod dispatcher;

@@ -21,7 +21,7 @@ use toolmock_simulation::{Files, RunOptions, SequenceClock, VirtualSleeper, load
 use toolmock_store::PgStore;
 use uuid::Uuid;
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
@@ -77,7 +77,7 @@ fn inlined(path: &Path) -> Value {
     doc
 }
 
-fn evidence_view(e: &EvidenceRecord) -> Value {
+pub(crate) fn evidence_view(e: &EvidenceRecord) -> Value {
     json!({
         "tool": e.tool, "operation": e.operation, "variant": e.variant, "rule": e.rule,
         "arguments": e.arguments, "result": e.result, "state_before": e.state_before,
@@ -86,11 +86,11 @@ fn evidence_view(e: &EvidenceRecord) -> Value {
     })
 }
 
-fn harness_view(e: &HarnessErrorRecord) -> Value {
+pub(crate) fn harness_view(e: &HarnessErrorRecord) -> Value {
     json!({"code": e.code.as_str(), "tool": e.tool, "operation": e.operation, "path": e.path})
 }
 
-fn input_view(e: &ToolInputErrorRecord) -> Value {
+pub(crate) fn input_view(e: &ToolInputErrorRecord) -> Value {
     json!({"code": e.code.as_str(), "tool": e.tool, "operation": e.operation, "path": e.path,
            "arguments": e.arguments})
 }

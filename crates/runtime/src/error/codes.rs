@@ -55,6 +55,18 @@ problem_codes! {
         /// The judge model could not grade a rubric: unreachable, or its answer is
         /// not the verdict asked for.
         JudgeFailed => "judge_failed",
+        /// A `model` case reached a process with no model endpoint configured
+        /// (a worker started without `--model-url` and `--model`).
+        ModelNotConfigured => "model_not_configured",
+        /// An `http` case's agent service could not be reached (connection
+        /// refused, DNS, time-out before it answered the hand-over).
+        AgentServiceUnreachable => "agent_service_unreachable",
+        /// An `http` case's agent service answered the hand-over with a status
+        /// other than 2xx.
+        AgentServiceRefused => "agent_service_refused",
+        /// An `http` case's agent service took the attempt but did not finish
+        /// it within the worker's time-out.
+        AgentServiceTimeout => "agent_service_timeout",
     }
 }
 

@@ -246,6 +246,14 @@ impl Loader {
                 "an external driver is played by an agent outside toolmock through the API; toolmock run has nobody to play it (give the case scripted steps)",
             );
         }
+        if matches!(case.driver, DriverDoc::Http { .. }) && matches!(self.files, Files::Relative(_))
+        {
+            self.problem(
+                pointer::push(&pointer::push(at, "driver"), "type"),
+                LoadCode::ExternalDriverNotEmbedded,
+                "an http driver hands the attempt to an agent service that plays it through the API's tool-call endpoint; toolmock run has no such endpoint (start the simulation through the API with a worker)",
+            );
+        }
         if let Some(pattern) = case
             .expect
             .final_answer

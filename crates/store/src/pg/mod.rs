@@ -10,6 +10,7 @@
 
 mod attempts;
 mod catalog;
+mod conversations;
 mod evidence;
 mod fixtures;
 mod pins;
@@ -17,6 +18,7 @@ mod queue;
 mod simulations;
 mod tool_views;
 
+pub use conversations::StoredMessage;
 pub use queue::{Claimed, Fence, QUEUE_CHANNEL, Reaped, Released};
 pub use simulations::{AttemptListing, SimulationListing};
 pub use tool_views::{

@@ -91,6 +91,8 @@ pub struct AttemptListing {
     /// and ended by harness errors (a harness error that names no call, such
     /// as an expired lease, is not one).
     pub calls: u32,
+    /// The judge's report (verdict, score, reasoning) of a graded rubric.
+    pub judge: Option<Value>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -104,6 +106,7 @@ struct AttemptRow {
     finished_at: Option<DateTime<Utc>>,
     unmet: Option<Json<Value>>,
     calls: i64,
+    judge: Option<Json<Value>>,
 }
 
 impl AttemptRow {
@@ -123,6 +126,7 @@ impl AttemptRow {
             finished_at: self.finished_at,
             unmet: self.unmet.map(|j| j.0),
             calls: count(self.calls)?,
+            judge: self.judge.map(|j| j.0),
         })
     }
 }
@@ -145,7 +149,7 @@ const ATTEMPTS: &str = "SELECT a.id, c.name AS test_case, c.position, a.number, 
               WHERE t.tenant_id = a.tenant_id AND t.attempt_id = a.id) \
          + (SELECT count(*) FROM harness_errors h \
               WHERE h.tenant_id = a.tenant_id AND h.attempt_id = a.id AND h.tool_name IS NOT NULL) \
-         AS calls \
+         AS calls, j.judge \
      FROM attempts a \
      JOIN test_cases c ON c.id = a.test_case_id \
      LEFT JOIN attempt_judgements j ON j.attempt_id = a.id";
@@ -274,9 +278,23 @@ impl PgStore {
         attempt: AttemptId,
         unmet: &Value,
     ) -> Db<()> {
+        self.record_judgement_with(tenant, attempt, unmet, None)
+            .await
+    }
+
+    /// [`PgStore::record_judgement`] with the judge's report (verdict,
+    /// score, reasoning) of a case whose rubric was graded.
+    pub async fn record_judgement_with(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        unmet: &Value,
+        judge: Option<&Value>,
+    ) -> Db<()> {
         let (owner, epoch) = self.fence_of(attempt);
         let written = db(sqlx::query(
-            "INSERT INTO attempt_judgements (tenant_id, attempt_id, unmet) SELECT $1, $2, $3 \
+            "INSERT INTO attempt_judgements (tenant_id, attempt_id, unmet, judge) \
+             SELECT $1, $2, $3, $6 \
              WHERE $4::text IS NULL OR EXISTS (SELECT 1 FROM attempts f \
                  WHERE f.tenant_id = $1 AND f.id = $2 AND f.lease_owner = $4 \
                      AND f.lease_epoch = $5 AND f.lease_expires_at > clock_timestamp() FOR SHARE)",
@@ -286,6 +304,7 @@ impl PgStore {
         .bind(Json(unmet))
         .bind(owner)
         .bind(epoch)
+        .bind(judge.map(Json))
         .execute(self.pool())
         .await)?;
         if written.rows_affected() == 0 {

@@ -1,0 +1,204 @@
+//! What plays the agent-played cases a worker claims: the model and the
+//! judge of `model` cases (OpenAI-compatible endpoints, `toolmock-agent`),
+//! and the agent services of `http` cases. Configured by the process that
+//! runs the worker (flags with environment fallbacks, [`AgentFlags`]),
+//! never by the simulation, and never written to evidence or judgements.
+
+use crate::WorkerError;
+use std::sync::Arc;
+use std::time::Duration;
+use toolmock_agent::{Endpoint, OpenAiChat};
+use toolmock_runtime::model::{AttemptId, TenantId};
+use toolmock_simulation::{ChatModel, ConversationSink, Message, SinkFuture};
+use toolmock_store::PgStore;
+
+/// The players of a worker's agent-played cases.
+#[derive(Debug, Clone, Default)]
+pub struct Agents {
+    /// Plays `model` cases; without one such an attempt ends `harness_error`
+    /// (`model_not_configured`).
+    pub model: Option<Arc<dyn ChatModel>>,
+    /// Grades `judge` rubrics; without one such a rubric ends the attempt
+    /// `harness_error` (`judge_failed`).
+    pub judge: Option<Arc<dyn ChatModel>>,
+    /// The API's base URL as agent services reach it (the tool-call and
+    /// finish endpoints are under it); without one an `http` attempt ends
+    /// `harness_error` (`agent_service_unreachable`).
+    pub api_url: Option<String>,
+    /// How long an agent service may take to finish an attempt it took.
+    pub service_timeout: Duration,
+    /// The client that hands attempts to agent services.
+    pub http: reqwest::Client,
+}
+
+impl Agents {
+    /// No model, no judge, no API URL; a 300 s service time-out.
+    pub fn none() -> Self {
+        Self {
+            service_timeout: Duration::from_secs(300),
+            ..Self::default()
+        }
+    }
+}
+
+/// The flags (each with an environment fallback) that configure
+/// [`Agents`]: `toolmock-worker`'s and `toolmock-api serve --workers N`'s.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AgentFlags {
+    /// The OpenAI-compatible endpoint that plays `model` cases
+    /// (`/chat/completions` is appended).
+    #[arg(long, value_name = "URL", env = "TOOLMOCK_MODEL_URL")]
+    pub model_url: Option<String>,
+    /// The model name sent with each request.
+    #[arg(long, value_name = "NAME", env = "TOOLMOCK_MODEL")]
+    pub model: Option<String>,
+    /// The endpoint's API key (sent as a bearer token; never printed or stored).
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "TOOLMOCK_MODEL_API_KEY",
+        hide_env_values = true
+    )]
+    pub model_api_key: Option<String>,
+    /// Sampling temperature, when the endpoint supports it.
+    #[arg(long, value_name = "T", env = "TOOLMOCK_MODEL_TEMPERATURE")]
+    pub model_temperature: Option<f32>,
+    /// Sampling seed, when the endpoint supports it.
+    #[arg(long, value_name = "N", env = "TOOLMOCK_MODEL_SEED")]
+    pub model_seed: Option<i64>,
+    /// How long one model request may take, in seconds.
+    #[arg(long, value_name = "SECS", env = "TOOLMOCK_MODEL_TIMEOUT_SECS", default_value_t = 120,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub model_timeout_secs: u64,
+    /// Retries of a transient failure (429, 5xx, time-out, connection) before
+    /// the attempt ends harness_error (agent_unavailable).
+    #[arg(long, value_name = "N", env = "TOOLMOCK_MODEL_RETRIES", default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(0..=20))]
+    pub model_retries: u32,
+    /// Model requests in flight at once over all attempts of this process
+    /// (the judge's are bounded apart, by the same number).
+    #[arg(long, value_name = "N", env = "TOOLMOCK_MODEL_CONCURRENCY", default_value_t = 8,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub model_concurrency: u32,
+    /// The judge's endpoint (default: --model-url).
+    #[arg(long, value_name = "URL", env = "TOOLMOCK_JUDGE_URL")]
+    pub judge_url: Option<String>,
+    /// The judge model: grades `judge` rubrics over the recorded conversation.
+    #[arg(long, value_name = "NAME", env = "TOOLMOCK_JUDGE_MODEL")]
+    pub judge_model: Option<String>,
+    /// The judge endpoint's API key (default: --model-api-key; never printed).
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "TOOLMOCK_JUDGE_API_KEY",
+        hide_env_values = true
+    )]
+    pub judge_api_key: Option<String>,
+    /// The API's base URL as agent services reach it, e.g.
+    /// `http://toolmock-api:8080` (`toolmock-api serve --workers N`: its own
+    /// address by default).
+    #[arg(long, value_name = "URL", env = "TOOLMOCK_API_URL")]
+    pub api_url: Option<String>,
+    /// How long an agent service (`http` cases) may take to finish an
+    /// attempt it took, in seconds.
+    #[arg(long, value_name = "SECS", env = "TOOLMOCK_AGENT_SERVICE_TIMEOUT_SECS",
+          default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub agent_service_timeout_secs: u64,
+}
+
+impl AgentFlags {
+    fn endpoint(&self, base_url: String, model: String, api_key: Option<String>) -> Endpoint {
+        Endpoint {
+            base_url,
+            model,
+            api_key,
+            temperature: self.model_temperature,
+            seed: self.model_seed,
+            timeout: Duration::from_secs(self.model_timeout_secs),
+            max_retries: self.model_retries,
+            concurrency: self.model_concurrency as usize,
+        }
+    }
+
+    /// The players the flags configure; `default_api_url` stands in for a
+    /// missing `--api-url`. A flag given without its partner is refused.
+    pub fn agents(&self, default_api_url: Option<String>) -> Result<Agents, WorkerError> {
+        let build = |endpoint: Endpoint| -> Result<Arc<dyn ChatModel>, WorkerError> {
+            OpenAiChat::new(&endpoint)
+                .map(|m| Arc::new(m) as Arc<dyn ChatModel>)
+                .map_err(|e| WorkerError::Config(format!("{}: {e}", e.code())))
+        };
+        let model = match (&self.model_url, &self.model) {
+            (Some(url), Some(name)) => Some(build(self.endpoint(
+                url.clone(),
+                name.clone(),
+                self.model_api_key.clone(),
+            ))?),
+            (None, None) => None,
+            (Some(_), None) => return Err(WorkerError::Config("--model-url needs --model".into())),
+            (None, Some(_)) => return Err(WorkerError::Config("--model needs --model-url".into())),
+        };
+        let judge = match (
+            &self.judge_model,
+            self.judge_url.as_ref().or(self.model_url.as_ref()),
+        ) {
+            (Some(name), Some(url)) => {
+                let key = self
+                    .judge_api_key
+                    .clone()
+                    .or_else(|| self.model_api_key.clone());
+                Some(build(self.endpoint(url.clone(), name.clone(), key))?)
+            }
+            (Some(_), None) => {
+                return Err(WorkerError::Config(
+                    "--judge-model needs --judge-url or --model-url".into(),
+                ));
+            }
+            (None, _) => None,
+        };
+        let api_url = self.api_url.clone().or(default_api_url);
+        if let Some(url) = &api_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(WorkerError::Config(format!(
+                "--api-url must start with http:// or https://: {url:?}"
+            )));
+        }
+        Ok(Agents {
+            model,
+            judge,
+            api_url: api_url.map(|u| u.trim_end_matches('/').to_owned()),
+            service_timeout: Duration::from_secs(self.agent_service_timeout_secs),
+            http: reqwest::Client::new(),
+        })
+    }
+}
+
+/// A model-driven attempt's conversation, kept in PostgreSQL message by
+/// message under the attempt's fence (`attempt_messages`).
+pub(crate) struct PgSink<'a> {
+    pub(crate) store: &'a PgStore,
+    pub(crate) tenant: TenantId,
+    pub(crate) attempt: AttemptId,
+}
+
+impl ConversationSink for PgSink<'_> {
+    fn keep<'a>(
+        &'a self,
+        position: u32,
+        message: &'a Message,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> SinkFuture<'a> {
+        Box::pin(async move {
+            let value = serde_json::to_value(message).map_err(|e| {
+                toolmock_runtime::error::StoreError::Corrupt {
+                    what: "message",
+                    message: e.to_string(),
+                }
+            })?;
+            self.store
+                .record_message(self.tenant, self.attempt, position, &value, at)
+                .await
+        })
+    }
+}

@@ -1,0 +1,162 @@
+//! `http` cases: the worker hands a claimed attempt to the case's agent
+//! service and waits, within its time-out, for the service to finish the
+//! attempt through the API (`POST /api/attempts/{id}/finish`), which judges
+//! it. A service that cannot be reached, refuses the hand-over or never
+//! finishes ends the attempt `harness_error` (`agent_service_unreachable`,
+//! `agent_service_refused`, `agent_service_timeout`); see docs/agents.md.
+
+use crate::Shared;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use toolmock_contract::pointer;
+use toolmock_runtime::dispatcher::StartedAttempt;
+use toolmock_runtime::model::AttemptOutcome;
+use toolmock_runtime::error::{HarnessCode, HarnessFault};
+use toolmock_simulation::document::{CaseDoc, DriverDoc};
+use toolmock_simulation::{RunError, judge_and_finish};
+use toolmock_store::Claimed;
+
+/// How often the worker looks whether the service finished the attempt.
+const FINISH_POLL: Duration = Duration::from_millis(100);
+
+/// Hands the attempt to its agent service and waits for its finish.
+pub(crate) async fn hand_over(
+    shared: &Shared,
+    claimed: &Claimed,
+    (case, position): (&CaseDoc, usize),
+    attempt: &StartedAttempt,
+) -> Result<AttemptOutcome, String> {
+    let DriverDoc::Http { url, messages } = &case.driver else {
+        return Err(format!("the case {:?} is not an http case", case.name));
+    };
+    let timeout = shared.agents.service_timeout;
+    let deadline = Instant::now() + timeout;
+    let Some(api) = &shared.agents.api_url else {
+        let why = "the worker has no --api-url, so it cannot tell an agent service where the attempt's tool-call endpoint is".to_owned();
+        return end(
+            shared,
+            claimed,
+            (case, position),
+            HarnessCode::AgentServiceUnreachable,
+            why,
+        )
+        .await;
+    };
+    let id = attempt.id.as_uuid();
+    let body = json!({
+        "attempt": id,
+        "capability": attempt.capability.token(),
+        "tool_calls_url": format!("{api}/api/attempts/{id}/tool-calls"),
+        "finish_url": format!("{api}/api/attempts/{id}/finish"),
+        "mcp_url": format!("{api}/api/attempts/{id}/mcp"),
+        "case": {"name": case.name, "number": attempt.number, "data": case.data, "messages": messages},
+        "timeout_secs": timeout.as_secs(),
+    });
+    let sent = shared
+        .agents
+        .http
+        .post(url)
+        .timeout(timeout)
+        .json(&body)
+        .send()
+        .await;
+    let failure = match sent {
+        Ok(answer) if answer.status().is_success() => None,
+        Ok(answer) => Some((
+            HarnessCode::AgentServiceRefused,
+            format!(
+                "the agent service at {url} answered the hand-over with {}",
+                answer.status()
+            ),
+        )),
+        // It took the attempt but did not answer in time: it may still finish.
+        Err(e) if e.is_timeout() => None,
+        Err(e) => Some((
+            HarnessCode::AgentServiceUnreachable,
+            format!("the agent service at {url} could not be reached: {e}"),
+        )),
+    };
+    if let Some((code, why)) = failure {
+        return end(shared, claimed, (case, position), code, why).await;
+    }
+    loop {
+        let listing = shared
+            .store
+            .attempt_listing(claimed.tenant, claimed.attempt)
+            .await
+            .map_err(|e| format!("reading the attempt failed: {e}"))?;
+        if let Some(outcome) = listing.outcome {
+            return Ok(outcome);
+        }
+        if Instant::now() >= deadline {
+            let why = format!(
+                "the agent service at {url} did not finish the attempt within {} s",
+                timeout.as_secs()
+            );
+            return end(
+                shared,
+                claimed,
+                (case, position),
+                HarnessCode::AgentServiceTimeout,
+                why,
+            )
+            .await;
+        }
+        tokio::time::sleep(FINISH_POLL.min(deadline.saturating_duration_since(Instant::now())))
+            .await;
+    }
+}
+
+/// Records the service's failure and finishes the attempt (judged over
+/// what was recorded, so its unmet expectations are kept too). A service
+/// that finished it first wins.
+async fn end(
+    shared: &Shared,
+    claimed: &Claimed,
+    (case, position): (&CaseDoc, usize),
+    code: HarnessCode,
+    message: String,
+) -> Result<AttemptOutcome, String> {
+    tracing::warn!(attempt = %claimed.attempt.as_uuid(), code = code.as_str(), %message, "an agent service failed its attempt");
+    let fault = HarnessFault {
+        code,
+        message,
+        path: None,
+    };
+    shared
+        .dispatcher
+        .record_harness_fault(claimed.tenant, claimed.attempt, None, fault, Value::Null)
+        .await
+        .map_err(|e| format!("recording the agent service's failure failed: {e}"))?;
+    let judged = judge_and_finish(
+        &shared.dispatcher,
+        claimed.tenant,
+        case,
+        &pointer::index("/cases", position),
+        (claimed.attempt, claimed.number),
+        Vec::new(),
+        false,
+    )
+    .await;
+    let result = match judged {
+        Ok(result) => result,
+        // The service finished it first: its outcome stands.
+        Err(RunError::AlreadyFinished) => {
+            return shared
+                .store
+                .attempt_listing(claimed.tenant, claimed.attempt)
+                .await
+                .map_err(|e| format!("reading the attempt failed: {e}"))?
+                .outcome
+                .ok_or_else(|| "the attempt is finished but has no outcome".to_owned());
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let unmet = serde_json::to_value(&result.unmet).map_err(|e| e.to_string())?;
+    shared
+        .store
+        .record_judgement(claimed.tenant, claimed.attempt, &unmet)
+        .await
+        .map_err(|e| format!("recording the judgement failed: {e}"))?;
+    Ok(result.outcome)
+}
