@@ -22,6 +22,7 @@ mod hash;
 mod input;
 mod normalize;
 mod output;
+mod record;
 mod run;
 mod serve;
 
@@ -44,6 +45,7 @@ enum Command {
     Diff(diff::DiffArgs),
     Run(run::RunArgs),
     Serve(serve::ServeArgs),
+    Record(record::RecordArgs),
 }
 
 toolmock_contract::problem_codes! {
@@ -85,6 +87,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => diff::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Record(args) => record::run(&args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),
