@@ -101,7 +101,11 @@ fn read_calls(dir: &Path) -> Result<Vec<Call>, RecordError> {
     let file = dir.join(CALLS_FILE);
     let text = std::fs::read_to_string(&file).map_err(|e| unreadable(&file, e))?;
     let mut calls = Vec::new();
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         let at = |rest: &str| format!("/calls/{i}{rest}");
         let value: Value = serde_json::from_str(line)
             .map_err(|e| invalid(&file, at(""), format!("line {} is not JSON: {e}", i + 1)))?;
@@ -110,7 +114,11 @@ fn read_calls(dir: &Path) -> Result<Vec<Call>, RecordError> {
             .ok_or_else(|| invalid(&file, at("/tool"), "a call needs its tool's name"))?;
         let arguments = value.get("arguments").cloned().unwrap_or(json!({}));
         if !arguments.is_object() {
-            return Err(invalid(&file, at("/arguments"), "arguments must be an object"));
+            return Err(invalid(
+                &file,
+                at("/arguments"),
+                "arguments must be an object",
+            ));
         }
         let structured = match (&value["result"], &value["error"]) {
             (Value::Object(result), _) => (result.get("isError") != Some(&Value::Bool(true)))
@@ -229,7 +237,9 @@ fn emit_one(entry: &Value, calls: &[&Call]) -> Result<Emitted, OperationReport> 
             name,
             n,
             RecordCode::NoStructuredResults,
-            format!("none of its {n} call(s) returned a structured result that is not an error (text-only results and errors are not mocked)"),
+            format!(
+                "none of its {n} call(s) returned a structured result that is not an error (text-only results and errors are not mocked)"
+            ),
         ));
     }
     let inferred = infer(&observations);
@@ -278,9 +288,11 @@ fn emit_one(entry: &Value, calls: &[&Call]) -> Result<Emitted, OperationReport> 
 
 fn describe(definition: &Value, calls: usize) -> String {
     let variants = definition["variants"].as_object().map_or(0, |v| v.len());
-    let rules: usize = definition["variants"]
-        .as_object()
-        .map_or(0, |v| v.values().map(|x| x["rules"].as_array().map_or(0, Vec::len)).sum());
+    let rules: usize = definition["variants"].as_object().map_or(0, |v| {
+        v.values()
+            .map(|x| x["rules"].as_array().map_or(0, Vec::len))
+            .sum()
+    });
     let examples = definition["examples"].as_array().map_or(0, Vec::len);
     format!("{variants} variant(s), {rules} rule(s), {examples} example(s) from {calls} call(s)")
 }
@@ -341,7 +353,11 @@ pub fn emit(dir: &Path, out: &Path) -> Result<EmitReport, RecordError> {
     let mut unlisted: Vec<&str> = calls
         .iter()
         .map(|c| c.tool.as_str())
-        .filter(|t| !entries.iter().any(|e| e["contract"]["operation"]["name"] == *t))
+        .filter(|t| {
+            !entries
+                .iter()
+                .any(|e| e["contract"]["operation"]["name"] == *t)
+        })
         .collect();
     unlisted.dedup();
     for tool in unlisted {
@@ -366,7 +382,10 @@ pub fn emit(dir: &Path, out: &Path) -> Result<EmitReport, RecordError> {
 }
 
 fn write_simulation(out: &Path, emitted: &[(Emitted, String)]) -> Result<(), RecordError> {
-    let contracts: Vec<Value> = emitted.iter().map(|(e, _)| e.contract_entry.clone()).collect();
+    let contracts: Vec<Value> = emitted
+        .iter()
+        .map(|(e, _)| e.contract_entry.clone())
+        .collect();
     write_json(&out.join(CONTRACTS_FILE), &Value::Array(contracts))?;
     let file = out.join("simulation.json");
     if emitted.is_empty() {

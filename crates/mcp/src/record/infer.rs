@@ -47,7 +47,10 @@ pub struct Inferred {
 }
 
 fn key(value: &Value) -> String {
-    canonical_json(value).map_or_else(|_| value.to_string(), |b| String::from_utf8_lossy(&b).into_owned())
+    canonical_json(value).map_or_else(
+        |_| value.to_string(),
+        |b| String::from_utf8_lossy(&b).into_owned(),
+    )
 }
 
 /// Every scalar leaf of `value` reachable by a mock-language path (keys
@@ -191,13 +194,19 @@ fn key_paths(observations: &[Observation], templates: &[String]) -> Option<Vec<S
     // Fewest distinct values first (a category decides more plausibly
     // than an identifier), then by name.
     let distinct_values = |p: &String| {
-        let mut values: Vec<Option<String>> =
-            observations.iter().map(|o| resolve(&o.input, p).map(key)).collect();
+        let mut values: Vec<Option<String>> = observations
+            .iter()
+            .map(|o| resolve(&o.input, p).map(key))
+            .collect();
         values.sort();
         values.dedup();
         values.len()
     };
-    all.sort_by(|a, b| distinct_values(a).cmp(&distinct_values(b)).then_with(|| a.cmp(b)));
+    all.sort_by(|a, b| {
+        distinct_values(a)
+            .cmp(&distinct_values(b))
+            .then_with(|| a.cmp(b))
+    });
     let decides = |paths: &[String]| {
         let mut seen: BTreeMap<Vec<Option<String>>, &String> = BTreeMap::new();
         observations.iter().zip(templates).all(|(o, t)| {
@@ -275,7 +284,12 @@ pub fn infer(observations: &[Observation]) -> Inferred {
     let (variants, shape, key_paths, variant_of) = if distinct.len() == 1 {
         let mut variants = Map::new();
         variants.insert("recorded".into(), json!({"result": templates[0]}));
-        (variants, Shape::Single, Vec::new(), vec![0; observations.len()])
+        (
+            variants,
+            Shape::Single,
+            Vec::new(),
+            vec![0; observations.len()],
+        )
     } else if let Some(paths) = key_paths(observations, &template_keys) {
         // The most frequent result answers when no rule matches.
         let default = distinct
@@ -380,8 +394,14 @@ mod tests {
     #[test]
     fn an_echo_seen_with_two_values_becomes_an_input_reference() {
         let inferred = infer(&[
-            obs(json!({"day": "mon", "n": 1}), json!({"ref": "R-1", "day": "mon"})),
-            obs(json!({"day": "tue", "n": 1}), json!({"ref": "R-1", "day": "tue"})),
+            obs(
+                json!({"day": "mon", "n": 1}),
+                json!({"ref": "R-1", "day": "mon"}),
+            ),
+            obs(
+                json!({"day": "tue", "n": 1}),
+                json!({"ref": "R-1", "day": "tue"}),
+            ),
         ]);
         assert_eq!(inferred.shape, Shape::Single);
         assert_eq!(

@@ -10,8 +10,8 @@ use super::{
 };
 use rmcp::ServiceExt;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ErrorCode, ErrorData, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, ErrorCode, ErrorData, Implementation, ListToolsResult,
+    PaginatedRequestParams, ResultType, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleClient, RoleServer, ServiceError};
 use rmcp::transport::IntoTransport;
@@ -98,11 +98,17 @@ impl rmcp::ServerHandler for Recorder {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.inner
+        let mut listed = self
+            .inner
             .peer
             .list_tools(request)
             .await
-            .map_err(upstream_error)
+            .map_err(upstream_error)?;
+        // A server from before 2026-07-28 sends no `resultType`; the client
+        // may speak the newer revision to the proxy (rmcp drops the field
+        // again for an older client).
+        listed.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(listed)
     }
 
     async fn call_tool(
@@ -113,10 +119,11 @@ impl rmcp::ServerHandler for Recorder {
         let tool = request.name.to_string();
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         match self.inner.peer.call_tool(request).await {
-            Ok(result) => {
+            Ok(mut result) => {
                 let value = serde_json::to_value(&result).unwrap_or(Value::Null);
                 self.append(json!({"tool": tool, "arguments": arguments, "result": value}))
                     .await?;
+                result.result_type.get_or_insert(ResultType::COMPLETE);
                 Ok(CallToolResponse::from(result))
             }
             Err(e) => {
@@ -221,7 +228,9 @@ fn write_start(
         let entry = ContractEntry::of_discovered(op)
             .ok()
             .and_then(|e| serde_json::to_value(e).ok())
-            .unwrap_or_else(|| json!({"contract": {"operation": {"source": "mcp", "name": op.operation.name}}}));
+            .unwrap_or_else(
+                || json!({"contract": {"operation": {"source": "mcp", "name": op.operation.name}}}),
+            );
         entries.push(entry);
     }
     write_json(&options.out.join(CONTRACTS_FILE), &Value::Array(entries))?;
