@@ -182,8 +182,13 @@ fn file_stem(name: &str) -> String {
     }
 }
 
-fn skipped(operation: &str, calls: usize, code: RecordCode, message: String) -> OperationReport {
-    OperationReport {
+fn skipped(
+    operation: &str,
+    calls: usize,
+    code: RecordCode,
+    message: String,
+) -> Box<OperationReport> {
+    Box::new(OperationReport {
         operation: operation.to_owned(),
         status: "skipped",
         code: Some(code.as_str()),
@@ -191,12 +196,12 @@ fn skipped(operation: &str, calls: usize, code: RecordCode, message: String) -> 
         calls,
         definition: None,
         diagnostics: Vec::new(),
-    }
+    })
 }
 
 /// One operation: its distinct structured results → a definition, checked
 /// against the contract.
-fn emit_one(entry: &Value, calls: &[&Call]) -> Result<Emitted, OperationReport> {
+fn emit_one(entry: &Value, calls: &[&Call]) -> Result<Emitted, Box<OperationReport>> {
     let name = entry["contract"]["operation"]["name"]
         .as_str()
         .unwrap_or_default();
@@ -347,7 +352,7 @@ pub fn emit(dir: &Path, out: &Path) -> Result<EmitReport, RecordError> {
                 });
                 emitted.push((one, stem));
             }
-            Err(report) => reports.push(report),
+            Err(report) => reports.push(*report),
         }
     }
     let mut unlisted: Vec<&str> = calls
@@ -362,7 +367,7 @@ pub fn emit(dir: &Path, out: &Path) -> Result<EmitReport, RecordError> {
     unlisted.dedup();
     for tool in unlisted {
         let n = calls.iter().filter(|c| c.tool == tool).count();
-        reports.push(skipped(
+        reports.push(*skipped(
             tool,
             n,
             RecordCode::UnlistedTool,

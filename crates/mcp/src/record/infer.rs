@@ -345,10 +345,10 @@ pub fn infer(observations: &[Observation]) -> Inferred {
     // Every variant's first call, then the others in order, up to the limit.
     let mut order: Vec<usize> = Vec::new();
     for v in 0..distinct.len() {
-        if let Some(i) = variant_of.iter().position(|x| *x == v) {
-            if !order.contains(&i) {
-                order.push(i);
-            }
+        if let Some(i) = variant_of.iter().position(|x| *x == v)
+            && !order.contains(&i)
+        {
+            order.push(i);
         }
     }
     for i in 0..observations.len() {
