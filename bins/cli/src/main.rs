@@ -22,6 +22,7 @@ mod hash;
 mod input;
 mod normalize;
 mod output;
+mod record;
 mod run;
 mod serve;
 mod submit;
@@ -46,6 +47,7 @@ enum Command {
     Run(run::RunArgs),
     Serve(serve::ServeArgs),
     Submit(submit::SubmitArgs),
+    Record(record::RecordArgs),
 }
 
 toolmock_contract::problem_codes! {
@@ -88,6 +90,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Submit(args) => submit::run(&args),
+        Command::Record(args) => record::run(&args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

@@ -3,7 +3,9 @@
 //! contracts; the official Python SDK client and the official TypeScript
 //! SDK client (installed by scripts/install-mcp-servers.sh) play attempts
 //! over stdio and streamable HTTP (scripts `fixtures/mcp/clients/`), and
-//! the server's own results document is read back.
+//! the server's own results document is read back. `--max-calls` and
+//! `--idle-timeout` end an attempt over stdio (driven over the pipes by
+//! hand) and over HTTP.
 
 mod serve_common;
 
@@ -280,4 +282,210 @@ fn a_case_must_be_chosen_when_there_are_several() {
         "{}",
         text(&out.stderr)
     );
+}
+
+/// A `toolmock serve --stdio` process driven by hand over its pipes
+/// (newline-delimited JSON-RPC, as the stdio transport frames it): stdin
+/// stays open, so only the server itself can end the attempt.
+struct StdioServed {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl StdioServed {
+    fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolmock"))
+            .arg("serve")
+            .arg(calendar())
+            .args(["--case", "books_a_day", "--stdio"])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("toolmock serve starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut served = StdioServed {
+            child,
+            stdin,
+            stdout,
+        };
+        let hello = served.request(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "serve-test", "version": "1"}}),
+        );
+        assert!(hello["result"]["serverInfo"].is_object(), "{hello}");
+        served.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        served
+    }
+
+    fn send(&mut self, message: &Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{message}").expect("write a request");
+        self.stdin.flush().expect("flush");
+    }
+
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        use std::io::BufRead;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            let n = self.stdout.read_line(&mut line).expect("read an answer");
+            assert!(n > 0, "the server closed stdout before answering {method}");
+            let message: Value = serde_json::from_str(&line).expect("a JSON-RPC message");
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+
+    fn call(&mut self, id: u64, name: &str, arguments: Value) -> Value {
+        self.request(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        )
+    }
+
+    /// Waits for the process to exit on its own (stdin still open).
+    fn exits_within(&mut self, limit: Duration) -> i32 {
+        let began = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(
+                began.elapsed() < limit,
+                "serve --stdio did not end its attempt with stdin open"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for StdioServed {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn read_results(path: &std::path::Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).expect("results written")).expect("JSON")
+}
+
+/// `--stdio --max-calls 2`: the second call is answered, then the attempt
+/// ends while the client still holds stdin open; the process judges it,
+/// writes the report and exits (0: the case's expectations hold).
+#[test]
+fn stdio_max_calls_ends_the_attempt_and_writes_the_report() {
+    let dir = scratch();
+    let results = dir.join("results.json");
+    let mut served = StdioServed::start(&[
+        "--max-calls",
+        "2",
+        "--json",
+        results.to_str().expect("utf-8"),
+    ]);
+    let booked = served.call(1, "book", json!({"day": "2026-12-04"}));
+    assert_eq!(
+        booked["result"]["structuredContent"]["day"], "2026-12-04",
+        "{booked}"
+    );
+    let read = served.call(2, "booked_day", json!({}));
+    assert_eq!(
+        read["result"]["structuredContent"],
+        json!({"day": "2026-12-04"})
+    );
+    assert_eq!(served.exits_within(Duration::from_secs(20)), 0);
+    let results = read_results(&results);
+    let attempt = &results["cases"][0]["attempts"][0];
+    assert_eq!(attempt["outcome"], "passed", "{results}");
+    assert_eq!(attempt["calls"].as_array().expect("calls").len(), 2);
+    assert_eq!(results["ok"], true);
+}
+
+/// `--stdio --idle-timeout 1`: after a call and a second without another,
+/// the attempt ends with stdin still open; the report is written. A case
+/// whose expectations are not met by then (nothing booked) exits 1.
+#[test]
+fn stdio_idle_timeout_ends_the_attempt_and_writes_the_report() {
+    let dir = scratch();
+    let results = dir.join("results.json");
+    let junit = dir.join("junit.xml");
+    let mut served = StdioServed::start(&[
+        "--idle-timeout",
+        "1",
+        "--json",
+        results.to_str().expect("utf-8"),
+        "--junit",
+        junit.to_str().expect("utf-8"),
+    ]);
+    let read = served.call(1, "booked_day", json!({}));
+    assert_eq!(read["result"]["structuredContent"], json!({"day": ""}));
+    let began = Instant::now();
+    assert_eq!(served.exits_within(Duration::from_secs(20)), 1);
+    assert!(
+        began.elapsed() >= Duration::from_millis(900),
+        "ended before the idle time: {:?}",
+        began.elapsed()
+    );
+    let results = read_results(&results);
+    let attempt = &results["cases"][0]["attempts"][0];
+    assert_eq!(attempt["outcome"], "failed", "{results}");
+    assert_eq!(attempt["calls"].as_array().expect("calls").len(), 1);
+    let xml = std::fs::read_to_string(&junit).expect("junit written");
+    assert!(xml.contains("books_a_day"), "{xml}");
+}
+
+/// `--http --idle-timeout 1`: an attempt with no call for a second ends
+/// (a later call to its URL is refused, `attempt_finished`) while another
+/// attempt started later is still open; both are in the report.
+#[test]
+fn http_idle_timeout_ends_an_attempt() {
+    let dir = scratch();
+    let results = dir.join("results.json");
+    let served = Served::start(
+        &calendar(),
+        &[
+            "--case",
+            "books_a_day",
+            "--idle-timeout",
+            "1",
+            "--json",
+            results.to_str().expect("utf-8"),
+        ],
+    );
+    let call = |n: u32, name: &str, arguments: Value| {
+        rpc(
+            &served.url(n),
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        )
+    };
+    let booked = call(1, "book", json!({"day": "2026-12-04"}));
+    assert_eq!(booked["result"]["isError"], false, "{booked}");
+    std::thread::sleep(Duration::from_millis(2500));
+    let after = call(1, "booked_day", json!({}));
+    assert_eq!(
+        after["error"]["data"]["code"], "attempt_finished",
+        "{after}"
+    );
+    // A fresh attempt still answers.
+    let fresh = call(2, "booked_day", json!({}));
+    assert_eq!(fresh["result"]["structuredContent"], json!({"day": ""}));
+    let (code, table) = served.stop();
+    assert_eq!(code, 1, "attempt 2 booked nothing: {table}");
+    let results = read_results(&results);
+    let outcomes: Vec<&str> = results["cases"][0]["attempts"]
+        .as_array()
+        .expect("attempts")
+        .iter()
+        .map(|a| a["outcome"].as_str().expect("outcome"))
+        .collect();
+    assert_eq!(outcomes, ["passed", "failed"]);
 }

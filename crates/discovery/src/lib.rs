@@ -476,51 +476,113 @@ impl StderrTail {
     }
 }
 
-/// Connects to `endpoint` with the newest lifecycle it answers: the
-/// `server/discover` probe, else `initialize` on a fresh connection.
-async fn open(endpoint: &Endpoint) -> Result<(Client, StderrTail), DiscoveryError> {
-    match connect(endpoint, Handshake::Discover).await? {
-        Connected::Client(client, tail) => Ok((client, tail)),
-        Connected::Legacy => match connect(endpoint, Handshake::Initialize).await? {
-            Connected::Client(client, tail) => Ok((client, tail)),
-            Connected::Legacy => unreachable_legacy(),
-        },
-    }
-}
-
 async fn discover_untimed(
     endpoint: &Endpoint,
     options: &Options,
 ) -> Result<Discovery, DiscoveryError> {
-    let (client, mut tail) = open(endpoint).await?;
-    let listed = list_pages(&client).await;
-    let server = describe(&client);
+    let mut session = open_untimed(endpoint).await?;
+    let listed = session.discover(options).await;
     // Closing the client ends a spawned server (its stdin closes; the child is reaped).
-    let _ = client.cancel().await;
-    let pages = match listed {
-        Ok(pages) => pages,
-        Err(ListFailure::Request {
-            page,
-            message,
-            class,
-        }) => {
-            return Err(DiscoveryError::ListTools {
+    session.close().await;
+    listed
+}
+
+/// An open connection to an MCP server, for a caller that does more than
+/// list its tools (`toolmock record` forwards the client's calls through
+/// [`Session::peer`]). This crate itself never calls a tool.
+pub struct Session {
+    client: Client,
+    tail: StderrTail,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("server", &describe(&self.client))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Connects to the server at `endpoint` (the same handshakes as
+/// [`discover`]) within `timeout`, and keeps the connection open.
+pub async fn open(endpoint: &Endpoint, timeout: Duration) -> Result<Session, DiscoveryError> {
+    match tokio::time::timeout(timeout, open_untimed(endpoint)).await {
+        Ok(result) => result,
+        Err(_) => Err(DiscoveryError::Timeout {
+            seconds: timeout.as_secs(),
+        }),
+    }
+}
+
+async fn open_untimed(endpoint: &Endpoint) -> Result<Session, DiscoveryError> {
+    let (client, tail) = match connect(endpoint, Handshake::Discover).await? {
+        Connected::Client(client, tail) => (client, tail),
+        Connected::Legacy => match connect(endpoint, Handshake::Initialize).await? {
+            Connected::Client(client, tail) => (client, tail),
+            Connected::Legacy => unreachable_legacy()?,
+        },
+    };
+    Ok(Session { client, tail })
+}
+
+impl Session {
+    /// Lists every tool (following `nextCursor`) and normalizes them, as
+    /// [`discover`] does, within `options.timeout`.
+    pub async fn discover(&mut self, options: &Options) -> Result<Discovery, DiscoveryError> {
+        let listed = match tokio::time::timeout(options.timeout, list_pages(&self.client)).await {
+            Ok(listed) => listed,
+            Err(_) => {
+                return Err(DiscoveryError::Timeout {
+                    seconds: options.timeout.as_secs(),
+                });
+            }
+        };
+        let pages = match listed {
+            Ok(pages) => pages,
+            Err(ListFailure::Request {
                 page,
                 message,
                 class,
-                stderr: tail.text().await,
-            });
-        }
-        Err(ListFailure::Other(e)) => return Err(e),
-    };
-    let operations =
-        toolmock_schema::normalize_pages(&pages, options.fallback_output_schema.as_ref())
-            .map_err(DiscoveryError::InvalidTools)?;
-    Ok(Discovery {
-        server,
-        pages: pages.len(),
-        operations,
-    })
+            }) => {
+                return Err(DiscoveryError::ListTools {
+                    page,
+                    message,
+                    class,
+                    stderr: self.tail.text().await,
+                });
+            }
+            Err(ListFailure::Other(e)) => return Err(e),
+        };
+        let operations =
+            toolmock_schema::normalize_pages(&pages, options.fallback_output_schema.as_ref())
+                .map_err(DiscoveryError::InvalidTools)?;
+        Ok(Discovery {
+            server: describe(&self.client),
+            pages: pages.len(),
+            operations,
+        })
+    }
+
+    /// The server, to send it requests of one's own.
+    pub fn peer(&self) -> &rmcp::service::Peer<RoleClient> {
+        self.client.peer()
+    }
+
+    /// What the server said about itself.
+    pub fn server(&self) -> ServerDescription {
+        describe(&self.client)
+    }
+
+    /// The end of a spawned server's stderr (empty for HTTP), for an error
+    /// message; waits at most half a second.
+    pub async fn stderr_tail(&mut self) -> String {
+        self.tail.text().await
+    }
+
+    /// Closes the connection; a spawned server is ended and reaped.
+    pub async fn close(self) {
+        let _ = self.client.cancel().await;
+    }
 }
 
 type Client = RunningService<RoleClient, ClientConfig>;

@@ -8,7 +8,7 @@
 //! `structuredContent` breaks its own output schema fails the attempt as a
 //! harness error (`output_schema_violation`).
 
-use crate::{Client, Endpoint, open};
+use crate::{Client, Endpoint, open_untimed};
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
@@ -67,7 +67,10 @@ impl RealExecutor {
             return Ok(client.clone());
         }
         let endpoint = Endpoint::http(url).map_err(|e| e.to_string())?;
-        let (client, _) = open(&endpoint).await.map_err(|e| e.to_string())?;
+        let client = open_untimed(&endpoint)
+            .await
+            .map_err(|e| e.to_string())?
+            .client;
         let client = Arc::new(client);
         sessions.insert(url.to_owned(), client.clone());
         Ok(client)

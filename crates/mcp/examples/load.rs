@@ -8,7 +8,12 @@
 //! it, the same calls through `Dispatcher::call` in process, with the same
 //! concurrency, for the dispatcher's own rate.
 //!
-//!     cargo run --release -p toolmock-mcp --example load -- [CLIENTS] [SECONDS]
+//!     cargo run --release -p toolmock-mcp --example load -- [CLIENTS] [SECONDS] [BASE_URL]
+//!
+//! With BASE_URL (e.g. `http://127.0.0.1:8765`, what `toolmock serve
+//! --http` printed), the HTTP calls go to that server instead of one in
+//! this process: `scripts/bench-mcp.sh` runs it so against the release
+//! `toolmock serve --http`, so the figure is the real binary's.
 
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -111,21 +116,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seconds: u64 = args.next().map_or(Ok(10), |a| a.parse())?;
     let duration = Duration::from_secs(seconds);
 
-    // Over HTTP, as `toolmock serve --http` serves.
-    let embedded = served().await?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let app = toolmock_mcp::router(embedded.clone(), false);
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let base = match args.next() {
+        Some(base) => base.trim_end_matches('/').to_owned(),
+        None => {
+            // Over HTTP, in this process, as `toolmock serve --http` serves.
+            let embedded = served().await?;
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            let addr = listener.local_addr()?;
+            let app = toolmock_mcp::router(embedded.clone(), false);
+            tokio::spawn(async move { axum::serve(listener, app).await });
+            format!("http://{addr}")
+        }
+    };
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(clients as usize)
+        .build()?;
     let began = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for client in 1..=clients {
-        let url = format!("http://{addr}/attempts/{client}/mcp");
+        let url = format!("{base}/attempts/{client}/mcp");
+        let http = http.clone();
         tasks.spawn(async move {
-            let http = reqwest::Client::builder()
-                .pool_max_idle_per_host(1)
-                .build()
-                .expect("client");
             let mut latencies = Vec::new();
             let mut i = 0u64;
             while began.elapsed() < duration {

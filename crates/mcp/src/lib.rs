@@ -12,6 +12,10 @@
 //! error answers a tool result with `isError: true` (its code, message and
 //! path); a harness error, already recorded, answers a JSON-RPC error.
 //!
+//! [`record`] is the other direction: a recording proxy in front of a real
+//! MCP server (`toolmock record`), and the emission of checked mock
+//! definitions from what it recorded (`toolmock record emit`).
+//!
 //! [`Embedded`] is `toolmock serve`: one case of a simulation document,
 //! each attempt started when first asked for and judged when it ends, as
 //! `toolmock run` judges. It is not a store and speaks no SQL: the API
@@ -65,6 +69,7 @@
 mod embedded;
 mod error;
 mod handler;
+pub mod record;
 mod tools;
 mod transport;
 
@@ -85,7 +90,8 @@ mod error_codes {
     #[test]
     fn every_code_is_documented_and_every_documented_code_exists() {
         let doc = include_str!("../../../docs/error-codes.md");
-        let codes = toolmock_contract::code_strings::<crate::McpCode>();
+        let mut codes = toolmock_contract::code_strings::<crate::McpCode>();
+        codes.extend(toolmock_contract::code_strings::<crate::record::RecordCode>());
         toolmock_contract::check_documented_codes(doc, "toolmock-mcp", &codes)
             .unwrap_or_else(|e| panic!("{e}"));
     }
