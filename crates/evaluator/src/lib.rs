@@ -43,6 +43,7 @@
 mod check;
 mod compile;
 mod complexity;
+mod computed;
 mod contract;
 mod diagnostics;
 mod error;
