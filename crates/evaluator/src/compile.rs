@@ -201,6 +201,8 @@ pub(crate) enum Test {
     Ne(Value),
     In(Box<[Value]>),
     Exists(bool),
+    /// Version 2: `eq` (true) or `ne` (false) against a reference's value.
+    Ref(bool, Box<crate::expr::Reference>),
 }
 
 #[derive(Debug, Clone)]
@@ -262,6 +264,7 @@ const EXAMPLE: Shape = Shape {
 
 #[path = "compile_v2.rs"]
 mod v2;
+pub(crate) use v2::reference_like;
 
 /// The compact size of a document, counted without allocating it.
 pub(crate) fn compact_size(value: &Value) -> usize {
@@ -567,7 +570,9 @@ impl Walker {
     /// `set_state` in either form: the object form's updates (with no
     /// writes), or the list form's writes (with no updates).
     fn set_state(&mut self, value: &Value, at: &str) -> Option<(StateUpdates, Box<[Write]>)> {
-        if let Value::Array(items) = value {
+        if let Value::Array(items) = value
+            && self.is_write_list(items)
+        {
             return self
                 .writes(items, at)
                 .map(|writes| (Box::default(), writes));
@@ -793,6 +798,9 @@ impl Walker {
         let value = map.get("value");
         let test = match (map.get("op"), value) {
             (Some(Value::String(op)), Some(v)) => match op.as_str() {
+                "eq" | "ne" if self.is_reference_value(v) => {
+                    self.reference_test(op == "eq", v, &pointer_push(at, "value"))
+                }
                 "eq" => Some(Test::Eq(v.clone())),
                 "ne" => Some(Test::Ne(v.clone())),
                 "in" => match v {

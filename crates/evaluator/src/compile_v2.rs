@@ -1,9 +1,10 @@
 //! The version-2 parts of the structural check: computed paths in
 //! conditions, the list form of `set_state`, and the version rule itself.
 
-use super::{Shape, Walker};
+use super::{Shape, Test, Walker};
 use crate::computed::{ComputedPath, Write};
 use crate::diagnostics::{DiagnosticCode as Code, pointer_index, pointer_push};
+use crate::expr::{ExprCompiler, Source};
 use crate::path::Path;
 use serde_json::Value;
 
@@ -17,11 +18,52 @@ const WRITE: Shape = Shape {
 };
 
 impl Walker {
+    /// In version 2, a condition's `value` that is exactly one `$input` or
+    /// `$state` reference is read per call; in version 1 it is a literal
+    /// (and the warnings say so).
+    pub(super) fn is_reference_value(&self, value: &Value) -> bool {
+        self.language.version == 2 && reference_like(value).is_some()
+    }
+
+    /// The test of an `eq` (`eq` true) or `ne` condition against a reference.
+    pub(super) fn reference_test(&mut self, eq: bool, value: &Value, at: &str) -> Option<Test> {
+        let (source, path) = reference_like(value)?;
+        self.language.feature(
+            &mut self.diagnostics,
+            at,
+            "a condition value that is a reference",
+        );
+        let key = match source {
+            Source::Input => "$input",
+            Source::State => "$state",
+        };
+        let reference = ExprCompiler {
+            diagnostics: &mut self.diagnostics,
+            language: &mut self.language,
+        }
+        .reference(source, path, &pointer_push(at, key), true)?;
+        Some(Test::Ref(eq, Box::new(reference)))
+    }
+
     /// A condition's path written as an array.
     pub(super) fn computed_path(&mut self, items: &[Value], at: &str) -> Option<ComputedPath> {
         self.language
             .feature(&mut self.diagnostics, at, "a path written as an array");
         ComputedPath::compile(items, at, &mut self.diagnostics)
+    }
+
+    /// Whether a `set_state` array is read as the list form. In a version-2
+    /// document it always is; in a version-1 document only when it is
+    /// clearly one (every element an object with `path` and `value`), so it
+    /// is refused as `version_2_feature`, while any other array stays the
+    /// `wrong_type` version 1 has always reported.
+    pub(super) fn is_write_list(&self, items: &[Value]) -> bool {
+        self.language.version == 2
+            || (!items.is_empty()
+                && items.iter().all(|item| {
+                    item.as_object()
+                        .is_some_and(|m| m.contains_key("path") && m.contains_key("value"))
+                }))
     }
 
     /// The list form of `set_state`: `[{path, value}, …]`, applied in order.
@@ -110,5 +152,17 @@ impl Walker {
                 "schema_version 2 is for documents that use a version-2 feature (a path written as an array, the list form of set_state); this one uses none: write \"schema_version\": 1",
             );
         }
+    }
+}
+
+/// The source and path of an object that is exactly one `$input` or
+/// `$state` member.
+pub(crate) fn reference_like(value: &Value) -> Option<(Source, &Value)> {
+    let map = value.as_object()?;
+    let mut entries = map.iter();
+    match (entries.next(), entries.next()) {
+        (Some((key, path)), None) if key == "$input" => Some((Source::Input, path)),
+        (Some((key, path)), None) if key == "$state" => Some((Source::State, path)),
+        _ => None,
     }
 }

@@ -530,6 +530,10 @@ fn holds(condition: &CompiledCondition, scope: &Scope<'_>) -> Result<bool, CallE
         Test::Ne(want) => !found.is_some_and(|v| json_equal(v, want)),
         Test::In(options) => found.is_some_and(|v| options.iter().any(|o| json_equal(v, o))),
         Test::Exists(want) => found.is_some() == *want,
+        Test::Ref(eq, reference) => {
+            let want = reference.resolve(scope)?;
+            found.is_some_and(|v| json_equal(v, &want)) == *eq
+        }
     })
 }
 

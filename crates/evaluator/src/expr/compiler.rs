@@ -107,7 +107,7 @@ impl ExprCompiler<'_> {
         }
     }
 
-    fn reference(
+    pub(crate) fn reference(
         &mut self,
         source: Source,
         operand: &Value,

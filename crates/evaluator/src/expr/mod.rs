@@ -374,7 +374,10 @@ impl Reference {
         }
     }
 
-    fn resolve<'a>(&self, scope: &Scope<'a>) -> Result<std::borrow::Cow<'a, Value>, CallError> {
+    pub(crate) fn resolve<'a>(
+        &self,
+        scope: &Scope<'a>,
+    ) -> Result<std::borrow::Cow<'a, Value>, CallError> {
         use std::borrow::Cow;
         if let Some(computed) = &self.computed {
             return match computed.resolve(self.source, scope)? {
