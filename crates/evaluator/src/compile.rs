@@ -407,7 +407,7 @@ impl Walker {
                 "/schema_version",
                 format!("schema_version {n} is not supported; the versions are 1 and 2"),
             ),
-            Some(other) => self.wrong_type("/schema_version", "the integer 1 or 2", other),
+            Some(other) => self.wrong_type("/schema_version", "the integer 1", other),
         }
         let default_variant = match map.get("default_variant") {
             Some(Value::String(name)) => Some(name.as_str()),

@@ -149,7 +149,7 @@ impl Walker {
             self.push(
                 Code::UnsupportedSchemaVersion,
                 "/schema_version",
-                "schema_version 2 is for documents that use a version-2 feature (a path written as an array, the list form of set_state); this one uses none: write \"schema_version\": 1",
+                "schema_version 2 is for documents that use a version-2 feature (a path written as an array, the list form of set_state, a condition value that is a reference); this one uses none: write \"schema_version\": 1",
             );
         }
     }
