@@ -354,15 +354,14 @@ pub(crate) fn render_writes<'d>(
         let position = match members.iter().position(|(k, _)| *k == &*write.top) {
             Some(i) => i,
             None => {
-                let current = scope.state.get(&*write.top).cloned();
-                members.push((&write.top, current.unwrap_or(Value::Null)));
                 // A member the state lacks starts as an object when the
                 // write goes deeper, and is simply set when it does not.
-                if steps.len() > 1 && !scope.state.contains_key(&*write.top) {
-                    if let Some(last) = members.last_mut() {
-                        last.1 = Value::Object(Map::new());
-                    }
-                }
+                let current = match scope.state.get(&*write.top) {
+                    Some(value) => value.clone(),
+                    None if steps.len() > 1 => Value::Object(Map::new()),
+                    None => Value::Null,
+                };
+                members.push((&write.top, current));
                 members.len() - 1
             }
         };
