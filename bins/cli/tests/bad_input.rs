@@ -323,7 +323,7 @@ fn wrong_types_at_every_level_of_a_definition() {
         ("/variants/default/rules/0", json!(true)),
         ("/variants/default/rules/0/when", json!("x")),
         ("/variants/default/rules/0/when/0", json!(0)),
-        ("/variants/default/rules/0/when/0/path", json!(["x"])),
+        ("/variants/default/rules/0/when/0/path", json!(7)),
         ("/variants/default/rules/0/delay_ms", json!(0.5)),
         ("/variants/default/rules/0/set_state", json!([])),
         ("/variants/default/description", json!(1)),
@@ -357,6 +357,13 @@ fn wrong_types_at_every_level_of_a_definition() {
         let shown = if pointer.is_empty() { "/" } else { pointer };
         toolmock(&[&"check", &d, &"--contract", &c]).diagnosed(shown, "wrong_type");
     }
+    // An array path is the version-2 form: in a version-1 document it is
+    // refused as such, not as a wrong type.
+    let mut doc = definition();
+    doc["variants"]["default"]["rules"][0]["when"][0]["path"] = json!(["x"]);
+    let d = s.json("array_path.json", &doc);
+    toolmock(&[&"check", &d, &"--contract", &c])
+        .diagnosed("/variants/default/rules/0/when/0/path", "version_2_feature");
 }
 
 // ------------------------------------------------------------------ calls lines

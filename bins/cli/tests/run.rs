@@ -841,3 +841,87 @@ fn examples_satisfy_the_published_schema() {
     let bad = json!({"simulation_version": 1, "name": "x", "tools": [], "agent": {"name": "a", "tools": []}, "cases": [], "extra": 1});
     assert!(!validator.is_valid(&bad));
 }
+
+/// Version-2 definitions through the whole runner: keyed state read by a
+/// computed path, nested writes committed by the runtime and seen by the
+/// next call, a condition against a reference, and the blame of a bad input
+/// segment (a tool input error the case can expect).
+#[test]
+fn version_2_definitions_run_end_to_end() {
+    let dir = scratch();
+    let orders = json!({"#W1": {"status": "pending", "user": "u1"}, "#W2": {"status": "delivered", "user": "u2"}});
+    let any = json!({"type": "object"});
+    let doc = json!({
+        "simulation_version": 1,
+        "name": "orders",
+        "tools": [{
+            "name": "shop",
+            "from": "custom",
+            "operations": [
+                {"name": "cancel", "input_schema": any, "output_schema": any},
+                {"name": "status", "input_schema": any, "output_schema": any}
+            ],
+            "definitions": {
+                "cancel": {
+                    "schema_version": 2, "default_variant": "ok", "initial_state": {"orders": orders},
+                    "variants": {"ok": {
+                        "result": {"cancelled": {"$input": "order_id"}},
+                        "set_state": [{"path": ["orders", {"$input": "order_id"}, "status"], "value": "cancelled"}],
+                        "rules": [
+                            {"when": [{"source": "state", "path": ["orders", {"$input": "order_id"}], "op": "exists", "value": false}],
+                             "result": {"error": "order not found"}, "set_state": {}},
+                            {"when": [{"source": "state", "path": ["orders", {"$input": "order_id"}, "user"], "op": "ne", "value": {"$input": "user"}}],
+                             "result": {"error": "not your order"}, "set_state": {}}
+                        ]
+                    }},
+                    "examples": [{"variant": "ok", "input": {"order_id": "#W1", "user": "u1"}, "expected": {"cancelled": "#W1"},
+                                  "expected_state": {"orders": {"#W1": {"status": "cancelled", "user": "u1"}, "#W2": {"status": "delivered", "user": "u2"}}}}]
+                },
+                "status": {
+                    "schema_version": 2, "default_variant": "ok", "initial_state": {"orders": orders},
+                    "variants": {"ok": {"result": {"status": {"$state": ["orders", {"$input": "order_id"}, "status"]}}}},
+                    "examples": [{"variant": "ok", "input": {"order_id": "#W2"}, "expected": {"status": "delivered"}}]
+                }
+            }
+        }],
+        "agent": {"name": "clerk", "tools": ["shop"]},
+        "cases": [{
+            "name": "cancels",
+            "driver": {"type": "scripted", "steps": [
+                {"tool": "shop", "operation": "cancel", "arguments": {"order_id": "#W2", "user": "u1"},
+                 "expect": {"result": {"error": "not your order"}}},
+                {"tool": "shop", "operation": "cancel", "arguments": {"order_id": "#W9", "user": "u1"},
+                 "expect": {"result": {"error": "order not found"}}},
+                {"tool": "shop", "operation": "cancel", "arguments": {"order_id": "#W1", "user": "u1"},
+                 "expect": {"result": {"cancelled": "#W1"}}},
+                {"tool": "shop", "operation": "status", "arguments": {"order_id": "#W1"},
+                 "expect": {"result": {"status": "cancelled"}}},
+                {"tool": "shop", "operation": "status", "arguments": {"order_id": true},
+                 "expect": {"tool_input_error": "invalid_path_segment"}}
+            ]},
+            "expect": {"final_state": {"exact": {"orders": {
+                "#W1": {"status": "cancelled", "user": "u1"}, "#W2": {"status": "delivered", "user": "u2"}}}}}
+        }]
+    });
+    write(&dir, "sim.json", &doc);
+    let (code, results) = run_json(&dir, &["run", "sim.json"]);
+    assert_eq!(code, 0, "{results:#}");
+    assert_eq!(
+        case(&results, "cancels")["attempts_as_expected"],
+        1,
+        "{results:#}"
+    );
+    // The same file with a version-2 feature in a version-1 definition is refused by the check.
+    let mut v1 = doc.clone();
+    v1["tools"][0]["definitions"]["status"]["schema_version"] = json!(1);
+    write(&dir, "sim.json", &v1);
+    let (code, problems, text) = check_problems(&dir);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        problems
+            .iter()
+            .any(|(_, path, code)| code == "version_2_feature"
+                && path.ends_with("/definitions/status/variants/ok/result/status/$state")),
+        "{text}"
+    );
+}

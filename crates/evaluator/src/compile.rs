@@ -1,6 +1,7 @@
 //! The structural check of docs/spec.md §3 and §7: walks the raw JSON so that every
 //! problem is reported with its path, and builds the compiled definition.
 
+use crate::computed::{ComputedPath, Language, Write};
 use crate::diagnostics::{DiagnosticCode as Code, Diagnostics, pointer_index, pointer_push};
 use crate::expr::{Expr, ExprCompiler, Source};
 use crate::operators::kind_of;
@@ -37,6 +38,8 @@ pub(crate) struct CompiledVariant {
     pub(crate) name: Box<str>,
     pub(crate) result: Expr,
     pub(crate) set_state: StateUpdates,
+    /// The list form of `set_state` (version 2); empty for the object form.
+    pub(crate) writes: Box<[Write]>,
     pub(crate) delay_ms: u32,
     pub(crate) rules: Box<[CompiledRule]>,
     /// Set when enough rules test one path against distinct strings.
@@ -174,6 +177,8 @@ pub(crate) struct CompiledRule {
     pub(crate) when: Box<[CompiledCondition]>,
     pub(crate) result: Option<Expr>,
     pub(crate) set_state: Option<StateUpdates>,
+    /// Set exactly when `set_state` is (see [`CompiledVariant::writes`]).
+    pub(crate) writes: Option<Box<[Write]>>,
     pub(crate) delay_ms: Option<u32>,
 }
 
@@ -181,6 +186,9 @@ pub(crate) struct CompiledRule {
 pub(crate) struct CompiledCondition {
     pub(crate) source: Source,
     pub(crate) path: Path,
+    /// A version-2 path written as an array (then `path` is empty and
+    /// unused, and the condition has no memo slot).
+    pub(crate) computed: Option<Box<ComputedPath>>,
     pub(crate) test: Test,
     /// Conditions of one variant that read the same source and path share a
     /// slot, so one call resolves each distinct path once.
@@ -193,6 +201,8 @@ pub(crate) enum Test {
     Ne(Value),
     In(Box<[Value]>),
     Exists(bool),
+    /// Version 2: `eq` (true) or `ne` (false) against a reference's value.
+    Ref(bool, Box<crate::expr::Reference>),
 }
 
 #[derive(Debug, Clone)]
@@ -252,6 +262,10 @@ const EXAMPLE: Shape = Shape {
     what: "an example",
 };
 
+#[path = "compile_v2.rs"]
+mod v2;
+pub(crate) use v2::reference_like;
+
 /// The compact size of a document, counted without allocating it.
 pub(crate) fn compact_size(value: &Value) -> usize {
     struct Counter(usize);
@@ -272,6 +286,7 @@ pub(crate) fn compact_size(value: &Value) -> usize {
 
 pub(crate) struct Walker {
     pub(crate) diagnostics: Diagnostics,
+    pub(crate) language: Language,
 }
 
 /// The result of the structural pass: the compiled parts, or `None` where a
@@ -290,6 +305,10 @@ impl Walker {
     pub(crate) fn new() -> Self {
         Walker {
             diagnostics: Diagnostics::default(),
+            language: Language {
+                version: 1,
+                used_v2: false,
+            },
         }
     }
 
@@ -382,10 +401,11 @@ impl Walker {
         match map.get("schema_version") {
             None => {}
             Some(v) if v.as_u64() == Some(1) => {}
+            Some(v) if v.as_u64() == Some(2) => self.language.version = 2,
             Some(Value::Number(n)) => self.push(
                 Code::UnsupportedSchemaVersion,
                 "/schema_version",
-                format!("schema_version {n} is not supported; the only version is 1"),
+                format!("schema_version {n} is not supported; the versions are 1 and 2"),
             ),
             Some(other) => self.wrong_type("/schema_version", "the integer 1", other),
         }
@@ -514,6 +534,7 @@ impl Walker {
             }
         }
 
+        self.unused_version_2();
         Some(Structure {
             default_variant: default_variant.map(Box::from),
             variants,
@@ -546,11 +567,26 @@ impl Walker {
         }
     }
 
-    fn set_state(&mut self, value: &Value, at: &str) -> Option<StateUpdates> {
+    /// `set_state` in either form: the object form's updates (with no
+    /// writes), or the list form's writes (with no updates).
+    fn set_state(&mut self, value: &Value, at: &str) -> Option<(StateUpdates, Box<[Write]>)> {
+        if let Value::Array(items) = value
+            && self.is_write_list(items)
+        {
+            return self
+                .writes(items, at)
+                .map(|writes| (Box::default(), writes));
+        }
+        self.object_updates(value, at)
+            .map(|updates| (updates, Box::default()))
+    }
+
+    fn object_updates(&mut self, value: &Value, at: &str) -> Option<StateUpdates> {
         let map = self.object(value, at, "set_state")?;
         let before = self.diagnostics.len();
         let mut compiler = ExprCompiler {
             diagnostics: &mut self.diagnostics,
+            language: &mut self.language,
         };
         let compiled: Vec<(Box<str>, Expr)> = map
             .iter()
@@ -568,6 +604,7 @@ impl Walker {
         let before = self.diagnostics.len();
         let expr = ExprCompiler {
             diagnostics: &mut self.diagnostics,
+            language: &mut self.language,
         }
         .compile(value, at);
         (self.diagnostics.len() == before).then_some(expr)
@@ -583,7 +620,7 @@ impl Walker {
             .and_then(|v| self.expression(v, &pointer_push(at, "result")));
         let set_state = match map.get("set_state") {
             Some(v) => self.set_state(v, &pointer_push(at, "set_state")),
-            None => Some(Box::default()),
+            None => Some((Box::default(), Box::default())),
         };
         let delay_ms = match map.get("delay_ms") {
             Some(v) => self.delay(v, &pointer_push(at, "delay_ms")),
@@ -616,7 +653,7 @@ impl Walker {
         if self.diagnostics.len() != before {
             return None;
         }
-        let (mut result, mut set_state) = (result?, set_state?);
+        let (mut result, (mut set_state, mut writes)) = (result?, set_state?);
         // One memo slot per distinct source and path: the conditions' first,
         // so that the rule index and every condition share theirs, then the
         // references' of the results and state updates.
@@ -632,25 +669,41 @@ impl Walker {
             }
         };
         for condition in rules.iter_mut().flat_map(|r| r.when.iter_mut()) {
-            condition.slot = slot_of((condition.source, condition.path.as_str()));
+            if condition.computed.is_none() {
+                condition.slot = slot_of((condition.source, condition.path.as_str()));
+            }
         }
         let rule_exprs = rules.iter_mut().flat_map(|r| {
             let updates = r.set_state.iter_mut().flat_map(|u| u.iter_mut());
-            r.result.iter_mut().chain(updates.map(|(_, e)| e))
+            let writes = r.writes.iter_mut().flat_map(|w| w.iter_mut());
+            r.result
+                .iter_mut()
+                .chain(updates.map(|(_, e)| e))
+                .chain(writes.map(|w| &mut w.value))
         });
-        let variant_exprs =
-            std::iter::once(&mut result).chain(set_state.iter_mut().map(|(_, e)| e));
+        let variant_exprs = std::iter::once(&mut result)
+            .chain(set_state.iter_mut().map(|(_, e)| e))
+            .chain(writes.iter_mut().map(|w| &mut w.value));
         for expr in variant_exprs.chain(rule_exprs) {
-            expr.for_each_reference(&mut |r| r.slot = slot_of(r.key()));
+            expr.for_each_reference(&mut |r| {
+                if let Some(key) = r.key() {
+                    r.slot = slot_of(key);
+                }
+            });
         }
         // After the slots: the copies kept for rendering ahead carry them.
         let mut input_holes = Vec::new();
         let rule_exprs = rules.iter_mut().flat_map(|r| {
             let updates = r.set_state.iter_mut().flat_map(|u| u.iter_mut());
-            r.result.iter_mut().chain(updates.map(|(_, e)| e))
+            let writes = r.writes.iter_mut().flat_map(|w| w.iter_mut());
+            r.result
+                .iter_mut()
+                .chain(updates.map(|(_, e)| e))
+                .chain(writes.map(|w| &mut w.value))
         });
-        let variant_exprs =
-            std::iter::once(&mut result).chain(set_state.iter_mut().map(|(_, e)| e));
+        let variant_exprs = std::iter::once(&mut result)
+            .chain(set_state.iter_mut().map(|(_, e)| e))
+            .chain(writes.iter_mut().map(|w| &mut w.value));
         for expr in variant_exprs.chain(rule_exprs) {
             expr.mark_input_holes(&mut input_holes);
         }
@@ -659,6 +712,7 @@ impl Walker {
             name: name.into(),
             result,
             set_state,
+            writes,
             delay_ms: delay_ms?,
             index: RuleIndex::build(&rules, &distinct),
             rules: rules.into_boxed_slice(),
@@ -696,10 +750,12 @@ impl Walker {
         if self.diagnostics.len() != before {
             return None;
         }
+        let (set_state, writes) = set_state.flatten().unzip();
         Some(CompiledRule {
             when: when.into_boxed_slice(),
             result: result.flatten(),
-            set_state: set_state.flatten(),
+            set_state,
+            writes,
             delay_ms: delay_ms.flatten(),
         })
     }
@@ -720,6 +776,7 @@ impl Walker {
             }
             None => None,
         };
+        let mut computed = None;
         let path = match map.get("path") {
             Some(Value::String(raw)) => match Path::parse(raw) {
                 Ok(p) => Some(p),
@@ -728,6 +785,10 @@ impl Walker {
                     None
                 }
             },
+            Some(Value::Array(items)) => {
+                computed = self.computed_path(items, &pointer_push(at, "path"));
+                computed.as_ref().map(|_| Path::whole())
+            }
             Some(other) => {
                 self.wrong_type(&pointer_push(at, "path"), "a path string", other);
                 None
@@ -737,6 +798,9 @@ impl Walker {
         let value = map.get("value");
         let test = match (map.get("op"), value) {
             (Some(Value::String(op)), Some(v)) => match op.as_str() {
+                "eq" | "ne" if self.is_reference_value(v) => {
+                    self.reference_test(op == "eq", v, &pointer_push(at, "value"))
+                }
                 "eq" => Some(Test::Eq(v.clone())),
                 "ne" => Some(Test::Ne(v.clone())),
                 "in" => match v {
@@ -790,9 +854,10 @@ impl Walker {
             return None;
         }
         Some(CompiledCondition {
-            slot: 0,
+            slot: crate::expr::NO_SLOT,
             source: source?,
             path: path?,
+            computed: computed.map(Box::new),
             test: test?,
         })
     }

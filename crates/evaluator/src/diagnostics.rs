@@ -12,8 +12,13 @@ problem_codes! {
         DuplicateKey => "duplicate_key",
         /// The compact document exceeds 102,400 bytes.
         TooLarge => "too_large",
-        /// `schema_version` is a number other than `1`.
+        /// `schema_version` is a number other than `1` and `2`, or `2` in a
+        /// document that uses no version-2 feature.
         UnsupportedSchemaVersion => "unsupported_schema_version",
+        /// A list-form `set_state` with more than 100 writes.
+        TooManyWrites => "too_many_writes",
+        /// A version-2 feature in a `schema_version: 1` document.
+        Version2Feature => "version_2_feature",
         /// A string or object key contains U+0000, which no store can keep.
         NulCharacter => "nul_character",
         /// A member the format does not define.

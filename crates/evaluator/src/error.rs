@@ -103,6 +103,25 @@ pub enum CallError {
         /// Which reference, where.
         message: String,
     },
+    /// An input value used as a segment of a version-2 computed path is not a
+    /// string or a non-negative integer, or names what a write cannot reach.
+    #[error("{message}")]
+    InvalidPathSegment {
+        /// JSON pointer into the input.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// A state value used as a segment of a version-2 computed path is not a
+    /// string or a non-negative integer, or a write's path cannot be followed
+    /// in the state.
+    #[error("{message}")]
+    InvalidStatePath {
+        /// JSON pointer into the state.
+        path: String,
+        /// Why.
+        message: String,
+    },
     /// The call names a variant the definition lacks.
     #[error("the definition has no variant {variant:?}")]
     UnknownVariant {
@@ -158,7 +177,9 @@ impl CallError {
             | CallError::OffsetOutOfRange { path, .. }
             | CallError::DateOutOfRange { path, .. }
             | CallError::InvalidFixtureLiteral { path, .. }
-            | CallError::MissingReference { path, .. } => Some(path),
+            | CallError::MissingReference { path, .. }
+            | CallError::InvalidPathSegment { path, .. }
+            | CallError::InvalidStatePath { path, .. } => Some(path),
             CallError::InvalidArguments { violations }
             | CallError::OutputSchemaViolation { violations } => {
                 violations.first().map(|v| v.path.as_str())
@@ -196,6 +217,12 @@ problem_codes! {
         MissingReference => "missing_reference",
         /// The call names a variant the definition lacks.
         UnknownVariant => "unknown_variant",
+        /// An input value used as a computed path's segment is not a string or
+        /// a non-negative integer, or names what a write cannot reach.
+        InvalidPathSegment => "invalid_path_segment",
+        /// A state value used as a computed path's segment is not a string or
+        /// a non-negative integer, or a write's path cannot be followed in the state.
+        InvalidStatePath => "invalid_state_path",
         /// The rendered result fails the contract's output schema.
         OutputSchemaViolation => "output_schema_violation",
     }
@@ -212,6 +239,8 @@ impl From<&CallError> for CallCode {
             CallError::InvalidFixtureLiteral { .. } => CallCode::InvalidFixtureLiteral,
             CallError::MissingReference { .. } => CallCode::MissingReference,
             CallError::UnknownVariant { .. } => CallCode::UnknownVariant,
+            CallError::InvalidPathSegment { .. } => CallCode::InvalidPathSegment,
+            CallError::InvalidStatePath { .. } => CallCode::InvalidStatePath,
             CallError::OutputSchemaViolation { .. } => CallCode::OutputSchemaViolation,
         }
     }
@@ -226,10 +255,12 @@ impl CallCode {
             | CallCode::InvalidNumber
             | CallCode::InvalidDate
             | CallCode::OffsetOutOfRange
-            | CallCode::DateOutOfRange => ErrorClass::ToolInputError,
+            | CallCode::DateOutOfRange
+            | CallCode::InvalidPathSegment => ErrorClass::ToolInputError,
             CallCode::InvalidFixtureLiteral
             | CallCode::MissingReference
             | CallCode::UnknownVariant
+            | CallCode::InvalidStatePath
             | CallCode::OutputSchemaViolation => ErrorClass::HarnessError,
         }
     }

@@ -1,6 +1,7 @@
 //! One call (docs/spec.md §6).
 
 use crate::compile::{CompiledCondition, CompiledDefinition, CompiledVariant, Test};
+use crate::computed::{Found, Write};
 use crate::contract::CompiledContract;
 use crate::error::CallError;
 use crate::expr::{Ahead, Expr, Memo, Scope};
@@ -73,7 +74,7 @@ pub fn evaluate<'d>(
         variant: &selected.variant.name,
         rule: selected.rule,
         result,
-        state_updates: render_updates(selected.set_state, &scope)?,
+        state_updates: render_updates(&selected, &scope)?,
         delay_ms: selected.delay_ms,
     })
 }
@@ -160,7 +161,7 @@ fn write_selected<'d>(
         Ok(JsonOutcome {
             variant: &selected.variant.name,
             rule: selected.rule,
-            state_updates: render_updates(selected.set_state, scope)?,
+            state_updates: render_updates(&selected, scope)?,
             delay_ms: selected.delay_ms,
         })
     });
@@ -176,6 +177,7 @@ struct Selected<'d> {
     rule: Option<usize>,
     result: &'d Expr,
     set_state: &'d [(Box<str>, Expr)],
+    writes: &'d [Write],
     delay_ms: u32,
 }
 
@@ -188,7 +190,7 @@ fn select<'d>(
     let variant = definition
         .variant(call.variant)
         .ok_or_else(|| unknown_variant(call.variant))?;
-    Ok(select_rule(variant, scope))
+    select_rule(variant, scope)
 }
 
 fn unknown_variant(name: Option<&str>) -> CallError {
@@ -198,28 +200,23 @@ fn unknown_variant(name: Option<&str>) -> CallError {
 }
 
 /// Steps 2–3 of docs/spec.md §6 in a variant already chosen.
-fn select_rule<'d>(variant: &'d CompiledVariant, scope: &Scope<'_>) -> Selected<'d> {
+fn select_rule<'d>(
+    variant: &'d CompiledVariant,
+    scope: &Scope<'_>,
+) -> Result<Selected<'d>, CallError> {
     let matched = match &variant.index {
-        None => variant
-            .rules
-            .iter()
-            .position(|rule| rule.when.iter().all(|c| holds(c, scope))),
+        None => first_match(variant, 0..variant.rules.len(), scope)?,
         Some(index) => {
             let found = match scope.lookup(index.source, &index.path, index.slot) {
                 Resolved::Found(v) => Some(v),
                 // An indexed path is never empty, so never the whole state.
                 Resolved::Missing | Resolved::Whole => None,
             };
-            index.candidates(found).find(|&i| {
-                variant
-                    .rules
-                    .get(i)
-                    .is_some_and(|rule| rule.when.iter().all(|c| holds(c, scope)))
-            })
+            first_match(variant, index.candidates(found), scope)?
         }
     };
     let rule = matched.and_then(|i| variant.rules.get(i));
-    Selected {
+    Ok(Selected {
         variant,
         rule: matched,
         result: rule
@@ -228,14 +225,43 @@ fn select_rule<'d>(variant: &'d CompiledVariant, scope: &Scope<'_>) -> Selected<
         set_state: rule
             .and_then(|r| r.set_state.as_deref())
             .unwrap_or(&variant.set_state),
+        writes: rule
+            .and_then(|r| r.writes.as_deref())
+            .unwrap_or(&variant.writes),
         delay_ms: rule.and_then(|r| r.delay_ms).unwrap_or(variant.delay_ms),
+    })
+}
+
+/// The first of `candidates` (rule indices, ascending) whose conditions all
+/// hold. A condition that cannot be decided (a computed path's segment
+/// that fails) ends the call with its error.
+fn first_match(
+    variant: &CompiledVariant,
+    candidates: impl Iterator<Item = usize>,
+    scope: &Scope<'_>,
+) -> Result<Option<usize>, CallError> {
+    'rules: for i in candidates {
+        let Some(rule) = variant.rules.get(i) else {
+            continue;
+        };
+        for condition in rule.when.iter() {
+            if !holds(condition, scope)? {
+                continue 'rules;
+            }
+        }
+        return Ok(Some(i));
     }
+    Ok(None)
 }
 
 fn render_updates<'d>(
-    set_state: &'d [(Box<str>, Expr)],
+    selected: &Selected<'d>,
     scope: &Scope<'_>,
 ) -> Result<Vec<(&'d str, Value)>, CallError> {
+    if !selected.writes.is_empty() {
+        return crate::computed::render_writes(selected.writes, scope);
+    }
+    let set_state = selected.set_state;
     let mut updates = Vec::with_capacity(set_state.len());
     for (key, expr) in set_state {
         updates.push((&**key, expr.render(scope)?));
@@ -351,7 +377,7 @@ pub fn evaluate_prepared_json<'d>(
     let variant = prepared.variant(definition)?;
     let memo = Memo::new();
     let scope = Scope::with_ahead(input, state, &memo, &prepared.ahead);
-    write_selected(select_rule(variant, &scope), &scope, out)
+    write_selected(select_rule(variant, &scope)?, &scope, out)
 }
 
 /// [`evaluate`] of a call [`prepare`]d with [`Rendering::Value`] — or
@@ -367,13 +393,13 @@ pub fn evaluate_prepared<'d>(
     let variant = prepared.variant(definition)?;
     let memo = Memo::new();
     let scope = Scope::with_ahead(input, state, &memo, &prepared.ahead);
-    let selected = select_rule(variant, &scope);
+    let selected = select_rule(variant, &scope)?;
     let result = selected.result.render(&scope)?;
     let outcome = Outcome {
         variant: &selected.variant.name,
         rule: selected.rule,
         result,
-        state_updates: render_updates(selected.set_state, &scope)?,
+        state_updates: render_updates(&selected, &scope)?,
         delay_ms: selected.delay_ms,
     };
     if let Some(contract) = contract {
@@ -446,7 +472,7 @@ pub fn evaluate_prepared_checked<'d>(
     let variant = prepared.variant(definition)?;
     let memo = Memo::new();
     let scope = Scope::with_ahead(input, state, &memo, &prepared.ahead);
-    let selected = select_rule(variant, &scope);
+    let selected = select_rule(variant, &scope)?;
     let own_result = selected
         .rule
         .and_then(|i| variant.rules.get(i))
@@ -465,7 +491,7 @@ pub fn evaluate_prepared_checked<'d>(
         }
         None => fresh.insert(selected.result.render(&scope)?),
     };
-    let state_updates = render_updates(selected.set_state, &scope)?;
+    let state_updates = render_updates(&selected, &scope)?;
     contract.validate_output(rendered)?;
     let start = out.len();
     if let Err(e) = selected.result.write_json(&scope, out) {
@@ -480,9 +506,17 @@ pub fn evaluate_prepared_checked<'d>(
     })
 }
 
-fn holds(condition: &CompiledCondition, scope: &Scope<'_>) -> bool {
+fn holds(condition: &CompiledCondition, scope: &Scope<'_>) -> Result<bool, CallError> {
     let state_whole;
-    let found = match scope.lookup(condition.source, &condition.path, condition.slot) {
+    let resolved = match &condition.computed {
+        None => scope.lookup(condition.source, &condition.path, condition.slot),
+        Some(computed) => match computed.resolve(condition.source, scope)? {
+            Found::Whole => Resolved::Whole,
+            Found::Value(v) => Resolved::Found(v),
+            Found::Missing { .. } => Resolved::Missing,
+        },
+    };
+    let found = match resolved {
         Resolved::Found(v) => Some(v),
         Resolved::Missing => None,
         // Rebuilt each time: a rare condition (`exists` on state "").
@@ -491,12 +525,16 @@ fn holds(condition: &CompiledCondition, scope: &Scope<'_>) -> bool {
             Some(&state_whole)
         }
     };
-    match &condition.test {
+    Ok(match &condition.test {
         Test::Eq(want) => found.is_some_and(|v| json_equal(v, want)),
         Test::Ne(want) => !found.is_some_and(|v| json_equal(v, want)),
         Test::In(options) => found.is_some_and(|v| options.iter().any(|o| json_equal(v, o))),
         Test::Exists(want) => found.is_some() == *want,
-    }
+        Test::Ref(eq, reference) => {
+            let want = reference.resolve(scope)?;
+            found.is_some_and(|v| json_equal(v, &want)) == *eq
+        }
+    })
 }
 
 /// Deep JSON equality with numbers compared by value (`1` equals `1.0`);

@@ -1,6 +1,7 @@
 //! The pure evaluator and definition check of toolmock.
 //!
-//! A version-1 mock definition (docs/spec.md §3) is parsed and compiled **once** into
+//! A mock definition (docs/spec.md §3; version 2, with computed paths, nested
+//! writes and conditions against references, in §12) is parsed and compiled **once** into
 //! an immutable [`CompiledDefinition`]: unknown fields, types, limits,
 //! operators, paths and operator literals are all checked then, and every
 //! problem is reported at once with a JSON-pointer path ([`Diagnostics`]).
@@ -43,6 +44,7 @@
 mod check;
 mod compile;
 mod complexity;
+mod computed;
 mod contract;
 mod diagnostics;
 mod error;

@@ -5,9 +5,19 @@ use serde_json::{Map, Value};
 /// One segment: a key, and the array index it also denotes when it is a
 /// decimal number without leading zeros.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Segment {
-    key: Box<str>,
-    index: Option<usize>,
+pub(crate) struct Segment {
+    pub(crate) key: Box<str>,
+    pub(crate) index: Option<usize>,
+}
+
+impl Segment {
+    /// A segment named by its text, as a dot-separated path's segments are.
+    pub(crate) fn of_key(key: &str) -> Segment {
+        Segment {
+            key: key.into(),
+            index: array_index(key),
+        }
+    }
 }
 
 /// A parsed path. `""` is the whole document.
@@ -50,6 +60,14 @@ impl Path {
             raw: raw.into(),
             segments: segments.into_boxed_slice(),
         })
+    }
+
+    /// The empty path: the whole document.
+    pub(crate) fn whole() -> Path {
+        Path {
+            raw: "".into(),
+            segments: Box::new([]),
+        }
     }
 
     /// The path as written.
@@ -99,7 +117,7 @@ pub(crate) enum Resolved<'v> {
     Missing,
 }
 
-fn step<'v>(value: &'v Value, segment: &Segment) -> Option<&'v Value> {
+pub(crate) fn step<'v>(value: &'v Value, segment: &Segment) -> Option<&'v Value> {
     match value {
         Value::Object(map) => map.get(&*segment.key),
         Value::Array(items) => segment.index.and_then(|i| items.get(i)),

@@ -14,6 +14,10 @@
 //! - `unreachable_rule`: a rule whose conditions include every condition of
 //!   an earlier rule of its variant: whenever it could hold, the earlier one
 //!   holds first, so it never answers.
+//! - `reference_like_value`: in a version-1 document, a condition whose
+//!   `value` is exactly one `$input` or `$state` member; version 1 compares it
+//!   as the literal object, so the rule is almost surely not what was meant
+//!   (version 2 reads it as a reference).
 //!
 //! A variant cannot be unused: variants are chosen by name, and the check
 //! already refuses one that no example names (`variant_without_example`).
@@ -36,6 +40,9 @@ problem_codes! {
         /// A rule an earlier rule of its variant, with a subset of its
         /// conditions, always answers first.
         UnreachableRule => "unreachable_rule",
+        /// In a version-1 document, a condition's `value` that looks like a
+        /// `$input`/`$state` reference: it is compared as a literal.
+        ReferenceLikeValue => "reference_like_value",
     }
 }
 
@@ -108,6 +115,9 @@ pub fn warnings(definition: &Value, contract: Option<&CompiledContract>) -> Warn
             }
         }
         unreachable_rules(rules, &pointer_push(&at, "rules"), &mut out);
+        if definition.get("schema_version").and_then(Value::as_u64) == Some(1) {
+            reference_like_values(rules, &pointer_push(&at, "rules"), &mut out);
+        }
     }
     out
 }
@@ -359,6 +369,31 @@ fn unreachable_rules(rules: &[Value], at: &str, out: &mut Warnings) {
                 pointer_index(at, j),
                 format!("this rule can never answer: {why}"),
             );
+        }
+    }
+}
+
+/// `reference_like_value`: each condition value of a version-1 document
+/// that is exactly one `$input` or `$state` member.
+fn reference_like_values(rules: &[Value], at: &str, out: &mut Warnings) {
+    for (i, rule) in rules.iter().enumerate() {
+        let Some(when) = rule.get("when").and_then(Value::as_array) else {
+            continue;
+        };
+        for (j, condition) in when.iter().enumerate() {
+            let Some(value) = condition.get("value") else {
+                continue;
+            };
+            if let Some((source, _)) = crate::compile::reference_like(value) {
+                out.push(
+                    WarningCode::ReferenceLikeValue,
+                    pointer_push(&pointer_index(&pointer_push(&pointer_index(at, i), "when"), j), "value"),
+                    format!(
+                        "in version 1 a condition's value is a literal: this {} object is compared as it is, never read; write \"schema_version\": 2 to compare with the value it names",
+                        source.operator()
+                    ),
+                );
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Compiling an expression: every problem of the definition is collected, not just the first.
 
 use super::{Expr, Fields, Items, NO_SLOT, Operand, Reference, Source, Template};
+use crate::computed::{ComputedPath, Language};
 use crate::diagnostics::{DiagnosticCode, Diagnostics, pointer_push};
 use crate::operators::{self, DateAddError, OperandFault, Rejection, kind_of};
 use crate::path::Path;
@@ -9,6 +10,7 @@ use serde_json::{Map, Value};
 /// Compiles expressions, collecting every problem.
 pub(crate) struct ExprCompiler<'d> {
     pub(crate) diagnostics: &'d mut Diagnostics,
+    pub(crate) language: &'d mut Language,
 }
 
 impl ExprCompiler<'_> {
@@ -75,10 +77,10 @@ impl ExprCompiler<'_> {
         let operand_at = pointer_push(at, key);
         match key.as_str() {
             "$input" => self
-                .reference(Source::Input, operand, &operand_at)
+                .reference(Source::Input, operand, &operand_at, true)
                 .map_or(placeholder, Expr::Reference),
             "$state" => self
-                .reference(Source::State, operand, &operand_at)
+                .reference(Source::State, operand, &operand_at, true)
                 .map_or(placeholder, Expr::Reference),
             "$number" => match self.operand(operand, &operand_at, "$number") {
                 Some(Operand::Literal(literal)) => match operators::to_number(&literal) {
@@ -105,7 +107,25 @@ impl ExprCompiler<'_> {
         }
     }
 
-    fn reference(&mut self, source: Source, operand: &Value, at: &str) -> Option<Reference> {
+    pub(crate) fn reference(
+        &mut self,
+        source: Source,
+        operand: &Value,
+        at: &str,
+        computed: bool,
+    ) -> Option<Reference> {
+        if let (Value::Array(items), true) = (operand, computed) {
+            self.language
+                .feature(self.diagnostics, at, "a path written as an array");
+            let path = ComputedPath::compile(items, at, self.diagnostics)?;
+            return Some(Reference {
+                source,
+                path: Path::whole(),
+                computed: Some(Box::new(path)),
+                at: at.into(),
+                slot: NO_SLOT,
+            });
+        }
         let Value::String(raw) = operand else {
             self.diagnostics.push(
                 DiagnosticCode::WrongType,
@@ -122,6 +142,7 @@ impl ExprCompiler<'_> {
             Ok(path) => Some(Reference {
                 source,
                 path,
+                computed: None,
                 at: at.into(),
                 slot: NO_SLOT,
             }),
@@ -145,7 +166,7 @@ impl ExprCompiler<'_> {
                         } else {
                             Source::State
                         };
-                        self.reference(source, path, &pointer_push(at, key))
+                        self.reference(source, path, &pointer_push(at, key), false)
                             .map(Operand::Reference)
                     }
                     _ => {

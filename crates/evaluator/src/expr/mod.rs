@@ -1,5 +1,6 @@
 //! Expressions (docs/spec.md §4): compiled once, rendered per call.
 
+use crate::computed::{ComputedPath, Found};
 use crate::error::CallError;
 use crate::operators::{self, DateAddError, Rejection};
 use crate::path::{Path, Resolved};
@@ -14,7 +15,7 @@ pub(crate) enum Source {
 }
 
 impl Source {
-    fn operator(self) -> &'static str {
+    pub(crate) fn operator(self) -> &'static str {
         match self {
             Source::Input => "$input",
             Source::State => "$state",
@@ -27,6 +28,8 @@ impl Source {
 pub(crate) struct Reference {
     source: Source,
     path: Path,
+    /// A version-2 path written as an array (then `path` is empty and unused).
+    computed: Option<Box<ComputedPath>>,
     at: Box<str>,
     /// The variant's memo slot for this source and path (see [`Memo`]).
     pub(crate) slot: usize,
@@ -362,13 +365,38 @@ impl<'a> Scope<'a> {
 }
 
 impl Reference {
-    /// The source and path this reference reads, as written.
-    pub(crate) fn key(&self) -> (Source, &str) {
-        (self.source, self.path.as_str())
+    /// The source and path this reference reads, as written; `None` for a
+    /// computed path, which is resolved anew each time (never memoized).
+    pub(crate) fn key(&self) -> Option<(Source, &str)> {
+        match self.computed {
+            None => Some((self.source, self.path.as_str())),
+            Some(_) => None,
+        }
     }
 
-    fn resolve<'a>(&self, scope: &Scope<'a>) -> Result<std::borrow::Cow<'a, Value>, CallError> {
+    pub(crate) fn resolve<'a>(
+        &self,
+        scope: &Scope<'a>,
+    ) -> Result<std::borrow::Cow<'a, Value>, CallError> {
         use std::borrow::Cow;
+        if let Some(computed) = &self.computed {
+            return match computed.resolve(self.source, scope)? {
+                Found::Whole => Ok(Cow::Owned(Value::Object(scope.state.clone()))),
+                Found::Value(v) => Ok(Cow::Borrowed(v)),
+                Found::Missing { pointer } => Err(CallError::MissingReference {
+                    path: pointer,
+                    message: format!(
+                        "{} (a computed path, at {}) does not resolve in the call's {}",
+                        self.source.operator(),
+                        display_pointer(&self.at),
+                        match self.source {
+                            Source::Input => "input",
+                            Source::State => "pre-call state",
+                        }
+                    ),
+                }),
+            };
+        }
         let found = match scope.lookup(self.source, &self.path, self.slot) {
             Resolved::Whole => Some(Cow::Owned(Value::Object(scope.state.clone()))),
             Resolved::Found(v) => Some(Cow::Borrowed(v)),
@@ -534,14 +562,16 @@ impl Expr {
             match o {
                 None => Some("-".into()),
                 Some(Operand::Literal(v)) => Some(format!("l{v}")),
-                Some(Operand::Reference(r)) if r.source == Source::Input => {
+                Some(Operand::Reference(r))
+                    if r.source == Source::Input && r.computed.is_none() =>
+                {
                     Some(format!("i{:?}", r.path.as_str()))
                 }
                 Some(Operand::Reference(_)) => None,
             }
         }
         match self {
-            Expr::Reference(r) if r.source == Source::Input => {
+            Expr::Reference(r) if r.source == Source::Input && r.computed.is_none() => {
                 Some(format!("i{:?}", r.path.as_str()))
             }
             Expr::Number(o) => Some(format!("n({})", operand(Some(o))?)),

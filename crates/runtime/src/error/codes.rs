@@ -28,6 +28,9 @@ problem_codes! {
         UnknownVariant => "unknown_variant",
         /// A fixture-state value is refused by `$number` or `$dateAdd`.
         InvalidFixtureLiteral => "invalid_fixture_literal",
+        /// A state value used as a computed path's segment is not a string or a
+        /// non-negative integer, or a write's path cannot be followed in the state.
+        InvalidStatePath => "invalid_state_path",
         /// The rendered (or real) result fails the output schema.
         OutputSchemaViolation => "output_schema_violation",
         /// The real external handler failed, or returned what cannot be recorded (real-tools runs).
@@ -84,6 +87,9 @@ problem_codes! {
         OffsetOutOfRange => "offset_out_of_range",
         /// An input date, or a date computed from input, lies outside years 1…9999.
         DateOutOfRange => "date_out_of_range",
+        /// An input value used as a computed path's segment is not a string or a
+        /// non-negative integer, or names an array element a write cannot reach.
+        InvalidPathSegment => "invalid_path_segment",
         /// A model-driven agent called a function toolmock did not offer it (never executed).
         UnknownFunction => "unknown_function",
         /// A model-driven agent's function arguments are not a JSON object.

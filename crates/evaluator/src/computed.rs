@@ -1,0 +1,479 @@
+//! Version-2 computed paths: a path written as an array of segments, each a
+//! literal key or index or a `$input`/`$state` reference read per call
+//! (docs/mock-language.md, "Version 2"). Also the nested writes of the list
+//! form of `set_state`, which follow such paths.
+
+use crate::diagnostics::{DiagnosticCode as Code, Diagnostics, pointer_index, pointer_push};
+use crate::error::CallError;
+use crate::expr::{Expr, Scope, Source};
+use crate::operators::kind_of;
+use crate::path::{Path, Resolved, Segment, step};
+use serde_json::{Map, Value};
+
+/// At most this many segments in one computed path: resolving one costs at
+/// most this many lookups, plus one path resolution per reference segment.
+pub(crate) const MAX_SEGMENTS: usize = 32;
+
+/// One segment as written.
+#[derive(Debug, Clone)]
+enum Part {
+    Literal(Segment),
+    Reference {
+        source: Source,
+        path: Path,
+        /// Where the reference is in the definition.
+        at: Box<str>,
+    },
+}
+
+/// A path written as an array.
+#[derive(Debug, Clone)]
+pub(crate) struct ComputedPath {
+    parts: Box<[Part]>,
+    /// Where the path is in the definition.
+    at: Box<str>,
+}
+
+/// Where a computed segment's text came from: it decides who is blamed when
+/// the segment cannot be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Literal,
+    Input,
+    State,
+}
+
+/// One segment of one call.
+#[derive(Debug)]
+struct Step {
+    segment: Segment,
+    origin: Origin,
+    /// For a reference segment: where its value is, as a JSON pointer into the
+    /// input or the state.
+    from: Option<String>,
+}
+
+/// A computed path resolved for one call.
+pub(crate) enum Found<'v> {
+    /// The empty path in the state: the whole state.
+    Whole,
+    /// The value found.
+    Value(&'v Value),
+    /// Nothing at the path; `pointer` is where it was looked for.
+    Missing { pointer: String },
+}
+
+impl ComputedPath {
+    /// Compiles an array path; every problem is reported at its segment.
+    pub(crate) fn compile(
+        items: &[Value],
+        at: &str,
+        diagnostics: &mut Diagnostics,
+    ) -> Option<ComputedPath> {
+        let before = diagnostics.len();
+        if items.len() > MAX_SEGMENTS {
+            diagnostics.push(
+                Code::InvalidPath,
+                at,
+                format!(
+                    "a path has {} segments; at most {MAX_SEGMENTS} are allowed",
+                    items.len()
+                ),
+            );
+        }
+        let mut parts = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let item_at = pointer_index(at, i);
+            match literal_segment(item) {
+                Some(Ok(segment)) => parts.push(Part::Literal(segment)),
+                Some(Err(found)) => diagnostics.push(
+                    Code::InvalidPath,
+                    &item_at,
+                    format!(
+                        "a path segment is a string, a non-negative integer or one $input/$state reference, not {found}"
+                    ),
+                ),
+                None => {
+                    if let Some(part) = reference_segment(item, &item_at, diagnostics) {
+                        parts.push(part);
+                    }
+                }
+            }
+        }
+        (diagnostics.len() == before).then(|| ComputedPath {
+            parts: parts.into_boxed_slice(),
+            at: at.into(),
+        })
+    }
+
+    /// The first segment, when it is a literal key.
+    pub(crate) fn literal_head(&self) -> Option<&str> {
+        match self.parts.first()? {
+            Part::Literal(segment) => Some(&segment.key),
+            Part::Reference { .. } => None,
+        }
+    }
+
+    /// The number of segments.
+    pub(crate) fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Each segment's value for this call.
+    fn steps(&self, scope: &Scope<'_>) -> Result<Vec<Step>, CallError> {
+        self.parts
+            .iter()
+            .map(|part| match part {
+                Part::Literal(segment) => Ok(Step {
+                    segment: segment.clone(),
+                    origin: Origin::Literal,
+                    from: None,
+                }),
+                Part::Reference { source, path, at } => reference_step(*source, path, at, scope),
+            })
+            .collect()
+    }
+
+    /// Resolves the path in the call's input or pre-call state.
+    pub(crate) fn resolve<'v>(
+        &self,
+        source: Source,
+        scope: &Scope<'v>,
+    ) -> Result<Found<'v>, CallError> {
+        let steps = self.steps(scope)?;
+        let pointer = || pointer_of(&steps);
+        let found = match source {
+            Source::Input => steps
+                .iter()
+                .try_fold(scope.input, |v, s| step(v, &s.segment)),
+            Source::State => match steps.split_first() {
+                None => return Ok(Found::Whole),
+                Some((first, rest)) => scope
+                    .state
+                    .get(&*first.segment.key)
+                    .and_then(|v| rest.iter().try_fold(v, |v, s| step(v, &s.segment))),
+            },
+        };
+        Ok(match found {
+            Some(v) => Found::Value(v),
+            None => Found::Missing { pointer: pointer() },
+        })
+    }
+
+    /// Where the path is in the definition.
+    pub(crate) fn at(&self) -> &str {
+        &self.at
+    }
+}
+
+/// A literal segment: `Some(Ok)` for a string or a non-negative integer,
+/// `Some(Err(kind))` for any other literal, `None` for an object with a `$` key.
+fn literal_segment(item: &Value) -> Option<Result<Segment, String>> {
+    match item {
+        Value::String(key) => Some(Ok(Segment::of_key(key))),
+        Value::Number(_) => Some(index_segment(item).ok_or_else(|| format!("the number {item}"))),
+        Value::Object(map) if map.keys().any(|k| k.starts_with('$')) => None,
+        other => Some(Err(kind_of(other).to_owned())),
+    }
+}
+
+/// A non-negative integer (integral floats count, as everywhere in the
+/// language) as the segment of its decimal text.
+fn index_segment(value: &Value) -> Option<Segment> {
+    let n = value.as_u64().or_else(|| {
+        let f = value.as_f64()?;
+        // Below 2^53 every integer is exact, so the text is the integer's.
+        (f.fract() == 0.0 && (0.0..9_007_199_254_740_992.0).contains(&f)).then_some(f as u64)
+    })?;
+    Some(Segment {
+        key: n.to_string().into(),
+        index: usize::try_from(n).ok(),
+    })
+}
+
+fn reference_segment(item: &Value, at: &str, diagnostics: &mut Diagnostics) -> Option<Part> {
+    let Value::Object(map) = item else {
+        return None;
+    };
+    let mut entries = map.iter();
+    let (key, operand) = match (entries.next(), entries.next()) {
+        (Some((key, operand)), None) if key == "$input" || key == "$state" => (key, operand),
+        _ => {
+            diagnostics.push(
+                Code::UnknownOperator,
+                at,
+                "a path segment's operator is exactly one $input or $state reference",
+            );
+            return None;
+        }
+    };
+    let source = if key == "$input" {
+        Source::Input
+    } else {
+        Source::State
+    };
+    let operand_at = pointer_push(at, key);
+    let Value::String(raw) = operand else {
+        diagnostics.push(
+            Code::InvalidPath,
+            &operand_at,
+            format!(
+                "a path segment's reference takes a dot-separated path string (references inside a path do not nest), not {}",
+                kind_of(operand)
+            ),
+        );
+        return None;
+    };
+    match Path::parse(raw) {
+        Ok(path) => Some(Part::Reference {
+            source,
+            path,
+            at: operand_at.into(),
+        }),
+        Err(e) => {
+            diagnostics.push(Code::InvalidPath, &operand_at, e.message);
+            None
+        }
+    }
+}
+
+fn source_name(source: Source) -> (&'static str, &'static str) {
+    match source {
+        Source::Input => ("$input", "input"),
+        Source::State => ("$state", "pre-call state"),
+    }
+}
+
+/// A reference segment's value as a segment: a string is a key (and an
+/// index when it is decimal digits without leading zeros), a non-negative
+/// integer an index (and the key of its decimal text).
+fn reference_step(
+    source: Source,
+    path: &Path,
+    at: &str,
+    scope: &Scope<'_>,
+) -> Result<Step, CallError> {
+    let (operator, name) = source_name(source);
+    let found = match source {
+        Source::Input => path.resolve(scope.input),
+        Source::State => match path.resolve_in_map(scope.state) {
+            Resolved::Found(v) => Some(v),
+            Resolved::Missing => None,
+            Resolved::Whole => {
+                return Err(CallError::InvalidStatePath {
+                    path: String::new(),
+                    message: format!(
+                        "{operator} {:?} (at {at}) is the whole state, an object; a path segment is a string or a non-negative integer",
+                        path.as_str()
+                    ),
+                });
+            }
+        },
+    };
+    let Some(value) = found else {
+        return Err(CallError::MissingReference {
+            path: path.to_pointer(),
+            message: format!(
+                "{operator} {:?} (a path segment, at {at}) does not resolve in the call's {name}",
+                path.as_str()
+            ),
+        });
+    };
+    let segment = match value {
+        Value::String(key) => Some(Segment::of_key(key)),
+        Value::Number(_) => index_segment(value),
+        _ => None,
+    };
+    let origin = match source {
+        Source::Input => Origin::Input,
+        Source::State => Origin::State,
+    };
+    match segment {
+        Some(segment) => Ok(Step {
+            segment,
+            origin,
+            from: Some(path.to_pointer()),
+        }),
+        None => {
+            let message = format!(
+                "{operator} {:?} (a path segment, at {at}) is {}; a path segment is a string or a non-negative integer",
+                path.as_str(),
+                describe(value)
+            );
+            Err(blame(origin, path.to_pointer(), message))
+        }
+    }
+}
+
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Number(_) => format!("the number {value}"),
+        other => kind_of(other).to_owned(),
+    }
+}
+
+/// The error a segment of `origin` calls for: the agent's input is a tool
+/// input error; the state, or the definition's own literal against the
+/// state's shape, is the harness's.
+fn blame(origin: Origin, path: String, message: String) -> CallError {
+    match origin {
+        Origin::Input => CallError::InvalidPathSegment { path, message },
+        Origin::State | Origin::Literal => CallError::InvalidStatePath { path, message },
+    }
+}
+
+fn pointer_of(steps: &[Step]) -> String {
+    steps.iter().fold(String::new(), |out, s| {
+        crate::diagnostics::pointer_push(&out, &s.segment.key)
+    })
+}
+
+/// One write of the list form of `set_state`: a path whose first segment is
+/// a literal key (the top-level member it changes), and an expression.
+#[derive(Debug, Clone)]
+pub(crate) struct Write {
+    pub(crate) top: Box<str>,
+    pub(crate) path: ComputedPath,
+    pub(crate) value: Expr,
+}
+
+/// Renders the writes in order against the pre-call input and state and
+/// applies them, each at its nested path, to copies of the top-level members
+/// they change; the answer is those members' new values, in the order first
+/// written. A missing object member on the way is created as an object; a
+/// missing array index, or a step into a string, number, boolean or `null`,
+/// is an error blamed on the segment that named it.
+pub(crate) fn render_writes<'d>(
+    writes: &'d [Write],
+    scope: &Scope<'_>,
+) -> Result<Vec<(&'d str, Value)>, CallError> {
+    let mut members: Vec<(&'d str, Value)> = Vec::new();
+    for write in writes {
+        let steps = write.path.steps(scope)?;
+        let value = write.value.render(scope)?;
+        let position = match members.iter().position(|(k, _)| *k == &*write.top) {
+            Some(i) => i,
+            None => {
+                // A member the state lacks starts as an object when the
+                // write goes deeper, and is simply set when it does not.
+                let current = match scope.state.get(&*write.top) {
+                    Some(value) => value.clone(),
+                    None if steps.len() > 1 => Value::Object(Map::new()),
+                    None => Value::Null,
+                };
+                members.push((&write.top, current));
+                members.len() - 1
+            }
+        };
+        let Some((_, member)) = members.get_mut(position) else {
+            continue;
+        };
+        write_at(
+            member,
+            steps.get(1..).unwrap_or(&[]),
+            value,
+            &write.path,
+            &steps,
+        )?;
+    }
+    Ok(members)
+}
+
+fn write_at(
+    target: &mut Value,
+    rest: &[Step],
+    value: Value,
+    path: &ComputedPath,
+    all: &[Step],
+) -> Result<(), CallError> {
+    let Some((first, rest)) = rest.split_first() else {
+        *target = value;
+        return Ok(());
+    };
+    let next = match target {
+        Value::Object(map) => {
+            if rest.is_empty() {
+                map.insert(first.segment.key.to_string(), value);
+                return Ok(());
+            }
+            map.entry(first.segment.key.to_string())
+                .or_insert_with(|| Value::Object(Map::new()))
+        }
+        Value::Array(items) => match first.segment.index.and_then(|i| items.get_mut(i)) {
+            Some(slot) => slot,
+            None => {
+                return Err(write_error(
+                    first,
+                    path,
+                    all,
+                    format!(
+                        "has no element {:?} (an array of {}): a write never adds array elements",
+                        &*first.segment.key,
+                        items.len()
+                    ),
+                ));
+            }
+        },
+        other => {
+            let kind = kind_of(other);
+            return Err(write_error(
+                first,
+                path,
+                all,
+                format!(
+                    "cannot take the segment {:?}: it is {kind}",
+                    &*first.segment.key
+                ),
+            ));
+        }
+    };
+    write_at(next, rest, value, path, all)
+}
+
+fn write_error(failed: &Step, path: &ComputedPath, all: &[Step], what: String) -> CallError {
+    let upto = all
+        .iter()
+        .position(|s| std::ptr::eq(s, failed))
+        .unwrap_or(all.len());
+    let parent = pointer_of(all.get(..upto).unwrap_or(all));
+    let shown = if parent.is_empty() { "/" } else { &parent };
+    let message = format!(
+        "the write at {} cannot be made: the state at {shown} {what}{}",
+        path.at(),
+        match &failed.from {
+            Some(from) => format!(" (the segment came from {from})"),
+            None => String::new(),
+        }
+    );
+    let pointer = match failed.origin {
+        Origin::Input => failed.from.clone().unwrap_or_default(),
+        Origin::State | Origin::Literal => parent,
+    };
+    blame(failed.origin, pointer, message)
+}
+
+/// Which version a document declares, and whether it used a version-2 feature.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Language {
+    /// 2 for `schema_version: 2`; 1 otherwise (also while the version is
+    /// broken, which is reported on its own).
+    pub(crate) version: u8,
+    pub(crate) used_v2: bool,
+}
+
+impl Language {
+    /// Notes a version-2 feature at `at`; in a version-1 document it is a
+    /// `version_2_feature` diagnostic.
+    pub(crate) fn feature(&mut self, diagnostics: &mut Diagnostics, at: &str, what: &str) {
+        self.used_v2 = true;
+        if self.version < 2 {
+            diagnostics.push(
+                Code::Version2Feature,
+                at,
+                format!(
+                    "{what} is a version-2 feature, and this document says \"schema_version\": 1; write \"schema_version\": 2 to use it"
+                ),
+            );
+        }
+    }
+}
