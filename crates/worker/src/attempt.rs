@@ -16,7 +16,9 @@ use toolmock_runtime::model::{
     AttemptOutcome, Capability, SimulationId, SimulationMode, TenantId, Verdict, WorkflowDoc,
 };
 use toolmock_simulation::document::DriverDoc;
-use toolmock_simulation::{Keeping, LoadedSimulation, Players, load_value, play_attempt, real_handlers};
+use toolmock_simulation::{
+    Keeping, LoadedSimulation, Players, load_value, play_attempt, real_handlers,
+};
 use toolmock_store::{Claimed, Fence, PgStore};
 
 /// An attempt this worker holds: its tenant and lease.

@@ -50,33 +50,6 @@ fn simulation_files() -> Vec<PathBuf> {
     out
 }
 
-/// The document with every file it references read in (the API takes
-/// inline documents only).
-fn inlined(path: &Path) -> Value {
-    let dir = path.parent().unwrap();
-    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let read = |v: &mut Value| {
-        if let Some(file) = v.as_str()
-            && let Ok(text) = std::fs::read_to_string(dir.join(file))
-        {
-            *v = serde_json::from_str(&text).unwrap();
-        }
-    };
-    if let Some(tools) = doc.get_mut("tools").and_then(Value::as_array_mut) {
-        for tool in tools {
-            for key in ["manifest", "contracts"] {
-                if let Some(v) = tool.get_mut(key) {
-                    read(v);
-                }
-            }
-            if let Some(defs) = tool.get_mut("definitions").and_then(Value::as_object_mut) {
-                defs.values_mut().for_each(read);
-            }
-        }
-    }
-    doc
-}
-
 pub(crate) fn evidence_view(e: &EvidenceRecord) -> Value {
     json!({
         "tool": e.tool, "operation": e.operation, "variant": e.variant, "rule": e.rule,
@@ -227,7 +200,20 @@ async fn every_fixture_simulation_plays_the_same_embedded_and_through_api_and_wo
     );
     let mut compared = 0;
     for file in &files {
-        let doc = inlined(file);
+        // Every file it references read in (the API takes inline documents
+        // only); a file that does not load embedded is refused by the API too.
+        let doc = match toolmock_simulation::inline_file(file) {
+            Ok(doc) => doc,
+            Err(problems) => {
+                assert!(!problems.is_empty());
+                let raw: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+                let answer = through_the_api(&pool, &raw)
+                    .await
+                    .expect_err("refused by the API too");
+                assert_eq!(answer["error"]["code"], "invalid_simulation", "{answer}");
+                continue;
+            }
+        };
         // A case an agent plays (external, served over MCP, or a model) is
         // not the workers' to run: only simulations played wholly by scripts
         // are compared.
