@@ -7,11 +7,11 @@
 //! its own: the same table, `--json`, `--junit` and exit code.
 
 use crate::Failure;
-use crate::run::{Report, print_problems};
+use crate::run::{Report, print_problems, progress_bar};
 use clap::Args;
 use serde_json::Value;
 use std::collections::HashSet;
-use std::io::{IsTerminal, Write as _};
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use toolmock_simulation::RunResults;
@@ -294,19 +294,6 @@ fn print_refusal(file: &str, body: &Value) {
         body["error"]["code"].as_str().unwrap_or("refused"),
         body["error"]["message"].as_str().unwrap_or("")
     );
-}
-
-fn progress_bar(total: u64) -> Option<indicatif::ProgressBar> {
-    if !(std::io::stderr().is_terminal() && std::io::stdout().is_terminal()) {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::new(total);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} attempts {elapsed}")
-    {
-        bar.set_style(style);
-    }
-    Some(bar)
 }
 
 /// Server-sent events read off a response body: `(event name, data)`.

@@ -193,7 +193,8 @@ async fn refusals_end_with_the_api_s_own_words(pool: PgPool) {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let said = text(&out.stderr);
     assert!(
-        said.contains("example_mismatch at /tools/0/operations/0/testing/examples/0/expected"),
+        said.contains("invalid_definition at /tools/0/definitions/add: ")
+            && said.contains("example_mismatch"),
         "{said}"
     );
     assert!(out.stdout.is_empty());

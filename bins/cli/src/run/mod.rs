@@ -293,7 +293,7 @@ fn fail(file: &str, error: RunError) -> Result<u8, Failure> {
 
 /// A progress bar on stderr when both stdout and stderr are terminals; none
 /// when output is piped or redirected.
-fn progress_bar(total: u64) -> Option<indicatif::ProgressBar> {
+pub(crate) fn progress_bar(total: u64) -> Option<indicatif::ProgressBar> {
     if !(std::io::stderr().is_terminal() && std::io::stdout().is_terminal()) {
         return None;
     }
