@@ -17,7 +17,8 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 # PROFILE=debug measures the unoptimized build (an upper bound).
 profile="${PROFILE:-release}"
 if [[ "$profile" == release ]]; then flag=--release; else flag=; fi
-cargo build $flag --locked -p toolmock-cli -p toolmock-simulation --example bench_model_driver
+# Both targets by name: naming an example alone would build no binary.
+cargo build $flag --locked -p toolmock-cli --bin toolmock -p toolmock-simulation --example bench_model_driver
 bin="$CARGO_TARGET_DIR/$profile/toolmock"
 
 echo "== the driver's own cost per turn =="

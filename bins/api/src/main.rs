@@ -31,7 +31,7 @@ struct Cli {
 enum Command {
     /// Serve the API until SIGTERM or Ctrl-C. Connect as `toolmock_app`:
     /// the schema must be migrated (`migrate`) first.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Apply the embedded migrations, connected as the schema's owner.
     Migrate(MigrateArgs),
     /// Print a development token (HS256, signed with --jwt-secret).
@@ -210,7 +210,7 @@ struct TokenArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve(args) => serve(args),
+        Command::Serve(args) => serve(*args),
         Command::Migrate(args) => migrate(&args),
         Command::Token(args) => token(&args),
         Command::Seed(args) => seed(&args),
