@@ -13,7 +13,7 @@ use toolmock_simulation::{ChatModel, ConversationSink, Message, SinkFuture};
 use toolmock_store::PgStore;
 
 /// The players of a worker's agent-played cases.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Agents {
     /// Plays `model` cases; without one such an attempt ends `harness_error`
     /// (`model_not_configured`).
@@ -35,9 +35,18 @@ impl Agents {
     /// No model, no judge, no API URL; a 300 s service time-out.
     pub fn none() -> Self {
         Self {
+            model: None,
+            judge: None,
+            api_url: None,
             service_timeout: Duration::from_secs(300),
-            ..Self::default()
+            http: reqwest::Client::new(),
         }
+    }
+}
+
+impl Default for Agents {
+    fn default() -> Self {
+        Self::none()
     }
 }
 
