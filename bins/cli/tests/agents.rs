@@ -30,6 +30,10 @@ impl Drop for Server {
 }
 
 fn server() -> Server {
+    server_with(&[])
+}
+
+fn server_with(args: &[&str]) -> Server {
     let python = root().join(".cache/test-venv/bin/python");
     assert!(
         python.exists(),
@@ -38,6 +42,7 @@ fn server() -> Server {
     );
     let mut child = Command::new(python)
         .arg(root().join("fixtures/conversation-server/server.py"))
+        .args(args)
         .stdout(Stdio::piped())
         .spawn()
         .expect("the conversation server starts");
@@ -459,6 +464,48 @@ fn a_judge_grades_the_recorded_conversation() {
     assert!(broken.get("judge").is_none());
     let counts = reqwest_get(&format!("{}/../counts", server.url));
     assert_eq!(counts["judge_pass"], 1, "{counts}");
+}
+
+/// However many attempts run at once (`--jobs`), the model requests in
+/// flight stay within `--model-concurrency`, and the bound is used.
+#[test]
+fn model_requests_in_flight_stay_within_the_configured_bound() {
+    // Each answer takes 150 ms, so requests overlap whenever they may.
+    let server = server_with(&["--delay-ms", "150"]);
+    let dir = scratch();
+    let mut case = model_case("c", json!({}));
+    case["attempts"] = json!(8);
+    std::fs::write(
+        dir.join("sim.json"),
+        serde_json::to_vec(&document(json!([case]))).unwrap(),
+    )
+    .unwrap();
+    let out = toolmock(
+        &dir,
+        &[
+            "run",
+            "sim.json",
+            "--json",
+            "--jobs",
+            "8",
+            "--model-url",
+            &server.url,
+            "--model",
+            "correct",
+            "--model-concurrency",
+            "2",
+        ],
+        &[],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let counts = reqwest_get(&format!("{}/../counts", server.url));
+    assert_eq!(counts["correct"], 16, "{counts}");
+    assert_eq!(counts["max_in_flight"], 2, "{counts}");
 }
 
 /// A GET through `curl`-free std networking: the server's request counts.

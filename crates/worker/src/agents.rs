@@ -13,7 +13,7 @@ use toolmock_simulation::{ChatModel, ConversationSink, Message, SinkFuture};
 use toolmock_store::PgStore;
 
 /// The players of a worker's agent-played cases.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Agents {
     /// Plays `model` cases; without one such an attempt ends `harness_error`
     /// (`model_not_configured`).
@@ -35,9 +35,18 @@ impl Agents {
     /// No model, no judge, no API URL; a 300 s service time-out.
     pub fn none() -> Self {
         Self {
+            model: None,
+            judge: None,
+            api_url: None,
             service_timeout: Duration::from_secs(300),
-            ..Self::default()
+            http: reqwest::Client::new(),
         }
+    }
+}
+
+impl Default for Agents {
+    fn default() -> Self {
+        Self::none()
     }
 }
 
@@ -200,5 +209,71 @@ impl ConversationSink for PgSink<'_> {
                 .record_message(self.tenant, self.attempt, position, &value, at)
                 .await
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        agents: AgentFlags,
+    }
+
+    fn agents(args: &[&str]) -> Result<Agents, WorkerError> {
+        let cli = Cli::try_parse_from(std::iter::once("worker").chain(args.iter().copied()))
+            .expect("the flags parse");
+        cli.agents.agents(Some("http://127.0.0.1:8080/".into()))
+    }
+
+    #[test]
+    fn the_flags_configure_model_judge_and_services() {
+        let none = agents(&[]).expect("nothing configured is fine");
+        assert!(none.model.is_none() && none.judge.is_none());
+        assert_eq!(none.api_url.as_deref(), Some("http://127.0.0.1:8080"));
+        assert_eq!(none.service_timeout, Duration::from_secs(300));
+        let both = agents(&[
+            "--model-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--model-api-key",
+            "sk-secret",
+            "--judge-model",
+            "j",
+            "--api-url",
+            "https://toolmock.example/",
+            "--agent-service-timeout-secs",
+            "5",
+        ])
+        .expect("configured");
+        assert!(both.model.is_some() && both.judge.is_some());
+        assert_eq!(both.api_url.as_deref(), Some("https://toolmock.example"));
+        assert_eq!(both.service_timeout, Duration::from_secs(5));
+        assert!(!format!("{both:?}").contains("sk-secret"));
+    }
+
+    #[test]
+    fn a_flag_without_its_partner_is_refused() {
+        for (args, why) in [
+            (
+                &["--model-url", "http://x/v1"][..],
+                "--model-url needs --model",
+            ),
+            (&["--model", "m"][..], "--model needs --model-url"),
+            (&["--judge-model", "j"][..], "--judge-model needs"),
+            (&["--api-url", "ftp://x"][..], "--api-url must start with"),
+            (
+                &["--model-url", "ftp://x", "--model", "m"][..],
+                "invalid_model_url",
+            ),
+        ] {
+            let error = agents(args).expect_err("refused");
+            assert_eq!(error.code(), "invalid_worker_config");
+            assert!(error.to_string().contains(why), "{error}");
+        }
     }
 }

@@ -1,19 +1,23 @@
-//! toolmock's worker loop: it claims the attempts the API queued (scripted,
-//! model-driven and agent-service cases)
-//! in PostgreSQL, runs each under a short lease that it renews by
-//! heartbeat and that fences every write it makes for the attempt, and
-//! reaps attempts whose lease ran out. The `toolmock-worker` binary runs it,
-//! and so does `toolmock-api serve --workers N` inside the API process.
+//! toolmock's worker loop: it claims the attempts the API queued in
+//! PostgreSQL (scripted, model-driven and agent-service cases), runs each
+//! under a short lease that it renews by heartbeat and that fences every
+//! write it makes for the attempt, and reaps attempts whose lease ran out.
+//! The `toolmock-worker` binary runs it, and so does
+//! `toolmock-api serve --workers N` inside the API process.
 //!
 //! It is not an HTTP server and holds no SQL of its own: the queue, the
 //! lease, the fence and the reaper's statements are `toolmock_store`'s
 //! (`PgStore::claim_attempt`, `renew_leases`, `reap_expired`,
 //! `release_attempt`), and an attempt runs through
-//! `toolmock_simulation::run_attempt` on a `toolmock_runtime::Dispatcher`,
+//! `toolmock_simulation::play_attempt` on a `toolmock_runtime::Dispatcher`,
 //! exactly as `toolmock run` runs it (on the virtual clock unless
-//! [`WorkerConfig::real_delays`]). What it does is counted as Prometheus
-//! metrics and its processes' logging is set up by [`telemetry`]. See
-//! docs/operations.md.
+//! [`WorkerConfig::real_delays`]) — a model case with the model of its
+//! [`Agents`], its conversation kept in PostgreSQL as it is played; an
+//! `http` case is handed to its agent service, which finishes it through
+//! the API. The model endpoint and the services come from the process's
+//! flags ([`AgentFlags`]), never from the simulation. What it does is
+//! counted as Prometheus metrics and its processes' logging is set up by
+//! [`telemetry`]. See docs/operations.md and docs/agents.md.
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
