@@ -402,3 +402,16 @@ fn bad_input_is_refused_with_codes_and_paths() {
         "nothing is emitted from a bad recording"
     );
 }
+
+/// `record --help` and `record emit --help` each document themselves with
+/// an example.
+#[test]
+fn record_and_emit_document_themselves_with_an_example() {
+    for args in [&["record", "--help"][..], &["record", "emit", "--help"][..]] {
+        let out = toolmock().args(args).output().expect("runs");
+        assert_eq!(out.status.code(), Some(0));
+        let help = text(&out.stdout);
+        assert!(help.contains("Example"), "{args:?}: {help}");
+        assert!(help.contains("toolmock record emit"), "{args:?}: {help}");
+    }
+}
