@@ -402,3 +402,77 @@ fn bad_input_is_refused_with_codes_and_paths() {
         "nothing is emitted from a bad recording"
     );
 }
+
+/// `record --help` and `record emit --help` each document themselves with
+/// an example.
+#[test]
+fn record_and_emit_document_themselves_with_an_example() {
+    for args in [&["record", "--help"][..], &["record", "emit", "--help"][..]] {
+        let out = toolmock().args(args).output().expect("runs");
+        assert_eq!(out.status.code(), Some(0));
+        let help = text(&out.stdout);
+        assert!(help.contains("Example"), "{args:?}: {help}");
+        assert!(help.contains("toolmock record emit"), "{args:?}: {help}");
+    }
+}
+
+/// The real server reached over streamable HTTP (`--url`): the fixture
+/// server on a free port, recorded through the proxy and emitted.
+#[test]
+fn records_a_server_reached_over_http() {
+    let dir = scratch();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("a free port")
+        .local_addr()
+        .expect("its address")
+        .port();
+    let mut server = Command::new(python())
+        .arg(installed(root().join("fixtures/mcp/fixture_server.py")))
+        .args(["--record-tools", "--http", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the fixture server starts");
+    let began = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            began.elapsed() < std::time::Duration::from_secs(30),
+            "the fixture server did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let recording = dir.join("recording");
+    let exe = env!("CARGO_BIN_EXE_toolmock");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let calls = json!([
+        {"tool": "book_room", "arguments": {"room": "101", "day": "2026-12-04", "guest": {"name": "Ada", "ssn": "1"}}},
+        {"tool": "book_room", "arguments": {"room": "attic", "day": "2026-12-04", "guest": {"name": "Ada", "ssn": "1"}}}
+    ]);
+    let seen = client(
+        &dir,
+        &calls,
+        &[
+            exe,
+            "record",
+            "--url",
+            &url,
+            "--out",
+            recording.to_str().expect("utf-8"),
+        ],
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(
+        seen["calls"][1]["result"]["structuredContent"],
+        json!({"status": "full", "reference": "NONE"})
+    );
+    assert_eq!(recorded_calls(&recording).len(), 2);
+    let mocks = dir.join("mocks");
+    let (_, report) = emit(&recording, &mocks);
+    assert_eq!(
+        operation(&report, "book_room")["status"],
+        "emitted",
+        "{report}"
+    );
+    check_all(&mocks, &report);
+}
