@@ -226,15 +226,18 @@ test("a 409 is explained and recovered from with one click", async () => {
 test("start a simulation and watch it finish", async () => {
   await page.goto(`${base}/#/simulations`);
   await shoot("simulations-empty", "Simulations");
-  // Each call takes 700 ms of real time in the API (a simulated delay), so
-  // the page opens while the attempts run and follows them live.
+  // Each call takes 700 ms of real time (a simulated delay the document asks
+  // the worker to sleep for real), so the page opens while the attempts run
+  // and follows them live.
   const slow = structuredClone(notes);
   slow.tools[0].definitions.add.variants.ok.delay_ms = 700;
+  slow.real_delays = true;
   await page.locator("#document").fill(JSON.stringify(slow));
   await page.locator("#start").click();
   await page.getByRole("heading", { name: "Simulation notes" }).waitFor();
   await page.getByText("Following live…").waitFor();
-  assert.match(await page.locator("#summary").innerText(), /running/);
+  // Queued until the worker claims the attempts, then running.
+  assert.match(await page.locator("#summary").innerText(), /queued|running/);
   await shoot("simulation-running", "Simulation notes");
   await page.getByText("Finished.").waitFor({ timeout: 60_000 });
   await page.locator("#summary .badge.finished").waitFor();

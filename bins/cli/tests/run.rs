@@ -718,6 +718,16 @@ fn repair_evidence_and_virtual_delays() {
         real.elapsed().as_millis() >= 1500,
         "--real-delays did not sleep"
     );
+    // The document can ask for real delays itself.
+    doc["real_delays"] = json!(true);
+    write(&dir, "sim.json", &doc);
+    let asked = std::time::Instant::now();
+    let out = toolmock(&dir, &["run", "sim.json"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        asked.elapsed().as_millis() >= 1500,
+        "\"real_delays\": true did not sleep"
+    );
 }
 
 /// The JUnit report, read back by a real consumer (`junitparser`, installed

@@ -706,3 +706,51 @@ async fn a_worker_runs_a_real_tools_simulation_through_the_real_handlers(pool: P
     assert_eq!(http.bodies("/notes"), [json!({"text": "hello"})]);
     assert_eq!(http.bodies("/hook"), [json!({"note": "sent"})]);
 }
+
+/// A simulation that asks for real delays has them slept by the worker
+/// (which runs every other simulation on the virtual clock).
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_worker_sleeps_the_delays_of_a_simulation_that_asks_for_real_delays(pool: PgPool) {
+    let url = app_url(&pool).await;
+    let mut real = document(3, 400, 1);
+    real["real_delays"] = json!(true);
+    let attempt = queue(&pool, &real).await[0];
+    let _w = Worker::start(&url, "worker-delays", &[]);
+    until(20, "the attempt finished", || async {
+        outcome(&pool, attempt).await.is_some()
+    })
+    .await;
+    assert_eq!(outcome(&pool, attempt).await.as_deref(), Some("passed"));
+    // From its claim to its finish, by PostgreSQL's clock: three 400 ms
+    // delays slept.
+    let took: f64 = sqlx::query_scalar(
+        "SELECT extract(epoch FROM a.finished_at - l.at)::float8 FROM attempts a \
+         JOIN attempt_leases l ON l.attempt_id = a.id AND l.event = 'claimed' WHERE a.id = $1",
+    )
+    .bind(attempt)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!(took >= 1.2, "{took} s");
+}
+
+/// Without it, the same simulation's delays cost no wall time.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_worker_runs_delays_on_the_virtual_clock_by_default(pool: PgPool) {
+    let url = app_url(&pool).await;
+    let attempt = queue(&pool, &document(3, 400, 1)).await[0];
+    let _w = Worker::start(&url, "worker-virtual", &[]);
+    until(20, "the attempt finished", || async {
+        outcome(&pool, attempt).await.is_some()
+    })
+    .await;
+    let took: f64 = sqlx::query_scalar(
+        "SELECT extract(epoch FROM a.finished_at - l.at)::float8 FROM attempts a \
+         JOIN attempt_leases l ON l.attempt_id = a.id AND l.event = 'claimed' WHERE a.id = $1",
+    )
+    .bind(attempt)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!(took < 1.2, "{took} s");
+}

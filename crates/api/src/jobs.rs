@@ -94,7 +94,7 @@ impl SimulationFollower {
             }
         }
         self.seen = attempts.into_iter().map(|a| (a.id.as_uuid(), a)).collect();
-        if summary.running == 0 {
+        if summary.running == 0 && summary.queued == 0 {
             self.done = true;
             steps.push(FollowStep::Finished(summary));
         }

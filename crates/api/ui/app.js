@@ -446,13 +446,14 @@ async function currentStatus(toolId, operationId) {
 
 function progress(s) {
   const part = (n, kind) => (n ? h("span", { class: kind, style: `width:${(100 * n) / Math.max(s.attempt_count, 1)}%` }) : null);
-  return h("div", { class: "progress", title: `${s.passed} passed, ${s.failed} failed, ${s.harness_error} harness errors, ${s.running} running` },
+  return h("div", { class: "progress", title: `${s.passed} passed, ${s.failed} failed, ${s.harness_error} harness errors, ${s.queued || 0} queued, ${s.running} running` },
     part(s.passed, "passed"), part(s.failed, "failed"), part(s.harness_error, "harness_error"));
 }
 
 function counts(s) {
   return h("span", {}, badge(`${s.passed} passed`, "passed"), " ", badge(`${s.failed} failed`, "failed"), " ",
-    badge(`${s.harness_error} harness errors`, "harness_error"), " ", s.running ? badge(`${s.running} running`, "running") : null);
+    badge(`${s.harness_error} harness errors`, "harness_error"), " ", s.queued ? badge(`${s.queued} queued`, "queued") : null, " ",
+    s.running ? badge(`${s.running} running`, "running") : null);
 }
 
 async function simulationsPage() {
@@ -498,7 +499,7 @@ function attemptRow(a) {
   return h("tr", { "data-attempt": a.id },
     h("td", {}, h("a", { href: `#/attempts/${a.id}` }, `${a.test_case} #${a.number}`)),
     h("td", {}, a.driver ? badge(a.driver) : "—"),
-    h("td", {}, a.outcome ? badge(a.outcome) : badge("running")),
+    h("td", {}, a.outcome ? badge(a.outcome) : badge(a.status === "queued" ? "queued" : "running")),
     h("td", {}, a.expected_outcome || "—", a.as_expected === false ? h("span", {}, " ", badge("unexpected", "error")) : null),
     h("td", {}, `${a.calls}`),
     h("td", {}, unmet));
@@ -620,7 +621,7 @@ async function attemptPage(id) {
     : null;
   render(
     h("p", {}, h("a", { href: `#/simulations/${a.simulation}` }, "← Simulation")),
-    h("h1", {}, `Attempt ${a.test_case} #${a.number} `, a.outcome ? badge(a.outcome) : badge("running")),
+    h("h1", {}, `Attempt ${a.test_case} #${a.number} `, a.outcome ? badge(a.outcome) : badge(a.status === "queued" ? "queued" : "running")),
     a.has_harness_error ? notice("bad", "A harness error was recorded: this attempt can never pass. Harness errors are faults of the mocks or of toolmock, not of the agent.") : null,
     a.expected_outcome ? h("p", {}, `Its case expects `, h("strong", {}, a.expected_outcome), a.as_expected === true ? " — as expected." : a.as_expected === false ? " — not what happened." : ".") : null,
     unmet ? h("div", {}, h("h2", {}, "Unmet expectations"), unmet) : null,

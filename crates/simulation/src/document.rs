@@ -27,6 +27,11 @@ pub struct SimulationDocument {
     /// Start even when operations are stale or missing; their calls fail closed.
     #[serde(default)]
     pub allow_incomplete: bool,
+    /// Sleep each call's `delay_ms` for real instead of counting it on the
+    /// virtual clock, wherever the simulation runs (as `toolmock run
+    /// --real-delays` does for every simulation it runs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub real_delays: bool,
     /// Attempts per test case (default 1).
     #[serde(default = "one")]
     pub attempts: u32,

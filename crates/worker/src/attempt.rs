@@ -40,20 +40,24 @@ impl Held {
 }
 
 /// A simulation as its attempts run: the loaded document, its workflows,
-/// what plays its model cases, and for a `real_tools` simulation a
-/// dispatcher of its own with the real handlers (the shared one has none:
-/// nothing else executes anything real).
+/// what plays its model cases, and a dispatcher of its own when it differs
+/// from the worker's shared one: a `real_tools` simulation's has the real
+/// handlers (the shared one has none: nothing else executes anything real),
+/// and a simulation that asks for `real_delays` sleeps them for real.
 pub(crate) struct Playable {
     pub(crate) loaded: LoadedSimulation,
     workflows: HashMap<String, WorkflowDoc>,
-    real: Option<(Arc<Dispatcher<PgStore>>, Arc<RealExecutor>)>,
+    own: Option<Own>,
     players: Players,
 }
+
+/// A simulation's own dispatcher, and its real handlers when it has some.
+type Own = (Arc<Dispatcher<PgStore>>, Option<Arc<RealExecutor>>);
 
 impl Drop for Playable {
     fn drop(&mut self) {
         // Its MCP sessions end with it (in the background: drop is not async).
-        if let Some((_, executor)) = self.real.take()
+        if let Some((_, Some(executor))) = self.own.take()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             runtime.spawn(async move { executor.close().await });
@@ -107,13 +111,22 @@ impl Simulations {
                 problems.len()
             )
         })?;
-        let real = (loaded.document.mode == SimulationMode::RealTools).then(|| {
-            let executor = Arc::new(RealExecutor::new(
-                real_handlers(&loaded).operations,
-                REAL_CALL_TIMEOUT,
-            ));
-            let dispatcher = crate::dispatcher(shared.store.clone(), &shared.config)
-                .with_executor(executor.clone());
+        let real_tools = loaded.document.mode == SimulationMode::RealTools;
+        let real_delays = loaded.document.real_delays && !shared.config.real_delays;
+        let own = (real_tools || real_delays).then(|| {
+            let mut dispatcher = crate::dispatcher(
+                shared.store.clone(),
+                shared.config.real_delays || real_delays,
+            );
+            let executor = real_tools.then(|| {
+                Arc::new(RealExecutor::new(
+                    real_handlers(&loaded).operations,
+                    REAL_CALL_TIMEOUT,
+                ))
+            });
+            if let Some(executor) = &executor {
+                dispatcher = dispatcher.with_executor(executor.clone());
+            }
             (Arc::new(dispatcher), executor)
         });
         let playable = Arc::new(Playable {
@@ -124,7 +137,7 @@ impl Simulations {
                 shared.agents.judge.clone(),
             ),
             loaded,
-            real,
+            own,
         });
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         kept.push_back((simulation, playable.clone()));
@@ -224,8 +237,8 @@ async fn run(
         tenant,
         attempt: claimed.attempt,
     };
-    let dispatcher = match &playable.real {
-        Some((real, _)) => real.as_ref(),
+    let dispatcher = match &playable.own {
+        Some((own, _)) => own.as_ref(),
         None => &shared.dispatcher,
     };
     let result = play_attempt(

@@ -77,7 +77,9 @@ pub struct WorkerConfig {
     /// finish before they are given back.
     pub grace: Duration,
     /// Sleep mock delays for real instead of counting them on the virtual
-    /// clock (as `toolmock run --real-delays`).
+    /// clock (as `toolmock run --real-delays`), for every simulation; a
+    /// simulation whose document says `"real_delays": true` gets them
+    /// either way.
     pub real_delays: bool,
 }
 
@@ -187,7 +189,7 @@ pub async fn run_with(
     shutdown: impl Future<Output = ()>,
 ) -> Result<Report, WorkerError> {
     check(&config)?;
-    let dispatcher = dispatcher(store.clone(), &config);
+    let dispatcher = dispatcher(store.clone(), config.real_delays);
     let shared = Arc::new(Shared {
         finisher: Arc::new(Dispatcher::new(store.unfenced())),
         dispatcher,
@@ -285,11 +287,11 @@ pub async fn run_with(
     Ok(report)
 }
 
-/// A dispatcher as the worker runs attempts: on the virtual clock unless
-/// real delays were asked for, and with no real handler.
-fn dispatcher(store: PgStore, config: &WorkerConfig) -> Dispatcher<PgStore> {
+/// A dispatcher as the worker runs attempts: delays on the virtual clock
+/// unless `real_delays`, and no real handler.
+fn dispatcher(store: PgStore, real_delays: bool) -> Dispatcher<PgStore> {
     let dispatcher = Dispatcher::new(store).with_clock(Arc::new(SequenceClock::default()));
-    if config.real_delays {
+    if real_delays {
         dispatcher
     } else {
         dispatcher.with_sleeper(Arc::new(VirtualSleeper))

@@ -31,7 +31,7 @@ use toolmock_simulation::{
 /// unusable (its problems are printed as FILE: /json/pointer: code: message).
 ///
 /// delay_ms runs on a virtual clock: it is summed per attempt and reported,
-/// not slept, unless --real-delays.
+/// not slept, unless --real-delays (or the simulation's "real_delays": true).
 ///
 /// A simulation with "mode": "real_tools" executes its calls through their
 /// real handlers (an MCP tool's server, a custom operation's HTTP endpoint,
@@ -120,7 +120,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
     let store = MemoryStore::new();
     let mut dispatcher = Dispatcher::new(store).with_clock(Arc::new(SequenceClock::default()));
     // The dispatcher sleeps for real unless told otherwise.
-    if !args.real_delays {
+    if !args.real_delays && !loaded.simulation.document.real_delays {
         dispatcher = dispatcher.with_sleeper(Arc::new(VirtualSleeper));
     }
     // Only an explicit real_tools simulation executes anything real.

@@ -327,12 +327,13 @@ pub(crate) async fn get_results(
     let simulation = SimulationId(id);
     let store = state.store();
     let summary = store.simulation(tenant, simulation).await?;
-    if summary.running > 0 {
+    let unfinished = summary.queued + summary.running;
+    if unfinished > 0 {
         return Err(ApiError::StateConflict {
             code: ApiCode::SimulationRunning,
             message: format!(
-                "{} of its {} attempts have not finished; follow /api/simulations/{id}/events",
-                summary.running, summary.attempts
+                "{unfinished} of its {} attempts have not finished; follow /api/simulations/{id}/events",
+                summary.attempts
             ),
         });
     }

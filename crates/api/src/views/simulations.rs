@@ -158,11 +158,16 @@ pub(crate) struct SimulationItem {
     pub(crate) agent: Uuid,
     /// When it started.
     pub(crate) created_at: chrono::DateTime<chrono::Utc>,
-    /// `running` until every attempt has finished, then `finished`.
+    /// `queued` while every attempt waits in the queue for a worker,
+    /// `running` once one is under way or finished, `finished` when every
+    /// attempt has finished.
     pub(crate) status: String,
     /// Attempts in all (the detail view lists them under `attempts`).
     pub(crate) attempt_count: u32,
-    /// Attempts not finished yet.
+    /// Attempts waiting in the queue for a worker (not yet claimed).
+    pub(crate) queued: u32,
+    /// Attempts under way (claimed by a worker, or played by an external
+    /// agent) and not finished yet.
     pub(crate) running: u32,
     /// Finished as passed.
     pub(crate) passed: u32,
@@ -178,13 +183,16 @@ pub(crate) fn simulation_item(s: SimulationListing) -> SimulationItem {
         name: s.name,
         agent: s.agent.as_uuid(),
         created_at: s.created_at,
-        status: if s.running == 0 {
+        status: if s.running == 0 && s.queued == 0 {
             "finished"
+        } else if s.running == 0 && s.queued == s.attempts {
+            "queued"
         } else {
             "running"
         }
         .to_owned(),
         attempt_count: s.attempts,
+        queued: s.queued,
         running: s.running,
         passed: s.passed,
         failed: s.failed,
@@ -212,7 +220,7 @@ pub(crate) struct AttemptItem {
     pub(crate) number: u32,
     /// `scripted`, `external`, `model` or `http` (absent without a document).
     pub(crate) driver: Option<String>,
-    /// `running` or `finished`.
+    /// `queued` (waiting for a worker), `running` or `finished`.
     pub(crate) status: String,
     /// `passed`, `failed` or `harness_error` once finished.
     pub(crate) outcome: Option<String>,
@@ -310,6 +318,8 @@ pub(crate) fn attempt_item(
         driver: case.map(|c| driver_name(&c.driver).to_owned()),
         status: if a.outcome.is_some() {
             "finished"
+        } else if a.queued {
+            "queued"
         } else {
             "running"
         }

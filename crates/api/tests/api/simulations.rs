@@ -313,6 +313,74 @@ fn scripted_document() -> Value {
 }
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn queued_attempts_show_as_queued_until_a_worker_claims_them(pool: PgPool) {
+    let app = app(&pool);
+    let bearer = token("acme", &[RUN]);
+    // No worker yet: the start only queues the scripted attempts.
+    let started = start(&app, &bearer, &scripted_document()).await;
+    assert_eq!(started.status, StatusCode::CREATED, "{}", started.json);
+    let id = started.json["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/simulations/{id}");
+    let view = send(&app, Method::GET, &path, Some(&bearer), None).await;
+    assert_eq!(view.status, StatusCode::OK, "{}", view.json);
+    assert_eq!(
+        (
+            view.json["status"].as_str(),
+            view.json["queued"].as_u64(),
+            view.json["running"].as_u64()
+        ),
+        (Some("queued"), Some(6), Some(0)),
+        "{}",
+        view.json
+    );
+    let attempts = view.json["attempts"].as_array().unwrap();
+    assert!(
+        attempts.iter().all(|a| a["status"] == "queued"),
+        "{attempts:?}"
+    );
+    let one = attempts[0]["id"].as_str().unwrap();
+    let attempt = send(
+        &app,
+        Method::GET,
+        &format!("/api/attempts/{one}"),
+        Some(&bearer),
+        None,
+    )
+    .await;
+    assert_eq!(attempt.json["status"], "queued", "{}", attempt.json);
+    let page = send(&app, Method::GET, "/api/simulations", Some(&bearer), None).await;
+    assert_eq!(page.json["simulations"][0]["status"], "queued");
+
+    // A worker claims and runs them: finished, none queued any more.
+    let worker = Worker::start(&pool);
+    let began = std::time::Instant::now();
+    let view = loop {
+        let view = send(&app, Method::GET, &path, Some(&bearer), None).await;
+        if view.json["status"] == "finished" {
+            break view;
+        }
+        assert!(
+            began.elapsed() < std::time::Duration::from_secs(30),
+            "{}",
+            view.json
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    worker.stop().await;
+    assert_eq!(
+        (view.json["queued"].as_u64(), view.json["running"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert!(
+        view.json["attempts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["status"] == "finished")
+    );
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn scripted_attempts_run_in_the_background_and_stream_their_progress(pool: PgPool) {
     let app = app(&pool);
     // The API only queues them; a worker runs them.

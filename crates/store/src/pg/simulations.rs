@@ -25,7 +25,10 @@ pub struct SimulationListing {
     pub created_at: DateTime<Utc>,
     /// Attempts in all.
     pub attempts: u32,
-    /// Attempts not finished yet.
+    /// Attempts waiting in the queue for a worker (not yet claimed).
+    pub queued: u32,
+    /// Attempts under way: claimed by a worker, or played by an external
+    /// agent, and not finished yet.
     pub running: u32,
     /// Finished as passed.
     pub passed: u32,
@@ -42,6 +45,7 @@ struct ListingRow {
     agent_id: Uuid,
     created_at: DateTime<Utc>,
     attempts: i64,
+    queued: i64,
     running: i64,
     passed: i64,
     failed: i64,
@@ -60,6 +64,7 @@ impl ListingRow {
             agent: AgentId(self.agent_id),
             created_at: self.created_at,
             attempts: count(self.attempts)?,
+            queued: count(self.queued)?,
             running: count(self.running)?,
             passed: count(self.passed)?,
             failed: count(self.failed)?,
@@ -79,8 +84,10 @@ pub struct AttemptListing {
     pub case_position: u32,
     /// 1, 2, … within its test case.
     pub number: u32,
-    /// `None` while running.
+    /// `None` while queued or running.
     pub outcome: Option<AttemptOutcome>,
+    /// Waiting in the queue for a worker (not yet claimed).
+    pub queued: bool,
     /// Whether a harness error was recorded.
     pub has_harness_error: bool,
     /// When it finished.
@@ -102,6 +109,7 @@ struct AttemptRow {
     position: i32,
     number: i32,
     outcome: Option<String>,
+    queued: bool,
     has_harness_error: bool,
     finished_at: Option<DateTime<Utc>>,
     unmet: Option<Json<Value>>,
@@ -122,6 +130,7 @@ impl AttemptRow {
             case_position: u32::try_from(self.position).map_err(|e| corrupt("position", e))?,
             number: u32::try_from(self.number).map_err(|e| corrupt("attempt number", e))?,
             outcome,
+            queued: self.queued,
             has_harness_error: self.has_harness_error,
             finished_at: self.finished_at,
             unmet: self.unmet.map(|j| j.0),
@@ -133,7 +142,8 @@ impl AttemptRow {
 
 const LISTING: &str = "SELECT s.id, d.name, s.agent_id, s.created_at, \
          count(a.id) AS attempts, \
-         count(a.id) FILTER (WHERE a.outcome IS NULL) AS running, \
+         count(a.id) FILTER (WHERE a.status = 'queued') AS queued, \
+         count(a.id) FILTER (WHERE a.outcome IS NULL AND a.status <> 'queued') AS running, \
          count(a.id) FILTER (WHERE a.outcome = 'passed') AS passed, \
          count(a.id) FILTER (WHERE a.outcome = 'failed') AS failed, \
          count(a.id) FILTER (WHERE a.outcome = 'harness_error') AS harness_error \
@@ -142,6 +152,7 @@ const LISTING: &str = "SELECT s.id, d.name, s.agent_id, s.created_at, \
      LEFT JOIN attempts a ON a.simulation_id = s.id";
 
 const ATTEMPTS: &str = "SELECT a.id, c.name AS test_case, c.position, a.number, a.outcome, \
+         a.status = 'queued' AS queued, \
          a.has_harness_error, a.finished_at, j.unmet, \
          (SELECT count(*) FROM evidence e \
               WHERE e.tenant_id = a.tenant_id AND e.attempt_id = a.id) \
