@@ -71,10 +71,18 @@ done
 kill -0 "$demo" 2>/dev/null && fail "the demo did not stop within 30 s of Ctrl-C"
 wait "$demo" || true
 sleep 0.2
-if pgrep -g "$demo" >/dev/null 2>&1; then
-    pgrep -a -g "$demo" >&2 || true
-    fail "processes of the demo are still running after Ctrl-C"
-fi
+# Any process left in its process group (read from /proc: no procps needed).
+left=""
+for stat in /proc/[0-9]*/stat; do
+    fields="$(cat "$stat" 2>/dev/null)" || continue
+    # The fields after the command (which may hold spaces) end with ")".
+    rest="${fields##*) }"
+    read -r _state _ppid pgrp _ <<<"$rest"
+    if [[ "$pgrp" == "$demo" ]]; then
+        left+=" ${stat#/proc/}"
+    fi
+done
+[[ -z "$left" ]] || fail "processes of the demo are still running after Ctrl-C:${left//\/stat/}"
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     fail "something still listens on the demo's port $port"
 fi
