@@ -342,22 +342,15 @@ fn serve(args: ServeArgs) -> Result<(), String> {
             let _ = stopped.wait_for(|s| *s).await;
         };
         let metrics = match &args.metrics_addr {
-            Some(address) => {
-                use toolmock_worker::telemetry;
-                let telemetry_failed = |e: telemetry::TelemetryError| format!("{}: {e}", e.code());
-                let handle = telemetry::install_metrics().map_err(telemetry_failed)?;
-                let listener = telemetry::bind_metrics(address)
-                    .await
-                    .map_err(telemetry_failed)?;
-                let metrics_local = listener.local_addr().map_err(|e| e.to_string())?;
-                tracing::info!(address = %metrics_local, "serving metrics");
-                Some(tokio::spawn(telemetry::serve_metrics(
-                    listener,
-                    handle,
+            Some(address) => Some(
+                toolmock_worker::telemetry::start_metrics(
+                    address,
                     pool.clone(),
                     until_stopped(stopped.clone()),
-                )))
-            }
+                )
+                .await
+                .map_err(|e| format!("{}: {e}", e.code()))?,
+            ),
             None => None,
         };
         // Agent services reach the tool-call endpoint at this server's own

@@ -139,21 +139,11 @@ fn run(cli: Cli) -> Result<(), String> {
             let _ = stopped.wait_for(|s| *s).await;
         };
         let metrics = match &cli.metrics_addr {
-            Some(address) => {
-                let telemetry_failed = |e: telemetry::TelemetryError| format!("{}: {e}", e.code());
-                let handle = telemetry::install_metrics().map_err(telemetry_failed)?;
-                let listener = telemetry::bind_metrics(address)
+            Some(address) => Some(
+                telemetry::start_metrics(address, pool.clone(), until_stopped(stopped.clone()))
                     .await
-                    .map_err(telemetry_failed)?;
-                let local = listener.local_addr().map_err(|e| e.to_string())?;
-                tracing::info!(address = %local, "serving metrics");
-                Some(tokio::spawn(telemetry::serve_metrics(
-                    listener,
-                    handle,
-                    pool.clone(),
-                    until_stopped(stopped.clone()),
-                )))
-            }
+                    .map_err(|e| format!("{}: {e}", e.code()))?,
+            ),
             None => None,
         };
         tracing::info!(owner = %config.owner, concurrency = config.concurrency, "working");

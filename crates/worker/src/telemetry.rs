@@ -183,6 +183,24 @@ pub async fn serve_metrics(
     served
 }
 
+/// Installs the recorder, binds `address` and serves [`serve_metrics`] on
+/// it in the background until `shutdown` completes; logs the bound address
+/// ("serving metrics"). What both binaries' `--metrics-addr` does.
+pub async fn start_metrics(
+    address: &str,
+    pool: sqlx::PgPool,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<tokio::task::JoinHandle<std::io::Result<()>>, TelemetryError> {
+    let handle = install_metrics()?;
+    let listener = bind_metrics(address).await?;
+    if let Ok(local) = listener.local_addr() {
+        tracing::info!(address = %local, "serving metrics");
+    }
+    Ok(tokio::spawn(serve_metrics(
+        listener, handle, pool, shutdown,
+    )))
+}
+
 /// Binds `address` for [`serve_metrics`].
 pub async fn bind_metrics(address: &str) -> Result<tokio::net::TcpListener, TelemetryError> {
     tokio::net::TcpListener::bind(address)
