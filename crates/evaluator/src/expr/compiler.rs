@@ -94,6 +94,9 @@ impl ExprCompiler<'_> {
                 None => placeholder,
             },
             "$dateAdd" => self.date_add(operand, &operand_at).unwrap_or(placeholder),
+            key if super::decimal::OPERATORS.contains(&key) => {
+                self.decimal(key, operand, at).unwrap_or(placeholder)
+            }
             other => {
                 self.diagnostics.push(
                     DiagnosticCode::UnknownOperator,
@@ -271,7 +274,7 @@ impl ExprCompiler<'_> {
         }
     }
 
-    fn invalid_literal(&mut self, at: &str, rejection: Rejection) {
+    pub(super) fn invalid_literal(&mut self, at: &str, rejection: Rejection) {
         let Rejection { fault, message } = rejection;
         let fault: OperandFault = fault;
         self.diagnostics.push(

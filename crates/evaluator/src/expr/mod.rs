@@ -60,6 +60,8 @@ pub(crate) enum Expr {
     Reference(Reference),
     Number(Operand),
     DateAdd(Box<[Option<Operand>; 3]>),
+    /// Version 2's money arithmetic (see [`decimal`]).
+    Decimal(Box<decimal::DecimalOp>),
     /// A root expression with its JSON text prepared (see [`Template`]).
     Template(Box<Template>),
     /// An operator that reads the input alone (see [`InputHole`]).
@@ -229,6 +231,7 @@ impl Template {
             Expr::Reference(_)
                 | Expr::Number(_)
                 | Expr::DateAdd(_)
+                | Expr::Decimal(_)
                 | Expr::Template(_)
                 | Expr::Input(_)
         ) {
@@ -273,7 +276,11 @@ impl Template {
                 text.push('}');
             }
             Expr::Template(inner) => Template::cut(&inner.tree, pieces, text),
-            Expr::Reference(_) | Expr::Number(_) | Expr::DateAdd(_) | Expr::Input(_) => {
+            Expr::Reference(_)
+            | Expr::Number(_)
+            | Expr::DateAdd(_)
+            | Expr::Decimal(_)
+            | Expr::Input(_) => {
                 if !text.is_empty() {
                     pieces.push(Piece::Text(std::mem::take(text).into_boxed_str()));
                 }
@@ -501,6 +508,7 @@ impl Expr {
             Expr::Reference(r) => f(r),
             Expr::Number(o) => operand(o),
             Expr::DateAdd(operands) => operands.iter_mut().flatten().for_each(operand),
+            Expr::Decimal(op) => op.for_each_reference(f),
             Expr::Template(template) => {
                 template.tree.for_each_reference(f);
                 for piece in template.pieces.iter_mut() {
@@ -536,7 +544,7 @@ impl Expr {
                     }
                 }
             }
-            Expr::Reference(_) | Expr::Number(_) | Expr::DateAdd(_) => {
+            Expr::Reference(_) | Expr::Number(_) | Expr::DateAdd(_) | Expr::Decimal(_) => {
                 let Some(key) = self.input_key() else {
                     return;
                 };
@@ -639,6 +647,7 @@ impl Expr {
             Expr::Reference(r) => r.resolve(scope).map(std::borrow::Cow::into_owned),
             Expr::Number(operand) => render_number(operand, scope),
             Expr::DateAdd(operands) => render_date_add(operands, scope),
+            Expr::Decimal(op) => op.render(scope),
             Expr::Template(template) => template.tree.render(scope),
             Expr::Input(hole) => match scope.ahead.and_then(|a| a.take_value(hole.id)) {
                 Some(value) => Ok(value),
@@ -730,7 +739,7 @@ impl Expr {
                 out.push(b'}');
             }
             Expr::Literal(value) => write_value(out, value),
-            Expr::Number(_) | Expr::DateAdd(_) => {
+            Expr::Number(_) | Expr::DateAdd(_) | Expr::Decimal(_) => {
                 write_value(out, &self.render(scope)?);
             }
             Expr::Input(hole) => match scope.ahead.and_then(|a| a.text(hole.id)) {
@@ -795,4 +804,5 @@ fn render_date_add(operands: &[Option<Operand>; 3], scope: &Scope<'_>) -> Result
 }
 
 mod compiler;
+mod decimal;
 pub(crate) use compiler::ExprCompiler;

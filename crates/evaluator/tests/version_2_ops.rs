@@ -1,0 +1,215 @@
+//! Version 2's bounded operators (docs/mock-language.md, "Version 2"):
+//! money arithmetic.
+//!
+//! Properties:
+//! - `$add`, `$sub` and `$mul` of decimals give exactly what integer
+//!   arithmetic on their digits gives (no binary floating-point error), and
+//!   the JSON number written is that decimal.
+//! - `$round` rounds a tie to the even neighbour and anything else to the
+//!   nearest, as integer arithmetic says.
+//! - An operator over literals, folded when the definition is compiled,
+//!   gives what the same operator over the call's input gives.
+
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+use toolmock_evaluator::operators::decimal;
+use toolmock_evaluator::{Call, compile, evaluate};
+
+/// `mantissa × 10^-scale` as the text of the shortest decimal.
+fn text(mantissa: i128, scale: u32) -> String {
+    let negative = mantissa < 0;
+    let digits = mantissa.unsigned_abs().to_string();
+    let scale = scale as usize;
+    let padded = if digits.len() <= scale {
+        format!("{}{digits}", "0".repeat(scale + 1 - digits.len()))
+    } else {
+        digits
+    };
+    let (int, frac) = padded.split_at(padded.len() - scale);
+    let frac = frac.trim_end_matches('0');
+    let sign = if negative && (!int.trim_start_matches('0').is_empty() || !frac.is_empty()) {
+        "-"
+    } else {
+        ""
+    };
+    if frac.is_empty() {
+        format!("{sign}{int}")
+    } else {
+        format!("{sign}{int}.{frac}")
+    }
+}
+
+/// The JSON number the docs say a decimal result is written as.
+fn model_json(mantissa: i128, scale: u32) -> Value {
+    let t = text(mantissa, scale);
+    match t.parse::<i64>() {
+        Ok(i) => Value::from(i),
+        Err(_) => serde_json::from_str(&t).expect("a decimal text is JSON"),
+    }
+}
+
+fn decimal_string() -> impl Strategy<Value = (i128, u32)> {
+    (-10_000_000i128..10_000_000, 0u32..=4)
+}
+
+fn rescale(m: i128, from: u32, to: u32) -> i128 {
+    m * 10i128.pow(to - from)
+}
+
+fn eval_binary(op: &str, a: &str, b: &str) -> Result<Value, String> {
+    let expected = match op {
+        "$add" => 2,
+        "$sub" => 0,
+        _ => 1,
+    };
+    let doc = json!({
+        "schema_version": 2,
+        "default_variant": "v",
+        "variants": {"v": {"result": {op: [{"$input": "a"}, {"$input": "b"}]}}},
+        "examples": [{"variant": "v", "input": {"a": "1", "b": "1"},
+                      "expected": expected}]
+    });
+    let definition = compile(&doc).map_err(|d| d.to_string())?;
+    let state = Map::new();
+    let input = json!({"a": a, "b": b});
+    evaluate(
+        &definition,
+        &Call {
+            input: &input,
+            state: &state,
+            variant: None,
+        },
+    )
+    .map(|o| o.result.clone())
+    .map_err(|e| e.code().to_owned())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn add_sub_mul_are_exact((ma, sa) in decimal_string(), (mb, sb) in decimal_string()) {
+        let (a, b) = (text(ma, sa), text(mb, sb));
+        let s = sa.max(sb);
+        let sum = rescale(ma, sa, s) + rescale(mb, sb, s);
+        let difference = rescale(ma, sa, s) - rescale(mb, sb, s);
+        prop_assert_eq!(eval_binary("$add", &a, &b), Ok(model_json(sum, s)));
+        prop_assert_eq!(eval_binary("$sub", &a, &b), Ok(model_json(difference, s)));
+        prop_assert_eq!(eval_binary("$mul", &a, &b), Ok(model_json(ma * mb, sa + sb)));
+    }
+
+    #[test]
+    fn round_is_half_even((m, s) in decimal_string(), places in 0u32..=4) {
+        let value = decimal::to_decimal(&json!(text(m, s)), "$round").expect("a decimal");
+        let rounded = decimal::to_json(decimal::round(value, places)).expect("fits");
+        let expected = if places >= s {
+            model_json(m, s)
+        } else {
+            let unit = 10i128.pow(s - places);
+            let (q, r) = (m.div_euclid(unit), m.rem_euclid(unit));
+            // `q` is the floor; step up past the half, or at the half to even.
+            let up = 2 * r > unit || (2 * r == unit && q.rem_euclid(2) == 1);
+            model_json(if up { q + 1 } else { q }, places)
+        };
+        prop_assert_eq!(rounded, expected);
+    }
+
+    #[test]
+    fn folded_literals_equal_call_time_operands((ma, sa) in decimal_string(), (mb, sb) in decimal_string()) {
+        let (a, b) = (text(ma, sa), text(mb, sb));
+        let product = decimal::mul(
+            decimal::to_decimal(&json!(a), "$mul").expect("a decimal"),
+            decimal::to_decimal(&json!(b), "$mul").expect("a decimal"),
+        )
+        .expect("exact");
+        let expected = decimal::to_json(decimal::round(product, 2)).expect("fits");
+        let folded = json!({"$round": {"value": {"$mul": [a, b]}, "places": 2}});
+        let doc = json!({
+            "schema_version": 2,
+            "default_variant": "v",
+            "variants": {"v": {"result": {
+                "folded": folded,
+                "live": {"$round": {"value": {"$mul": [{"$input": "a"}, {"$input": "b"}]}, "places": 2}}
+            }}},
+            "examples": [{"variant": "v", "input": {"a": a, "b": b},
+                          "expected": {"folded": expected, "live": expected}}]
+        });
+        let definition = compile(&doc).map_err(|d| TestCaseError::fail(d.to_string()))?;
+        let state = Map::new();
+        let input = json!({"a": a, "b": b});
+        let outcome = evaluate(&definition, &Call { input: &input, state: &state, variant: None })
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&outcome.result["folded"], &outcome.result["live"]);
+        prop_assert_eq!(&outcome.result["live"], &expected);
+    }
+}
+
+#[test]
+fn json_numbers_are_read_as_written() {
+    let tenth = decimal::to_decimal(&json!(0.1), "$add").expect("a decimal");
+    let fifth = decimal::to_decimal(&json!(0.2), "$add").expect("a decimal");
+    let sum = decimal::add(tenth, fifth).expect("exact");
+    assert_eq!(decimal::to_json(sum).expect("fits"), json!(0.3));
+    let tiny = decimal::to_decimal(&json!(1e-7), "$add").expect("a decimal");
+    assert_eq!(tiny.to_string(), "0.0000001");
+}
+
+#[test]
+fn errors_are_blamed_by_origin_with_paths() {
+    let doc = json!({
+        "schema_version": 2,
+        "default_variant": "v",
+        "initial_state": {"price": "1"},
+        "variants": {"v": {"result": {"$add": [{"$state": "price"}, {"$input": "x"}]}}},
+        "examples": [{"variant": "v", "input": {"x": 1}, "expected": 2}]
+    });
+    let definition = compile(&doc).expect("compiles");
+    let run = |input: Value, state: Value| {
+        let state = state.as_object().cloned().unwrap_or_default();
+        evaluate(
+            &definition,
+            &Call {
+                input: &input,
+                state: &state,
+                variant: None,
+            },
+        )
+        .map(|o| o.result.clone())
+        .map_err(|e| {
+            (
+                e.code().to_owned(),
+                e.class().as_str().to_owned(),
+                e.path().unwrap_or_default().to_owned(),
+            )
+        })
+    };
+    assert_eq!(
+        run(json!({"x": "1,5"}), json!({"price": "1"})),
+        Err((
+            "invalid_number".into(),
+            "tool_input_error".into(),
+            "/x".into()
+        ))
+    );
+    assert_eq!(
+        run(json!({"x": 1}), json!({"price": "one"})),
+        Err((
+            "invalid_fixture_literal".into(),
+            "harness_error".into(),
+            "/price".into()
+        ))
+    );
+    // The result is blamed on the input when an operand came from it.
+    assert_eq!(
+        run(json!({"x": "0.000000000000001"}), json!({"price": "1"})),
+        Err((
+            "invalid_number".into(),
+            "tool_input_error".into(),
+            "/x".into()
+        ))
+    );
+    assert_eq!(
+        run(json!({"x": "0.5"}), json!({"price": "1.25"})),
+        Ok(json!(1.75))
+    );
+}
