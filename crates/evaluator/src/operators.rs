@@ -29,6 +29,9 @@ pub enum OperandFault {
     OffsetOutOfRange,
     /// A date, or a result, outside years 1…9999.
     DateOutOfRange,
+    /// A value of the wrong JSON type for a version-2 operator (`$append`
+    /// of something that is not an array, `$merge` of a non-object).
+    InvalidOperand,
 }
 
 impl OperandFault {
@@ -39,6 +42,7 @@ impl OperandFault {
             OperandFault::InvalidDate => "invalid_date",
             OperandFault::OffsetOutOfRange => "offset_out_of_range",
             OperandFault::DateOutOfRange => "date_out_of_range",
+            OperandFault::InvalidOperand => "invalid_operand",
         }
     }
 }

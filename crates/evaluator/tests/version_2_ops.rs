@@ -1,5 +1,5 @@
 //! Version 2's bounded operators (docs/mock-language.md, "Version 2"):
-//! money arithmetic.
+//! money arithmetic, `$append` and `$merge`.
 //!
 //! Properties:
 //! - `$add`, `$sub` and `$mul` of decimals give exactly what integer
@@ -9,6 +9,8 @@
 //!   nearest, as integer arithmetic says.
 //! - An operator over literals, folded when the definition is compiled,
 //!   gives what the same operator over the call's input gives.
+//! - `$append` adds exactly its value at the end; `$merge` is a left-to-right
+//!   shallow union.
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -212,4 +214,77 @@ fn errors_are_blamed_by_origin_with_paths() {
         run(json!({"x": "0.5"}), json!({"price": "1.25"})),
         Ok(json!(1.75))
     );
+}
+
+fn small_value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        (-1000i64..1000).prop_map(Value::from),
+        "[a-c]{0,3}".prop_map(Value::from),
+    ]
+}
+
+fn small_object() -> impl Strategy<Value = Map<String, Value>> {
+    proptest::collection::btree_map("[a-d]", small_value(), 0..4)
+        .prop_map(|m| m.into_iter().collect())
+}
+
+fn run(doc: &Value, input: &Value, state: &Map<String, Value>) -> (Value, Map<String, Value>) {
+    let definition = compile(doc).unwrap_or_else(|d| panic!("compiles: {d}"));
+    let outcome = evaluate(
+        &definition,
+        &Call {
+            input,
+            state,
+            variant: None,
+        },
+    )
+    .unwrap_or_else(|e| panic!("evaluates: {e}"));
+    (outcome.result.clone(), outcome.post_state(state))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// `$append` in a write grows the state's array by exactly the value,
+    /// and its result is the pre-call array plus the value.
+    #[test]
+    fn append_adds_one_element(items in proptest::collection::vec(small_value(), 0..5), value in small_value()) {
+        let mut expected = items.clone();
+        expected.push(value.clone());
+        let append = json!({"$append": {"to": {"$state": "items"}, "value": {"$input": "v"}}});
+        let doc = json!({
+            "schema_version": 2,
+            "default_variant": "v",
+            "initial_state": {"items": items},
+            "variants": {"v": {"result": append, "set_state": [{"path": "items", "value": append}]}},
+            "examples": [{"variant": "v", "input": {"v": value}, "expected": expected}]
+        });
+        let state: Map<String, Value> = [("items".to_owned(), Value::from(items))].into_iter().collect();
+        let (result, after) = run(&doc, &json!({"v": value}), &state);
+        prop_assert_eq!(&result, &Value::from(expected.clone()));
+        prop_assert_eq!(after.get("items"), Some(&Value::from(expected)));
+    }
+
+    /// `$merge` equals inserting each object's members in turn.
+    #[test]
+    fn merge_is_a_left_to_right_shallow_union(a in small_object(), b in small_object(), c in small_object()) {
+        let mut expected = a.clone();
+        for object in [&b, &c] {
+            for (k, v) in object {
+                expected.insert(k.clone(), v.clone());
+            }
+        }
+        let doc = json!({
+            "schema_version": 2,
+            "default_variant": "v",
+            "initial_state": {"b": b},
+            "variants": {"v": {"result": {"$merge": [{"$input": "a"}, {"$state": "b"}, c]}}},
+            "examples": [{"variant": "v", "input": {"a": a}, "expected": expected}]
+        });
+        let state: Map<String, Value> = [("b".to_owned(), Value::Object(b))].into_iter().collect();
+        let (result, _) = run(&doc, &json!({"a": a}), &state);
+        prop_assert_eq!(result, Value::Object(expected));
+    }
 }

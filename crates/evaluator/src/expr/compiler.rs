@@ -19,7 +19,7 @@ impl ExprCompiler<'_> {
         Template::wrap(self.node(value, at))
     }
 
-    fn node(&mut self, value: &Value, at: &str) -> Expr {
+    pub(super) fn node(&mut self, value: &Value, at: &str) -> Expr {
         match value {
             Value::Object(map) if map.keys().any(|k| k.starts_with('$')) => self.operator(map, at),
             Value::Object(map) => {
@@ -96,6 +96,9 @@ impl ExprCompiler<'_> {
             "$dateAdd" => self.date_add(operand, &operand_at).unwrap_or(placeholder),
             key if super::decimal::OPERATORS.contains(&key) => {
                 self.decimal(key, operand, at).unwrap_or(placeholder)
+            }
+            key if super::collections::OPERATORS.contains(&key) => {
+                self.collection(key, operand, at).unwrap_or(placeholder)
             }
             other => {
                 self.diagnostics.push(

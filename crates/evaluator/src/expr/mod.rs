@@ -62,6 +62,8 @@ pub(crate) enum Expr {
     DateAdd(Box<[Option<Operand>; 3]>),
     /// Version 2's money arithmetic (see [`decimal`]).
     Decimal(Box<decimal::DecimalOp>),
+    /// Version 2's `$append` and `$merge` (see [`collections`]).
+    Collection(Box<collections::CollectionOp>),
     /// A root expression with its JSON text prepared (see [`Template`]).
     Template(Box<Template>),
     /// An operator that reads the input alone (see [`InputHole`]).
@@ -232,6 +234,7 @@ impl Template {
                 | Expr::Number(_)
                 | Expr::DateAdd(_)
                 | Expr::Decimal(_)
+                | Expr::Collection(_)
                 | Expr::Template(_)
                 | Expr::Input(_)
         ) {
@@ -280,6 +283,7 @@ impl Template {
             | Expr::Number(_)
             | Expr::DateAdd(_)
             | Expr::Decimal(_)
+            | Expr::Collection(_)
             | Expr::Input(_) => {
                 if !text.is_empty() {
                     pieces.push(Piece::Text(std::mem::take(text).into_boxed_str()));
@@ -509,6 +513,7 @@ impl Expr {
             Expr::Number(o) => operand(o),
             Expr::DateAdd(operands) => operands.iter_mut().flatten().for_each(operand),
             Expr::Decimal(op) => op.for_each_reference(f),
+            Expr::Collection(op) => op.for_each_reference(f),
             Expr::Template(template) => {
                 template.tree.for_each_reference(f);
                 for piece in template.pieces.iter_mut() {
@@ -544,7 +549,11 @@ impl Expr {
                     }
                 }
             }
-            Expr::Reference(_) | Expr::Number(_) | Expr::DateAdd(_) | Expr::Decimal(_) => {
+            Expr::Reference(_)
+            | Expr::Number(_)
+            | Expr::DateAdd(_)
+            | Expr::Decimal(_)
+            | Expr::Collection(_) => {
                 let Some(key) = self.input_key() else {
                     return;
                 };
@@ -648,6 +657,7 @@ impl Expr {
             Expr::Number(operand) => render_number(operand, scope),
             Expr::DateAdd(operands) => render_date_add(operands, scope),
             Expr::Decimal(op) => op.render(scope),
+            Expr::Collection(op) => op.render(scope),
             Expr::Template(template) => template.tree.render(scope),
             Expr::Input(hole) => match scope.ahead.and_then(|a| a.take_value(hole.id)) {
                 Some(value) => Ok(value),
@@ -739,7 +749,7 @@ impl Expr {
                 out.push(b'}');
             }
             Expr::Literal(value) => write_value(out, value),
-            Expr::Number(_) | Expr::DateAdd(_) | Expr::Decimal(_) => {
+            Expr::Number(_) | Expr::DateAdd(_) | Expr::Decimal(_) | Expr::Collection(_) => {
                 write_value(out, &self.render(scope)?);
             }
             Expr::Input(hole) => match scope.ahead.and_then(|a| a.text(hole.id)) {
@@ -803,6 +813,7 @@ fn render_date_add(operands: &[Option<Operand>; 3], scope: &Scope<'_>) -> Result
     }
 }
 
+mod collections;
 mod compiler;
 mod decimal;
 pub(crate) use compiler::ExprCompiler;
