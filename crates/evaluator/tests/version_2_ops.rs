@@ -1,5 +1,5 @@
 //! Version 2's bounded operators (docs/mock-language.md, "Version 2"):
-//! money arithmetic, `$append` and `$merge`.
+//! money arithmetic, `$append`, `$merge` and `$find`.
 //!
 //! Properties:
 //! - `$add`, `$sub` and `$mul` of decimals give exactly what integer
@@ -11,6 +11,7 @@
 //!   gives what the same operator over the call's input gives.
 //! - `$append` adds exactly its value at the end; `$merge` is a left-to-right
 //!   shallow union.
+//! - `$find` gives the first key or index whose field equals the value, or `null`.
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -286,5 +287,44 @@ proptest! {
         let state: Map<String, Value> = [("b".to_owned(), Value::Object(b))].into_iter().collect();
         let (result, _) = run(&doc, &json!({"a": a}), &state);
         prop_assert_eq!(result, Value::Object(expected));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// `$find` gives the first key (in key order) or index whose field
+    /// equals the value, and `null` when none does.
+    #[test]
+    fn find_gives_the_first_match(
+        records in proptest::collection::btree_map("[a-e]", small_object(), 0..6),
+        want in small_value(),
+    ) {
+        let as_array: Vec<Value> = records.values().cloned().map(Value::Object).collect();
+        let expected_key = records
+            .iter()
+            .find(|(_, r)| r.get("a") == Some(&want))
+            .map_or(Value::Null, |(k, _)| Value::from(k.clone()));
+        let expected_index = as_array
+            .iter()
+            .position(|r| r.get("a") == Some(&want))
+            .map_or(Value::Null, Value::from);
+        let find = |collection: &str, give: &str| json!({"$find": {
+            "in": {"$state": collection}, "where": {"a": {"$input": "want"}}, "give": give}});
+        let expected = json!({"key": expected_key, "index": expected_index});
+        let initial: Map<String, Value> = records.into_iter().map(|(k, v)| (k, Value::Object(v))).collect();
+        let doc = json!({
+            "schema_version": 2,
+            "default_variant": "v",
+            "initial_state": {"by_key": initial, "list": as_array},
+            "variants": {"v": {"result": {"key": find("by_key", "key"), "index": find("list", "key")}}},
+            "examples": [{"variant": "v", "input": {"want": want}, "expected": expected}]
+        });
+        let state: Map<String, Value> =
+            [("by_key".to_owned(), Value::Object(initial)), ("list".to_owned(), Value::from(as_array))]
+                .into_iter()
+                .collect();
+        let (result, _) = run(&doc, &json!({"want": want}), &state);
+        prop_assert_eq!(result, expected);
     }
 }

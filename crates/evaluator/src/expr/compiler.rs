@@ -100,6 +100,7 @@ impl ExprCompiler<'_> {
             key if super::collections::OPERATORS.contains(&key) => {
                 self.collection(key, operand, at).unwrap_or(placeholder)
             }
+            "$find" => self.find(operand, at).unwrap_or(placeholder),
             other => {
                 self.diagnostics.push(
                     DiagnosticCode::UnknownOperator,

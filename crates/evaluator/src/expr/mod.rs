@@ -64,6 +64,8 @@ pub(crate) enum Expr {
     Decimal(Box<decimal::DecimalOp>),
     /// Version 2's `$append` and `$merge` (see [`collections`]).
     Collection(Box<collections::CollectionOp>),
+    /// Version 2's `$find` (see [`find`]).
+    Find(Box<find::FindOp>),
     /// A root expression with its JSON text prepared (see [`Template`]).
     Template(Box<Template>),
     /// An operator that reads the input alone (see [`InputHole`]).
@@ -235,6 +237,7 @@ impl Template {
                 | Expr::DateAdd(_)
                 | Expr::Decimal(_)
                 | Expr::Collection(_)
+                | Expr::Find(_)
                 | Expr::Template(_)
                 | Expr::Input(_)
         ) {
@@ -284,6 +287,7 @@ impl Template {
             | Expr::DateAdd(_)
             | Expr::Decimal(_)
             | Expr::Collection(_)
+            | Expr::Find(_)
             | Expr::Input(_) => {
                 if !text.is_empty() {
                     pieces.push(Piece::Text(std::mem::take(text).into_boxed_str()));
@@ -514,6 +518,7 @@ impl Expr {
             Expr::DateAdd(operands) => operands.iter_mut().flatten().for_each(operand),
             Expr::Decimal(op) => op.for_each_reference(f),
             Expr::Collection(op) => op.for_each_reference(f),
+            Expr::Find(op) => op.for_each_reference(f),
             Expr::Template(template) => {
                 template.tree.for_each_reference(f);
                 for piece in template.pieces.iter_mut() {
@@ -553,7 +558,8 @@ impl Expr {
             | Expr::Number(_)
             | Expr::DateAdd(_)
             | Expr::Decimal(_)
-            | Expr::Collection(_) => {
+            | Expr::Collection(_)
+            | Expr::Find(_) => {
                 let Some(key) = self.input_key() else {
                     return;
                 };
@@ -658,6 +664,7 @@ impl Expr {
             Expr::DateAdd(operands) => render_date_add(operands, scope),
             Expr::Decimal(op) => op.render(scope),
             Expr::Collection(op) => op.render(scope),
+            Expr::Find(op) => op.render(scope),
             Expr::Template(template) => template.tree.render(scope),
             Expr::Input(hole) => match scope.ahead.and_then(|a| a.take_value(hole.id)) {
                 Some(value) => Ok(value),
@@ -749,7 +756,11 @@ impl Expr {
                 out.push(b'}');
             }
             Expr::Literal(value) => write_value(out, value),
-            Expr::Number(_) | Expr::DateAdd(_) | Expr::Decimal(_) | Expr::Collection(_) => {
+            Expr::Number(_)
+            | Expr::DateAdd(_)
+            | Expr::Decimal(_)
+            | Expr::Collection(_)
+            | Expr::Find(_) => {
                 write_value(out, &self.render(scope)?);
             }
             Expr::Input(hole) => match scope.ahead.and_then(|a| a.text(hole.id)) {
@@ -816,4 +827,5 @@ fn render_date_add(operands: &[Option<Operand>; 3], scope: &Scope<'_>) -> Result
 mod collections;
 mod compiler;
 mod decimal;
+mod find;
 pub(crate) use compiler::ExprCompiler;
