@@ -1,5 +1,6 @@
 //! Version 2's bounded operators (docs/mock-language.md, "Version 2"):
-//! money arithmetic, `$append`, `$merge` and `$find`.
+//! money arithmetic, `$append`, `$merge`, `$find` and the condition ops
+//! `contains`, `subset_of`, `eq_ci`.
 //!
 //! Properties:
 //! - `$add`, `$sub` and `$mul` of decimals give exactly what integer
@@ -12,6 +13,8 @@
 //! - `$append` adds exactly its value at the end; `$merge` is a left-to-right
 //!   shallow union.
 //! - `$find` gives the first key or index whose field equals the value, or `null`.
+//! - `subset_of` is multiset inclusion, `contains` membership, and `eq_ci`
+//!   ASCII case-insensitive equality on ASCII text.
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -326,5 +329,51 @@ proptest! {
                 .collect();
         let (result, _) = run(&doc, &json!({"want": want}), &state);
         prop_assert_eq!(result, expected);
+    }
+}
+
+/// Whether the rule with the one condition `op`/`value` on input `x` matches.
+fn condition_holds(op: &str, value: &Value, x: &Value) -> bool {
+    let doc = json!({
+        "schema_version": 2,
+        "default_variant": "v",
+        "variants": {"v": {"result": "no", "rules": [{"when": [
+            {"source": "input", "path": "x", "op": op, "value": {"$input": "want"}}], "result": "yes"}]}},
+        "examples": [{"variant": "v", "input": {}, "expected": "no"}]
+    });
+    let (result, _) = run(&doc, &json!({"x": x, "want": value}), &Map::new());
+    result == json!("yes")
+}
+
+fn letters() -> impl Strategy<Value = Vec<Value>> {
+    proptest::collection::vec("[a-c]".prop_map(Value::from), 0..6)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// `subset_of` is multiset inclusion: every element occurs in `value`
+    /// at least as often as in the path's array.
+    #[test]
+    fn subset_of_is_multiset_inclusion(part in letters(), whole in letters()) {
+        let count = |xs: &[Value], x: &Value| xs.iter().filter(|y| *y == x).count();
+        let expected = part.iter().all(|x| count(&part, x) <= count(&whole, x));
+        prop_assert_eq!(condition_holds("subset_of", &Value::from(whole), &Value::from(part)), expected);
+    }
+
+    /// `contains` holds exactly when an element equals the value.
+    #[test]
+    fn contains_is_membership(xs in letters(), want in "[a-d]") {
+        let expected = xs.contains(&Value::from(want.clone()));
+        prop_assert_eq!(condition_holds("contains", &Value::from(want), &Value::from(xs)), expected);
+    }
+
+    /// On ASCII text, `eq_ci` is ASCII case-insensitive equality; any text
+    /// equals itself.
+    #[test]
+    fn eq_ci_on_ascii_and_reflexive(a in "[a-cA-C]{0,4}", b in "[a-cA-C]{0,4}", any in "\\PC{0,8}") {
+        let expected = a.eq_ignore_ascii_case(&b);
+        prop_assert_eq!(condition_holds("eq_ci", &json!(a), &json!(b)), expected);
+        prop_assert!(condition_holds("eq_ci", &json!(any), &json!(any)));
     }
 }

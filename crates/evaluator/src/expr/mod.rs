@@ -432,6 +432,16 @@ impl Reference {
         })
     }
 
+    /// A value this reference read, refused by an operator, blamed on where
+    /// it came from.
+    pub(crate) fn blame(&self, rejection: Rejection) -> CallError {
+        let origin = match self.source {
+            Source::Input => Origin::Input,
+            Source::State => Origin::State,
+        };
+        blame(origin, Some(self.data_pointer()), rejection, &self.at)
+    }
+
     /// Where the reference points, as a JSON pointer into the input or the state.
     fn data_pointer(&self) -> String {
         self.path.to_pointer()
