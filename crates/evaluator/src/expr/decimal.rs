@@ -320,6 +320,16 @@ impl ExprCompiler<'_> {
         let mut entries = map.iter();
         let (key, inner) = match (entries.next(), entries.next()) {
             (Some((key, inner)), None) if key.starts_with('$') => (key.as_str(), inner),
+            _ if map.keys().any(|k| k.starts_with('$')) => {
+                self.diagnostics.push(
+                    DiagnosticCode::UnknownOperator,
+                    at,
+                    format!(
+                        "an operand of {operator} with '$' keys is exactly one operator with one key"
+                    ),
+                );
+                return None;
+            }
             _ => {
                 self.diagnostics.push(
                     DiagnosticCode::WrongType,
