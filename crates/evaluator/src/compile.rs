@@ -203,6 +203,8 @@ pub(crate) enum Test {
     Exists(bool),
     /// Version 2: `eq` (true) or `ne` (false) against a reference's value.
     Ref(bool, Box<crate::expr::Reference>),
+    /// Version 2: `contains`, `subset_of`, `eq_ci`.
+    V2(Box<crate::conditions_v2::V2Test>),
 }
 
 #[derive(Debug, Clone)]
@@ -802,6 +804,10 @@ impl Walker {
                     self.reference_test(op == "eq", v, &pointer_push(at, "value"))
                 }
                 "eq" => Some(Test::Eq(v.clone())),
+                // Version 1 has always called these unknown ops; it still does.
+                op if self.language.version == 2 && crate::conditions_v2::OPS.contains(&op) => {
+                    self.v2_test(op, v, at)
+                }
                 "ne" => Some(Test::Ne(v.clone())),
                 "in" => match v {
                     Value::Array(items) => Some(Test::In(items.clone().into_boxed_slice())),

@@ -85,6 +85,15 @@ pub enum CallError {
         /// Why.
         message: String,
     },
+    /// An input value given to a version-2 operator has the wrong JSON type
+    /// (`$append` to a non-array, `$merge` of a non-object).
+    #[error("{message}")]
+    InvalidOperand {
+        /// JSON pointer into the input.
+        path: String,
+        /// Why.
+        message: String,
+    },
     /// A value from the fixture state is rejected by `$number` or `$dateAdd`.
     #[error("{message}")]
     InvalidFixtureLiteral {
@@ -154,6 +163,7 @@ impl CallError {
             OperandFault::InvalidDate => CallError::InvalidDate { path, message },
             OperandFault::OffsetOutOfRange => CallError::OffsetOutOfRange { path, message },
             OperandFault::DateOutOfRange => CallError::DateOutOfRange { path, message },
+            OperandFault::InvalidOperand => CallError::InvalidOperand { path, message },
         }
     }
 
@@ -176,6 +186,7 @@ impl CallError {
             | CallError::InvalidDate { path, .. }
             | CallError::OffsetOutOfRange { path, .. }
             | CallError::DateOutOfRange { path, .. }
+            | CallError::InvalidOperand { path, .. }
             | CallError::InvalidFixtureLiteral { path, .. }
             | CallError::MissingReference { path, .. }
             | CallError::InvalidPathSegment { path, .. }
@@ -211,6 +222,8 @@ problem_codes! {
         OffsetOutOfRange => "offset_out_of_range",
         /// An input date, or a result computed from input, outside years 1…9999.
         DateOutOfRange => "date_out_of_range",
+        /// An input value given to a version-2 operator has the wrong JSON type.
+        InvalidOperand => "invalid_operand",
         /// A value from the fixture state is rejected by `$number` or `$dateAdd`.
         InvalidFixtureLiteral => "invalid_fixture_literal",
         /// A `$input` or `$state` reference does not resolve.
@@ -236,6 +249,7 @@ impl From<&CallError> for CallCode {
             CallError::InvalidDate { .. } => CallCode::InvalidDate,
             CallError::OffsetOutOfRange { .. } => CallCode::OffsetOutOfRange,
             CallError::DateOutOfRange { .. } => CallCode::DateOutOfRange,
+            CallError::InvalidOperand { .. } => CallCode::InvalidOperand,
             CallError::InvalidFixtureLiteral { .. } => CallCode::InvalidFixtureLiteral,
             CallError::MissingReference { .. } => CallCode::MissingReference,
             CallError::UnknownVariant { .. } => CallCode::UnknownVariant,
@@ -256,6 +270,7 @@ impl CallCode {
             | CallCode::InvalidDate
             | CallCode::OffsetOutOfRange
             | CallCode::DateOutOfRange
+            | CallCode::InvalidOperand
             | CallCode::InvalidPathSegment => ErrorClass::ToolInputError,
             CallCode::InvalidFixtureLiteral
             | CallCode::MissingReference

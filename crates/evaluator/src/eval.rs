@@ -534,6 +534,7 @@ fn holds(condition: &CompiledCondition, scope: &Scope<'_>) -> Result<bool, CallE
             let want = reference.resolve(scope)?;
             found.is_some_and(|v| json_equal(v, &want)) == *eq
         }
+        Test::V2(test) => test.holds(found, scope)?,
     })
 }
 

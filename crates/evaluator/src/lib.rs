@@ -45,6 +45,7 @@ mod check;
 mod compile;
 mod complexity;
 mod computed;
+mod conditions_v2;
 mod contract;
 mod diagnostics;
 mod error;

@@ -4,6 +4,8 @@
 //! test parity against them and fuzz targets reach them directly; the
 //! evaluator calls the same code either way.
 
+pub mod decimal;
+
 use chrono::{Duration, NaiveDate, NaiveDateTime, NaiveTime};
 use serde_json::{Number, Value};
 use std::fmt;
@@ -27,6 +29,9 @@ pub enum OperandFault {
     OffsetOutOfRange,
     /// A date, or a result, outside years 1…9999.
     DateOutOfRange,
+    /// A value of the wrong JSON type for a version-2 operator (`$append`
+    /// of something that is not an array, `$merge` of a non-object).
+    InvalidOperand,
 }
 
 impl OperandFault {
@@ -37,6 +42,7 @@ impl OperandFault {
             OperandFault::InvalidDate => "invalid_date",
             OperandFault::OffsetOutOfRange => "offset_out_of_range",
             OperandFault::DateOutOfRange => "date_out_of_range",
+            OperandFault::InvalidOperand => "invalid_operand",
         }
     }
 }
@@ -56,7 +62,7 @@ pub struct Rejection {
     pub message: String,
 }
 
-fn reject(fault: OperandFault, message: impl Into<String>) -> Rejection {
+pub(crate) fn reject(fault: OperandFault, message: impl Into<String>) -> Rejection {
     Rejection {
         fault,
         message: message.into(),
@@ -125,7 +131,7 @@ fn number_from_f64(x: f64) -> Number {
     }
 }
 
-fn is_decimal(text: &str) -> bool {
+pub(crate) fn is_decimal(text: &str) -> bool {
     let bytes = text.strip_prefix('-').unwrap_or(text).as_bytes();
     let int_len = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
     if int_len == 0 {
@@ -422,7 +428,7 @@ pub(crate) fn kind_of(value: &Value) -> &'static str {
 }
 
 /// Keeps messages short when a hostile operand is huge.
-fn truncate(text: &str) -> &str {
+pub(crate) fn truncate(text: &str) -> &str {
     match text.char_indices().nth(64) {
         Some((at, _)) => &text[..at],
         None => text,

@@ -19,7 +19,7 @@ impl ExprCompiler<'_> {
         Template::wrap(self.node(value, at))
     }
 
-    fn node(&mut self, value: &Value, at: &str) -> Expr {
+    pub(super) fn node(&mut self, value: &Value, at: &str) -> Expr {
         match value {
             Value::Object(map) if map.keys().any(|k| k.starts_with('$')) => self.operator(map, at),
             Value::Object(map) => {
@@ -94,6 +94,13 @@ impl ExprCompiler<'_> {
                 None => placeholder,
             },
             "$dateAdd" => self.date_add(operand, &operand_at).unwrap_or(placeholder),
+            key if super::decimal::OPERATORS.contains(&key) => {
+                self.decimal(key, operand, at).unwrap_or(placeholder)
+            }
+            key if super::collections::OPERATORS.contains(&key) => {
+                self.collection(key, operand, at).unwrap_or(placeholder)
+            }
+            "$find" => self.find(operand, at).unwrap_or(placeholder),
             other => {
                 self.diagnostics.push(
                     DiagnosticCode::UnknownOperator,
@@ -271,7 +278,7 @@ impl ExprCompiler<'_> {
         }
     }
 
-    fn invalid_literal(&mut self, at: &str, rejection: Rejection) {
+    pub(super) fn invalid_literal(&mut self, at: &str, rejection: Rejection) {
         let Rejection { fault, message } = rejection;
         let fault: OperandFault = fault;
         self.diagnostics.push(

@@ -60,6 +60,12 @@ pub(crate) enum Expr {
     Reference(Reference),
     Number(Operand),
     DateAdd(Box<[Option<Operand>; 3]>),
+    /// Version 2's money arithmetic (see [`decimal`]).
+    Decimal(Box<decimal::DecimalOp>),
+    /// Version 2's `$append` and `$merge` (see [`collections`]).
+    Collection(Box<collections::CollectionOp>),
+    /// Version 2's `$find` (see [`find`]).
+    Find(Box<find::FindOp>),
     /// A root expression with its JSON text prepared (see [`Template`]).
     Template(Box<Template>),
     /// An operator that reads the input alone (see [`InputHole`]).
@@ -229,6 +235,9 @@ impl Template {
             Expr::Reference(_)
                 | Expr::Number(_)
                 | Expr::DateAdd(_)
+                | Expr::Decimal(_)
+                | Expr::Collection(_)
+                | Expr::Find(_)
                 | Expr::Template(_)
                 | Expr::Input(_)
         ) {
@@ -273,7 +282,13 @@ impl Template {
                 text.push('}');
             }
             Expr::Template(inner) => Template::cut(&inner.tree, pieces, text),
-            Expr::Reference(_) | Expr::Number(_) | Expr::DateAdd(_) | Expr::Input(_) => {
+            Expr::Reference(_)
+            | Expr::Number(_)
+            | Expr::DateAdd(_)
+            | Expr::Decimal(_)
+            | Expr::Collection(_)
+            | Expr::Find(_)
+            | Expr::Input(_) => {
                 if !text.is_empty() {
                     pieces.push(Piece::Text(std::mem::take(text).into_boxed_str()));
                 }
@@ -417,6 +432,16 @@ impl Reference {
         })
     }
 
+    /// A value this reference read, refused by an operator, blamed on where
+    /// it came from.
+    pub(crate) fn blame(&self, rejection: Rejection) -> CallError {
+        let origin = match self.source {
+            Source::Input => Origin::Input,
+            Source::State => Origin::State,
+        };
+        blame(origin, Some(self.data_pointer()), rejection, &self.at)
+    }
+
     /// Where the reference points, as a JSON pointer into the input or the state.
     fn data_pointer(&self) -> String {
         self.path.to_pointer()
@@ -501,6 +526,9 @@ impl Expr {
             Expr::Reference(r) => f(r),
             Expr::Number(o) => operand(o),
             Expr::DateAdd(operands) => operands.iter_mut().flatten().for_each(operand),
+            Expr::Decimal(op) => op.for_each_reference(f),
+            Expr::Collection(op) => op.for_each_reference(f),
+            Expr::Find(op) => op.for_each_reference(f),
             Expr::Template(template) => {
                 template.tree.for_each_reference(f);
                 for piece in template.pieces.iter_mut() {
@@ -536,7 +564,12 @@ impl Expr {
                     }
                 }
             }
-            Expr::Reference(_) | Expr::Number(_) | Expr::DateAdd(_) => {
+            Expr::Reference(_)
+            | Expr::Number(_)
+            | Expr::DateAdd(_)
+            | Expr::Decimal(_)
+            | Expr::Collection(_)
+            | Expr::Find(_) => {
                 let Some(key) = self.input_key() else {
                     return;
                 };
@@ -639,6 +672,9 @@ impl Expr {
             Expr::Reference(r) => r.resolve(scope).map(std::borrow::Cow::into_owned),
             Expr::Number(operand) => render_number(operand, scope),
             Expr::DateAdd(operands) => render_date_add(operands, scope),
+            Expr::Decimal(op) => op.render(scope),
+            Expr::Collection(op) => op.render(scope),
+            Expr::Find(op) => op.render(scope),
             Expr::Template(template) => template.tree.render(scope),
             Expr::Input(hole) => match scope.ahead.and_then(|a| a.take_value(hole.id)) {
                 Some(value) => Ok(value),
@@ -730,7 +766,11 @@ impl Expr {
                 out.push(b'}');
             }
             Expr::Literal(value) => write_value(out, value),
-            Expr::Number(_) | Expr::DateAdd(_) => {
+            Expr::Number(_)
+            | Expr::DateAdd(_)
+            | Expr::Decimal(_)
+            | Expr::Collection(_)
+            | Expr::Find(_) => {
                 write_value(out, &self.render(scope)?);
             }
             Expr::Input(hole) => match scope.ahead.and_then(|a| a.text(hole.id)) {
@@ -794,5 +834,8 @@ fn render_date_add(operands: &[Option<Operand>; 3], scope: &Scope<'_>) -> Result
     }
 }
 
+mod collections;
 mod compiler;
+mod decimal;
+mod find;
 pub(crate) use compiler::ExprCompiler;

@@ -87,6 +87,9 @@ problem_codes! {
         OffsetOutOfRange => "offset_out_of_range",
         /// An input date, or a date computed from input, lies outside years 1…9999.
         DateOutOfRange => "date_out_of_range",
+        /// An input value given to a version-2 operator has the wrong JSON type
+        /// (`$append` to a non-array, `$merge` of a non-object).
+        InvalidOperand => "invalid_operand",
         /// An input value used as a computed path's segment is not a string or a
         /// non-negative integer, or names an array element a write cannot reach.
         InvalidPathSegment => "invalid_path_segment",

@@ -1,0 +1,181 @@
+//! Version 2's condition ops: `contains` (array containment), `subset_of`
+//! (multiset inclusion) and `eq_ci` (equality under Unicode simple case
+//! folding); docs/mock-language.md, "More condition ops".
+
+use crate::compile::{Test, Walker, reference_like};
+use crate::diagnostics::{DiagnosticCode as Code, pointer_push};
+use crate::error::CallError;
+use crate::eval::json_equal;
+use crate::expr::{ExprCompiler, Reference, Scope, Source};
+use crate::operators::{OperandFault, kind_of, reject};
+use icu_casemap::CaseMapper;
+use serde_json::Value;
+use std::borrow::Cow;
+
+/// The ops, as written.
+pub(crate) const OPS: [&str; 3] = ["contains", "subset_of", "eq_ci"];
+
+/// A condition's `value` for these ops: a literal or a reference read per call.
+#[derive(Debug, Clone)]
+pub(crate) enum Want {
+    Literal(Value),
+    Reference(Box<Reference>),
+}
+
+/// One of the three ops with its value.
+#[derive(Debug, Clone)]
+pub(crate) enum V2Test {
+    Contains(Want),
+    SubsetOf(Want),
+    EqCi(Want),
+}
+
+impl V2Test {
+    /// Whether the test holds of `found` (the condition's path's value, if it resolves).
+    pub(crate) fn holds(
+        &self,
+        found: Option<&Value>,
+        scope: &Scope<'_>,
+    ) -> Result<bool, CallError> {
+        let Some(found) = found else {
+            // An unresolved path satisfies none of these (the value is
+            // still read, so a broken reference is never hidden).
+            self.want(scope)?;
+            return Ok(false);
+        };
+        let want = self.want(scope)?;
+        Ok(match self {
+            V2Test::Contains(_) => found
+                .as_array()
+                .is_some_and(|items| items.iter().any(|item| json_equal(item, &want))),
+            V2Test::SubsetOf(_) => match (found, &*want) {
+                (Value::Array(part), Value::Array(whole)) => multiset_included(part, whole),
+                _ => false,
+            },
+            V2Test::EqCi(_) => match (found, &*want) {
+                (Value::String(a), Value::String(b)) => equal_folded(a, b),
+                _ => false,
+            },
+        })
+    }
+
+    /// The value, read and (for a reference) checked for the kind the op needs.
+    fn want<'s, 'a: 's>(&'s self, scope: &Scope<'a>) -> Result<Cow<'s, Value>, CallError> {
+        let (want, needs) = match self {
+            V2Test::Contains(w) => (w, None),
+            V2Test::SubsetOf(w) => (w, Some(("subset_of", "an array"))),
+            V2Test::EqCi(w) => (w, Some(("eq_ci", "a string"))),
+        };
+        let reference = match want {
+            Want::Literal(v) => return Ok(Cow::Borrowed(v)),
+            Want::Reference(r) => r,
+        };
+        let value = reference.resolve(scope)?;
+        if let Some((op, kind)) = needs {
+            let fits = match kind {
+                "an array" => value.is_array(),
+                _ => value.is_string(),
+            };
+            if !fits {
+                return Err(reference.blame(reject(
+                    OperandFault::InvalidOperand,
+                    format!(
+                        "the condition op {op} compares with {kind}, not {}",
+                        kind_of(&value)
+                    ),
+                )));
+            }
+        }
+        Ok(value)
+    }
+}
+
+/// Whether every element of `part` can be paired with a distinct equal
+/// element of `whole` (each element counts as often as it occurs).
+/// At most `part.len() × whole.len()` comparisons.
+pub(crate) fn multiset_included(part: &[Value], whole: &[Value]) -> bool {
+    if part.len() > whole.len() {
+        return false;
+    }
+    let mut used = vec![false; whole.len()];
+    part.iter().all(|item| {
+        let free = whole
+            .iter()
+            .zip(used.iter())
+            .position(|(w, taken)| !taken && json_equal(item, w));
+        match free.and_then(|i| used.get_mut(i)) {
+            Some(slot) => {
+                *slot = true;
+                true
+            }
+            None => false,
+        }
+    })
+}
+
+/// Equality of two strings after simple case folding of each character
+/// (Unicode CaseFolding.txt, statuses C and S): one character never becomes
+/// two, so `"ß"` and `"SS"` differ, and no normalization is applied.
+pub(crate) fn equal_folded(a: &str, b: &str) -> bool {
+    let folding = CaseMapper::new();
+    let mut left = a.chars().map(|c| folding.simple_fold(c));
+    let mut right = b.chars().map(|c| folding.simple_fold(c));
+    loop {
+        match (left.next(), right.next()) {
+            (None, None) => return true,
+            (Some(x), Some(y)) if x == y => {}
+            _ => return false,
+        }
+    }
+}
+
+impl Walker {
+    /// The test of a `contains`, `subset_of` or `eq_ci` condition; `at` is
+    /// the condition's location.
+    pub(crate) fn v2_test(&mut self, op: &str, value: &Value, at: &str) -> Option<Test> {
+        self.language.feature(
+            &mut self.diagnostics,
+            &pointer_push(at, "op"),
+            &format!("the condition op {op}"),
+        );
+        let value_at = pointer_push(at, "value");
+        let want = match reference_like(value) {
+            Some((source, path)) => {
+                let key = match source {
+                    Source::Input => "$input",
+                    Source::State => "$state",
+                };
+                let reference = ExprCompiler {
+                    diagnostics: &mut self.diagnostics,
+                    language: &mut self.language,
+                }
+                .reference(source, path, &pointer_push(&value_at, key), true)?;
+                Want::Reference(Box::new(reference))
+            }
+            None => {
+                let wrong = match op {
+                    "subset_of" if !value.is_array() => Some("an array"),
+                    "eq_ci" if !value.is_string() => Some("a string"),
+                    _ => None,
+                };
+                if let Some(kind) = wrong {
+                    self.diagnostics.push(
+                        Code::InvalidCondition,
+                        &value_at,
+                        format!(
+                            "op \"{op}\" needs {kind} value (or one $input/$state reference), not {}",
+                            kind_of(value)
+                        ),
+                    );
+                    return None;
+                }
+                Want::Literal(value.clone())
+            }
+        };
+        Some(Test::V2(Box::new(match op {
+            "contains" => V2Test::Contains(want),
+            "subset_of" => V2Test::SubsetOf(want),
+            _ => V2Test::EqCi(want),
+        })))
+    }
+}

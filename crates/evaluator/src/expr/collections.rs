@@ -1,0 +1,262 @@
+//! Version 2's collection operators in expressions: `$append` (an array with
+//! one more element) and `$merge` (a shallow merge of objects);
+//! docs/mock-language.md, "Appending and merging".
+
+use super::{Expr, ExprCompiler, Origin, Reference, Scope, Source, blame};
+use crate::diagnostics::{DiagnosticCode, pointer_index, pointer_push};
+use crate::error::CallError;
+use crate::operators::{OperandFault, Rejection, kind_of, reject};
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+/// At most this many objects in one `$merge`.
+pub(crate) const MAX_MERGED: usize = 16;
+
+/// The two operator names.
+pub(crate) const OPERATORS: [&str; 2] = ["$append", "$merge"];
+
+/// A compiled `$append` or `$merge` with at least one operator below it
+/// (over literals alone it is folded).
+#[derive(Debug, Clone)]
+pub(crate) enum CollectionOp {
+    /// `to` with `value` added at its end.
+    Append { to: Expr, value: Expr },
+    /// The objects' members, a later object's member replacing an earlier one's.
+    Merge { objects: Box<[Expr]> },
+}
+
+/// What a compiled operand is known to give.
+#[derive(PartialEq)]
+enum Shape {
+    Array,
+    Object,
+    /// Read per call: checked then.
+    Reference,
+    Other(&'static str),
+}
+
+fn shape(expr: &Expr) -> Shape {
+    match expr {
+        Expr::Literal(Value::Array(_)) | Expr::Array(_) => Shape::Array,
+        Expr::Literal(Value::Object(_)) | Expr::Object(_) => Shape::Object,
+        Expr::Literal(other) => Shape::Other(kind_of(other)),
+        Expr::Reference(_) => Shape::Reference,
+        Expr::Collection(op) => match **op {
+            CollectionOp::Append { .. } => Shape::Array,
+            CollectionOp::Merge { .. } => Shape::Object,
+        },
+        _ => Shape::Other("an operator that gives neither an array nor an object"),
+    }
+}
+
+/// A value read by a reference that is not of the kind its operator takes,
+/// blamed on where it came from.
+fn wrong_kind(r: &Reference, wanted: &str, found: &Value, operator: &str) -> CallError {
+    let rejection: Rejection = reject(
+        OperandFault::InvalidOperand,
+        format!("{operator} takes {wanted} here, not {}", kind_of(found)),
+    );
+    let origin = match r.source {
+        Source::Input => Origin::Input,
+        Source::State => Origin::State,
+    };
+    blame(origin, Some(r.data_pointer()), rejection, &r.at)
+}
+
+impl CollectionOp {
+    /// The operator's value for this call.
+    #[inline(never)]
+    pub(crate) fn render(&self, scope: &Scope<'_>) -> Result<Value, CallError> {
+        match self {
+            CollectionOp::Append { to, value } => {
+                let mut items = match to {
+                    Expr::Reference(r) => match r.resolve(scope)? {
+                        Cow::Owned(Value::Array(items)) => items,
+                        Cow::Borrowed(Value::Array(items)) => {
+                            let mut copy = Vec::with_capacity(items.len() + 1);
+                            copy.extend(items.iter().cloned());
+                            copy
+                        }
+                        other => return Err(wrong_kind(r, "an array", &other, "$append")),
+                    },
+                    other => match other.render(scope)? {
+                        Value::Array(items) => items,
+                        // The check admits only operands that give arrays.
+                        _ => Vec::new(),
+                    },
+                };
+                items.push(value.render(scope)?);
+                Ok(Value::Array(items))
+            }
+            CollectionOp::Merge { objects } => {
+                let mut merged = Map::new();
+                for object in objects.iter() {
+                    let members = match object {
+                        Expr::Reference(r) => match r.resolve(scope)? {
+                            Cow::Owned(Value::Object(m)) => m,
+                            Cow::Borrowed(Value::Object(m)) => {
+                                for (k, v) in m {
+                                    merged.insert(k.clone(), v.clone());
+                                }
+                                continue;
+                            }
+                            other => return Err(wrong_kind(r, "objects", &other, "$merge")),
+                        },
+                        other => match other.render(scope)? {
+                            Value::Object(m) => m,
+                            _ => Map::new(),
+                        },
+                    };
+                    merged.extend(members);
+                }
+                Ok(Value::Object(merged))
+            }
+        }
+    }
+
+    pub(crate) fn for_each_reference(&mut self, f: &mut impl FnMut(&mut Reference)) {
+        match self {
+            CollectionOp::Append { to, value } => {
+                to.for_each_reference(f);
+                value.for_each_reference(f);
+            }
+            CollectionOp::Merge { objects } => {
+                objects.iter_mut().for_each(|o| o.for_each_reference(f));
+            }
+        }
+    }
+}
+
+impl ExprCompiler<'_> {
+    /// `$append` or `$merge` (`key`) with its operand, the object being at `at`.
+    pub(super) fn collection(&mut self, key: &str, operand: &Value, at: &str) -> Option<Expr> {
+        self.language
+            .feature(self.diagnostics, at, &format!("the {key} operator"));
+        let operand_at = pointer_push(at, key);
+        let op = if key == "$append" {
+            self.append(operand, &operand_at)?
+        } else {
+            self.merge(operand, &operand_at)?
+        };
+        let literal = |e: &Expr| matches!(e, Expr::Literal(_));
+        let foldable = match &op {
+            CollectionOp::Append { to, value } => literal(to) && literal(value),
+            CollectionOp::Merge { objects } => objects.iter().all(literal),
+        };
+        if foldable {
+            // Nothing here reads the call, so an empty scope serves.
+            let state = Map::new();
+            let memo = super::Memo::new();
+            let scope = Scope::new(&Value::Null, &state, &memo);
+            if let Ok(value) = op.render(&scope) {
+                return Some(Expr::Literal(value));
+            }
+        }
+        Some(Expr::Collection(Box::new(op)))
+    }
+
+    fn append(&mut self, operand: &Value, at: &str) -> Option<CollectionOp> {
+        let Value::Object(fields) = operand else {
+            self.diagnostics.push(
+                DiagnosticCode::WrongType,
+                at,
+                format!(
+                    "$append takes an object {{to, value}}, not {}",
+                    kind_of(operand)
+                ),
+            );
+            return None;
+        };
+        let before = self.diagnostics.len();
+        for key in fields.keys() {
+            if !matches!(key.as_str(), "to" | "value") {
+                self.diagnostics.push(
+                    DiagnosticCode::UnknownField,
+                    pointer_push(at, key),
+                    format!("$append has no field {key:?}; its fields are to and value"),
+                );
+            }
+        }
+        for name in ["to", "value"] {
+            if !fields.contains_key(name) {
+                self.diagnostics.push(
+                    DiagnosticCode::MissingField,
+                    at,
+                    format!("$append needs {name}"),
+                );
+            }
+        }
+        let to = fields.get("to").map(|v| {
+            let to_at = pointer_push(at, "to");
+            let to = self.node(v, &to_at);
+            self.expect_shape(&to, Shape::Array, "$append's to", "an array", &to_at);
+            to
+        });
+        let value = fields
+            .get("value")
+            .map(|v| self.node(v, &pointer_push(at, "value")));
+        match (to, value) {
+            (Some(to), Some(value)) if self.diagnostics.len() == before => {
+                Some(CollectionOp::Append { to, value })
+            }
+            _ => None,
+        }
+    }
+
+    fn merge(&mut self, operand: &Value, at: &str) -> Option<CollectionOp> {
+        let list = match operand {
+            Value::Array(list) if (2..=MAX_MERGED).contains(&list.len()) => list,
+            other => {
+                let found = match other {
+                    Value::Array(list) => format!("{} objects", list.len()),
+                    _ => kind_of(other).to_owned(),
+                };
+                self.diagnostics.push(
+                    DiagnosticCode::WrongType,
+                    at,
+                    format!("$merge takes an array of 2 to {MAX_MERGED} objects, not {found}"),
+                );
+                return None;
+            }
+        };
+        let before = self.diagnostics.len();
+        let objects: Vec<Expr> = list
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let item_at = pointer_index(at, i);
+                let object = self.node(v, &item_at);
+                self.expect_shape(
+                    &object,
+                    Shape::Object,
+                    "$merge's operand",
+                    "an object",
+                    &item_at,
+                );
+                object
+            })
+            .collect();
+        (self.diagnostics.len() == before).then(|| CollectionOp::Merge {
+            objects: objects.into_boxed_slice(),
+        })
+    }
+
+    /// An operand whose kind is known at check time must be `wanted`.
+    fn expect_shape(&mut self, expr: &Expr, wanted: Shape, what: &str, kind: &str, at: &str) {
+        let found = shape(expr);
+        if found == wanted || found == Shape::Reference {
+            return;
+        }
+        let found = match found {
+            Shape::Array => "an array",
+            Shape::Object => "an object",
+            Shape::Other(kind) => kind,
+            Shape::Reference => return,
+        };
+        self.diagnostics.push(
+            DiagnosticCode::WrongType,
+            at,
+            format!("{what} is {kind} (a literal, one $input/$state reference or an operator that gives one), not {found}"),
+        );
+    }
+}

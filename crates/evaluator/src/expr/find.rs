@@ -1,0 +1,221 @@
+//! Version 2's `$find`: the key or element of a collection whose fields
+//! equal given values (docs/mock-language.md, "Finding a record").
+
+use super::{Expr, ExprCompiler, Origin, Scope, Source, blame};
+use crate::diagnostics::{DiagnosticCode, pointer_push};
+use crate::error::CallError;
+use crate::eval::json_equal;
+use crate::operators::{OperandFault, kind_of, reject};
+use crate::path::Path;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+/// At most this many fields in one `$find`'s `where`.
+pub(crate) const MAX_FIELDS: usize = 8;
+
+/// What `$find` gives of the first match.
+#[derive(Debug, Clone, Copy)]
+enum Give {
+    Key,
+    Element,
+}
+
+/// A compiled `$find`.
+#[derive(Debug, Clone)]
+pub(crate) struct FindOp {
+    /// The collection: a literal or one reference (checked per call).
+    collection: Expr,
+    /// Each field's path inside an element, with the value it must equal.
+    fields: Box<[(Path, Expr)]>,
+    give: Give,
+}
+
+impl FindOp {
+    /// The first match's key or element for this call; `null` when none matches.
+    #[inline(never)]
+    pub(crate) fn render(&self, scope: &Scope<'_>) -> Result<Value, CallError> {
+        let collection: Cow<'_, Value> = match &self.collection {
+            Expr::Reference(r) => r.resolve(scope)?,
+            other => Cow::Owned(other.render(scope)?),
+        };
+        let mut wanted = Vec::with_capacity(self.fields.len());
+        for (_, expr) in self.fields.iter() {
+            wanted.push(expr.render(scope)?);
+        }
+        let matches = |element: &Value| {
+            self.fields
+                .iter()
+                .zip(&wanted)
+                .all(|((path, _), want)| path.resolve(element).is_some_and(|v| json_equal(v, want)))
+        };
+        let found = match &*collection {
+            Value::Object(members) => members
+                .iter()
+                .find(|(_, element)| matches(element))
+                .map(|(key, element)| (Value::String(key.clone()), element)),
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .find(|(_, element)| matches(element))
+                .map(|(index, element)| (Value::from(index), element)),
+            other => {
+                let Expr::Reference(r) = &self.collection else {
+                    // The check admits only literal objects and arrays.
+                    return Ok(Value::Null);
+                };
+                let origin = match r.source {
+                    Source::Input => Origin::Input,
+                    Source::State => Origin::State,
+                };
+                let rejection = reject(
+                    OperandFault::InvalidOperand,
+                    format!(
+                        "$find looks in an object or an array, not {}",
+                        kind_of(other)
+                    ),
+                );
+                return Err(blame(origin, Some(r.data_pointer()), rejection, &r.at));
+            }
+        };
+        Ok(match (found, self.give) {
+            (None, _) => Value::Null,
+            (Some((key, _)), Give::Key) => key,
+            (Some((_, element)), Give::Element) => element.clone(),
+        })
+    }
+
+    pub(crate) fn for_each_reference(&mut self, f: &mut impl FnMut(&mut super::Reference)) {
+        self.collection.for_each_reference(f);
+        for (_, expr) in self.fields.iter_mut() {
+            expr.for_each_reference(f);
+        }
+    }
+}
+
+impl ExprCompiler<'_> {
+    /// `{"$find": {"in": …, "where": {…}, "give": "key" | "element"}}` at `at`.
+    pub(super) fn find(&mut self, operand: &Value, at: &str) -> Option<Expr> {
+        self.language
+            .feature(self.diagnostics, at, "the $find operator");
+        let at = pointer_push(at, "$find");
+        let Value::Object(fields) = operand else {
+            self.diagnostics.push(
+                DiagnosticCode::WrongType,
+                &at,
+                format!(
+                    "$find takes an object {{in, where, give}}, not {}",
+                    kind_of(operand)
+                ),
+            );
+            return None;
+        };
+        let before = self.diagnostics.len();
+        for key in fields.keys() {
+            if !matches!(key.as_str(), "in" | "where" | "give") {
+                self.diagnostics.push(
+                    DiagnosticCode::UnknownField,
+                    pointer_push(&at, key),
+                    format!("$find has no field {key:?}; its fields are in, where and give"),
+                );
+            }
+        }
+        for name in ["in", "where", "give"] {
+            if !fields.contains_key(name) {
+                self.diagnostics.push(
+                    DiagnosticCode::MissingField,
+                    &at,
+                    format!("$find needs {name}"),
+                );
+            }
+        }
+        let collection = fields.get("in").map(|v| {
+            let in_at = pointer_push(&at, "in");
+            let expr = self.node(v, &in_at);
+            match &expr {
+                Expr::Reference(_)
+                | Expr::Literal(Value::Object(_) | Value::Array(_))
+                | Expr::Object(_)
+                | Expr::Array(_) => {}
+                Expr::Literal(other) => self.diagnostics.push(
+                    DiagnosticCode::WrongType,
+                    &in_at,
+                    format!(
+                        "$find's in is an object, an array or one $input/$state reference, not {}",
+                        kind_of(other)
+                    ),
+                ),
+                _ => self.diagnostics.push(
+                    DiagnosticCode::WrongType,
+                    &in_at,
+                    "$find's in is an object, an array or one $input/$state reference, not another operator",
+                ),
+            }
+            expr
+        });
+        let give = match fields.get("give") {
+            Some(Value::String(s)) if s == "key" => Some(Give::Key),
+            Some(Value::String(s)) if s == "element" => Some(Give::Element),
+            Some(other) => {
+                self.diagnostics.push(
+                    DiagnosticCode::WrongType,
+                    pointer_push(&at, "give"),
+                    format!("$find's give is \"key\" or \"element\", not {other}"),
+                );
+                None
+            }
+            None => None,
+        };
+        let wanted = fields
+            .get("where")
+            .and_then(|w| self.find_where(w, &pointer_push(&at, "where")));
+        match (collection, wanted, give) {
+            (Some(collection), Some(fields), Some(give)) if self.diagnostics.len() == before => {
+                Some(Expr::Find(Box::new(FindOp {
+                    collection,
+                    fields,
+                    give,
+                })))
+            }
+            _ => None,
+        }
+    }
+
+    fn find_where(&mut self, value: &Value, at: &str) -> Option<Box<[(Path, Expr)]>> {
+        let members: &Map<String, Value> = match value {
+            Value::Object(m)
+                if (1..=MAX_FIELDS).contains(&m.len()) && !m.keys().any(|k| k.starts_with('$')) =>
+            {
+                m
+            }
+            other => {
+                self.diagnostics.push(
+                    DiagnosticCode::WrongType,
+                    at,
+                    format!(
+                        "$find's where is an object of 1 to {MAX_FIELDS} members, each a field path (keys without '$') and the value it must equal; not {}",
+                        match other {
+                            Value::Object(m) => format!("an object of {} members", m.len()),
+                            _ => kind_of(other).to_owned(),
+                        }
+                    ),
+                );
+                return None;
+            }
+        };
+        let before = self.diagnostics.len();
+        let mut fields = Vec::with_capacity(members.len());
+        for (raw, want) in members {
+            let field_at = pointer_push(at, raw);
+            let path = match Path::parse(raw) {
+                Ok(path) => path,
+                Err(e) => {
+                    self.diagnostics
+                        .push(DiagnosticCode::InvalidPath, &field_at, e.message);
+                    continue;
+                }
+            };
+            fields.push((path, self.node(want, &field_at)));
+        }
+        (self.diagnostics.len() == before).then(|| fields.into_boxed_slice())
+    }
+}
