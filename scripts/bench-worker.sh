@@ -61,7 +61,7 @@ for _ in $(seq 1 100); do
 done
 curl -fsS "$url/readyz" >/dev/null
 for name in one two; do
-    "$worker" --database-url "$app_url" --owner "bench-$name" --concurrency 4 \
+    "$worker" --database-url "$app_url" --owner "bench-$name" --concurrency "${BENCH_CONCURRENCY:-4}" \
         --log-format json 2>"$work/worker-$name.log" &
     pids+=($!)
 done
