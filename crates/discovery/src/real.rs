@@ -14,8 +14,11 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
-use toolmock_runtime::backend::{BoxFuture, ExternalExecutor};
+use toolmock_runtime::backend::ExternalExecutor;
 use toolmock_runtime::model::{EffectKind, RealHandler};
+
+/// The boxed future [`ExternalExecutor`]'s methods return.
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 /// How much of an error body a failure message quotes.
 const QUOTED_BYTES: usize = 512;

@@ -247,7 +247,7 @@ impl<T: Catalog + PinStore + FixtureStore + EvidenceSink + AttemptStore> Backend
 
 /// A boxed, sendable future (for the object-safe seams such as
 /// [`ExternalExecutor`]).
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Runs a pinned call against the real tool (real-tools runs only). Never
 /// called for an unknown tool or operation, and never in a sandbox run.
