@@ -41,9 +41,10 @@ pub(crate) struct SubmitArgs {
     /// Pass when every case's pass rate is at least RATE (0 to 1).
     #[arg(long, value_name = "RATE")]
     min_pass_rate: Option<f64>,
-    /// Give up waiting for the attempts to finish after SECS seconds (the
-    /// simulation goes on running on the service).
-    #[arg(long, value_name = "SECS", default_value_t = 3600)]
+    /// Give up waiting for the attempts to finish after SECS seconds, at
+    /// most a week (the simulation goes on running on the service).
+    #[arg(long, value_name = "SECS", default_value_t = 3600,
+          value_parser = clap::value_parser!(u64).range(1..=604_800))]
     timeout: u64,
 }
 
