@@ -9,7 +9,8 @@
 # The wheel is a debug build, so that it shares target/debug with
 # `cargo test` (only the binding crate compiles on a warm target/);
 # scripts/bench-python.sh builds the release wheel. The CLI the tests
-# compare with is target/debug/toolmock, built here when missing or stale.
+# compare with is target/debug/toolmock (under CARGO_TARGET_DIR when set),
+# built here when missing or stale.
 # The pinned test requirements are installed by scripts/install-test-tools.sh.
 # Exits with pytest's status; pytest prints its summary line last.
 set -euo pipefail
@@ -26,5 +27,5 @@ rm -rf "$root/target/wheels/toolmock-"*.whl
   "$root"/target/wheels/toolmock-*.whl
 
 cd "$root/bindings/python"
-export TOOLMOCK_BIN="$root/target/debug/toolmock"
+export TOOLMOCK_BIN="${CARGO_TARGET_DIR:-$root/target}/debug/toolmock"
 exec "$venv/bin/python" -m pytest -p no:cacheprovider "$@" tests
