@@ -335,7 +335,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         // One signal stops both the server and the in-process workers.
         let (stop, stopped) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
-            shutdown_signal().await;
+            toolmock_worker::telemetry::shutdown_signal().await;
             let _ = stop.send(true);
         });
         let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
@@ -442,29 +442,4 @@ fn init_logging(format: LogFormat) {
         LogFormat::Text => toolmock_worker::telemetry::LogFormat::Text,
         LogFormat::Json => toolmock_worker::telemetry::LogFormat::Json,
     });
-}
-
-/// Resolves on SIGTERM or Ctrl-C; the server then stops accepting and lets
-/// requests in flight finish.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("Ctrl-C: shutting down"),
-        () = terminate => tracing::info!("SIGTERM: shutting down"),
-    }
 }

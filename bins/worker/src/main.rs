@@ -132,7 +132,7 @@ fn run(cli: Cli) -> Result<(), String> {
         // One signal stops both the loop and the metrics server.
         let (stop, stopped) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
-            shutdown_signal().await;
+            toolmock_worker::telemetry::shutdown_signal().await;
             let _ = stop.send(true);
         });
         let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
@@ -158,28 +158,4 @@ fn run(cli: Cli) -> Result<(), String> {
         tracing::info!(?report, "stopped");
         Ok(())
     })
-}
-
-/// Resolves on SIGTERM or Ctrl-C.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("Ctrl-C: stopping"),
-        () = terminate => tracing::info!("SIGTERM: stopping"),
-    }
 }

@@ -1,6 +1,7 @@
 //! What a process that runs the loop shows of itself: its log lines (one
-//! set-up for `toolmock-worker` and `toolmock-api`), and its Prometheus
-//! metrics and health on an optional port of their own.
+//! set-up for `toolmock-worker` and `toolmock-api`), its Prometheus
+//! metrics and health on an optional port of their own, and the signal that
+//! stops it ([`shutdown_signal`], for both binaries).
 //!
 //! The metrics are recorded through the `metrics` facade wherever the loop
 //! works (claims, finishes, the reaper, the heartbeat); without an
@@ -240,5 +241,30 @@ async fn healthz(State(pool): State<sqlx::PgPool>) -> impl IntoResponse {
                 serde_json::json!({"status": "unavailable", "database": "no answer within 2 s"}),
             ),
         ),
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C (logging which): what stops both binaries —
+/// the API then lets requests in flight finish, a worker its held attempts.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("Ctrl-C: shutting down"),
+        () = terminate => tracing::info!("SIGTERM: shutting down"),
     }
 }
