@@ -9,7 +9,7 @@
 //! ends such attempts `harness_error` with its own code.
 
 use crate::common::*;
-use crate::parity::{evidence_view, harness_view, input_view, root};
+use crate::parity::{embedded_view, root, stored_view};
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use toolmock_agent::{Endpoint, OpenAiChat};
 use toolmock_runtime::Dispatcher;
-use toolmock_runtime::backend::{Catalog, EvidenceSink, MemoryStore};
+use toolmock_runtime::backend::{Catalog, MemoryStore};
 use toolmock_runtime::model::{AttemptId, TenantId};
 use toolmock_simulation::{
     ChatModel, Files, RunOptions, SequenceClock, VirtualSleeper, load_value, run,
@@ -175,19 +175,10 @@ async fn embedded(doc: &Value, model: Arc<dyn ChatModel>, judge: Arc<dyn ChatMod
     let mut views = Views::new();
     for case in &results.cases {
         for attempt in &case.attempts {
-            let raw = attempt.raw.as_ref().unwrap();
-            views.insert(
-                (case.name.clone(), attempt.number),
-                json!({
-                    "outcome": attempt.outcome.as_str(),
-                    "unmet": attempt.unmet,
-                    "evidence": raw.evidence.iter().map(evidence_view).collect::<Vec<_>>(),
-                    "harness_errors": raw.harness_errors.iter().map(harness_view).collect::<Vec<_>>(),
-                    "tool_input_errors": raw.tool_input_errors.iter().map(input_view).collect::<Vec<_>>(),
-                    "conversation": attempt.conversation,
-                    "judge": attempt.judge,
-                }),
-            );
+            let mut view = embedded_view(attempt);
+            view["conversation"] = json!(attempt.conversation);
+            view["judge"] = json!(attempt.judge);
+            views.insert((case.name.clone(), attempt.number), view);
         }
     }
     views
@@ -260,15 +251,14 @@ async fn served(pool: &PgPool, doc: &Value, agents: Agents) -> (Views, Vec<Value
                 attempt["test_case"].as_str().unwrap().to_owned(),
                 u32::try_from(attempt["number"].as_u64().unwrap()).unwrap(),
             ),
-            json!({
-                "outcome": outcome,
-                "unmet": unmet.map(|j| j.0).unwrap_or(Value::Null),
-                "evidence": store.evidence(tenant, id).await.unwrap().iter().map(evidence_view).collect::<Vec<_>>(),
-                "harness_errors": store.harness_errors(tenant, id).await.unwrap().iter().map(harness_view).collect::<Vec<_>>(),
-                "tool_input_errors": store.tool_input_errors(tenant, id).await.unwrap().iter().map(input_view).collect::<Vec<_>>(),
-                "conversation": messages.into_iter().map(|m| m.message).collect::<Vec<_>>(),
-                "judge": store.attempt_judge_report(tenant, id).await.unwrap(),
-            }),
+            {
+                let unmet = unmet.map(|j| j.0).unwrap_or(Value::Null);
+                let mut view = stored_view(&store, tenant, id, &outcome, unmet).await;
+                view["conversation"] =
+                    json!(messages.into_iter().map(|m| m.message).collect::<Vec<_>>());
+                view["judge"] = json!(store.attempt_judge_report(tenant, id).await.unwrap());
+                view
+            },
         );
     }
     (views, attempts)

@@ -50,7 +50,51 @@ fn simulation_files() -> Vec<PathBuf> {
     out
 }
 
-pub(crate) fn evidence_view(e: &EvidenceRecord) -> Value {
+/// What the two runtimes must agree on for one attempt: its outcome, its
+/// unmet expectations and its records, ids and times aside.
+pub(crate) fn attempt_view(
+    outcome: &str,
+    unmet: Value,
+    (evidence, harness, input): (
+        &[EvidenceRecord],
+        &[HarnessErrorRecord],
+        &[ToolInputErrorRecord],
+    ),
+) -> Value {
+    json!({
+        "outcome": outcome,
+        "unmet": unmet,
+        "evidence": evidence.iter().map(evidence_view).collect::<Vec<_>>(),
+        "harness_errors": harness.iter().map(harness_view).collect::<Vec<_>>(),
+        "tool_input_errors": input.iter().map(input_view).collect::<Vec<_>>(),
+    })
+}
+
+/// [`attempt_view`] of an attempt the embedded runner kept raw.
+pub(crate) fn embedded_view(attempt: &toolmock_simulation::AttemptResult) -> Value {
+    let raw = attempt.raw.as_ref().unwrap();
+    attempt_view(
+        attempt.outcome.as_str(),
+        json!(attempt.unmet),
+        (&raw.evidence, &raw.harness_errors, &raw.tool_input_errors),
+    )
+}
+
+/// [`attempt_view`] of an attempt read back from PostgreSQL.
+pub(crate) async fn stored_view(
+    store: &PgStore,
+    tenant: TenantId,
+    attempt: AttemptId,
+    outcome: &str,
+    unmet: Value,
+) -> Value {
+    let evidence = store.evidence(tenant, attempt).await.unwrap();
+    let harness = store.harness_errors(tenant, attempt).await.unwrap();
+    let input = store.tool_input_errors(tenant, attempt).await.unwrap();
+    attempt_view(outcome, unmet, (&evidence, &harness, &input))
+}
+
+fn evidence_view(e: &EvidenceRecord) -> Value {
     json!({
         "tool": e.tool, "operation": e.operation, "variant": e.variant, "rule": e.rule,
         "arguments": e.arguments, "result": e.result, "state_before": e.state_before,
@@ -59,11 +103,11 @@ pub(crate) fn evidence_view(e: &EvidenceRecord) -> Value {
     })
 }
 
-pub(crate) fn harness_view(e: &HarnessErrorRecord) -> Value {
+fn harness_view(e: &HarnessErrorRecord) -> Value {
     json!({"code": e.code.as_str(), "tool": e.tool, "operation": e.operation, "path": e.path})
 }
 
-pub(crate) fn input_view(e: &ToolInputErrorRecord) -> Value {
+fn input_view(e: &ToolInputErrorRecord) -> Value {
     json!({"code": e.code.as_str(), "tool": e.tool, "operation": e.operation, "path": e.path,
            "arguments": e.arguments})
 }
@@ -95,17 +139,7 @@ async fn embedded(doc: &Value) -> Result<Views, usize> {
     let mut views = Views::new();
     for case in &results.cases {
         for attempt in &case.attempts {
-            let raw = attempt.raw.as_ref().unwrap();
-            views.insert(
-                (case.name.clone(), attempt.number),
-                json!({
-                    "outcome": attempt.outcome.as_str(),
-                    "unmet": attempt.unmet,
-                    "evidence": raw.evidence.iter().map(evidence_view).collect::<Vec<_>>(),
-                    "harness_errors": raw.harness_errors.iter().map(harness_view).collect::<Vec<_>>(),
-                    "tool_input_errors": raw.tool_input_errors.iter().map(input_view).collect::<Vec<_>>(),
-                }),
-            );
+            views.insert((case.name.clone(), attempt.number), embedded_view(attempt));
         }
     }
     Ok(views)
@@ -166,22 +200,13 @@ async fn through_the_api(pool: &PgPool, doc: &Value) -> Result<(Views, Duration)
         .fetch_one(pool)
         .await
         .unwrap();
-        let id = AttemptId(id);
-        let evidence = store.evidence(tenant, id).await.unwrap();
-        let harness = store.harness_errors(tenant, id).await.unwrap();
-        let input = store.tool_input_errors(tenant, id).await.unwrap();
+        let unmet = unmet.map(|j| j.0).unwrap_or(Value::Null);
         views.insert(
             (
                 attempt["test_case"].as_str().unwrap().to_owned(),
                 u32::try_from(attempt["number"].as_u64().unwrap()).unwrap(),
             ),
-            json!({
-                "outcome": outcome,
-                "unmet": unmet.map(|j| j.0).unwrap_or(Value::Null),
-                "evidence": evidence.iter().map(evidence_view).collect::<Vec<_>>(),
-                "harness_errors": harness.iter().map(harness_view).collect::<Vec<_>>(),
-                "tool_input_errors": input.iter().map(input_view).collect::<Vec<_>>(),
-            }),
+            stored_view(&store, tenant, AttemptId(id), &outcome, unmet).await,
         );
     }
     Ok((views, took))
