@@ -181,6 +181,22 @@ impl Drop for Worker {
     }
 }
 
+/// Attempts not finished yet.
+async fn unfinished(pool: &PgPool) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM attempts WHERE status <> 'finished'")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// Attempts that have recorded a call.
+async fn attempts_begun(pool: &PgPool) -> i64 {
+    sqlx::query_scalar("SELECT count(DISTINCT attempt_id) FROM evidence")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
 async fn count(pool: &PgPool, sql: &str, attempt: Uuid) -> i64 {
     sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
         .bind(attempt)
@@ -464,12 +480,7 @@ async fn two_workers_run_a_thousand_queued_attempts_each_exactly_once(pool: PgPo
     let _a = Worker::start(&url, "worker-a", &["--concurrency", "4"]);
     let _b = Worker::start(&url, "worker-b", &["--concurrency", "4"]);
     until(240, "every attempt finished", || async {
-        let open: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM attempts WHERE status <> 'finished'")
-                .fetch_one(&pool)
-                .await
-                .unwrap();
-        open == 0
+        unfinished(&pool).await == 0
     })
     .await;
     let outcomes: Vec<(String, i64)> =
@@ -520,11 +531,7 @@ async fn sigterm_lets_held_attempts_finish_and_leaves_the_rest_queued(pool: PgPo
         &["--concurrency", "4", "--real-delays", "--grace-secs", "30"],
     );
     until(20, "four attempts running", || async {
-        let running: i64 = sqlx::query_scalar("SELECT count(DISTINCT attempt_id) FROM evidence")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-        running >= 4
+        attempts_begun(&pool).await >= 4
     })
     .await;
     a.signal("TERM");
@@ -543,12 +550,7 @@ async fn sigterm_lets_held_attempts_finish_and_leaves_the_rest_queued(pool: PgPo
     assert_eq!(held, 4, "nothing claimed after SIGTERM");
     let _b = Worker::start(&url, "worker-b", &["--concurrency", "4"]);
     until(30, "the rest finished", || async {
-        let open: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM attempts WHERE status <> 'finished'")
-                .fetch_one(&pool)
-                .await
-                .unwrap();
-        open == 0
+        unfinished(&pool).await == 0
     })
     .await;
     for attempt in &attempts {
@@ -573,11 +575,7 @@ async fn sigterm_past_the_grace_ends_begun_attempts_and_doubles_nothing(pool: Pg
         &["--concurrency", "2", "--real-delays", "--grace-secs", "0"],
     );
     until(20, "two attempts running", || async {
-        let running: i64 = sqlx::query_scalar("SELECT count(DISTINCT attempt_id) FROM evidence")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-        running >= 2
+        attempts_begun(&pool).await >= 2
     })
     .await;
     a.signal("TERM");
@@ -585,12 +583,7 @@ async fn sigterm_past_the_grace_ends_begun_attempts_and_doubles_nothing(pool: Pg
     assert!(status.success(), "{status:?}");
     let _b = Worker::start(&url, "worker-b", &["--concurrency", "4"]);
     until(60, "every attempt finished", || async {
-        let open: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM attempts WHERE status <> 'finished'")
-                .fetch_one(&pool)
-                .await
-                .unwrap();
-        open == 0
+        unfinished(&pool).await == 0
     })
     .await;
     let mut abandoned = 0;
