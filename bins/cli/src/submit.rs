@@ -143,6 +143,20 @@ fn refused(what: &str, status: reqwest::StatusCode, body: &Value) -> Failure {
 }
 
 impl Api {
+    /// `GET {base}{path}` with the token; an unreachable API is a failure
+    /// that names the URL.
+    async fn get(&self, path: &str) -> Result<(String, reqwest::Response), Failure> {
+        let url = format!("{}{path}", self.base);
+        let response = self
+            .client
+            .get(&url)
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .map_err(|e| unreachable(&format!("cannot reach {url}"), e))?;
+        Ok((url, response))
+    }
+
     async fn start(&self, document: &Value) -> Result<Started, Failure> {
         let url = format!("{}/api/simulations", self.base);
         let response = self
@@ -172,16 +186,11 @@ impl Api {
     /// Reads the events stream until `finished` (or the stream ends, or the
     /// deadline passes), with a progress bar on a terminal.
     async fn follow(&self, started: &StartedSimulation, deadline: Instant) -> Result<(), Failure> {
-        let url = format!("{}/api/simulations/{}/events", self.base, started.id);
+        let (url, response) = self
+            .get(&format!("/api/simulations/{}/events", started.id))
+            .await?;
         let bar = progress_bar(started.attempts as u64);
         let mut finished: HashSet<String> = HashSet::new();
-        let response = self
-            .client
-            .get(&url)
-            .bearer_auth(&self.token)
-            .send()
-            .await
-            .map_err(|e| unreachable(&format!("cannot follow {url}"), e))?;
         let status = response.status();
         if !status.is_success() {
             let body: Value = response.json().await.unwrap_or(Value::Null);
@@ -228,15 +237,8 @@ impl Api {
     /// The results document; while attempts still run (a stream that ended
     /// early), asks again every half second until the deadline.
     async fn results(&self, id: &str, deadline: Instant) -> Result<RunResults, Failure> {
-        let url = format!("{}/api/simulations/{id}/results", self.base);
         loop {
-            let response = self
-                .client
-                .get(&url)
-                .bearer_auth(&self.token)
-                .send()
-                .await
-                .map_err(|e| unreachable(&format!("cannot reach {url}"), e))?;
+            let (url, response) = self.get(&format!("/api/simulations/{id}/results")).await?;
             let status = response.status();
             let bytes = response
                 .bytes()
