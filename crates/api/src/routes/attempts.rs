@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use toolmock_contract::pointer;
 use toolmock_runtime::ToolCall;
-use toolmock_runtime::backend::{AttemptStore, EvidenceSink, FixtureStore, PinStore};
+use toolmock_runtime::backend::{AttemptStore, FixtureStore, PinStore};
 use toolmock_runtime::model::{AttemptId, Capability, TenantId};
 use toolmock_simulation::document::{CaseDoc, DriverDoc};
 use toolmock_simulation::{RunError, judge_and_finish};
@@ -280,17 +280,15 @@ pub(crate) async fn get_attempt(
     let listing = store.attempt_listing(tenant, attempt).await?;
     let document = crate::stored::document(state.store(), tenant, record.simulation).await?;
     let snapshot = store.state(tenant, attempt).await?;
-    let evidence = store.evidence(tenant, attempt).await?;
-    let tool_input_errors = store.tool_input_errors(tenant, attempt).await?;
-    let harness_errors = store.harness_errors(tenant, attempt).await?;
+    let records = crate::stored::records(store, tenant, attempt).await?;
     let conversation = store.attempt_messages(tenant, attempt).await?;
     let mut view = attempt_view(
         attempt_item(listing, document.as_ref()),
         &record,
         snapshot,
-        evidence,
-        tool_input_errors,
-        harness_errors,
+        records.evidence,
+        records.tool_input_errors,
+        records.harness_errors,
     );
     view.conversation = conversation.into_iter().map(message_view).collect();
     Ok(Json(view))

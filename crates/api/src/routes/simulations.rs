@@ -19,7 +19,7 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::Value;
 use std::convert::Infallible;
-use toolmock_runtime::backend::{EvidenceSink, PinStore};
+use toolmock_runtime::backend::PinStore;
 use toolmock_runtime::error::StartError;
 use toolmock_runtime::model::{SimulationId, VariantChoice};
 use toolmock_simulation::document::SimulationDocument;
@@ -279,10 +279,8 @@ pub(crate) async fn get_coverage(
         if a.outcome.is_none() {
             continue;
         }
-        let evidence = store.evidence(tenant, a.id).await?;
-        let tool_input_errors = store.tool_input_errors(tenant, a.id).await?;
-        let harness_errors = store.harness_errors(tenant, a.id).await?;
-        let calls = recorded_calls(&evidence, &tool_input_errors, &harness_errors)
+        let r = crate::stored::records(store, tenant, a.id).await?;
+        let calls = recorded_calls(&r.evidence, &r.tool_input_errors, &r.harness_errors)
             .into_iter()
             .map(CallReport::from)
             .collect();
@@ -314,7 +312,7 @@ pub(crate) async fn get_coverage(
     params(("id" = Uuid, Path, description = "The simulation's id")),
     security(("bearer" = ["AIManager:RunSimulations"])),
     responses(
-        (status = 200, description = "The results document (docs/simulations.md, \"The results document\")", body = Object),
+        (status = 200, description = "The results document of `toolmock run --json` (docs/simulations.md, \"Reports\")", body = Object),
         (status = 404, description = "No such simulation for this tenant", body = crate::ErrorEnvelope),
         (status = 409, description = "`simulation_running` while an attempt has not finished; `no_simulation_document` for a simulation started without a document", body = crate::ErrorEnvelope),
     ))]
@@ -357,18 +355,35 @@ pub(crate) async fn get_results(
             })?,
             None => Vec::new(),
         };
-        let evidence = store.evidence(tenant, a.id).await?;
-        let tool_input_errors = store.tool_input_errors(tenant, a.id).await?;
-        let harness_errors = store.harness_errors(tenant, a.id).await?;
-        let calls = recorded_calls(&evidence, &tool_input_errors, &harness_errors);
-        per_case[a.case_position as usize].push(toolmock_simulation::attempt_result(
+        let r = crate::stored::records(store, tenant, a.id).await?;
+        let calls = recorded_calls(&r.evidence, &r.tool_input_errors, &r.harness_errors);
+        // A model case's conversation and judge report, as `toolmock run`
+        // reports them.
+        let conversation = store
+            .attempt_messages(tenant, a.id)
+            .await?
+            .into_iter()
+            .map(|m| serde_json::from_value(m.message))
+            .collect::<Result<Vec<toolmock_simulation::Message>, _>>()
+            .map_err(|e| ApiError::Internal(format!("a stored message does not parse: {e}")))?;
+        let judge = store
+            .attempt_judge_report(tenant, a.id)
+            .await?
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|e| {
+                ApiError::Internal(format!("a stored judge report does not parse: {e}"))
+            })?;
+        let mut result = toolmock_simulation::attempt_result(
             case,
             (a.number, outcome),
             unmet,
             calls,
-            (&evidence, &tool_input_errors, &harness_errors),
-            Vec::new(),
-        ));
+            (&r.evidence, &r.tool_input_errors, &r.harness_errors),
+            conversation,
+        );
+        result.judge = judge;
+        per_case[a.case_position as usize].push(result);
     }
     Ok(Json(toolmock_simulation::assemble_results(
         &document,

@@ -321,6 +321,25 @@ async fn model_cases_play_the_same_embedded_and_through_the_api_and_a_worker(poo
         .collect();
     assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant"]);
     assert_eq!(view["conversation"][4]["content"], "Added note n-1.");
+    // The results document (what `toolmock submit` prints) carries them too,
+    // as `toolmock run --json` does.
+    let simulation: Uuid =
+        sqlx::query_scalar("SELECT id FROM simulations ORDER BY created_at DESC LIMIT 1")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    let results = send(
+        &app(&pool),
+        Method::GET,
+        &format!("/api/simulations/{simulation}/results"),
+        Some(&token("acme", &[RUN])),
+        None,
+    )
+    .await;
+    assert_eq!(results.status, StatusCode::OK, "{}", results.json);
+    let attempt = &results.json["cases"][0]["attempts"][0];
+    assert_eq!(attempt["conversation"], view["conversation"], "{attempt:#}");
+    assert_eq!(attempt["judge"], view["judge"], "{attempt:#}");
 }
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
