@@ -15,8 +15,9 @@
 //! requests are in flight at once, whatever the number of attempts.
 //!
 //! It is not a place for configuration files: the endpoint comes from the
-//! caller (the CLI's flags and environment), and the API key never appears
-//! in `Debug` output, evidence or reports.
+//! caller's command line — [`ModelFlags`], the flags (each with an
+//! environment fallback) shared by `toolmock run` and the workers — and the
+//! API key never appears in `Debug` output, evidence or reports.
 //!
 //! ```
 //! use std::time::Duration;
@@ -38,6 +39,10 @@
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+mod flags;
+
+pub use flags::{FlagsError, ModelFlags, Models};
 
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;

@@ -7,7 +7,7 @@
 use crate::WorkerError;
 use std::sync::Arc;
 use std::time::Duration;
-use toolmock_agent::{Endpoint, OpenAiChat};
+use toolmock_agent::{ModelFlags, Models};
 use toolmock_runtime::model::{AttemptId, TenantId};
 use toolmock_simulation::{ChatModel, ConversationSink, Message, SinkFuture};
 use toolmock_store::PgStore;
@@ -51,58 +51,13 @@ impl Default for Agents {
 }
 
 /// The flags (each with an environment fallback) that configure
-/// [`Agents`]: `toolmock-worker`'s and `toolmock-api serve --workers N`'s.
+/// [`Agents`]: `toolmock-worker`'s and `toolmock-api serve --workers N`'s —
+/// the model and judge flags `toolmock run` has too, and the agent services'.
 #[derive(Debug, Clone, clap::Args)]
 pub struct AgentFlags {
-    /// The OpenAI-compatible endpoint that plays `model` cases
-    /// (`/chat/completions` is appended).
-    #[arg(long, value_name = "URL", env = "TOOLMOCK_MODEL_URL")]
-    pub model_url: Option<String>,
-    /// The model name sent with each request.
-    #[arg(long, value_name = "NAME", env = "TOOLMOCK_MODEL")]
-    pub model: Option<String>,
-    /// The endpoint's API key (sent as a bearer token; never printed or stored).
-    #[arg(
-        long,
-        value_name = "KEY",
-        env = "TOOLMOCK_MODEL_API_KEY",
-        hide_env_values = true
-    )]
-    pub model_api_key: Option<String>,
-    /// Sampling temperature, when the endpoint supports it.
-    #[arg(long, value_name = "T", env = "TOOLMOCK_MODEL_TEMPERATURE")]
-    pub model_temperature: Option<f32>,
-    /// Sampling seed, when the endpoint supports it.
-    #[arg(long, value_name = "N", env = "TOOLMOCK_MODEL_SEED")]
-    pub model_seed: Option<i64>,
-    /// How long one model request may take, in seconds.
-    #[arg(long, value_name = "SECS", env = "TOOLMOCK_MODEL_TIMEOUT_SECS", default_value_t = 120,
-          value_parser = clap::value_parser!(u64).range(1..=3600))]
-    pub model_timeout_secs: u64,
-    /// Retries of a transient failure (429, 5xx, time-out, connection) before
-    /// the attempt ends harness_error (agent_unavailable).
-    #[arg(long, value_name = "N", env = "TOOLMOCK_MODEL_RETRIES", default_value_t = 4,
-          value_parser = clap::value_parser!(u32).range(0..=20))]
-    pub model_retries: u32,
-    /// Model requests in flight at once over all attempts of this process
-    /// (the judge's are bounded apart, by the same number).
-    #[arg(long, value_name = "N", env = "TOOLMOCK_MODEL_CONCURRENCY", default_value_t = 8,
-          value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub model_concurrency: u32,
-    /// The judge's endpoint (default: --model-url).
-    #[arg(long, value_name = "URL", env = "TOOLMOCK_JUDGE_URL")]
-    pub judge_url: Option<String>,
-    /// The judge model: grades `judge` rubrics over the recorded conversation.
-    #[arg(long, value_name = "NAME", env = "TOOLMOCK_JUDGE_MODEL")]
-    pub judge_model: Option<String>,
-    /// The judge endpoint's API key (default: --model-api-key; never printed).
-    #[arg(
-        long,
-        value_name = "KEY",
-        env = "TOOLMOCK_JUDGE_API_KEY",
-        hide_env_values = true
-    )]
-    pub judge_api_key: Option<String>,
+    /// The model and the judge.
+    #[command(flatten)]
+    pub models: ModelFlags,
     /// The API's base URL as agent services reach it, e.g.
     /// `http://toolmock-api:8080` (`toolmock-api serve --workers N`: its own
     /// address by default).
@@ -116,55 +71,13 @@ pub struct AgentFlags {
 }
 
 impl AgentFlags {
-    fn endpoint(&self, base_url: String, model: String, api_key: Option<String>) -> Endpoint {
-        Endpoint {
-            base_url,
-            model,
-            api_key,
-            temperature: self.model_temperature,
-            seed: self.model_seed,
-            timeout: Duration::from_secs(self.model_timeout_secs),
-            max_retries: self.model_retries,
-            concurrency: self.model_concurrency as usize,
-        }
-    }
-
     /// The players the flags configure; `default_api_url` stands in for a
     /// missing `--api-url`. A flag given without its partner is refused.
     pub fn agents(&self, default_api_url: Option<String>) -> Result<Agents, WorkerError> {
-        let build = |endpoint: Endpoint| -> Result<Arc<dyn ChatModel>, WorkerError> {
-            OpenAiChat::new(&endpoint)
-                .map(|m| Arc::new(m) as Arc<dyn ChatModel>)
-                .map_err(|e| WorkerError::Config(format!("{}: {e}", e.code())))
-        };
-        let model = match (&self.model_url, &self.model) {
-            (Some(url), Some(name)) => Some(build(self.endpoint(
-                url.clone(),
-                name.clone(),
-                self.model_api_key.clone(),
-            ))?),
-            (None, None) => None,
-            (Some(_), None) => return Err(WorkerError::Config("--model-url needs --model".into())),
-            (None, Some(_)) => return Err(WorkerError::Config("--model needs --model-url".into())),
-        };
-        let judge = match (
-            &self.judge_model,
-            self.judge_url.as_ref().or(self.model_url.as_ref()),
-        ) {
-            (Some(name), Some(url)) => {
-                let key = self
-                    .judge_api_key
-                    .clone()
-                    .or_else(|| self.model_api_key.clone());
-                Some(build(self.endpoint(url.clone(), name.clone(), key))?)
-            }
-            (Some(_), None) => {
-                return Err(WorkerError::Config(
-                    "--judge-model needs --judge-url or --model-url".into(),
-                ));
-            }
-            (None, _) => None,
-        };
+        let Models { model, judge } = self
+            .models
+            .models()
+            .map_err(|e| WorkerError::Config(e.to_string()))?;
         let api_url = self.api_url.clone().or(default_api_url);
         if let Some(url) = &api_url
             && !(url.starts_with("http://") || url.starts_with("https://"))

@@ -2,7 +2,6 @@
 
 pub(crate) mod evidence;
 pub(crate) mod junit;
-mod model;
 pub(crate) mod table;
 
 use crate::Failure;
@@ -74,9 +73,10 @@ pub(crate) struct RunArgs {
     /// Sleep each call's delay_ms for real instead of on the virtual clock.
     #[arg(long)]
     real_delays: bool,
-    /// The model endpoints (docs/agents.md).
+    /// The model endpoints (docs/agents.md), never from the simulation file
+    /// and never written to a report or the evidence.
     #[command(flatten)]
-    models: model::ModelArgs,
+    models: toolmock_agent::ModelFlags,
 }
 
 /// How long one real call of a real-tools run may take.
@@ -99,7 +99,10 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
         min_pass_rate: args.min_pass_rate,
     }
     .validate()?;
-    let (model, judge) = args.models.models()?;
+    let toolmock_agent::Models { model, judge } = args
+        .models
+        .models()
+        .map_err(|e| Failure::usage(e.to_string()))?;
     let file = args.simulation.display().to_string();
     let loaded = match simulation::read_file(&args.simulation) {
         Ok(loaded) => loaded,
