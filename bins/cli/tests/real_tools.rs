@@ -65,22 +65,35 @@ fn a_real_tools_run_executes_mcp_tools_http_operations_and_effects_for_real() {
     let attempt = &real["attempts"][0];
     assert_eq!(attempt["outcome"], "passed", "{attempt:#}");
     let calls = attempt["calls"].as_array().unwrap();
-    assert_eq!(calls.len(), 2, "{calls:#?}");
+    assert_eq!(calls.len(), 3, "{calls:#?}");
     assert_eq!(calls[0]["operation"], "lookup_patient");
-    assert_eq!(calls[0]["executor"], "external");
+    assert_eq!(calls[0]["executor"], "real");
     assert_eq!(
         calls[0]["result"]["first_name"], "Ada",
         "the server's, not the mock's"
     );
     assert_eq!(calls[1]["operation"], "add");
-    assert_eq!(calls[1]["executor"], "external");
+    assert_eq!(calls[1]["executor"], "real");
     assert_eq!(
         calls[1]["result"],
         json!({"saved": "hello", "previous": "real"})
     );
     assert_eq!(http.bodies("/notes"), [json!({"text": "hello"})]);
-    // The effect node posted its rendered body.
+    // The effect node posted its rendered body, and its evidence is a real
+    // call of the workflow (`notify`) at the node (`send`), with the
+    // rendered configuration as its arguments and the answer as its result.
     assert_eq!(http.bodies("/hook"), [json!({"note": "sent"})]);
+    assert_eq!(calls[2]["tool"], "notify");
+    assert_eq!(calls[2]["operation"], "send");
+    assert_eq!(calls[2]["executor"], "real");
+    assert_eq!(calls[2]["arguments"]["body"], json!({"note": "sent"}));
+    assert!(
+        calls[2]["arguments"]["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/hook")
+    );
+    assert_eq!(calls[2]["result"]["status"], 200);
 
     // structuredContent that breaks the tool's own output schema.
     let broken = case("broken");
