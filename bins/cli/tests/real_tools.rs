@@ -185,3 +185,30 @@ fn a_real_tools_run_refuses_operations_without_a_real_handler() {
     assert_eq!(refused.len(), operations, "{stderr}");
     assert!(stderr.contains("simulation.json: "), "{stderr}");
 }
+
+/// A real-tools case played by an outside agent would have its calls come
+/// through the API's attempt endpoints, which only mock: `toolmock run`
+/// refuses the start naming the case (beside the embedded run's own
+/// refusal of an external driver), and nothing real is reached.
+#[test]
+fn a_real_tools_case_played_through_the_api_refuses_the_run() {
+    let mcp = McpFixture::start();
+    let http = HttpFixture::start();
+    let contracts = clinic_contracts(toolmock(), &mcp.url);
+    let mut doc = document(contracts, &mcp.url, &http.url);
+    let name = doc["cases"][1]["name"].as_str().unwrap().to_owned();
+    doc["cases"][1]["driver"] = json!({"type": "external"});
+    let dir = scratch("outside");
+    let file = dir.join("simulation.json");
+    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let out = run(&file);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "/cases/1/driver/type: real_tools_through_api: case {name:?} has an external driver"
+        )),
+        "{stderr}"
+    );
+    assert!(http.received.lock().unwrap().is_empty());
+}
