@@ -65,22 +65,35 @@ fn a_real_tools_run_executes_mcp_tools_http_operations_and_effects_for_real() {
     let attempt = &real["attempts"][0];
     assert_eq!(attempt["outcome"], "passed", "{attempt:#}");
     let calls = attempt["calls"].as_array().unwrap();
-    assert_eq!(calls.len(), 2, "{calls:#?}");
+    assert_eq!(calls.len(), 3, "{calls:#?}");
     assert_eq!(calls[0]["operation"], "lookup_patient");
-    assert_eq!(calls[0]["executor"], "external");
+    assert_eq!(calls[0]["executor"], "real");
     assert_eq!(
         calls[0]["result"]["first_name"], "Ada",
         "the server's, not the mock's"
     );
     assert_eq!(calls[1]["operation"], "add");
-    assert_eq!(calls[1]["executor"], "external");
+    assert_eq!(calls[1]["executor"], "real");
     assert_eq!(
         calls[1]["result"],
         json!({"saved": "hello", "previous": "real"})
     );
     assert_eq!(http.bodies("/notes"), [json!({"text": "hello"})]);
-    // The effect node posted its rendered body.
+    // The effect node posted its rendered body, and its evidence is a real
+    // call of the workflow (`notify`) at the node (`send`), with the
+    // rendered configuration as its arguments and the answer as its result.
     assert_eq!(http.bodies("/hook"), [json!({"note": "sent"})]);
+    assert_eq!(calls[2]["tool"], "notify");
+    assert_eq!(calls[2]["operation"], "send");
+    assert_eq!(calls[2]["executor"], "real");
+    assert_eq!(calls[2]["arguments"]["body"], json!({"note": "sent"}));
+    assert!(
+        calls[2]["arguments"]["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/hook")
+    );
+    assert_eq!(calls[2]["result"]["status"], 200);
 
     // structuredContent that breaks the tool's own output schema.
     let broken = case("broken");
@@ -171,4 +184,31 @@ fn a_real_tools_run_refuses_operations_without_a_real_handler() {
         .sum();
     assert_eq!(refused.len(), operations, "{stderr}");
     assert!(stderr.contains("simulation.json: "), "{stderr}");
+}
+
+/// A real-tools case played by an outside agent would have its calls come
+/// through the API's attempt endpoints, which only mock: `toolmock run`
+/// refuses the start naming the case (beside the embedded run's own
+/// refusal of an external driver), and nothing real is reached.
+#[test]
+fn a_real_tools_case_played_through_the_api_refuses_the_run() {
+    let mcp = McpFixture::start();
+    let http = HttpFixture::start();
+    let contracts = clinic_contracts(toolmock(), &mcp.url);
+    let mut doc = document(contracts, &mcp.url, &http.url);
+    let name = doc["cases"][1]["name"].as_str().unwrap().to_owned();
+    doc["cases"][1]["driver"] = json!({"type": "external"});
+    let dir = scratch("outside");
+    let file = dir.join("simulation.json");
+    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let out = run(&file);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "/cases/1/driver/type: real_tools_through_api: case {name:?} has an external driver"
+        )),
+        "{stderr}"
+    );
+    assert!(http.received.lock().unwrap().is_empty());
 }

@@ -199,6 +199,26 @@ async fn refusals_end_with_the_api_s_own_words(pool: PgPool) {
     );
     assert!(out.stdout.is_empty());
 
+    // A real_tools document whose case is played by an outside agent: its
+    // calls would come through the API's attempt endpoints, which only
+    // mock, so the API refuses the start naming the case (exit 2).
+    let mut outside: serde_json::Value =
+        serde_json::from_slice(&notes(serde_json::json!({"id": 1}))).unwrap();
+    outside["mode"] = serde_json::json!("real_tools");
+    outside["tools"][0]["operations"][0]["endpoint"] = serde_json::json!("http://127.0.0.1:9/add");
+    outside["cases"][0]["driver"] = serde_json::json!({"type": "external"});
+    let real = dir.join("real-external.json");
+    std::fs::write(&real, serde_json::to_vec(&outside).unwrap()).unwrap();
+    let out = toolmock(args(&real), Some(token(&["AIManager:RunSimulations"]))).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains(
+            "/cases/0/driver/type: real_tools_through_api: case \"c\" has an external driver"
+        ),
+        "{said}"
+    );
+
     // A file that does not load: the loader's problems, nothing sent.
     let broken = dir.join("broken.json");
     std::fs::write(&broken, b"{\"simulation_version\": 1").unwrap();

@@ -621,8 +621,8 @@ async fn sigterm_past_the_grace_ends_begun_attempts_and_doubles_nothing(pool: Pg
 
 /// A `real_tools` simulation through the queue and a worker process: MCP
 /// tools by `tools/call` on the fixture server, a custom operation by a
-/// `POST`, an `http_request` effect node — each call's evidence marked
-/// `external` — and a tool whose `structuredContent` breaks its own output
+/// `POST`, an `http_request` effect node — each call's evidence (the
+/// effect node's too) marked `real` — and a tool whose `structuredContent` breaks its own output
 /// schema ends its attempt `harness_error`.
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn a_worker_runs_a_real_tools_simulation_through_the_real_handlers(pool: PgPool) {
@@ -680,7 +680,7 @@ async fn a_worker_runs_a_real_tools_simulation_through_the_real_handlers(pool: P
             ),
             (
                 "passed".to_owned(),
-                vec!["external".to_owned(), "external".to_owned()],
+                vec!["real".to_owned(), "real".to_owned(), "real".to_owned()],
                 vec![]
             ),
         ]
@@ -698,6 +698,26 @@ async fn a_worker_runs_a_real_tools_simulation_through_the_real_handlers(pool: P
     );
     assert_eq!(http.bodies("/notes"), [json!({"text": "hello"})]);
     assert_eq!(http.bodies("/hook"), [json!({"note": "sent"})]);
+    // The effect node's evidence: the workflow and the node, the node as
+    // its pin, its rendered configuration and its answer.
+    let effect: (String, String, String, Value, Value) = sqlx::query_as(
+        "SELECT tool_name, operation_name, pin_kind, arguments -> 'body', result -> 'status' \
+         FROM evidence WHERE attempt_id = ANY($1) AND pin_kind = 'effect'",
+    )
+    .bind(&attempts)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        effect,
+        (
+            "notify".to_owned(),
+            "send".to_owned(),
+            "effect".to_owned(),
+            json!({"note": "sent"}),
+            json!(200)
+        )
+    );
 }
 
 /// A simulation that asks for real delays has them slept by the worker

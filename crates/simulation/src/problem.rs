@@ -59,6 +59,10 @@ problem_codes! {
         /// executes for real (a platform operation, one with neither an
         /// `endpoint` nor a tool `server`, a `db_write` or `email` node).
         NoRealHandler => "no_real_handler",
+        /// `mode: real_tools` with a case whose agent calls through the API's
+        /// attempt endpoints (an `external` or `http` driver), which answer
+        /// with the pinned mocks only: nothing would execute for real.
+        RealToolsThroughApi => "real_tools_through_api",
         /// A case with an `external` driver in an embedded run, where no outside
         /// agent can play it.
         ExternalDriverNotEmbedded => "external_driver_not_embedded",

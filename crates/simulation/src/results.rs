@@ -190,7 +190,7 @@ impl From<RecordedCall> for CallReport {
             variant: c.variant,
             rule: c.rule,
             delay_ms: c.delay_ms,
-            executor: c.executor.filter(|e| *e == Executor::External),
+            executor: c.executor.filter(|e| *e == Executor::Real),
         }
     }
 }
@@ -449,6 +449,9 @@ pub fn coverage<'a>(
                         PinRef::Library { revision, .. } => format!("revision {revision}"),
                         PinRef::Inline { definition_hash } => {
                             format!("inline {}", definition_hash.as_str())
+                        }
+                        PinRef::Effect { definition_hash } => {
+                            format!("effect {}", definition_hash.as_str())
                         }
                     },
                     definition_hash: Some(pin.definition_hash().as_str().to_owned()),

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use toolmock_contract::DefinitionHash;
 use toolmock_runtime::backend::Backend;
 use toolmock_runtime::dispatcher::{Dispatcher, ToolCall};
 use toolmock_runtime::error::{DispatchError, HarnessCode, HarnessFault};
@@ -266,20 +267,9 @@ impl<B: Backend> AttemptContext<'_, B> {
                         ..
                     } => {
                         // A sandbox start refuses effect nodes: only a
-                        // real-tools run reaches one, and runs it through the
-                        // dispatcher's real handlers.
-                        let executor = self.dispatcher.executor();
-                        if !executor.handles(*effect) {
-                            return Err(self
-                                .harness_error(
-                                    HarnessCode::EffectNotExecuted,
-                                    format!(
-                                        "workflow {name}, node {id}: no handler executes {} effects here",
-                                        effect.as_str()
-                                    ),
-                                )
-                                .await);
-                        }
+                        // real-tools run reaches one, and the dispatcher runs
+                        // it through its real handlers and records it as
+                        // evidence like a tool node's real call.
                         let config = match render(config, "", &lookup) {
                             Ok(c) => c,
                             Err(unresolved) => {
@@ -291,22 +281,35 @@ impl<B: Backend> AttemptContext<'_, B> {
                                     .await);
                             }
                         };
-                        match executor.effect(*effect, &config).await {
-                            Ok(output) => {
-                                outputs.insert(id.clone(), output);
-                                current.clone_from(next);
-                            }
+                        let definition = match serde_json::to_value(node)
+                            .map_err(|e| e.to_string())
+                            .and_then(|doc| DefinitionHash::of(&doc).map_err(|e| e.to_string()))
+                        {
+                            Ok(hash) => hash,
                             Err(message) => {
                                 return Err(self
                                     .harness_error(
-                                        HarnessCode::ExternalFailed,
+                                        HarnessCode::InvalidWorkflow,
                                         format!(
-                                            "workflow {name}, node {id}: the real {} failed: {message}",
-                                            effect.as_str()
+                                            "workflow {name}, node {id} cannot be hashed: {message}"
                                         ),
                                     )
                                     .await);
                             }
+                        };
+                        let site = ToolCall::new(name, id.as_str(), config);
+                        match self
+                            .dispatcher
+                            .effect(self.tenant, self.capability, *effect, &site, definition)
+                            .await
+                        {
+                            Ok(output) => {
+                                outputs.insert(id.clone(), output);
+                                current.clone_from(next);
+                            }
+                            // An effect's failure is never caught: the
+                            // attempt can no longer pass either way.
+                            Err(failure) => return Err(CallFailure::from_dispatch(failure)),
                         }
                     }
                 }

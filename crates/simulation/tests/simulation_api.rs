@@ -138,6 +138,44 @@ fn api_bodies_take_no_file_paths_and_the_cli_takes_no_library_ids() {
     );
 }
 
+/// A `real_tools` case played through the API's attempt endpoints (an
+/// `external` or `http` driver) is refused wherever the document is
+/// loaded: those endpoints only mock.
+#[test]
+fn a_real_tools_case_played_through_the_api_is_refused() {
+    let mut body = document("7d0f3c7e-0000-4000-8000-000000000000");
+    body["mode"] = json!("real_tools");
+    body["cases"][0]["driver"] = json!({"type": "external"});
+    body["cases"][0]["name"] = json!("outside");
+    let problems = simulation::load_value(&body, "body", &Files::InlineOnly).expect_err("refused");
+    let found: Vec<_> = problems
+        .iter()
+        .filter(|p| p.code == "real_tools_through_api")
+        .map(|p| (p.path.as_str(), p.message.as_str()))
+        .collect();
+    assert_eq!(found.len(), 1, "{problems:?}");
+    assert_eq!(found[0].0, "/cases/0/driver/type");
+    assert!(
+        found[0]
+            .1
+            .starts_with("case \"outside\" has an external driver"),
+        "{}",
+        found[0].1
+    );
+    body["cases"][0]["driver"] = json!({"type": "http", "url": "http://127.0.0.1:9/agent"});
+    let problems = simulation::load_value(&body, "body", &Files::InlineOnly).expect_err("refused");
+    assert!(
+        problems.iter().any(|p| p.code == "real_tools_through_api"
+            && p.path == "/cases/0/driver/type"
+            && p.message.contains("has an http driver")),
+        "{problems:?}"
+    );
+    // The same case in a sandbox run is the API's to take.
+    body["mode"] = json!("sandbox");
+    body["cases"][0]["driver"] = json!({"type": "external"});
+    simulation::load_value(&body, "body", &Files::InlineOnly).expect("a sandbox run takes it");
+}
+
 #[test]
 fn external_drivers_are_for_the_api_only() {
     let mut body = document("7d0f3c7e-0000-4000-8000-000000000000");

@@ -78,6 +78,13 @@ pub(crate) fn pin_columns(pin: Option<&PinRef>) -> Result<PinColumns, StoreError
             revision: Some(to_i32(*revision)?),
             definition_hash: Some(definition_hash.as_str().to_owned()),
         },
+        Some(PinRef::Effect { definition_hash }) => PinColumns {
+            kind: Some("effect"),
+            tool_id: None,
+            operation_id: None,
+            revision: None,
+            definition_hash: Some(definition_hash.as_str().to_owned()),
+        },
         Some(PinRef::Inline { definition_hash }) => PinColumns {
             kind: Some("inline"),
             tool_id: None,
@@ -126,6 +133,12 @@ impl PinRow {
                     definition_hash: definition_hash(hash)?,
                 })),
                 None => Err(corrupt("pin", "an inline pin lacks its hash")),
+            },
+            Some("effect") => match self.definition_hash {
+                Some(hash) => Ok(Some(PinRef::Effect {
+                    definition_hash: definition_hash(hash)?,
+                })),
+                None => Err(corrupt("pin", "an effect node's pin lacks its hash")),
             },
             Some(other) => Err(corrupt("pin", format!("unknown pin kind {other:?}"))),
         }

@@ -664,3 +664,85 @@ async fn app_pool(pool: &PgPool) -> PgPool {
         .await
         .unwrap()
 }
+
+/// Evidence written when the real executor was stored as `external` reads
+/// as `real` after the upgrade (migration 20261210100000), and from then on
+/// the database refuses `external` as an executor: `external` is the name
+/// of a driver (an agent outside toolmock), not of who answered a call.
+#[sqlx::test(migrations = false)]
+async fn a_real_call_stored_as_external_reads_as_real_after_the_upgrade(pool: PgPool) {
+    use toolmock_runtime::model::{AttemptId, Executor, TenantId};
+    toolmock_store::MIGRATOR
+        .run_to(PREVIOUS_MIGRATION, &pool)
+        .await
+        .unwrap();
+    let (tenant, _) = seed_previous_schema(&pool).await;
+    let finished = uuid::Uuid::from_u128(8);
+    // A real call of the finished attempt, as the old schema stored it.
+    sqlx::query(
+        "INSERT INTO evidence (tenant_id, attempt_id, tool_name, operation_name, pin_kind, \
+             tool_id, operation_id, revision, definition_hash, executor, arguments, result, \
+             state_before, state_after, state_version_before, state_version_after, delay_ms, \
+             started_at, duration_us) \
+         SELECT tenant_id, $1, tool_name, operation_name, pin_kind, tool_id, operation_id, \
+             revision, definition_hash, 'external', arguments, result, state_before, \
+             state_before, 0, 1, 0, started_at, duration_us FROM evidence",
+    )
+    .bind(finished)
+    .execute(&pool)
+    .await
+    .unwrap();
+    toolmock_store::migrate(&pool).await.unwrap();
+
+    let executors: Vec<(uuid::Uuid, String)> =
+        sqlx::query_as("SELECT attempt_id, executor FROM evidence ORDER BY attempt_id")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        executors,
+        vec![
+            (uuid::Uuid::from_u128(7), "mock".to_owned()),
+            (finished, "real".to_owned())
+        ]
+    );
+    let store = PgStore::new(pool.clone());
+    let read = store
+        .evidence(TenantId(tenant), AttemptId(finished))
+        .await
+        .unwrap();
+    assert_eq!(read[0].executor, Executor::Real);
+    // Still append-only after the rename, and `external` is refused.
+    let update = sqlx::query("UPDATE evidence SET executor = 'mock'")
+        .execute(&pool)
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&update).as_deref(), Some("TM001"));
+    let external = sqlx::query(
+        "INSERT INTO evidence (tenant_id, attempt_id, tool_name, operation_name, pin_kind, \
+             tool_id, operation_id, revision, definition_hash, executor, arguments, result, \
+             state_before, state_after, state_version_before, state_version_after, delay_ms, \
+             started_at, duration_us) \
+         SELECT tenant_id, attempt_id, tool_name, operation_name, pin_kind, tool_id, \
+             operation_id, revision, definition_hash, $2, arguments, result, state_before, \
+             state_after, 1, 2, 0, started_at, duration_us FROM evidence WHERE attempt_id = $1",
+    );
+    let refused = external
+        .bind(finished)
+        .bind("external")
+        .execute(&pool)
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&refused).as_deref(), Some("23514"), "{refused}");
+    let check: String = sqlx::query_scalar(
+        "SELECT pg_get_constraintdef(oid) FROM pg_constraint \
+         WHERE conname = 'evidence_executor_check'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!(
+        check.contains("'mock'") && check.contains("'real'") && !check.contains("external"),
+        "{check}"
+    );
+}

@@ -23,6 +23,9 @@ fn pin(p: &PinRef) -> Value {
         PinRef::Inline { definition_hash } => {
             json!({"kind": "inline", "definition_hash": definition_hash.as_str()})
         }
+        PinRef::Effect { definition_hash } => {
+            json!({"kind": "effect", "definition_hash": definition_hash.as_str()})
+        }
     }
 }
 

@@ -73,7 +73,7 @@ pub(crate) fn pin_view(p: &PinRecord) -> PinView {
         PinTarget::Pinned { pin, .. } => {
             let tool_id = match pin {
                 PinRef::Library { tool, .. } => Some(ToolId::as_uuid(tool)),
-                PinRef::Inline { .. } => None,
+                PinRef::Inline { .. } | PinRef::Effect { .. } => None,
             };
             (
                 pin.kind(),

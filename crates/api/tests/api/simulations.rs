@@ -581,6 +581,32 @@ async fn an_invalid_document_lists_every_problem(pool: PgPool) {
         "{}",
         reply.json
     );
+    // A real-tools run whose case an outside agent plays: its calls would
+    // come through the attempt endpoints, which only mock.
+    let mut document = scripted_document();
+    document["mode"] = json!("real_tools");
+    document["cases"][0]["driver"] = json!({"type": "external"});
+    let reply = start(&app, &bearer, &document).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        reply.json
+    );
+    let case = document["cases"][0]["name"].as_str().unwrap();
+    assert!(
+        reply
+            .problems()
+            .iter()
+            .any(|p| p["code"] == "real_tools_through_api"
+                && p["path"] == "/cases/0/driver/type"
+                && p["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("case {case:?} has an external driver"))),
+        "{}",
+        reply.json
+    );
     // An invalid inline definition refuses the start.
     let mut document = scripted_document();
     document["tools"][0]["definitions"]["add"]["default_variant"] = json!("nope");

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use toolmock_evaluator::{Call, CallError, evaluate};
 
 /// A capability resolved to its attempt.
-enum Resolved {
+pub(super) enum Resolved {
     /// Its attempt, and whether the lease was live when resolved (`None`
     /// for a cached binding: liveness is then checked later, before
     /// anything happens).
@@ -304,7 +304,7 @@ impl<B: Backend> Dispatcher<B> {
                     tool: pin.tool.clone(),
                     operation: pin.operation.clone(),
                     pin: pin.pin.clone(),
-                    executor: Executor::External,
+                    executor: Executor::Real,
                     variant: None,
                     rule: None,
                     arguments: call.input.clone(),
@@ -333,7 +333,7 @@ impl<B: Backend> Dispatcher<B> {
     /// Resolves a capability to its attempt: a cached binding as it is (its
     /// lease is checked later, before anything happens), otherwise from
     /// storage, with its liveness.
-    async fn resolve_capability(&self, tenant: TenantId, token: &TokenHash) -> Resolved {
+    pub(super) async fn resolve_capability(&self, tenant: TenantId, token: &TokenHash) -> Resolved {
         if let Some(found) = read(&self.bindings).get(token)
             && found.binding.tenant == tenant
         {
@@ -433,7 +433,7 @@ impl<B: Backend> Dispatcher<B> {
         }
     }
 
-    async fn lease_expired(
+    pub(super) async fn lease_expired(
         &self,
         bound: &Bound,
         call: &ToolCall,
@@ -449,7 +449,7 @@ impl<B: Backend> Dispatcher<B> {
 
     /// A storage failure during a call, recorded as the harness error
     /// `storage_failed` with its cause when storage still allows.
-    async fn storage_failed(
+    pub(super) async fn storage_failed(
         &self,
         bound: &Bound,
         call: &ToolCall,
@@ -474,7 +474,7 @@ impl<B: Backend> Dispatcher<B> {
     /// and returns it as the call's error (or the storage failure that kept
     /// it from being written, which the attempt's ledger makes the finish
     /// see).
-    async fn record_harness(
+    pub(super) async fn record_harness(
         &self,
         bound: &Bound,
         call: &ToolCall,
@@ -649,7 +649,7 @@ impl<B: Backend> Dispatcher<B> {
         }
     }
 
-    async fn call_error(
+    pub(super) async fn call_error(
         &self,
         bound: &Bound,
         call: &ToolCall,
@@ -688,7 +688,7 @@ impl<B: Backend> Dispatcher<B> {
     }
 }
 
-fn fault(code: HarnessCode, message: String) -> HarnessFault {
+pub(super) fn fault(code: HarnessCode, message: String) -> HarnessFault {
     HarnessFault {
         code,
         message,
@@ -696,6 +696,6 @@ fn fault(code: HarnessCode, message: String) -> HarnessFault {
     }
 }
 
-fn elapsed_us(since: Instant) -> u64 {
+pub(super) fn elapsed_us(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
 }

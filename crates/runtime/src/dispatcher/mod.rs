@@ -8,6 +8,7 @@
 
 mod agent;
 mod call;
+mod effect;
 mod pins;
 mod start;
 

@@ -184,5 +184,8 @@ pub(super) fn pin_label(tool: &str, operation: &str, pin: &PinRef) -> String {
         PinRef::Inline { definition_hash } => {
             format!("{tool}/{operation}@inline {}", definition_hash.as_str())
         }
+        PinRef::Effect { definition_hash } => {
+            format!("{tool}/{operation}@effect {}", definition_hash.as_str())
+        }
     }
 }

@@ -439,6 +439,14 @@ pub enum PinRef {
         /// The definition's hash.
         definition_hash: DefinitionHash,
     },
+    /// A workflow's effect node executed for real (real-tools runs only):
+    /// the node itself, by the hash of its definition as the document
+    /// states it. Its records name the workflow as the tool and the node's
+    /// id as the operation.
+    Effect {
+        /// The node definition's hash.
+        definition_hash: DefinitionHash,
+    },
 }
 
 impl PinRef {
@@ -448,15 +456,17 @@ impl PinRef {
             PinRef::Library {
                 definition_hash, ..
             }
-            | PinRef::Inline { definition_hash } => definition_hash,
+            | PinRef::Inline { definition_hash }
+            | PinRef::Effect { definition_hash } => definition_hash,
         }
     }
 
-    /// `library` or `inline`.
+    /// `library`, `inline` or `effect`.
     pub fn kind(&self) -> &'static str {
         match self {
             PinRef::Library { .. } => "library",
             PinRef::Inline { .. } => "inline",
+            PinRef::Effect { .. } => "effect",
         }
     }
 
@@ -464,7 +474,7 @@ impl PinRef {
     pub fn revision(&self) -> Option<u32> {
         match self {
             PinRef::Library { revision, .. } => Some(*revision),
-            PinRef::Inline { .. } => None,
+            PinRef::Inline { .. } | PinRef::Effect { .. } => None,
         }
     }
 }
@@ -686,8 +696,10 @@ pub struct StateSnapshot {
 pub enum Executor {
     /// The pinned mock.
     Mock,
-    /// The real external handler (real-tools runs only).
-    External,
+    /// The operation's real handler (real-tools runs only). Stored and
+    /// shown as `real`; not to be confused with the `external` driver (an
+    /// agent outside toolmock), whose calls the pinned mocks answer.
+    Real,
 }
 
 impl Executor {
@@ -695,7 +707,7 @@ impl Executor {
     pub fn as_str(self) -> &'static str {
         match self {
             Executor::Mock => "mock",
-            Executor::External => "external",
+            Executor::Real => "real",
         }
     }
 
@@ -703,14 +715,14 @@ impl Executor {
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "mock" => Some(Executor::Mock),
-            "external" => Some(Executor::External),
+            "real" => Some(Executor::Real),
             _ => None,
         }
     }
 }
 
 /// What executes an operation for real in a real-tools run (the executor of
-/// its calls is then [`Executor::External`]).
+/// its calls is then [`Executor::Real`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RealHandler {
@@ -742,7 +754,7 @@ pub struct Step {
     pub operation: Arc<str>,
     /// The pinned definition.
     pub pin: Arc<PinRef>,
-    /// Mock or external.
+    /// Mock or real.
     pub executor: Executor,
     /// The variant used.
     pub variant: Option<Arc<str>>,
@@ -784,7 +796,7 @@ pub struct EvidenceRecord {
     pub operation: String,
     /// The pinned definition.
     pub pin: PinRef,
-    /// Mock or external.
+    /// Mock or real.
     pub executor: Executor,
     /// The variant used.
     pub variant: Option<String>,

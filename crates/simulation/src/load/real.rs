@@ -11,7 +11,7 @@
 //! adapter's (`toolmock_discovery::RealExecutor`).
 
 use super::{LoadedSimulation, LoadedTool, Loader};
-use crate::document::{SimulationDocument, ToolFrom};
+use crate::document::{DriverDoc, SimulationDocument, ToolFrom};
 use crate::problem::LoadCode;
 use std::collections::BTreeMap;
 use toolmock_contract::pointer;
@@ -41,6 +41,25 @@ impl Loader {
     ) {
         for unhandled in handlers(document, tools).1 {
             self.problem(unhandled.at, LoadCode::NoRealHandler, unhandled.message);
+        }
+        // An outside agent's (or an agent service's) calls come through the
+        // API's attempt endpoints (MCP and tool-call), which only ever
+        // answer with the pinned mocks: such a case in a real-tools run
+        // would silently execute nothing real, so the start is refused.
+        for (c, case) in document.cases.iter().enumerate() {
+            let driver = match case.driver {
+                DriverDoc::External => "external",
+                DriverDoc::Http { .. } => "http",
+                DriverDoc::Scripted { .. } | DriverDoc::Model { .. } => continue,
+            };
+            self.problem(
+                pointer::push(&pointer::push(&pointer::index("/cases", c), "driver"), "type"),
+                LoadCode::RealToolsThroughApi,
+                format!(
+                    "case {:?} has an {driver} driver: its agent calls through the API's attempt endpoints, which answer with the pinned mocks only, so a real_tools run cannot execute its calls for real (use a scripted or model driver, or mode sandbox)",
+                    case.name
+                ),
+            );
         }
     }
 }

@@ -26,7 +26,10 @@ async fn insert_pin(
             Some(pin),
             Some(contract),
             match pin {
-                PinRef::Inline { .. } => Some(definition),
+                // An effect node is never a simulation's pin (the table's
+                // kind CHECK refuses it); its definition is kept as an
+                // inline one's would be.
+                PinRef::Inline { .. } | PinRef::Effect { .. } => Some(definition),
                 PinRef::Library { .. } => None,
             },
             None,
