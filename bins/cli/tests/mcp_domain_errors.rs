@@ -28,17 +28,28 @@ fn python_sdk_receives_a_domain_error_as_an_is_error_result() {
         .args(["--url", &served.url(1)])
         .output()
         .expect("the client runs");
-    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
     let report: Value = serde_json::from_slice(&out.stdout).expect("the client's JSON");
     assert_eq!(report["missing"]["isError"], true, "{report:#}");
-    assert!(report["missing"].get("structuredContent").is_none(), "{report:#}");
+    assert!(
+        report["missing"].get("structuredContent").is_none(),
+        "{report:#}"
+    );
     assert_eq!(
         report["missing_error"],
         json!({"error": {"class": "domain_error", "code": "order_not_found",
                          "message": "Order not found", "data": {"order_id": "#W9"}}})
     );
     assert_eq!(report["found"]["isError"], false, "{report:#}");
-    assert_eq!(report["found"]["structuredContent"], json!({"status": "pending"}));
+    assert_eq!(
+        report["found"]["structuredContent"],
+        json!({"status": "pending"})
+    );
     assert_eq!(report["validated"], true);
     let (code, table) = served.stop();
     assert_eq!(code, 0, "{table}");
