@@ -651,6 +651,32 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
     }
 
+    /// A version-2 domain error answers 422 with its own code and message,
+    /// `class` `domain_error` and its data under `details` — told apart
+    /// from a tool input error (also 422) by `class`.
+    #[test]
+    fn domain_errors_have_their_own_class() {
+        let error = ApiError::from(DispatchError::Domain(toolmock_evaluator::DomainError {
+            code: "order_not_found".into(),
+            message: "Order not found".into(),
+            data: Some(json!({"order_id": "#W9"})),
+        }));
+        assert_eq!(error.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(error.api_code(), None);
+        let body = serde_json::to_value(error.body()).expect("serializes");
+        assert_eq!(
+            body,
+            json!({"class": "domain_error", "code": "order_not_found", "message": "Order not found",
+                   "details": {"data": {"order_id": "#W9"}}})
+        );
+        let bare = ApiError::Domain(toolmock_evaluator::DomainError {
+            code: "E".into(),
+            message: "m".into(),
+            data: None,
+        });
+        assert!(bare.body().details.is_none());
+    }
+
     #[test]
     fn internal_errors_never_describe_their_cause() {
         let body = ApiError::Internal("password authentication failed for user x".into()).body();
