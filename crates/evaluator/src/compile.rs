@@ -239,27 +239,13 @@ const DOCUMENT: Shape = Shape {
     what: "the definition",
 };
 const VARIANT: Shape = Shape {
-    allowed: &[
-        "description",
-        "result",
-        "error",
-        "set_state",
-        "delay_ms",
-        "rules",
-    ],
+    allowed: domain_errors::VARIANT_FIELDS,
     // `result` or `error`: see `missing_answer`.
     required: &[],
     what: "a variant",
 };
 const RULE: Shape = Shape {
-    allowed: &[
-        "description",
-        "when",
-        "result",
-        "error",
-        "set_state",
-        "delay_ms",
-    ],
+    allowed: domain_errors::RULE_FIELDS,
     required: &[],
     what: "a rule",
 };
@@ -269,15 +255,7 @@ const CONDITION: Shape = Shape {
     what: "a condition",
 };
 const EXAMPLE: Shape = Shape {
-    allowed: &[
-        "description",
-        "variant",
-        "input",
-        "state",
-        "expected",
-        "expected_error",
-        "expected_state",
-    ],
+    allowed: domain_errors::EXAMPLE_FIELDS,
     // `expected` or `expected_error`: see `expected`.
     required: &["variant", "input"],
     what: "an example",
@@ -771,11 +749,7 @@ impl Walker {
             }
         }
         let result = self.answer(map, at);
-        match result.as_ref() {
-            Some(Some(answer)) => self.set_state_beside_error(map, at, answer.is_error(), true),
-            Some(None) => self.set_state_beside_error(map, at, variant_errs, false),
-            None => {}
-        }
+        self.rule_set_state_beside_error(map, at, result.as_ref(), variant_errs);
         let set_state = map
             .get("set_state")
             .map(|v| self.set_state(v, &pointer_push(at, "set_state")));

@@ -19,7 +19,52 @@ pub(crate) enum Expected {
     Error(DomainError),
 }
 
+/// A variant's fields (`result` or, in version 2, `error`).
+pub(super) const VARIANT_FIELDS: &[&str] = &[
+    "description",
+    "result",
+    "error",
+    "set_state",
+    "delay_ms",
+    "rules",
+];
+/// A rule's fields.
+pub(super) const RULE_FIELDS: &[&str] = &[
+    "description",
+    "when",
+    "result",
+    "error",
+    "set_state",
+    "delay_ms",
+];
+/// An example's fields (`expected` or, in version 2, `expected_error`).
+pub(super) const EXAMPLE_FIELDS: &[&str] = &[
+    "description",
+    "variant",
+    "input",
+    "state",
+    "expected",
+    "expected_error",
+    "expected_state",
+];
+
 impl Walker {
+    /// A rule's `set_state` beside its own error answer, or, when it gives
+    /// no answer of its own, beside its variant's (`variant_errs`).
+    pub(super) fn rule_set_state_beside_error(
+        &mut self,
+        map: &Map<String, Value>,
+        at: &str,
+        answer: Option<&Option<Answer>>,
+        variant_errs: bool,
+    ) {
+        match answer {
+            Some(Some(answer)) => self.set_state_beside_error(map, at, answer.is_error(), true),
+            Some(None) => self.set_state_beside_error(map, at, variant_errs, false),
+            None => {}
+        }
+    }
+
     /// A variant that gives neither `result` nor `error`: the `missing_field`
     /// version 1 has always reported (naming `error` too in version 2).
     pub(super) fn missing_answer(&mut self, map: &Map<String, Value>, at: &str) {
