@@ -33,6 +33,13 @@ enum Answer {
         path: Option<String>,
         message: String,
     },
+    /// (Version 2) the mock answered a domain error; no state changed.
+    Domain {
+        variant: String,
+        rule: Option<usize>,
+        error: toolmock_evaluator::DomainError,
+        delay_ms: u32,
+    },
 }
 
 /// One recorded call.
@@ -316,10 +323,35 @@ impl Attempt {
                     variant,
                 },
             )?;
-            slot.contract.validate_output(&outcome.result)?;
+            // The output schema describes results, not domain errors.
+            if outcome.error.is_none() {
+                slot.contract.validate_output(&outcome.result)?;
+            }
             Ok(outcome)
         });
         match answered {
+            Ok(toolmock_evaluator::Outcome {
+                variant,
+                rule,
+                error: Some(error),
+                delay_ms,
+                ..
+            }) => {
+                let variant = variant.to_owned();
+                let raised = errors::domain_error(py, &error);
+                self.elapsed_ms += u64::from(delay_ms);
+                self.records.push(Record {
+                    operation: operation.to_owned(),
+                    arguments,
+                    answer: Answer::Domain {
+                        variant,
+                        rule,
+                        error,
+                        delay_ms,
+                    },
+                });
+                Err(raised)
+            }
             Ok(outcome) => {
                 let result = convert::to_python(py, &outcome.result)?;
                 let (variant, rule, delay_ms) =
@@ -371,9 +403,11 @@ impl Attempt {
     }
 
     /// Every call so far, in order: a dict with `operation`, `arguments`,
-    /// `status` (`"ok"`, `"tool_input_error"` or `"harness_error"`) and
-    /// either `variant`, `rule`, `result`, `delay_ms` or `error` (`class`,
-    /// `code`, `path`, `message`).
+    /// `status` (`"ok"`, `"tool_input_error"`, `"harness_error"` or, in
+    /// version 2, `"domain_error"`) and either `variant`, `rule`, `result`,
+    /// `delay_ms`, or `error` (`class`, `code`, `path`, `message`), or for a
+    /// domain error `variant`, `rule`, `error` (`code`, `message`, `data`?)
+    /// and `delay_ms`.
     #[getter]
     fn calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
@@ -479,6 +513,18 @@ fn record_dict<'py>(py: Python<'py>, record: &Record) -> PyResult<Bound<'py, PyD
             error.set_item("path", path)?;
             error.set_item("message", message)?;
             dict.set_item("error", error)?;
+        }
+        Answer::Domain {
+            variant,
+            rule,
+            error,
+            delay_ms,
+        } => {
+            dict.set_item("status", "domain_error")?;
+            dict.set_item("variant", variant)?;
+            dict.set_item("rule", rule)?;
+            dict.set_item("error", convert::to_python(py, &error.to_json())?)?;
+            dict.set_item("delay_ms", delay_ms)?;
         }
     }
     Ok(dict)

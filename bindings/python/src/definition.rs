@@ -168,13 +168,15 @@ impl Contract {
 }
 
 /// What one call answered, in full: the variant and rule used, the result,
-/// the post-call state and the simulated delay.
+/// the post-call state and the simulated delay; for a version-2 domain
+/// error, `error` is `{"code", "message", "data"?}` and `result` is None.
 #[pyclass(frozen, module = "toolmock", name = "Outcome", get_all)]
 #[derive(Debug)]
 pub(crate) struct Outcome {
     variant: String,
     rule: Option<usize>,
     result: Py<PyAny>,
+    error: Py<PyAny>,
     state: Py<PyAny>,
     delay_ms: u32,
 }
@@ -257,6 +259,8 @@ struct Answered<'d, 'py> {
     variant: &'d str,
     rule: Option<usize>,
     result: Bound<'py, PyAny>,
+    /// The domain error answered instead of a result (version 2).
+    error: Option<toolmock_evaluator::DomainError>,
     state: Bound<'py, PyDict>,
     delay_ms: u32,
 }
@@ -281,11 +285,14 @@ impl CompiledDefinition {
             .map_err(|e| errors::call_error(py, &e))?;
         let result = convert::to_python(py, &outcome.result)?;
         let (variant, rule, delay_ms) = (outcome.variant, outcome.rule, outcome.delay_ms);
+        let error = outcome.error.clone();
+        // A domain error has no state updates: the post-call state is the pre-call one.
         outcome.commit_to(&mut post);
         Ok(Answered {
             variant,
             rule,
             result,
+            error,
             state: convert::map_to_python(py, &post)?,
             delay_ms,
         })
@@ -301,7 +308,8 @@ impl CompiledDefinition {
     /// post-call state (each key the call set replaced). `variant`
     /// defaults to the definition's `default_variant`. With a contract, the
     /// input is validated before anything else and the result after it is
-    /// rendered. Raises `ToolInputError` or `HarnessError`.
+    /// rendered. Raises `ToolInputError` or `HarnessError`, or (version 2)
+    /// `DomainError` when the mock answered a domain error.
     #[pyo3(signature = (input, state=None, variant=None))]
     fn evaluate<'py>(
         &self,
@@ -311,6 +319,9 @@ impl CompiledDefinition {
         variant: Option<&str>,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>, u32)> {
         let answered = self.run(py, input, state, variant)?;
+        if let Some(error) = &answered.error {
+            return Err(errors::domain_error(py, error));
+        }
         Ok((answered.result, answered.state, answered.delay_ms))
     }
 
@@ -325,10 +336,15 @@ impl CompiledDefinition {
         variant: Option<&str>,
     ) -> PyResult<Outcome> {
         let answered = self.run(py, input, state, variant)?;
+        let error = match &answered.error {
+            Some(error) => convert::to_python(py, &error.to_json())?.unbind(),
+            None => py.None(),
+        };
         Ok(Outcome {
             variant: answered.variant.to_owned(),
             rule: answered.rule,
             result: answered.result.unbind(),
+            error,
             state: answered.state.into_any().unbind(),
             delay_ms: answered.delay_ms,
         })

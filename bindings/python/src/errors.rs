@@ -34,6 +34,12 @@ create_exception!(
 );
 create_exception!(
     _toolmock,
+    DomainError,
+    ToolmockError,
+    "A version-2 domain error the mock answered (class domain_error): the operation's own error answer, not a failed call; it changed no state. `code` and `message` are the error's, `data` its data (or None), `path` None."
+);
+create_exception!(
+    _toolmock,
     DefinitionError,
     ToolmockError,
     "A definition that fails its check; `problems` lists every problem."
@@ -164,6 +170,19 @@ pub(crate) fn call_error(py: Python<'_>, e: &CallError) -> PyErr {
         .map(|v| (v.path.clone(), v.schema_path.clone(), v.message.clone()))
         .collect();
     let _ = value.setattr("violations", violations);
+    err
+}
+
+/// A domain error the mock answered, as `DomainError`.
+pub(crate) fn domain_error(py: Python<'_>, e: &toolmock_evaluator::DomainError) -> PyErr {
+    let err = raise::<DomainError>(py, &e.code, None, e.message.clone());
+    let value = err.value(py);
+    let _ = value.setattr("error_class", "domain_error");
+    let data = match &e.data {
+        Some(data) => crate::convert::to_python(py, data).ok().map(Bound::unbind),
+        None => None,
+    };
+    let _ = value.setattr("data", data);
     err
 }
 

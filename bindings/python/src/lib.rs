@@ -214,6 +214,7 @@ fn _toolmock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CallFailed", py.get_type::<errors::CallFailed>())?;
     m.add("ToolInputError", py.get_type::<errors::ToolInputError>())?;
     m.add("HarnessError", py.get_type::<errors::HarnessError>())?;
+    m.add("DomainError", py.get_type::<errors::DomainError>())?;
     m.add("DefinitionError", py.get_type::<DefinitionError>())?;
     m.add("ContractError", py.get_type::<errors::ContractError>())?;
     m.add("ManifestError", py.get_type::<ManifestError>())?;

@@ -88,6 +88,11 @@ def eval_lines(compiled: toolmock.CompiledDefinition, state: dict[str, Any] | No
             lines.append({"error": error})
             continue
         current = outcome.state
+        if outcome.error is not None:
+            # A version-2 domain error: an answer, with the state unchanged.
+            lines.append({"domain_error": {"variant": outcome.variant, "rule": outcome.rule, "error": outcome.error,
+                                           "state": current, "delay_ms": outcome.delay_ms}})
+            continue
         lines.append({"ok": {"variant": outcome.variant, "rule": outcome.rule, "result": outcome.result,
                              "state": current, "delay_ms": outcome.delay_ms}})
     return lines

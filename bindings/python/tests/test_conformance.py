@@ -113,6 +113,11 @@ def _compare_with_vector(i: int, want: dict[str, Any], got: dict[str, Any]) -> N
         assert "ok" in got, f"call {i}: expected ok, got {got}"
         for field in ("variant", "rule", "result", "state", "delay_ms"):
             assert json_equal(want["ok"][field], got["ok"][field]), f"call {i}: {field}: {want['ok'][field]!r} != {got['ok'][field]!r}"
+    elif "domain_error" in want:
+        assert "domain_error" in got, f"call {i}: expected domain_error, got {got}"
+        for field in ("variant", "rule", "error", "state", "delay_ms"):
+            w, g = want["domain_error"][field], got["domain_error"][field]
+            assert json_equal(w, g), f"call {i}: {field}: {w!r} != {g!r}"
     else:
         assert "error" in got, f"call {i}: expected error {want['error']}, got {got}"
         for field in ("class", "code"):

@@ -19,7 +19,9 @@ use toolmock_evaluator::{
 /// error naming its line number); `--calls -` reads standard input. Each
 /// call prints one line:
 ///   {"ok": {"variant", "rule", "result", "state", "delay_ms"}}
+///   {"domain_error": {"variant", "rule", "error": {"code", "message", "data"?}, "state", "delay_ms"}}
 ///   {"error": {"class": "tool_input_error"|"harness_error", "code", "message", "path"?}}
+/// (`domain_error`: a version-2 variant or rule answered an error; it changes no state.)
 /// The definition is checked first; if it fails, its diagnostics are printed
 /// on stderr, nothing is evaluated and the exit status is 1. A call that errs
 /// is a line of output, not a failure: the exit status is 0 once every line
@@ -447,6 +449,11 @@ fn evaluate_one(
         None => evaluate_prepared_json(workspace.definition(), prepared, input, state, result),
     };
     match answer {
+        Ok(outcome) if outcome.error.is_some() => {
+            // A domain error changes no state: the state is the pre-call one.
+            let (variant, rule, delay_ms) = (outcome.variant, outcome.rule, outcome.delay_ms);
+            write_domain_error(out, variant, rule, outcome.error.as_ref(), text, delay_ms);
+        }
         Ok(outcome) => {
             text.update(&outcome.state_updates);
             let (variant, rule, delay_ms) = (outcome.variant, outcome.rule, outcome.delay_ms);
@@ -540,6 +547,31 @@ fn write_ok(
     }
     out.extend_from_slice(b",\"result\":");
     out.extend_from_slice(result);
+    out.extend_from_slice(b",\"state\":");
+    state.write(out);
+    out.extend_from_slice(b",\"delay_ms\":");
+    let _ = serde_json::to_writer(&mut *out, &delay_ms);
+    out.extend_from_slice(b"}}");
+}
+
+/// `{"domain_error": {"variant", "rule", "error": {"code", "message",
+/// "data"?}, "state", "delay_ms"}}`, compact: a call that answered a
+/// version-2 domain error (an answer, not a failed call).
+fn write_domain_error(
+    out: &mut Vec<u8>,
+    variant: &str,
+    rule: Option<usize>,
+    error: Option<&toolmock_evaluator::DomainError>,
+    state: &StateText,
+    delay_ms: u32,
+) {
+    out.extend_from_slice(b"{\"domain_error\":{\"variant\":");
+    // Writing into a `Vec` cannot fail.
+    let _ = serde_json::to_writer(&mut *out, variant);
+    out.extend_from_slice(b",\"rule\":");
+    let _ = serde_json::to_writer(&mut *out, &rule);
+    out.extend_from_slice(b",\"error\":");
+    let _ = serde_json::to_writer(&mut *out, &error);
     out.extend_from_slice(b",\"state\":");
     state.write(out);
     out.extend_from_slice(b",\"delay_ms\":");

@@ -5,7 +5,8 @@
 //! `shared_dir` below) are there, they run too. The comparison semantics are
 //! those of the shared vectors' own Python runner (`run` in that folder):
 //! numbers by value, booleans are not
-//! numbers, `ok` lines compared on variant/rule/result/state/delay_ms, `error`
+//! numbers, `ok` lines compared on variant/rule/result/state/delay_ms,
+//! (version 2) `domain_error` lines on variant/rule/error/state/delay_ms, `error`
 //! lines on class/code, `expect_exit` for definitions that fail their check.
 //! Files are written exactly as that runner writes them (key order kept,
 //! indented or compact, UTF-8 or ASCII escapes), so the vectors test the same
@@ -588,17 +589,25 @@ fn run_check(vec: &J, dir: &Path) -> Result<(), String> {
 }
 
 const OK_FIELDS: [&str; 5] = ["variant", "rule", "result", "state", "delay_ms"];
+/// A version-2 domain error is an answer too: compared like an `ok` line,
+/// with the whole `error` ({code, message, data?}) in place of `result`.
+const DOMAIN_ERROR_FIELDS: [&str; 5] = ["variant", "rule", "error", "state", "delay_ms"];
 
 fn compare_line(i: usize, want: &Value, got: &Value) -> Result<(), String> {
-    if let Some(want_ok) = want.get("ok") {
-        let Some(got_ok) = got.get("ok").filter(|v| v.is_object()) else {
-            return Err(format!("call {i}: expected ok, got {}", show(got)));
+    let answer = [("ok", OK_FIELDS), ("domain_error", DOMAIN_ERROR_FIELDS)]
+        .into_iter()
+        .find_map(|(kind, fields)| want.get(kind).map(|w| (kind, fields, w)));
+    if let Some((kind, fields, want_ok)) = answer {
+        let Some(got_ok) = got.get(kind).filter(|v| v.is_object()) else {
+            return Err(format!("call {i}: expected {kind}, got {}", show(got)));
         };
-        for field in OK_FIELDS {
+        for field in fields {
             let Some(g) = got_ok.get(field) else {
-                return Err(format!("call {i}: ok lacks {field}"));
+                return Err(format!("call {i}: {kind} lacks {field}"));
             };
-            let w = want_ok.get(field).ok_or("vector ok line lacks a field")?;
+            let w = want_ok
+                .get(field)
+                .ok_or("vector answer line lacks a field")?;
             if !json_equal(w, g) {
                 return Err(format!(
                     "call {i}: {field} differs: expected {}, got {}",
@@ -667,8 +676,9 @@ fn run_eval(vec: &J, dir: &Path) -> Result<(), String> {
         }
         for line in ran.stdout.split('\n') {
             if let Ok(item) = serde_json::from_str::<Value>(line)
-                && (item.get("ok").is_some_and(Value::is_object)
-                    || item.get("error").is_some_and(Value::is_object))
+                && ["ok", "domain_error", "error"]
+                    .iter()
+                    .any(|kind| item.get(*kind).is_some_and(Value::is_object))
             {
                 return Err(format!(
                     "eval printed a call result although the definition fails its check: {}",

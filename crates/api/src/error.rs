@@ -357,6 +357,11 @@ pub enum ApiError {
     /// The harness failed a tool call: recorded; the attempt can never pass.
     #[error("harness error {}: {}", .0.code, .0.message)]
     Harness(HarnessFault),
+    /// (Version 2) the mock answered a domain error: recorded as evidence,
+    /// neither the agent's input error nor the harness's; the attempt can
+    /// still pass.
+    #[error("{}", .0.message)]
+    Domain(toolmock_evaluator::DomainError),
     /// The configured chat-completions generator failed (unreachable, an
     /// error status, an answer without content).
     #[error("the generator failed: {message}")]
@@ -393,7 +398,8 @@ pub struct ErrorEnvelope {
 /// dispatcher's recorded errors and `request_id` for internal errors.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorBody {
-    /// `tool_input_error` or `harness_error` (dispatcher endpoint only).
+    /// `tool_input_error`, `harness_error` or `domain_error` (dispatcher
+    /// endpoint only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub class: Option<&'static str>,
     /// A stable, machine-readable code.
@@ -428,7 +434,8 @@ impl ApiError {
             | ApiError::InvalidDefinition(_)
             | ApiError::NeedsOutputSchema
             | ApiError::Unprocessable { .. }
-            | ApiError::ToolInput(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            | ApiError::ToolInput(_)
+            | ApiError::Domain(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Unauthenticated { .. } | ApiError::InvalidCapability => {
                 StatusCode::UNAUTHORIZED
             }
@@ -453,6 +460,7 @@ impl ApiError {
         match self {
             ApiError::ToolInput(fault) => fault.code.as_str(),
             ApiError::Harness(fault) => fault.code.as_str(),
+            ApiError::Domain(error) => &error.code,
             other => other.api_code().map_or("internal", ApiCode::as_str),
         }
     }
@@ -484,7 +492,7 @@ impl ApiError {
             ApiError::InvalidDefinition(_) => ApiCode::InvalidDefinition,
             ApiError::NeedsOutputSchema => ApiCode::NeedsOutputSchema,
             ApiError::Unprocessable { code, .. } => *code,
-            ApiError::ToolInput(_) | ApiError::Harness(_) => return None,
+            ApiError::ToolInput(_) | ApiError::Harness(_) | ApiError::Domain(_) => return None,
             ApiError::GeneratorFailed { .. } => ApiCode::GeneratorFailed,
             ApiError::Timeout => ApiCode::Timeout,
             ApiError::Overloaded => ApiCode::Overloaded,
@@ -535,6 +543,12 @@ impl ApiError {
                 body.class = Some("harness_error");
                 body.message = fault.message.clone();
                 body.path = fault.path.clone();
+            }
+            ApiError::Domain(error) => {
+                body.class = Some("domain_error");
+                if let Some(data) = &error.data {
+                    body.details = Some(json!({ "data": data }));
+                }
             }
             ApiError::Internal(_) => {
                 // The cause stays in the log; the caller gets the id to quote.
@@ -612,6 +626,7 @@ impl From<DispatchError> for ApiError {
         match error {
             DispatchError::ToolInput(fault) => ApiError::ToolInput(fault),
             DispatchError::Harness(fault) => ApiError::Harness(fault),
+            DispatchError::Domain(error) => ApiError::Domain(error),
             DispatchError::CapabilityRejected => ApiError::InvalidCapability,
             DispatchError::Store(e) => e.into(),
         }
@@ -634,6 +649,32 @@ mod tests {
         let codes = toolmock_contract::code_strings::<ApiCode>();
         toolmock_contract::check_documented_codes(doc, "toolmock-api", &codes)
             .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// A version-2 domain error answers 422 with its own code and message,
+    /// `class` `domain_error` and its data under `details` — told apart
+    /// from a tool input error (also 422) by `class`.
+    #[test]
+    fn domain_errors_have_their_own_class() {
+        let error = ApiError::from(DispatchError::Domain(toolmock_evaluator::DomainError {
+            code: "order_not_found".into(),
+            message: "Order not found".into(),
+            data: Some(json!({"order_id": "#W9"})),
+        }));
+        assert_eq!(error.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(error.api_code(), None);
+        let body = serde_json::to_value(error.body()).expect("serializes");
+        assert_eq!(
+            body,
+            json!({"class": "domain_error", "code": "order_not_found", "message": "Order not found",
+                   "details": {"data": {"order_id": "#W9"}}})
+        );
+        let bare = ApiError::Domain(toolmock_evaluator::DomainError {
+            code: "E".into(),
+            message: "m".into(),
+            data: None,
+        });
+        assert!(bare.body().details.is_none());
     }
 
     #[test]

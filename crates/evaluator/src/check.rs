@@ -1,6 +1,6 @@
 //! The whole check of docs/spec.md §7: structure, then every example.
 
-use crate::compile::{CompiledDefinition, Walker};
+use crate::compile::{CompiledDefinition, Expected, Walker};
 use crate::contract::CompiledContract;
 use crate::diagnostics::{DiagnosticCode as Code, Diagnostics, pointer_index, pointer_push};
 use crate::eval::{Call, evaluate, json_equal, maps_equal};
@@ -148,7 +148,9 @@ fn run_examples(
                 continue;
             }
         };
-        if let Some(contract) = contract {
+        if let Some(contract) = contract
+            && outcome.error.is_none()
+        {
             for v in contract.output_violations(&outcome.result) {
                 let path = if v.path.is_empty() {
                     "/".to_owned()
@@ -165,16 +167,7 @@ fn run_examples(
                 );
             }
         }
-        if !json_equal(&outcome.result, &example.expected) {
-            diagnostics.push(
-                Code::ExampleMismatch,
-                pointer_push(&at, "expected"),
-                format!(
-                    "the rendered result differs from expected: rendered {}",
-                    preview(&outcome.result)
-                ),
-            );
-        }
+        compare_answer(&mut diagnostics, &at, &example.expected, &outcome);
         if let Some(expected_state) = &example.expected_state {
             let post = outcome.post_state(state);
             if !maps_equal(&post, expected_state) {
@@ -190,6 +183,65 @@ fn run_examples(
         }
     }
     diagnostics
+}
+
+/// Compares what the call answered — a result or a domain error — with
+/// what the example expects.
+fn compare_answer(
+    diagnostics: &mut Diagnostics,
+    at: &str,
+    expected: &Expected,
+    outcome: &crate::eval::Outcome<'_>,
+) {
+    match (expected, &outcome.error) {
+        (Expected::Result(want), None) => {
+            if !json_equal(&outcome.result, want) {
+                diagnostics.push(
+                    Code::ExampleMismatch,
+                    pointer_push(at, "expected"),
+                    format!(
+                        "the rendered result differs from expected: rendered {}",
+                        preview(&outcome.result)
+                    ),
+                );
+            }
+        }
+        (Expected::Result(_), Some(got)) => diagnostics.push(
+            Code::ExampleMismatch,
+            pointer_push(at, "expected"),
+            format!(
+                "the call answered the domain error {}, not a result; to expect it, write expected_error",
+                preview(&got.to_json())
+            ),
+        ),
+        (Expected::Error(_), None) => diagnostics.push(
+            Code::ExampleErrorMismatch,
+            pointer_push(at, "expected_error"),
+            format!(
+                "the call answered a result, not a domain error: rendered {}",
+                preview(&outcome.result)
+            ),
+        ),
+        (Expected::Error(want), Some(got)) => {
+            let same = want.code == got.code
+                && want.message == got.message
+                && match (&want.data, &got.data) {
+                    (None, None) => true,
+                    (Some(a), Some(b)) => json_equal(a, b),
+                    _ => false,
+                };
+            if !same {
+                diagnostics.push(
+                    Code::ExampleErrorMismatch,
+                    pointer_push(at, "expected_error"),
+                    format!(
+                        "the domain error differs from expected_error: the call answered {}",
+                        preview(&got.to_json())
+                    ),
+                );
+            }
+        }
+    }
 }
 
 /// A bounded rendering of a value for messages.

@@ -3,6 +3,7 @@
 
 use crate::computed::{ComputedPath, Language, Write};
 use crate::diagnostics::{DiagnosticCode as Code, Diagnostics, pointer_index, pointer_push};
+use crate::domain::Answer;
 use crate::expr::{Expr, ExprCompiler, Source};
 use crate::operators::kind_of;
 use crate::path::Path;
@@ -36,7 +37,8 @@ pub(crate) type StateUpdates = Box<[(Box<str>, Expr)]>;
 #[derive(Debug, Clone)]
 pub(crate) struct CompiledVariant {
     pub(crate) name: Box<str>,
-    pub(crate) result: Expr,
+    /// `result`, or (version 2) `error`.
+    pub(crate) result: Answer,
     pub(crate) set_state: StateUpdates,
     /// The list form of `set_state` (version 2); empty for the object form.
     pub(crate) writes: Box<[Write]>,
@@ -175,7 +177,7 @@ impl Iterator for Merged<'_> {
 #[derive(Debug, Clone)]
 pub(crate) struct CompiledRule {
     pub(crate) when: Box<[CompiledCondition]>,
-    pub(crate) result: Option<Expr>,
+    pub(crate) result: Option<Answer>,
     pub(crate) set_state: Option<StateUpdates>,
     /// Set exactly when `set_state` is (see [`CompiledVariant::writes`]).
     pub(crate) writes: Option<Box<[Write]>>,
@@ -213,7 +215,7 @@ pub(crate) struct CompiledExample {
     pub(crate) variant: Box<str>,
     pub(crate) input: Value,
     pub(crate) state: Option<Map<String, Value>>,
-    pub(crate) expected: Value,
+    pub(crate) expected: Expected,
     pub(crate) expected_state: Option<Map<String, Value>>,
 }
 
@@ -237,12 +239,13 @@ const DOCUMENT: Shape = Shape {
     what: "the definition",
 };
 const VARIANT: Shape = Shape {
-    allowed: &["description", "result", "set_state", "delay_ms", "rules"],
-    required: &["result"],
+    allowed: domain_errors::VARIANT_FIELDS,
+    // `result` or `error`: see `missing_answer`.
+    required: &[],
     what: "a variant",
 };
 const RULE: Shape = Shape {
-    allowed: &["description", "when", "result", "set_state", "delay_ms"],
+    allowed: domain_errors::RULE_FIELDS,
     required: &[],
     what: "a rule",
 };
@@ -252,20 +255,17 @@ const CONDITION: Shape = Shape {
     what: "a condition",
 };
 const EXAMPLE: Shape = Shape {
-    allowed: &[
-        "description",
-        "variant",
-        "input",
-        "state",
-        "expected",
-        "expected_state",
-    ],
-    required: &["variant", "input", "expected"],
+    allowed: domain_errors::EXAMPLE_FIELDS,
+    // `expected` or `expected_error`: see `expected`.
+    required: &["variant", "input"],
     what: "an example",
 };
 
+#[path = "compile_error.rs"]
+mod domain_errors;
 #[path = "compile_v2.rs"]
 mod v2;
+pub(crate) use domain_errors::Expected;
 pub(crate) use v2::reference_like;
 
 /// The compact size of a document, counted without allocating it.
@@ -616,10 +616,11 @@ impl Walker {
         let map = self.object(value, at, "a variant")?;
         let before = self.diagnostics.len();
         self.shape(map, at, &VARIANT);
+        self.missing_answer(map, at);
         self.description(map, at);
-        let result = map
-            .get("result")
-            .and_then(|v| self.expression(v, &pointer_push(at, "result")));
+        let result = self.answer(map, at).flatten();
+        let answers_error = result.as_ref().is_some_and(Answer::is_error);
+        self.set_state_beside_error(map, at, answers_error, true);
         let set_state = match map.get("set_state") {
             Some(v) => self.set_state(v, &pointer_push(at, "set_state")),
             None => Some((Box::default(), Box::default())),
@@ -644,7 +645,8 @@ impl Walker {
                         );
                     }
                     for (i, rule) in items.iter().enumerate() {
-                        if let Some(rule) = self.rule(rule, &pointer_index(&rules_at, i)) {
+                        let rule_at = pointer_index(&rules_at, i);
+                        if let Some(rule) = self.rule(rule, &rule_at, answers_error) {
                             rules.push(rule);
                         }
                     }
@@ -680,10 +682,13 @@ impl Walker {
             let writes = r.writes.iter_mut().flat_map(|w| w.iter_mut());
             r.result
                 .iter_mut()
+                .filter_map(Answer::result_mut)
                 .chain(updates.map(|(_, e)| e))
                 .chain(writes.map(|w| &mut w.value))
         });
-        let variant_exprs = std::iter::once(&mut result)
+        let variant_exprs = result
+            .result_mut()
+            .into_iter()
             .chain(set_state.iter_mut().map(|(_, e)| e))
             .chain(writes.iter_mut().map(|w| &mut w.value));
         for expr in variant_exprs.chain(rule_exprs) {
@@ -700,10 +705,13 @@ impl Walker {
             let writes = r.writes.iter_mut().flat_map(|w| w.iter_mut());
             r.result
                 .iter_mut()
+                .filter_map(Answer::result_mut)
                 .chain(updates.map(|(_, e)| e))
                 .chain(writes.map(|w| &mut w.value))
         });
-        let variant_exprs = std::iter::once(&mut result)
+        let variant_exprs = result
+            .result_mut()
+            .into_iter()
             .chain(set_state.iter_mut().map(|(_, e)| e))
             .chain(writes.iter_mut().map(|w| &mut w.value));
         for expr in variant_exprs.chain(rule_exprs) {
@@ -721,7 +729,7 @@ impl Walker {
         })
     }
 
-    fn rule(&mut self, value: &Value, at: &str) -> Option<CompiledRule> {
+    fn rule(&mut self, value: &Value, at: &str, variant_errs: bool) -> Option<CompiledRule> {
         let map = self.object(value, at, "a rule")?;
         let before = self.diagnostics.len();
         self.shape(map, at, &RULE);
@@ -740,9 +748,8 @@ impl Walker {
                 other => self.wrong_type(&when_at, "an array of conditions", other),
             }
         }
-        let result = map
-            .get("result")
-            .map(|v| self.expression(v, &pointer_push(at, "result")));
+        let result = self.answer(map, at);
+        self.rule_set_state_beside_error(map, at, result.as_ref(), variant_errs);
         let set_state = map
             .get("set_state")
             .map(|v| self.set_state(v, &pointer_push(at, "set_state")));
@@ -877,6 +884,8 @@ impl Walker {
         let at = pointer_index("/examples", index);
         let map = self.object(value, &at, "an example")?;
         let mut ok = self.shape(map, &at, &EXAMPLE);
+        let expected = self.expected(map, &at);
+        ok &= expected.is_some();
         self.description(map, &at);
         let variant = match map.get("variant") {
             Some(Value::String(name)) => {
@@ -930,7 +939,7 @@ impl Walker {
             variant: variant?.into(),
             input: input?,
             state: state?,
-            expected: map.get("expected")?.clone(),
+            expected: expected?,
             expected_state: expected_state?,
         })
     }

@@ -65,6 +65,17 @@ problem_codes! {
         ExampleStateMismatch => "example_state_mismatch",
         /// Evaluating an example failed.
         ExampleError => "example_error",
+        /// (Version 2) an error's `code` does not match `^[A-Za-z][A-Za-z0-9_.:-]{0,63}$`.
+        InvalidErrorCode => "invalid_error_code",
+        /// (Version 2) a variant or rule gives both `result` and `error`, or an
+        /// example both `expected` and `expected_error`.
+        ResultAndError => "result_and_error",
+        /// (Version 2) an explicit `set_state` in a variant or rule that answers
+        /// a domain error, which never changes state.
+        SetStateWithError => "set_state_with_error",
+        /// (Version 2) an example's call answered a result where `expected_error`
+        /// expects a domain error, or a domain error that differs from it.
+        ExampleErrorMismatch => "example_error_mismatch",
     }
 }
 

@@ -3,6 +3,7 @@
 use crate::compile::{CompiledCondition, CompiledDefinition, CompiledVariant, Test};
 use crate::computed::{Found, Write};
 use crate::contract::CompiledContract;
+use crate::domain::{Answer, DomainError};
 use crate::error::CallError;
 use crate::expr::{Ahead, Expr, Memo, Scope};
 use crate::path::Resolved;
@@ -27,8 +28,13 @@ pub struct Outcome<'d> {
     pub variant: &'d str,
     /// The index of the matched rule in the variant's `rules`, or `None`.
     pub rule: Option<usize>,
-    /// The rendered result: exactly what the agent receives.
+    /// The rendered result: exactly what the agent receives; `null` when
+    /// the call answered a domain error.
     pub result: Value,
+    /// (Version 2) the domain error the call answered instead of a result:
+    /// not a failed call, and it changes no state (`state_updates` is empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<DomainError>,
     /// The rendered `set_state`: each top-level key replaces the pre-call state's.
     #[serde(skip)]
     pub state_updates: Vec<(&'d str, Value)>,
@@ -69,12 +75,22 @@ pub fn evaluate<'d>(
     let memo = Memo::new();
     let scope = Scope::new(call.input, call.state, &memo);
     let selected = select(definition, call, &scope)?;
-    let result = selected.result.render(&scope)?;
+    outcome(&selected, &scope)
+}
+
+/// Renders what [`select`] chose: the result and the state updates, or the
+/// domain error alone (which changes no state, so `set_state` is not rendered).
+fn outcome<'d>(selected: &Selected<'d>, scope: &Scope<'_>) -> Result<Outcome<'d>, CallError> {
+    let (result, error, state_updates) = match selected.result {
+        Answer::Result(expr) => (expr.render(scope)?, None, render_updates(selected, scope)?),
+        Answer::Error(error) => (Value::Null, Some(error.render(scope)?), Vec::new()),
+    };
     Ok(Outcome {
         variant: &selected.variant.name,
         rule: selected.rule,
         result,
-        state_updates: render_updates(&selected, &scope)?,
+        error,
+        state_updates,
         delay_ms: selected.delay_ms,
     })
 }
@@ -87,6 +103,9 @@ pub struct JsonOutcome<'d> {
     pub variant: &'d str,
     /// The index of the matched rule in the variant's `rules`, or `None`.
     pub rule: Option<usize>,
+    /// (Version 2) the domain error the call answered: then nothing was
+    /// written as the result, and `state_updates` is empty.
+    pub error: Option<DomainError>,
     /// The rendered `set_state`: each top-level key replaces the pre-call state's.
     pub state_updates: Vec<(&'d str, Value)>,
     /// The simulated delay.
@@ -156,11 +175,16 @@ fn write_selected<'d>(
     scope: &Scope<'_>,
     out: &mut Vec<u8>,
 ) -> Result<JsonOutcome<'d>, CallError> {
+    let expr = match selected.result {
+        Answer::Result(expr) => expr,
+        Answer::Error(error) => return error_outcome(&selected, error.render(scope)?),
+    };
     let start = out.len();
-    let answer = selected.result.write_json(scope, out).and_then(|()| {
+    let answer = expr.write_json(scope, out).and_then(|()| {
         Ok(JsonOutcome {
             variant: &selected.variant.name,
             rule: selected.rule,
+            error: None,
             state_updates: render_updates(&selected, scope)?,
             delay_ms: selected.delay_ms,
         })
@@ -171,11 +195,25 @@ fn write_selected<'d>(
     answer
 }
 
+/// A [`JsonOutcome`] of a domain error: nothing written, no state update.
+fn error_outcome<'d>(
+    selected: &Selected<'d>,
+    error: DomainError,
+) -> Result<JsonOutcome<'d>, CallError> {
+    Ok(JsonOutcome {
+        variant: &selected.variant.name,
+        rule: selected.rule,
+        error: Some(error),
+        state_updates: Vec::new(),
+        delay_ms: selected.delay_ms,
+    })
+}
+
 /// What steps 1–3 of docs/spec.md §6 chose.
 struct Selected<'d> {
     variant: &'d CompiledVariant,
     rule: Option<usize>,
-    result: &'d Expr,
+    result: &'d Answer,
     set_state: &'d [(Box<str>, Expr)],
     writes: &'d [Write],
     delay_ms: u32,
@@ -278,7 +316,10 @@ pub fn evaluate_with_contract<'d>(
 ) -> Result<Outcome<'d>, CallError> {
     contract.validate_input(call.input)?;
     let outcome = evaluate(definition, call)?;
-    contract.validate_output(&outcome.result)?;
+    // The output schema describes results; a domain error is not one.
+    if outcome.error.is_none() {
+        contract.validate_output(&outcome.result)?;
+    }
     Ok(outcome)
 }
 
@@ -394,15 +435,10 @@ pub fn evaluate_prepared<'d>(
     let memo = Memo::new();
     let scope = Scope::with_ahead(input, state, &memo, &prepared.ahead);
     let selected = select_rule(variant, &scope)?;
-    let result = selected.result.render(&scope)?;
-    let outcome = Outcome {
-        variant: &selected.variant.name,
-        rule: selected.rule,
-        result,
-        state_updates: render_updates(&selected, &scope)?,
-        delay_ms: selected.delay_ms,
-    };
-    if let Some(contract) = contract {
+    let outcome = outcome(&selected, &scope)?;
+    if let Some(contract) = contract
+        && outcome.error.is_none()
+    {
         contract.validate_output(&outcome.result)?;
     }
     Ok(outcome)
@@ -473,6 +509,11 @@ pub fn evaluate_prepared_checked<'d>(
     let memo = Memo::new();
     let scope = Scope::with_ahead(input, state, &memo, &prepared.ahead);
     let selected = select_rule(variant, &scope)?;
+    let expr = match selected.result {
+        Answer::Result(expr) => expr,
+        // No output schema for a domain error, so nothing is kept.
+        Answer::Error(error) => return error_outcome(&selected, error.render(&scope)?),
+    };
     let own_result = selected
         .rule
         .and_then(|i| variant.rules.get(i))
@@ -486,21 +527,22 @@ pub fn evaluate_prepared_checked<'d>(
     let rendered = match key.and_then(|(v, r)| workspace.kept(v, r)) {
         Some(kept) => {
             let value = kept.get_or_insert(Value::Null);
-            selected.result.render_into(&scope, value)?;
+            expr.render_into(&scope, value)?;
             value
         }
-        None => fresh.insert(selected.result.render(&scope)?),
+        None => fresh.insert(expr.render(&scope)?),
     };
     let state_updates = render_updates(&selected, &scope)?;
     contract.validate_output(rendered)?;
     let start = out.len();
-    if let Err(e) = selected.result.write_json(&scope, out) {
+    if let Err(e) = expr.write_json(&scope, out) {
         out.truncate(start);
         return Err(e);
     }
     Ok(JsonOutcome {
         variant: &selected.variant.name,
         rule: selected.rule,
+        error: None,
         state_updates,
         delay_ms: selected.delay_ms,
     })

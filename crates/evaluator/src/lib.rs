@@ -48,6 +48,7 @@ mod computed;
 mod conditions_v2;
 mod contract;
 mod diagnostics;
+mod domain;
 mod error;
 mod eval;
 mod expr;
@@ -70,6 +71,7 @@ pub use complexity::MAX_SCHEMA_SIZE;
 pub use contract::SchemaCode;
 pub use contract::{CompiledContract, SchemaError, compile_schema};
 pub use diagnostics::{Diagnostic, DiagnosticCode, Diagnostics};
+pub use domain::DomainError;
 pub use error::{CallCode, CallError, ErrorClass, Violation};
 pub use eval::{
     Call, JsonOutcome, Outcome, Prepared, Rendering, Workspace, evaluate, evaluate_json,

@@ -78,7 +78,7 @@ pub fn warnings(definition: &Value, contract: Option<&CompiledContract>) -> Warn
                 let rule_at = pointer_index(&pointer_push(&at, "rules"), i);
                 let mut guards = guarded_paths(rule);
                 guards.extend(failed[i].iter().copied());
-                for member in ["result", "set_state"] {
+                for member in ["result", "error", "set_state"] {
                     if let Some(value) = rule.get(member) {
                         let scenarios = [guards.clone()];
                         optional_references(
@@ -93,13 +93,19 @@ pub fn warnings(definition: &Value, contract: Option<&CompiledContract>) -> Warn
             }
             // The variant's own member answers when no rule matches, and when
             // a matching rule leaves that member out.
-            for member in ["result", "set_state"] {
+            for member in ["result", "error", "set_state"] {
                 let Some(value) = variant.get(member) else {
                     continue;
                 };
+                // A rule's `result` or `error` replaces the variant's answer,
+                // whichever of the two the variant gives.
+                let leaves_out = |rule: &Value| match member {
+                    "set_state" => rule.get(member).is_none(),
+                    _ => rule.get("result").is_none() && rule.get("error").is_none(),
+                };
                 let mut scenarios = vec![failed[rules.len()].clone()];
                 for (k, rule) in rules.iter().enumerate() {
-                    if rule.get(member).is_none() {
+                    if leaves_out(rule) {
                         let mut guards = guarded_paths(rule);
                         guards.extend(failed[k].iter().copied());
                         scenarios.push(guards);

@@ -186,6 +186,22 @@ pub fn tool_input_error(code: &str, message: &str, path: Option<&str>) -> CallTo
     )])
 }
 
+/// A version-2 domain error (recorded as evidence): a tool result with
+/// `isError`, whose one text block is
+/// `{"error": {"class": "domain_error", "code", "message", "data"?}}` — the
+/// operation's own error answer (`order_not_found`), not a fault of the
+/// agent's input nor of the harness. No `structuredContent`: the output
+/// schema describes results, not errors.
+pub fn domain_error(code: &str, message: &str, data: Option<&Value>) -> CallToolResult {
+    let mut error = json!({"class": "domain_error", "code": code, "message": message});
+    if let Some(data) = data {
+        error["data"] = data.clone();
+    }
+    CallToolResult::error(vec![ContentBlock::text(
+        json!({ "error": error }).to_string(),
+    )])
+}
+
 /// A harness error (already recorded): a JSON-RPC error, never a result.
 /// Its `data` is `{"class": "harness_error", "code", "path"?}`.
 pub fn harness_error(code: &str, message: &str, path: Option<&str>) -> ErrorData {
@@ -223,6 +239,11 @@ fn answer(outcome: Result<Value, Failure>) -> Result<CallToolResult, ErrorData> 
             &fault.message,
             fault.path.as_deref(),
         )),
+        Err(Failure::Dispatch(DispatchError::Domain(error))) => Ok(domain_error(
+            &error.code,
+            &error.message,
+            error.data.as_ref(),
+        )),
         Err(Failure::Dispatch(DispatchError::CapabilityRejected)) => Err(server_error(
             McpCode::CapabilityRejected,
             "the attempt's capability is not valid",
@@ -237,6 +258,7 @@ fn answer(outcome: Result<Value, Failure>) -> Result<CallToolResult, ErrorData> 
             ..
         })) => match class {
             CallStatus::ToolInputError => Ok(tool_input_error(&code, &message, None)),
+            CallStatus::DomainError => Ok(domain_error(&code, &message, None)),
             _ => Err(harness_error(&code, &message, None)),
         },
         Err(Failure::Workflow(CallFailure::Fatal(e))) => answer(Err(Failure::Dispatch(e))),

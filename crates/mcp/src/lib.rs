@@ -78,8 +78,8 @@ pub use embedded::{
 };
 pub use error::{McpCode, ServeError};
 pub use handler::{
-    Attempts, Entered, FixedAttempt, ToolServer, harness_error, server_error, success,
-    tool_input_error,
+    Attempts, Entered, FixedAttempt, ToolServer, domain_error, harness_error, server_error,
+    success, tool_input_error,
 };
 pub use tokio_util::sync::CancellationToken;
 pub use tools::{ServedTools, Target};

@@ -296,6 +296,8 @@ pub enum StepExpect {
     ToolInputError(String),
     /// A harness error with this code (negative cases).
     HarnessError(String),
+    /// (Version 2) a domain error with this code.
+    DomainError(String),
 }
 
 /// What must hold of a whole attempt, for any driver.
@@ -442,9 +444,15 @@ pub struct CallMatcher {
     /// `subset` (default) or `exact`.
     #[serde(default)]
     pub arguments_match: ArgumentsMatch,
-    /// `ok`, `tool_input_error` or `harness_error` (any when absent).
+    /// `ok`, `tool_input_error`, `harness_error` or `domain_error` (any
+    /// when absent).
     #[serde(default)]
     pub status: Option<CallStatus>,
+    /// The code the call ended with — a tool input error's, a harness
+    /// error's or a domain error's (any when absent; a call that returned
+    /// a result has none, so never matches one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
 }
 
 /// How arguments are compared.
@@ -468,6 +476,10 @@ pub enum CallStatus {
     ToolInputError,
     /// A harness error.
     HarnessError,
+    /// (Version 2) the mock answered a domain error
+    /// (`error: {code, message, data?}`): an answer, neither the agent's
+    /// fault nor the harness's.
+    DomainError,
 }
 
 impl CallStatus {
@@ -477,6 +489,7 @@ impl CallStatus {
             CallStatus::Ok => "ok",
             CallStatus::ToolInputError => "tool_input_error",
             CallStatus::HarnessError => "harness_error",
+            CallStatus::DomainError => "domain_error",
         }
     }
 }

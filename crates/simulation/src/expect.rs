@@ -33,7 +33,10 @@ pub struct RecordedCall {
     /// The result returned, for successes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
-    /// The variant used, for successes.
+    /// The domain error `{code, message, data?}`, for a call that answered one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<Value>,
+    /// The variant used, for successes and domain errors.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
     /// The matched rule, for successes.
@@ -63,10 +66,14 @@ pub fn recorded_calls(
         tool: e.tool.clone(),
         operation: e.operation.clone(),
         arguments: e.arguments.clone(),
-        status: CallStatus::Ok,
-        code: None,
+        status: match e.error {
+            Some(_) => CallStatus::DomainError,
+            None => CallStatus::Ok,
+        },
+        code: e.error.as_ref().map(|d| d.code.clone()),
         path: None,
-        result: Some(e.result.clone()),
+        result: e.error.is_none().then(|| e.result.clone()),
+        error: e.error.as_ref().map(|d| d.to_json()),
         variant: e.variant.clone(),
         rule: e.rule,
         delay_ms: e.delay_ms,
@@ -81,6 +88,7 @@ pub fn recorded_calls(
         code: Some(e.code.as_str().to_owned()),
         path: e.path.clone(),
         result: None,
+        error: None,
         variant: None,
         rule: None,
         delay_ms: 0,
@@ -96,6 +104,7 @@ pub fn recorded_calls(
             code: Some(e.code.as_str().to_owned()),
             path: e.path.clone(),
             result: None,
+            error: None,
             variant: None,
             rule: None,
             delay_ms: 0,
@@ -203,9 +212,9 @@ fn shown(at: &str) -> &str {
 pub(crate) enum StepOutcome {
     /// A result.
     Ok(Value),
-    /// A tool input error or harness error (class, code, message).
+    /// A tool input error, harness error or domain error (class, code, message).
     Error {
-        /// `tool_input_error` or `harness_error`.
+        /// `tool_input_error`, `harness_error` or `domain_error`.
         class: CallStatus,
         /// Its code.
         code: String,
@@ -280,6 +289,18 @@ pub(crate) fn judge_step(
                 format!("expected harness_error {want}, got {}", describe(other)),
             )),
         },
+        (Some(StepExpect::DomainError(want)), got) => match got {
+            StepOutcome::Error {
+                class: CallStatus::DomainError,
+                code,
+                ..
+            } if code == want => None,
+            other => Some(Unmet::new(
+                pointer::push(&expect_at, "domain_error"),
+                "expected_domain_error",
+                format!("expected domain_error {want}, got {}", describe(other)),
+            )),
+        },
         (Some(StepExpect::Result(_) | StepExpect::ResultSubset(_)), other) => Some(Unmet::new(
             expect_at,
             "step_failed",
@@ -294,6 +315,10 @@ impl CallMatcher {
         self.tool == call.tool
             && self.operation.as_ref().is_none_or(|o| *o == call.operation)
             && self.status.is_none_or(|s| s == call.status)
+            && self
+                .code
+                .as_ref()
+                .is_none_or(|want| call.code.as_ref() == Some(want))
             && self
                 .arguments
                 .as_ref()
@@ -548,6 +573,7 @@ mod tests {
             code: None,
             path: None,
             result: None,
+            error: None,
             variant: None,
             rule: None,
             delay_ms: 0,

@@ -67,6 +67,17 @@ fn error_message(code: &str, message: &str, path: Option<&str>) -> String {
         .to_string()
 }
 
+/// The tool message of a version-2 domain error: the operation's own error
+/// answer (`order_not_found`), told apart from a tool input error by its
+/// class (docs/agents.md).
+fn domain_error_message(code: &str, message: &str, data: Option<&Value>) -> String {
+    let mut error = json!({"class": "domain_error", "code": code, "message": message});
+    if let (Some(data), Value::Object(map)) = (data, &mut error) {
+        map.insert("data".into(), data.clone());
+    }
+    json!({ "error": error }).to_string()
+}
+
 /// Plays `messages` with `model`: the system message, then each user turn
 /// until the model answers without tool calls, at most `max_turns` model
 /// requests in all; every message is handed to `sink` as it is added. Only
@@ -284,6 +295,11 @@ async fn answer<B: Backend + 'static>(
             ))),
             // Recorded already; never shown to the model.
             Err(DispatchError::Harness(_)) => Err(Answer::Stop),
+            Err(DispatchError::Domain(e)) => Err(Answer::Tool(domain_error_message(
+                &e.code,
+                &e.message,
+                e.data.as_ref(),
+            ))),
             Err(other) => return Err(other),
         },
         FunctionTarget::Workflow(name) => match ctx.run_workflow(name, arguments, None).await {
@@ -294,6 +310,12 @@ async fn answer<B: Backend + 'static>(
                 message,
                 ..
             }) => Err(Answer::Tool(error_message(&code, &message, None))),
+            Err(CallFailure::Recorded {
+                class: CallStatus::DomainError,
+                code,
+                message,
+                ..
+            }) => Err(Answer::Tool(domain_error_message(&code, &message, None))),
             Err(CallFailure::Recorded { .. }) => Err(Answer::Stop),
             Err(CallFailure::Fatal(e)) => return Err(e),
         },

@@ -158,6 +158,10 @@ pub struct CallReport {
     /// The result returned, for successes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<Box<RawValue>>,
+    /// (Version 2) the domain error `{code, message, data?}`, for a call
+    /// that answered one (`status` `domain_error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Box<RawValue>>,
     /// The variant used, for successes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
@@ -182,6 +186,7 @@ impl From<RecordedCall> for CallReport {
         CallReport {
             arguments: raw(&c.arguments),
             result: c.result.as_ref().map(raw),
+            error: c.error.as_ref().map(raw),
             tool: c.tool,
             operation: c.operation,
             status: c.status,
@@ -536,6 +541,7 @@ mod tests {
             code: None,
             path: None,
             result: Some(raw(&json!({}))),
+            error: None,
             variant: Some(variant.into()),
             rule,
             delay_ms: 0,

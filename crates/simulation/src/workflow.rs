@@ -45,9 +45,10 @@ impl<B> std::fmt::Debug for AttemptContext<'_, B> {
 /// How a call (of a tool or a workflow) failed.
 #[derive(Debug)]
 pub enum CallFailure {
-    /// A recorded tool input error or harness error, as the caller sees it.
+    /// A recorded tool input error, harness error or (version 2) domain
+    /// error, as the caller sees it.
     Recorded {
-        /// `tool_input_error` or `harness_error`.
+        /// `tool_input_error`, `harness_error` or `domain_error`.
         class: CallStatus,
         /// Its code.
         code: String,
@@ -75,6 +76,13 @@ impl CallFailure {
                 class: CallStatus::HarnessError,
                 code: f.code.to_string(),
                 message: f.message,
+                violations: Value::Array(vec![]),
+            },
+            // Recorded as evidence: an answer the caller sees as a tool error.
+            DispatchError::Domain(e) => CallFailure::Recorded {
+                class: CallStatus::DomainError,
+                code: e.code,
+                message: e.message,
                 violations: Value::Array(vec![]),
             },
             other => CallFailure::Fatal(other),

@@ -6,6 +6,7 @@ use sqlx::FromRow;
 use sqlx::types::Json;
 use toolmock_contract::ProblemCode;
 use toolmock_contract::{ContractHash, DefinitionHash, OperationContract};
+use toolmock_evaluator::DomainError;
 use toolmock_runtime::error::{HarnessCode, StoreError, ToolInputCode};
 use toolmock_runtime::model::{
     AttemptId, EvidenceRecord, Executor, HarnessErrorRecord, OperationId, PinRef, Provenance,
@@ -201,6 +202,40 @@ pub(crate) struct EvidenceRow {
     pub(crate) delay_ms: i32,
     pub(crate) started_at: DateTime<Utc>,
     pub(crate) duration_us: i64,
+    pub(crate) status: String,
+    pub(crate) error: Option<Json<Value>>,
+}
+
+/// An evidence row's `status`: `domain_error` for a call that answered one
+/// (version 2), else `ok`.
+pub(crate) fn evidence_status(error: Option<&DomainError>) -> &'static str {
+    if error.is_some() {
+        "domain_error"
+    } else {
+        "ok"
+    }
+}
+
+/// A stored `{code, message, data?}` read back as the domain error it was.
+fn domain_error(status: &str, error: Option<Value>) -> Result<Option<DomainError>, StoreError> {
+    match (status, error) {
+        ("ok", None) => Ok(None),
+        ("domain_error", Some(Value::Object(mut map))) => {
+            let text = |v: Option<Value>| match v {
+                Some(Value::String(s)) => Ok(s),
+                _ => Err(corrupt(
+                    "evidence error",
+                    "a code or message that is not a string",
+                )),
+            };
+            Ok(Some(DomainError {
+                code: text(map.remove("code"))?,
+                message: text(map.remove("message"))?,
+                data: map.remove("data"),
+            }))
+        }
+        (other, _) => Err(corrupt("evidence status", other)),
+    }
 }
 
 impl EvidenceRow {
@@ -220,6 +255,7 @@ impl EvidenceRow {
             rule: self.rule.map(|r| to_u32(r, "rule")).transpose()?,
             arguments: self.arguments.0,
             result: self.result.0,
+            error: domain_error(&self.status, self.error.map(|e| e.0))?,
             state_before: self.state_before.0,
             state_after: self.state_after.0,
             version_before: to_u64(self.state_version_before, "state version")?,

@@ -32,6 +32,12 @@ class ToolInputError(CallFailed):
 class HarnessError(CallFailed):
     """The harness is at fault; an attempt with one never passes."""
 
+class DomainError(ToolmockError):
+    """A version-2 domain error the mock answered: an answer, not a failed call."""
+
+    error_class: str
+    data: JSON | None
+
 class DefinitionError(ToolmockError):
     """A definition that fails its check (code ``invalid_definition``)."""
 
@@ -78,6 +84,7 @@ class Outcome:
     variant: str
     rule: int | None
     result: JSON
+    error: dict[str, JSON] | None
     state: dict[str, JSON]
     delay_ms: int
 

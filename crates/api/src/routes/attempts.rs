@@ -88,7 +88,7 @@ impl FromRequestParts<AppState> for AttemptCapability {
         (status = 200, description = "Exactly the rendered result of the pinned mock", body = Object),
         (status = 401, description = "`invalid_capability`: no attempt holds this capability", body = crate::ErrorEnvelope),
         (status = 403, description = "`foreign_capability`: the capability belongs to another attempt", body = crate::ErrorEnvelope),
-        (status = 422, description = "A tool input error (`class: tool_input_error`, e.g. `invalid_arguments` with `path`): recorded, the agent can recover", body = crate::ErrorEnvelope),
+        (status = 422, description = "A tool input error (`class: tool_input_error`, e.g. `invalid_arguments` with `path`): recorded, the agent can recover; or (version 2) a domain error the mock answered (`class: domain_error`, its own `code` and `message`, `details.data` when it gives data): recorded as evidence, no state change, the attempt can still pass", body = crate::ErrorEnvelope),
         (status = 424, description = "A harness error (`class: harness_error`: `lease_expired`, `missing_definition`, `unknown_tool`, `output_schema_violation`, …): recorded, the attempt can never pass", body = crate::ErrorEnvelope),
     ))]
 pub(crate) async fn tool_call(

@@ -19,7 +19,7 @@ impl ExprCompiler<'_> {
         Template::wrap(self.node(value, at))
     }
 
-    pub(super) fn node(&mut self, value: &Value, at: &str) -> Expr {
+    pub(crate) fn node(&mut self, value: &Value, at: &str) -> Expr {
         match value {
             Value::Object(map) if map.keys().any(|k| k.starts_with('$')) => self.operator(map, at),
             Value::Object(map) => {

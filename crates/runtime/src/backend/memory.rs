@@ -559,6 +559,7 @@ impl FixtureStore for MemoryStore {
         fixture.version = version_after;
         fixture.state = after.clone();
         let result = evidence.result.clone();
+        let error = evidence.error.clone();
         let delay_ms = evidence.delay_ms;
         fixture.push(StoredEvidence {
             draft: evidence,
@@ -569,6 +570,7 @@ impl FixtureStore for MemoryStore {
         });
         Ok(Applied {
             result,
+            error,
             version_before,
             version_after,
             delay_ms,
@@ -632,6 +634,7 @@ impl EvidenceSink for MemoryStore {
                 rule: e.draft.rule,
                 arguments: e.draft.arguments.clone(),
                 result: e.draft.result.clone(),
+                error: e.draft.error.clone(),
                 state_before: (*e.before).clone(),
                 state_after: (*e.after).clone(),
                 version_before: e.version_before,

@@ -156,7 +156,12 @@ impl<B: Backend> Dispatcher<B> {
                         .sleep(Duration::from_millis(u64::from(applied.delay_ms)))
                         .await;
                 }
-                Ok(applied.result)
+                // A domain error is committed evidence like a result; the
+                // caller tells the agent it is a tool error.
+                match applied.error {
+                    Some(error) => Err(DispatchError::Domain(error)),
+                    None => Ok(applied.result),
+                }
             }
             Err(ApplyError::Call(error)) => {
                 Err(self.call_error(bound, call, &pin.pin, error).await)
@@ -194,11 +199,15 @@ impl<B: Backend> Dispatcher<B> {
                         variant,
                     },
                 )?;
-                pin.contract.validate_output(&outcome.result)?;
+                // The output schema describes results, not domain errors.
+                if outcome.error.is_none() {
+                    pin.contract.validate_output(&outcome.result)?;
+                }
                 let toolmock_evaluator::Outcome {
                     variant,
                     rule,
                     result,
+                    error,
                     state_updates,
                     delay_ms,
                 } = outcome;
@@ -215,6 +224,7 @@ impl<B: Backend> Dispatcher<B> {
                     rule: rule.map(|r| u32::try_from(r).unwrap_or(u32::MAX)),
                     arguments: call.input.clone(),
                     result,
+                    error,
                     delay_ms,
                     started_at,
                     duration_us: elapsed_us(clock),
@@ -309,6 +319,7 @@ impl<B: Backend> Dispatcher<B> {
                     rule: None,
                     arguments: call.input.clone(),
                     result,
+                    error: None,
                     delay_ms: 0,
                     started_at,
                     duration_us: elapsed_us(clock),

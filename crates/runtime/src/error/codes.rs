@@ -274,6 +274,9 @@ problem_codes! {
     pub(crate) enum DispatchCode {
         /// The capability is unknown or belongs to another tenant.
         CapabilityRejected => "capability_rejected",
+        /// (Version 2) the mock answered a domain error: recorded as evidence,
+        /// neither a tool input error nor a harness error.
+        DomainError => "domain_error",
     }
 }
 

@@ -350,6 +350,13 @@ pub enum DispatchError {
     /// The harness is at fault; recorded in `harness_errors`; the attempt cannot pass.
     #[error(transparent)]
     Harness(HarnessFault),
+    /// (Version 2) the mock answered a domain error instead of a result
+    /// (`order_not_found`): an ordinary answer of the operation, recorded as
+    /// evidence with the status `domain_error`, with no state change. It is
+    /// neither a tool input error nor a harness error, and never fails the
+    /// attempt by itself; the agent receives it as a tool error.
+    #[error("domain error {}: {}", .0.code, .0.message)]
+    Domain(toolmock_evaluator::DomainError),
     /// The capability is unknown, or belongs to another tenant. Nothing is recorded:
     /// there is no attempt of this tenant to record it on.
     #[error("the capability is not valid")]
@@ -368,10 +375,12 @@ impl DispatchError {
             DispatchError::Harness(f) => f.code.as_str(),
             DispatchError::CapabilityRejected => DispatchCode::CapabilityRejected.as_str(),
             DispatchError::Store(e) => e.code(),
+            DispatchError::Domain(_) => DispatchCode::DomainError.as_str(),
         }
     }
 
-    /// `tool_input_error` or `harness_error` for the two recorded classes.
+    /// `tool_input_error` or `harness_error` for the two recorded classes
+    /// (`None` for a domain error: it is neither).
     pub fn class(&self) -> Option<ErrorClass> {
         match self {
             DispatchError::ToolInput(_) => Some(ErrorClass::ToolInputError),

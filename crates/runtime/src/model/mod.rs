@@ -22,6 +22,7 @@ use std::sync::Arc;
 use toolmock_contract::{
     ContractHash, DefinitionHash, OperationContract, OperationIdentity, OperationSource,
 };
+use toolmock_evaluator::DomainError;
 
 /// The kind of a library tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -762,8 +763,11 @@ pub struct Step {
     pub rule: Option<u32>,
     /// The arguments.
     pub arguments: Value,
-    /// The rendered result, exactly as returned.
+    /// The rendered result, exactly as returned (`null` for a domain error).
     pub result: Value,
+    /// (Version 2) the domain error the mock answered instead of a result:
+    /// the evidence's status is then `domain_error` and `updates` is empty.
+    pub error: Option<DomainError>,
     /// The simulated delay.
     pub delay_ms: u32,
     /// When the call arrived.
@@ -777,6 +781,8 @@ pub struct Step {
 pub struct Applied {
     /// The rendered result.
     pub result: Value,
+    /// (Version 2) the domain error answered instead of a result.
+    pub error: Option<DomainError>,
     /// The state version before the call.
     pub version_before: u64,
     /// The state version after it.
@@ -804,8 +810,11 @@ pub struct EvidenceRecord {
     pub rule: Option<u32>,
     /// The arguments.
     pub arguments: Value,
-    /// The result returned.
+    /// The result returned (`null` for a domain error).
     pub result: Value,
+    /// (Version 2) the domain error the call answered: the evidence's status
+    /// is `domain_error` (else `ok`), and its states are equal.
+    pub error: Option<DomainError>,
     /// Pre-call state.
     pub state_before: Map<String, Value>,
     /// Post-call state.

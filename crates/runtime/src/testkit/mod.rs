@@ -93,6 +93,7 @@ macro_rules! behaviour_suite {
             starts_are_bounded,
             nul_in_arguments_is_a_tool_input_error,
             arbitrary_arguments_are_always_answered,
+            domain_errors_are_evidence,
         );
     };
     (@each $attrs:tt $params:tt $backend:tt $after:tt; $($name:ident),* $(,)?) => {

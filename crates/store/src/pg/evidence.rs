@@ -85,7 +85,7 @@ impl EvidenceSink for PgStore {
                 "SELECT attempt_id, tool_name, operation_name, pin_kind, tool_id, operation_id, \
                      revision, definition_hash, executor, variant, rule, arguments, result, \
                      state_before, state_after, state_version_before, state_version_after, \
-                     delay_ms, started_at, duration_us \
+                     delay_ms, started_at, duration_us, status, error \
                  FROM evidence WHERE tenant_id = $1 AND attempt_id = $2 \
                  ORDER BY state_version_after",
                 tenant,

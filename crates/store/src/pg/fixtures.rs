@@ -87,9 +87,9 @@ impl FixtureStore for PgStore {
              INSERT INTO evidence (tenant_id, attempt_id, tool_name, operation_name, pin_kind, \
                  tool_id, operation_id, revision, definition_hash, executor, variant, rule, \
                  arguments, result, state_before, state_after, state_version_before, \
-                 state_version_after, delay_ms, started_at, duration_us) \
+                 state_version_after, delay_ms, started_at, duration_us, status, error) \
              SELECT $1, attempt_id, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-                 $17, $3, $4 - 1, $4, $18, $19, $20 FROM updated",
+                 $17, $3, $4 - 1, $4, $18, $19, $20, $21, $22 FROM updated",
         )
         .bind(binding.tenant.as_uuid())
         .bind(binding.attempt.as_uuid())
@@ -111,6 +111,8 @@ impl FixtureStore for PgStore {
         .bind(to_i32(evidence.delay_ms)?)
         .bind(evidence.started_at)
         .bind(to_i64(evidence.duration_us)?)
+        .bind(evidence_status(evidence.error.as_ref()))
+        .bind(evidence.error.as_ref().map(|e| Json(e.to_json())))
         .execute(&mut *tx)
         .await)?;
         if written.rows_affected() != 1 {
@@ -122,6 +124,7 @@ impl FixtureStore for PgStore {
         db(tx.commit().await)?;
         Ok(Applied {
             result: evidence.result,
+            error: evidence.error,
             version_before,
             version_after,
             delay_ms: evidence.delay_ms,

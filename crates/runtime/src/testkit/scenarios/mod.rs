@@ -5,6 +5,7 @@ mod access;
 mod arguments;
 mod bounds;
 mod calls;
+mod domain;
 mod faults;
 mod finish;
 mod leases;
@@ -21,6 +22,7 @@ pub use bounds::starts_are_bounded;
 pub use calls::{
     delays_use_the_sleeper, real_tools_runs_use_the_executor, result_is_exactly_rendered,
 };
+pub use domain::domain_errors_are_evidence;
 pub use faults::{harness_faults_never_pass, tool_input_errors_are_recoverable};
 pub use finish::{
     concurrent_finishes_have_one_winner, finish_honours_the_lease, lost_faults_fail_every_finisher,
