@@ -51,6 +51,7 @@ mod diagnostics;
 mod error;
 mod eval;
 mod expr;
+mod layered;
 mod nul;
 // The operators are an API only for parity tests and fuzzing; without the
 // feature they are the evaluator's own, and what only that API uses is unused.
@@ -74,8 +75,9 @@ pub use error::{CallCode, CallError, ErrorClass, Violation};
 pub use eval::{
     Call, JsonOutcome, Outcome, Prepared, Rendering, Workspace, evaluate, evaluate_json,
     evaluate_prepared, evaluate_prepared_checked, evaluate_prepared_json, evaluate_with_contract,
-    json_equal, maps_equal, prepare,
+    evaluate_layered, json_equal, maps_equal, prepare,
 };
+pub use layered::{LayeredOutcome, Overlay, Patch, StateView};
 pub use warnings::{WarningCode, Warnings, warnings};
 
 #[cfg(test)]
