@@ -21,7 +21,10 @@ fn base(orders: usize) -> Map<String, Value> {
             )
         })
         .collect();
-    json!({"orders": orders}).as_object().cloned().unwrap_or_default()
+    json!({"orders": orders})
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
 }
 
 fn main() {

@@ -6,11 +6,11 @@
 use crate::diagnostics::{DiagnosticCode as Code, Diagnostics, pointer_index, pointer_push};
 use crate::error::CallError;
 use crate::expr::{Expr, Scope, Source};
-use crate::operators::kind_of;
 use crate::layered::Seen;
+use crate::operators::kind_of;
 use crate::path::{Path, Resolved, Segment, step};
-use std::borrow::Cow;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// At most this many segments in one computed path: resolving one costs at
 /// most this many lookups, plus one path resolution per reference segment.
@@ -436,7 +436,12 @@ pub(crate) fn write_at(
     write_at(next, rest, value, path, all)
 }
 
-pub(crate) fn write_error(failed: &Step, path: &ComputedPath, all: &[Step], what: String) -> CallError {
+pub(crate) fn write_error(
+    failed: &Step,
+    path: &ComputedPath,
+    all: &[Step],
+    what: String,
+) -> CallError {
     let upto = all
         .iter()
         .position(|s| std::ptr::eq(s, failed))

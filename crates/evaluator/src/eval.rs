@@ -8,8 +8,8 @@ use crate::expr::{Ahead, Expr, Memo, Scope};
 use crate::layered::{LayeredOutcome, Patch, StateView};
 use crate::path::Resolved;
 use serde::Serialize;
-use std::borrow::Cow;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// One call: its input, the pre-call state and an optional variant name.
 #[derive(Debug, Clone, Copy)]

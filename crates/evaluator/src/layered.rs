@@ -15,8 +15,8 @@
 //! size, not the base's). Pure: no I/O, no clock.
 
 use crate::computed::{Step, Write, write_error};
-use crate::expr::Scope;
 use crate::error::CallError;
+use crate::expr::Scope;
 use crate::operators::kind_of;
 use crate::path::{Resolved, Segment, step};
 use serde::Serialize;
@@ -120,11 +120,9 @@ impl Patch {
     fn changes(&self) -> Value {
         match self {
             Patch::Value(v) => v.clone(),
-            Patch::Members(m) => Value::Object(
-                m.iter()
-                    .map(|(k, p)| (k.clone(), p.changes()))
-                    .collect(),
-            ),
+            Patch::Members(m) => {
+                Value::Object(m.iter().map(|(k, p)| (k.clone(), p.changes())).collect())
+            }
         }
     }
 
@@ -134,11 +132,7 @@ impl Patch {
             Patch::Value(v) => one.insert("=".to_owned(), v.clone()),
             Patch::Members(m) => one.insert(
                 "+".to_owned(),
-                Value::Object(
-                    m.iter()
-                        .map(|(k, p)| (k.clone(), p.to_stored()))
-                        .collect(),
-                ),
+                Value::Object(m.iter().map(|(k, p)| (k.clone(), p.to_stored())).collect()),
             ),
         };
         Value::Object(one)
@@ -180,7 +174,9 @@ impl Patch {
                             map.insert(key.clone(), merged);
                         }
                         Value::Array(items) => {
-                            if let Some(slot) = key.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
+                            if let Some(slot) =
+                                key.parse::<usize>().ok().and_then(|i| items.get_mut(i))
+                            {
                                 let merged = patch.merged(Some(slot));
                                 *slot = merged;
                             }

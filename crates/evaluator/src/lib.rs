@@ -74,8 +74,8 @@ pub use diagnostics::{Diagnostic, DiagnosticCode, Diagnostics};
 pub use error::{CallCode, CallError, ErrorClass, Violation};
 pub use eval::{
     Call, JsonOutcome, Outcome, Prepared, Rendering, Workspace, evaluate, evaluate_json,
-    evaluate_prepared, evaluate_prepared_checked, evaluate_prepared_json, evaluate_with_contract,
-    evaluate_layered, json_equal, maps_equal, prepare,
+    evaluate_layered, evaluate_prepared, evaluate_prepared_checked, evaluate_prepared_json,
+    evaluate_with_contract, json_equal, maps_equal, prepare,
 };
 pub use layered::{LayeredOutcome, Overlay, Patch, StateView};
 pub use warnings::{WarningCode, Warnings, warnings};

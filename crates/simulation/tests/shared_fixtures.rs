@@ -146,7 +146,11 @@ async fn a_file_fixture_is_every_attempts_base_and_writes_stay_apart() {
         &document(json!([{"file": "db.json"}]), json!({"audit": []}), 3),
     );
     let results = run_file(&path).await.expect("runs");
-    assert!(results.ok, "{}", serde_json::to_string(&results.cases).unwrap_or_default());
+    assert!(
+        results.ok,
+        "{}",
+        serde_json::to_string(&results.cases).unwrap_or_default()
+    );
     assert_eq!(results.summary.attempts, 6);
     // The hash pins the fixtures: sha256 of the canonical JSON of their array.
     let expected = toolmock_runtime::fixtures_hash(&[toolmock_runtime::FixtureInput {
@@ -228,12 +232,22 @@ async fn a_fixture_that_is_not_an_object_or_not_there_is_refused() {
     folder.write("list.json", &json!([1, 2]));
     let path = folder.write(
         "sim.json",
-        &document(json!([{"file": "list.json"}, {"file": "absent.json"}]), json!({}), 1),
+        &document(
+            json!([{"file": "list.json"}, {"file": "absent.json"}]),
+            json!({}),
+            1,
+        ),
     );
     let found = problems(run_file(&path).await);
     let shown: Vec<(&str, &str)> = found.iter().map(|p| (p.code, p.path.as_str())).collect();
-    assert!(shown.contains(&("wrong_type", "/fixtures/0/file")), "{found:?}");
-    assert!(shown.contains(&("missing_file", "/fixtures/1")), "{found:?}");
+    assert!(
+        shown.contains(&("wrong_type", "/fixtures/0/file")),
+        "{found:?}"
+    );
+    assert!(
+        shown.contains(&("missing_file", "/fixtures/1")),
+        "{found:?}"
+    );
 }
 
 #[tokio::test]

@@ -2,8 +2,8 @@
 
 use crate::computed::{ComputedPath, Found};
 use crate::error::CallError;
-use crate::operators::{self, DateAddError, Rejection};
 use crate::layered::StateView;
+use crate::operators::{self, DateAddError, Rejection};
 use crate::path::{Path, Resolved};
 use serde_json::{Map, Value};
 use std::cell::{Cell, RefCell};

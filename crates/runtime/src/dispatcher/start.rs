@@ -610,7 +610,8 @@ fn check_fixtures(fixtures: &[super::FixtureInput]) -> Result<Option<String>, St
     }
     fixtures_hash(fixtures).map(Some).ok_or_else(|| {
         StartError::InvalidRequest(
-            "a fixture cannot be hashed: it holds a number canonical JSON cannot write exactly".into(),
+            "a fixture cannot be hashed: it holds a number canonical JSON cannot write exactly"
+                .into(),
         )
     })
 }

@@ -190,7 +190,10 @@ pub async fn shared_fixtures_are_one_base<B: Backend>(backend: B) {
         .call(tenant, &a.capability, &call("get", "#W7"))
         .await
         .expect("a reads");
-    assert_eq!(seen_by_a, json!({"order": {"status": "cancelled", "total": 7}}));
+    assert_eq!(
+        seen_by_a,
+        json!({"order": {"status": "cancelled", "total": 7}})
+    );
     let seen_by_b = rig
         .dispatcher
         .call(tenant, &b.capability, &call("get", "#W7"))
@@ -207,7 +210,11 @@ pub async fn shared_fixtures_are_one_base<B: Backend>(backend: B) {
     assert_eq!(state_a.state["orders"].as_object().map(Map::len), Some(100));
     let state_b = rig.backend().state(tenant, b.id).await.expect("b's state");
     assert_eq!(state_b.state["orders"]["#W7"]["status"], json!("pending"));
-    let evidence = rig.backend().evidence(tenant, a.id).await.expect("evidence");
+    let evidence = rig
+        .backend()
+        .evidence(tenant, a.id)
+        .await
+        .expect("evidence");
     assert_eq!(
         evidence[0].state_after["orders"]["#W7"]["status"],
         json!("cancelled")
