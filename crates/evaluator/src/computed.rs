@@ -6,9 +6,11 @@
 use crate::diagnostics::{DiagnosticCode as Code, Diagnostics, pointer_index, pointer_push};
 use crate::error::CallError;
 use crate::expr::{Expr, Scope, Source};
+use crate::layered::Seen;
 use crate::operators::kind_of;
 use crate::path::{Path, Resolved, Segment, step};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// At most this many segments in one computed path: resolving one costs at
 /// most this many lookups, plus one path resolution per reference segment.
@@ -45,8 +47,8 @@ enum Origin {
 
 /// One segment of one call.
 #[derive(Debug)]
-struct Step {
-    segment: Segment,
+pub(crate) struct Step {
+    pub(crate) segment: Segment,
     origin: Origin,
     /// For a reference segment: where its value is, as a JSON pointer into the
     /// input or the state.
@@ -59,6 +61,8 @@ pub(crate) enum Found<'v> {
     Whole,
     /// The value found.
     Value(&'v Value),
+    /// The value found, built from a layered state's base and overlay.
+    Built(Value),
     /// Nothing at the path; `pointer` is where it was looked for.
     Missing { pointer: String },
 }
@@ -120,7 +124,7 @@ impl ComputedPath {
     }
 
     /// Each segment's value for this call.
-    fn steps(&self, scope: &Scope<'_>) -> Result<Vec<Step>, CallError> {
+    pub(crate) fn steps(&self, scope: &Scope<'_>) -> Result<Vec<Step>, CallError> {
         self.parts
             .iter()
             .map(|part| match part {
@@ -148,10 +152,11 @@ impl ComputedPath {
                 .try_fold(scope.input, |v, s| step(v, &s.segment)),
             Source::State => match steps.split_first() {
                 None => return Ok(Found::Whole),
-                Some((first, rest)) => scope
-                    .state
-                    .get(&*first.segment.key)
-                    .and_then(|v| rest.iter().try_fold(v, |v, s| step(v, &s.segment))),
+                Some(_) => match scope.state.find(steps.iter().map(|s| &s.segment)) {
+                    Seen::Borrowed(v) => Some(v),
+                    Seen::Built(v) => return Ok(Found::Built(v)),
+                    Seen::Missing => None,
+                },
             },
         };
         Ok(match found {
@@ -255,9 +260,10 @@ fn reference_step(
 ) -> Result<Step, CallError> {
     let (operator, name) = source_name(source);
     let found = match source {
-        Source::Input => path.resolve(scope.input),
-        Source::State => match path.resolve_in_map(scope.state) {
-            Resolved::Found(v) => Some(v),
+        Source::Input => path.resolve(scope.input).map(Cow::Borrowed),
+        Source::State => match scope.state.resolve(path.segments()) {
+            Resolved::Found(v) => Some(Cow::Borrowed(v)),
+            Resolved::Built(v) => Some(Cow::Owned(v)),
             Resolved::Missing => None,
             Resolved::Whole => {
                 return Err(CallError::InvalidStatePath {
@@ -279,9 +285,9 @@ fn reference_step(
             ),
         });
     };
-    let segment = match value {
+    let segment = match &*value {
         Value::String(key) => Some(Segment::of_key(key)),
-        Value::Number(_) => index_segment(value),
+        Value::Number(_) => index_segment(&value),
         _ => None,
     };
     let origin = match source {
@@ -298,7 +304,7 @@ fn reference_step(
             let message = format!(
                 "{operator} {:?} (a path segment, at {at}) is {}; a path segment is a string or a non-negative integer",
                 path.as_str(),
-                describe(value)
+                describe(&value)
             );
             Err(blame(origin, path.to_pointer(), message))
         }
@@ -356,7 +362,7 @@ pub(crate) fn render_writes<'d>(
             None => {
                 // A member the state lacks starts as an object when the
                 // write goes deeper, and is simply set when it does not.
-                let current = match scope.state.get(&*write.top) {
+                let current = match scope.state.base.get(&*write.top) {
                     Some(value) => value.clone(),
                     None if steps.len() > 1 => Value::Object(Map::new()),
                     None => Value::Null,
@@ -379,7 +385,7 @@ pub(crate) fn render_writes<'d>(
     Ok(members)
 }
 
-fn write_at(
+pub(crate) fn write_at(
     target: &mut Value,
     rest: &[Step],
     value: Value,
@@ -430,7 +436,12 @@ fn write_at(
     write_at(next, rest, value, path, all)
 }
 
-fn write_error(failed: &Step, path: &ComputedPath, all: &[Step], what: String) -> CallError {
+pub(crate) fn write_error(
+    failed: &Step,
+    path: &ComputedPath,
+    all: &[Step],
+    what: String,
+) -> CallError {
     let upto = all
         .iter()
         .position(|s| std::ptr::eq(s, failed))

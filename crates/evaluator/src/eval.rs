@@ -6,9 +6,11 @@ use crate::contract::CompiledContract;
 use crate::domain::{Answer, DomainError};
 use crate::error::CallError;
 use crate::expr::{Ahead, Expr, Memo, Scope};
+use crate::layered::{LayeredOutcome, Patch, StateView};
 use crate::path::Resolved;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// One call: its input, the pre-call state and an optional variant name.
 #[derive(Debug, Clone, Copy)]
@@ -91,6 +93,46 @@ fn outcome<'d>(selected: &Selected<'d>, scope: &Scope<'_>) -> Result<Outcome<'d>
         result,
         error,
         state_updates,
+        delay_ms: selected.delay_ms,
+    })
+}
+
+/// Evaluates one call against a layered state — a shared base (fixtures and
+/// initial states) and the attempt's own [`Overlay`] — without copying the
+/// base: reads see the merged state, and the call's writes come back as the
+/// new patches of the top-level members it wrote ([`LayeredOutcome`]).
+/// Everything else — selection, rendering, every error — is [`evaluate`]'s
+/// over the merged state.
+pub fn evaluate_layered<'d>(
+    definition: &'d CompiledDefinition,
+    input: &Value,
+    state: StateView<'_>,
+    variant: Option<&str>,
+) -> Result<LayeredOutcome<'d>, CallError> {
+    let memo = Memo::new();
+    let scope = Scope::layered(input, state, &memo);
+    let empty = Map::new();
+    let call = Call {
+        input,
+        state: &empty,
+        variant,
+    };
+    let selected = select(definition, &call, &scope)?;
+    let result = selected.result.render(&scope)?;
+    let patches = if selected.writes.is_empty() {
+        let mut patches = Vec::with_capacity(selected.set_state.len());
+        for (key, expr) in selected.set_state {
+            patches.push((&**key, Patch::Value(expr.render(&scope)?)));
+        }
+        patches
+    } else {
+        crate::layered::write_patches(selected.writes, &scope)?
+    };
+    Ok(LayeredOutcome {
+        variant: &selected.variant.name,
+        rule: selected.rule,
+        result,
+        patches,
         delay_ms: selected.delay_ms,
     })
 }
@@ -246,11 +288,12 @@ fn select_rule<'d>(
         None => first_match(variant, 0..variant.rules.len(), scope)?,
         Some(index) => {
             let found = match scope.lookup(index.source, &index.path, index.slot) {
-                Resolved::Found(v) => Some(v),
+                Resolved::Found(v) => Some(Cow::Borrowed(v)),
+                Resolved::Built(v) => Some(Cow::Owned(v)),
                 // An indexed path is never empty, so never the whole state.
                 Resolved::Missing | Resolved::Whole => None,
             };
-            first_match(variant, index.candidates(found), scope)?
+            first_match(variant, index.candidates(found.as_deref()), scope)?
         }
     };
     let rule = matched.and_then(|i| variant.rules.get(i));
@@ -555,15 +598,21 @@ fn holds(condition: &CompiledCondition, scope: &Scope<'_>) -> Result<bool, CallE
         Some(computed) => match computed.resolve(condition.source, scope)? {
             Found::Whole => Resolved::Whole,
             Found::Value(v) => Resolved::Found(v),
+            Found::Built(v) => Resolved::Built(v),
             Found::Missing { .. } => Resolved::Missing,
         },
     };
+    let built;
     let found = match resolved {
         Resolved::Found(v) => Some(v),
+        Resolved::Built(v) => {
+            built = v;
+            Some(&built)
+        }
         Resolved::Missing => None,
         // Rebuilt each time: a rare condition (`exists` on state "").
         Resolved::Whole => {
-            state_whole = Value::Object(scope.state.clone());
+            state_whole = Value::Object(scope.state.whole());
             Some(&state_whole)
         }
     };

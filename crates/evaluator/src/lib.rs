@@ -52,6 +52,7 @@ mod domain;
 mod error;
 mod eval;
 mod expr;
+mod layered;
 mod nul;
 // The operators are an API only for parity tests and fuzzing; without the
 // feature they are the evaluator's own, and what only that API uses is unused.
@@ -75,9 +76,10 @@ pub use domain::DomainError;
 pub use error::{CallCode, CallError, ErrorClass, Violation};
 pub use eval::{
     Call, JsonOutcome, Outcome, Prepared, Rendering, Workspace, evaluate, evaluate_json,
-    evaluate_prepared, evaluate_prepared_checked, evaluate_prepared_json, evaluate_with_contract,
-    json_equal, maps_equal, prepare,
+    evaluate_layered, evaluate_prepared, evaluate_prepared_checked, evaluate_prepared_json,
+    evaluate_with_contract, json_equal, maps_equal, prepare,
 };
+pub use layered::{LayeredOutcome, Overlay, Patch, StateView};
 pub use warnings::{WarningCode, Warnings, warnings};
 
 #[cfg(test)]

@@ -91,7 +91,13 @@ impl Path {
             .try_fold(root, |value, segment| step(value, segment))
     }
 
+    /// The segments, in order.
+    pub(crate) fn segments(&self) -> &[Segment] {
+        &self.segments
+    }
+
     /// Resolves against a state object without wrapping it in a `Value`.
+    #[allow(dead_code)]
     pub(crate) fn resolve_in_map<'v>(&self, root: &'v Map<String, Value>) -> Resolved<'v> {
         match self.segments.split_first() {
             None => Resolved::Whole,
@@ -113,6 +119,9 @@ pub(crate) enum Resolved<'v> {
     Whole,
     /// The value found.
     Found(&'v Value),
+    /// The value found, built from a layered state's base and overlay
+    /// (never remembered).
+    Built(Value),
     /// Nothing at that path.
     Missing,
 }

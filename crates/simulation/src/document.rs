@@ -35,6 +35,11 @@ pub struct SimulationDocument {
     /// Attempts per test case (default 1).
     #[serde(default = "one")]
     pub attempts: u32,
+    /// Shared fixtures: objects whose members become top-level keys of
+    /// every attempt's initial state, shared by all attempts and never
+    /// copied per attempt (docs/simulations.md "Fixtures").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fixtures: Vec<FixtureDoc>,
     /// The tools the agent and its workflows can reach.
     pub tools: Vec<ToolSpec>,
     /// The agent under test.
@@ -85,6 +90,23 @@ pub enum Source {
     Path(String),
     /// The document itself.
     Inline(Value),
+}
+
+/// One shared fixture: a JSON file or the object itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged, deny_unknown_fields)]
+pub enum FixtureDoc {
+    /// A path relative to the simulation file (simulation files only;
+    /// `toolmock submit` sends its content as `value`).
+    File {
+        /// The path.
+        file: String,
+    },
+    /// The object itself.
+    Value {
+        /// The object.
+        value: Map<String, Value>,
+    },
 }
 
 /// One tool.

@@ -35,6 +35,10 @@ pub struct RunResults {
     pub cases: Vec<CaseResult>,
     /// Per pinned operation: which variants and rules ran.
     pub coverage: Vec<OperationCoverage>,
+    /// The sha256 of the shared fixtures (the canonical JSON of the array
+    /// of their objects, in order), when the simulation gives any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixtures_hash: Option<String>,
 }
 
 /// Counts over every attempt.

@@ -347,7 +347,25 @@ pub fn start_request(document: &SimulationDocument, agent: AgentId) -> StartRequ
         attempts_per_case: document.attempts,
         lease_owner: "toolmock run".into(),
         lease: Duration::from_secs(24 * 3600),
+        fixtures: fixture_inputs(document),
     }
+}
+
+/// The document's shared fixtures as a start takes them: files were read
+/// by the loader (a `{"file"}` left here was never loaded and is skipped).
+fn fixture_inputs(document: &SimulationDocument) -> Vec<toolmock_runtime::FixtureInput> {
+    document
+        .fixtures
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| match f {
+            crate::document::FixtureDoc::Value { value } => Some(toolmock_runtime::FixtureInput {
+                label: pointer::index("/fixtures", i),
+                members: value.clone(),
+            }),
+            crate::document::FixtureDoc::File { .. } => None,
+        })
+        .collect()
 }
 
 /// Starts an installed simulation.
@@ -909,6 +927,7 @@ pub fn assemble_results(
         summary,
         cases,
         coverage,
+        fixtures_hash: toolmock_runtime::fixtures_hash(&fixture_inputs(document)),
     }
 }
 

@@ -56,6 +56,24 @@ pub fn start_problems(loaded: &LoadedSimulation, refused: &[StartProblem]) -> Ve
                 status.as_str(),
                 format!("{tool}/{operation} is {status}: {message}"),
             ),
+            // A key of a shared fixture given again, by another fixture
+            // (pointing at that one) or by a definition (pointing at it).
+            StartProblem::StateConflict { key, first, second } if first.starts_with("/fixtures") => {
+                let at = if second.starts_with("/fixtures") {
+                    second.clone()
+                } else {
+                    let (tool, rest) = second.split_once('/').unwrap_or((second, ""));
+                    let operation = rest.split('@').next().unwrap_or_default();
+                    pointer::push(&definition_at(loaded, tool, operation), "initial_state")
+                };
+                problem(
+                    at,
+                    p.code(),
+                    format!(
+                        "state key {key:?} is given by both {first} and {second}; a shared fixture's keys come from it alone"
+                    ),
+                )
+            }
             StartProblem::StateConflict { key, first, second } => {
                 let (tool, rest) = second.split_once('/').unwrap_or((second, ""));
                 let operation = rest.split('@').next().unwrap_or_default();

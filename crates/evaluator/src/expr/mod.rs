@@ -2,6 +2,7 @@
 
 use crate::computed::{ComputedPath, Found};
 use crate::error::CallError;
+use crate::layered::StateView;
 use crate::operators::{self, DateAddError, Rejection};
 use crate::path::{Path, Resolved};
 use serde_json::{Map, Value};
@@ -324,7 +325,7 @@ impl<'a> Memo<'a> {
 #[derive(Clone, Copy)]
 pub(crate) struct Scope<'a> {
     pub(crate) input: &'a Value,
-    pub(crate) state: &'a Map<String, Value>,
+    pub(crate) state: StateView<'a>,
     memo: &'a [Cell<Option<Option<&'a Value>>>],
     /// The input operators already rendered for this call, if any.
     ahead: Option<&'a Ahead>,
@@ -334,7 +335,7 @@ impl<'a> Scope<'a> {
     pub(crate) fn new(input: &'a Value, state: &'a Map<String, Value>, memo: &'a Memo<'a>) -> Self {
         Scope {
             input,
-            state,
+            state: StateView::plain(state),
             memo: &memo.0,
             ahead: None,
         }
@@ -348,9 +349,19 @@ impl<'a> Scope<'a> {
     ) -> Self {
         Scope {
             input,
-            state,
+            state: StateView::plain(state),
             memo: &memo.0,
             ahead: Some(ahead),
+        }
+    }
+
+    /// A scope over a layered state (a shared base and an attempt's overlay).
+    pub(crate) fn layered(input: &'a Value, state: StateView<'a>, memo: &'a Memo<'a>) -> Self {
+        Scope {
+            input,
+            state,
+            memo: &memo.0,
+            ahead: None,
         }
     }
 
@@ -364,11 +375,12 @@ impl<'a> Scope<'a> {
             Source::Input => path
                 .resolve(self.input)
                 .map_or(Resolved::Missing, Resolved::Found),
-            Source::State => path.resolve_in_map(self.state),
+            Source::State => self.state.resolve(path.segments()),
         };
         let found = match resolved {
             // The whole state is not a borrowed value; it is not remembered.
             Resolved::Whole => return Resolved::Whole,
+            Resolved::Built(v) => return Resolved::Built(v),
             Resolved::Found(v) => Some(v),
             Resolved::Missing => None,
         };
@@ -396,8 +408,9 @@ impl Reference {
         use std::borrow::Cow;
         if let Some(computed) = &self.computed {
             return match computed.resolve(self.source, scope)? {
-                Found::Whole => Ok(Cow::Owned(Value::Object(scope.state.clone()))),
+                Found::Whole => Ok(Cow::Owned(Value::Object(scope.state.whole()))),
                 Found::Value(v) => Ok(Cow::Borrowed(v)),
+                Found::Built(v) => Ok(Cow::Owned(v)),
                 Found::Missing { pointer } => Err(CallError::MissingReference {
                     path: pointer,
                     message: format!(
@@ -413,8 +426,9 @@ impl Reference {
             };
         }
         let found = match scope.lookup(self.source, &self.path, self.slot) {
-            Resolved::Whole => Some(Cow::Owned(Value::Object(scope.state.clone()))),
+            Resolved::Whole => Some(Cow::Owned(Value::Object(scope.state.whole()))),
             Resolved::Found(v) => Some(Cow::Borrowed(v)),
+            Resolved::Built(v) => Some(Cow::Owned(v)),
             Resolved::Missing => None,
         };
         found.ok_or_else(|| CallError::MissingReference {

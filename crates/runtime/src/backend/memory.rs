@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use toolmock_contract::{ContractHash, OperationContract};
-use toolmock_evaluator::CallError;
+use toolmock_evaluator::{CallError, Overlay, StateView};
 
 /// The in-memory backend. Cloning shares the same data.
 ///
@@ -122,7 +122,13 @@ struct AttemptMeta {
 }
 
 struct Fixture {
-    state: Arc<Map<String, Value>>,
+    /// The simulation's initial state, shared by all its attempts.
+    base: Arc<Map<String, Value>>,
+    /// Whether the base holds shared fixtures: evidence then records the
+    /// attempt's changes to it instead of whole states.
+    fixture_backed: bool,
+    /// The attempt's own writes; a call replaces the Arc.
+    overlay: Arc<Overlay>,
     version: u64,
     /// Append-only, in fixed-size chunks so that growing never moves old rows.
     evidence: Vec<Vec<StoredEvidence>>,
@@ -153,8 +159,8 @@ impl Fixture {
 
 struct StoredEvidence {
     draft: Step,
-    before: Arc<Map<String, Value>>,
-    after: Arc<Map<String, Value>>,
+    before: Arc<Overlay>,
+    after: Arc<Overlay>,
     version_before: u64,
     version_after: u64,
 }
@@ -479,7 +485,9 @@ impl PinStore for MemoryStore {
                         revoked: false,
                     }),
                     fixture: Mutex::new(Fixture {
-                        state: initial_state.clone(),
+                        base: initial_state.clone(),
+                        fixture_backed: simulation.fixtures_hash.is_some(),
+                        overlay: Arc::new(Overlay::new()),
                         version: 0,
                         evidence: Vec::new(),
                     }),
@@ -531,7 +539,7 @@ impl FixtureStore for MemoryStore {
         step: F,
     ) -> Result<Applied, ApplyError>
     where
-        F: FnOnce(&Map<String, Value>) -> Result<Step, CallError> + Send,
+        F: FnOnce(StateView<'_>) -> Result<Step, CallError> + Send,
     {
         let cell = self
             .inner
@@ -542,22 +550,23 @@ impl FixtureStore for MemoryStore {
         if !capability_live || !meta_live(&lock(&cell.meta), now) {
             return Err(ApplyError::LeaseExpired);
         }
-        let mut evidence = step(&fixture.state)?;
+        let mut evidence = step(StateView::layered(&fixture.base, &fixture.overlay))?;
         let updates = std::mem::take(&mut evidence.updates);
-        let before = fixture.state.clone();
+        let before = fixture.overlay.clone();
         let after = if updates.is_empty() {
             before.clone()
         } else {
+            // The overlay only (the attempt's own writes), never the base.
             let mut next = (*before).clone();
-            for (key, value) in updates {
-                next.insert(key, value);
+            for (key, patch) in updates {
+                next.set(&key, patch);
             }
             Arc::new(next)
         };
         let version_before = fixture.version;
         let version_after = version_before + 1;
         fixture.version = version_after;
-        fixture.state = after.clone();
+        fixture.overlay = after.clone();
         let result = evidence.result.clone();
         let error = evidence.error.clone();
         let delay_ms = evidence.delay_ms;
@@ -585,7 +594,7 @@ impl FixtureStore for MemoryStore {
         let cell = self.inner.attempt(tenant, attempt)?;
         let fixture = lock(&cell.fixture);
         Ok(StateSnapshot {
-            state: (*fixture.state).clone(),
+            state: StateView::layered(&fixture.base, &fixture.overlay).whole(),
             version: fixture.version,
         })
     }
@@ -620,6 +629,13 @@ impl EvidenceSink for MemoryStore {
     ) -> Result<Vec<EvidenceRecord>, StoreError> {
         let cell = self.inner.attempt(tenant, attempt)?;
         let fixture = lock(&cell.fixture);
+        let shown = |overlay: &Overlay| {
+            if fixture.fixture_backed {
+                overlay.changes()
+            } else {
+                StateView::layered(&fixture.base, overlay).whole()
+            }
+        };
         Ok(fixture
             .evidence
             .iter()
@@ -635,8 +651,8 @@ impl EvidenceSink for MemoryStore {
                 arguments: e.draft.arguments.clone(),
                 result: e.draft.result.clone(),
                 error: e.draft.error.clone(),
-                state_before: (*e.before).clone(),
-                state_after: (*e.after).clone(),
+                state_before: shown(&e.before),
+                state_after: shown(&e.after),
                 version_before: e.version_before,
                 version_after: e.version_after,
                 delay_ms: e.draft.delay_ms,

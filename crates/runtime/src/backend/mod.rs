@@ -22,7 +22,7 @@ use crate::model::{
     Verdict,
 };
 use chrono::{DateTime, Utc};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -126,7 +126,7 @@ pub trait FixtureStore: Send + Sync {
         step: F,
     ) -> impl Future<Output = Result<Applied, ApplyError>> + Send
     where
-        F: FnOnce(&Map<String, Value>) -> Result<Step, CallError> + Send;
+        F: FnOnce(toolmock_evaluator::StateView<'_>) -> Result<Step, CallError> + Send;
 
     /// The current state and version.
     fn state(

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use toolmock_evaluator::{Call, CallError, evaluate};
+use toolmock_evaluator::{CallError, evaluate_layered};
 
 /// A capability resolved to its attempt.
 pub(super) enum Resolved {
@@ -191,30 +191,25 @@ impl<B: Backend> Dispatcher<B> {
         self.backend
             .apply_call(&bound.binding, token, started_at, |state| {
                 pin.contract.validate_input(&call.input)?;
-                let outcome = evaluate(
-                    &pin.definition,
-                    &Call {
-                        input: &call.input,
-                        state,
-                        variant,
-                    },
-                )?;
+                // Through the backend's view of the state: a shared base and
+                // the attempt's overlay, never a copy of the base.
+                let outcome = evaluate_layered(&pin.definition, &call.input, state, variant)?;
                 // The output schema describes results, not domain errors.
                 if outcome.error.is_none() {
                     pin.contract.validate_output(&outcome.result)?;
                 }
-                let toolmock_evaluator::Outcome {
+                let toolmock_evaluator::LayeredOutcome {
                     variant,
                     rule,
                     result,
                     error,
-                    state_updates,
+                    patches,
                     delay_ms,
                 } = outcome;
                 Ok(Step {
-                    updates: state_updates
+                    updates: patches
                         .into_iter()
-                        .map(|(k, v)| (k.to_owned(), v))
+                        .map(|(k, p)| (k.to_owned(), p))
                         .collect(),
                     tool: pin.tool.clone(),
                     operation: pin.operation.clone(),

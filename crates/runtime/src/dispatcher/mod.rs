@@ -11,6 +11,7 @@ mod call;
 mod effect;
 mod pins;
 mod start;
+pub use start::fixtures_hash;
 
 use crate::backend::{
     Backend, Clock, ExternalExecutor, NoExternalExecutor, Sleeper, SystemClock, TokioSleeper,
@@ -21,7 +22,7 @@ use crate::model::{
     SimulationMode, TenantId, TestCaseId, TestCaseSpec, TokenHash, Verdict,
 };
 use pins::{DefinitionKey, PinSet};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -68,6 +69,19 @@ pub struct StartRequest {
     pub lease_owner: String,
     /// How long the leases last from now.
     pub lease: Duration,
+    /// Shared fixtures (docs/simulations.md "Fixtures"): objects whose
+    /// members become top-level keys of every attempt's initial state,
+    /// shared by the attempts and never copied per attempt.
+    pub fixtures: Vec<FixtureInput>,
+}
+
+/// One shared fixture of a start request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FixtureInput {
+    /// Where it was given, for problems (`/fixtures/0`, or a file's path).
+    pub label: String,
+    /// Its members: top-level keys of the initial state.
+    pub members: Map<String, Value>,
 }
 
 /// A started simulation.

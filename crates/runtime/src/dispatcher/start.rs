@@ -124,12 +124,16 @@ impl<B: Backend> Dispatcher<B> {
         let resolution = self
             .resolve_pins(tenant, &reached, request.allow_incomplete, &mut problems)
             .await?;
+        let fixtures_hash = check_fixtures(&request.fixtures)?;
         let initial = merge_initial_state(&resolution.candidates, &mut problems);
+        let base = merge_fixtures(&request.fixtures, &initial, &resolution, &mut problems);
         if !problems.is_empty() {
             return Err(StartError::Refused { problems });
         }
         let (pins, pin_set) = self.pin_records(resolution, request.mode)?;
 
+        // The definitions' part is copied per attempt where a backend does
+        // so; the fixtures never are, so they have their own limit.
         check_state_size(&initial, request)?;
         let now = self.clock.now();
         let plan = plan_attempts(request);
@@ -143,7 +147,8 @@ impl<B: Backend> Dispatcher<B> {
             pins,
             test_cases: plan.test_cases,
             attempts,
-            initial_state: initial,
+            initial_state: base,
+            fixtures_hash,
             created_at: now,
         };
         self.backend.create_simulation(tenant, &new).await?;
@@ -579,6 +584,106 @@ fn merge_initial_state(
         }
     }
     initial
+}
+
+/// The shared fixtures' size (all of them, compact JSON) against their own
+/// limit; their hash (sha256 of the canonical JSON of the array of their
+/// objects, in order) when there are any.
+fn check_fixtures(fixtures: &[super::FixtureInput]) -> Result<Option<String>, StartError> {
+    if fixtures.is_empty() {
+        return Ok(None);
+    }
+    // Each object's compact bytes, summed (the array around them is not
+    // the user's).
+    let bytes = fixtures.iter().fold(0u64, |sum, f| {
+        let one = serde_json::to_vec(&f.members).map_or(u64::MAX, |text| {
+            u64::try_from(text.len()).unwrap_or(u64::MAX)
+        });
+        sum.saturating_add(one)
+    });
+    if bytes > StartLimit::FixtureBytes.maximum() {
+        return Err(StartError::TooLarge {
+            limit: StartLimit::FixtureBytes,
+            maximum: StartLimit::FixtureBytes.maximum(),
+            actual: bytes,
+        });
+    }
+    fixtures_hash(fixtures).map(Some).ok_or_else(|| {
+        StartError::InvalidRequest(
+            "a fixture cannot be hashed: it holds a number canonical JSON cannot write exactly"
+                .into(),
+        )
+    })
+}
+
+/// The hash a start pins for these fixtures (`None` for none, or for
+/// fixtures that cannot be hashed, which a start refuses).
+pub fn fixtures_hash(fixtures: &[super::FixtureInput]) -> Option<String> {
+    if fixtures.is_empty() {
+        return None;
+    }
+    let array = Value::Array(
+        fixtures
+            .iter()
+            .map(|f| Value::Object(f.members.clone()))
+            .collect(),
+    );
+    let canonical = toolmock_contract::canonical_json(&array).ok()?;
+    Some(hex_sha256(&canonical))
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// The shared base: the fixtures' members and the definitions' initial
+/// state. A key given by two fixtures, or by a fixture and a pinned
+/// definition, is a `state_conflict` naming both (equal values too: a
+/// fixture is the one place its keys come from).
+fn merge_fixtures(
+    fixtures: &[super::FixtureInput],
+    initial: &Map<String, Value>,
+    resolution: &Resolution,
+    problems: &mut Vec<StartProblem>,
+) -> Map<String, Value> {
+    if fixtures.is_empty() {
+        return initial.clone();
+    }
+    let mut base: Map<String, Value> = Map::new();
+    let mut owner: HashMap<&str, &str> = HashMap::new();
+    for fixture in fixtures {
+        for (key, value) in &fixture.members {
+            match owner.get(key.as_str()) {
+                Some(first) => problems.push(StartProblem::StateConflict {
+                    key: key.clone(),
+                    first: (*first).to_owned(),
+                    second: fixture.label.clone(),
+                }),
+                None => {
+                    owner.insert(key, &fixture.label);
+                    base.insert(key.clone(), value.clone());
+                }
+            }
+        }
+    }
+    for candidate in &resolution.candidates {
+        for key in candidate.compiled.initial_state().keys() {
+            if let Some(first) = owner.get(key.as_str()) {
+                problems.push(StartProblem::StateConflict {
+                    key: key.clone(),
+                    first: (*first).to_owned(),
+                    second: pin_label(&candidate.tool, &candidate.operation, &candidate.pin),
+                });
+            }
+        }
+    }
+    for (key, value) in initial {
+        if !owner.contains_key(key.as_str()) {
+            base.insert(key.clone(), value.clone());
+        }
+    }
+    base
 }
 
 /// Phase 4a: the test cases and their attempts, each with its id and

@@ -247,17 +247,21 @@ pub enum StartLimit {
     InitialStateBytes,
     /// Bytes of initial state over all attempts (attempts × its bytes).
     StartStateBytes,
+    /// Bytes of the shared fixtures together (compact JSON).
+    FixtureBytes,
 }
 
 impl StartLimit {
     /// The limit: at most 10,000 attempts (test cases × attempts per case),
     /// 256 KiB of initial fixture state (compact JSON), 64 MiB of initial
-    /// state over all attempts (attempts × its bytes).
+    /// state over all attempts (attempts × its bytes), 16 MiB of shared
+    /// fixtures (compact JSON; shared by the attempts, so not counted per attempt).
     pub const fn maximum(self) -> u64 {
         match self {
             StartLimit::Attempts => 10_000,
             StartLimit::InitialStateBytes => 256 * 1024,
             StartLimit::StartStateBytes => 64 * 1024 * 1024,
+            StartLimit::FixtureBytes => 16 * 1024 * 1024,
         }
     }
 
@@ -267,6 +271,7 @@ impl StartLimit {
             StartLimit::Attempts => "attempts",
             StartLimit::InitialStateBytes => "initial_state_bytes",
             StartLimit::StartStateBytes => "start_state_bytes",
+            StartLimit::FixtureBytes => "fixture_bytes",
         }
     }
 
@@ -277,6 +282,7 @@ impl StartLimit {
             StartLimit::StartStateBytes => {
                 "the initial state's bytes over all attempts (attempts × its size)"
             }
+            StartLimit::FixtureBytes => "the shared fixtures' size in bytes (compact JSON)",
         }
     }
 }

@@ -534,6 +534,11 @@ pub struct NewSimulation {
     /// definitions' initial states): held once, each attempt's state row
     /// written from it by the backend.
     pub initial_state: Map<String, Value>,
+    /// The sha256 of the shared fixtures' canonical JSON when the start gave
+    /// any (they are then part of `initial_state`, which is every attempt's
+    /// shared base; evidence then records each call's state as the
+    /// attempt's changes to that base).
+    pub fixtures_hash: Option<String>,
     /// When.
     pub created_at: DateTime<Utc>,
 }
@@ -747,8 +752,9 @@ pub enum RealHandler {
 /// pin cache, so recording them allocates nothing.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
-    /// Top-level state keys to replace.
-    pub updates: Vec<(String, Value)>,
+    /// The new patch of each top-level state key written (a whole value for
+    /// the object form of `set_state`).
+    pub updates: Vec<(String, toolmock_evaluator::Patch)>,
     /// Tool name.
     pub tool: Arc<str>,
     /// Operation name.

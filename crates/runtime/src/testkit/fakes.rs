@@ -238,7 +238,7 @@ impl<B: FixtureStore> FixtureStore for Faulty<B> {
         step: F,
     ) -> Result<Applied, ApplyError>
     where
-        F: FnOnce(&Map<String, Value>) -> Result<Step, CallError> + Send,
+        F: FnOnce(toolmock_evaluator::StateView<'_>) -> Result<Step, CallError> + Send,
     {
         self.check(Fault::ApplyCall)?;
         self.inner.apply_call(binding, token, now, step).await

@@ -176,6 +176,7 @@ pub(crate) fn request(agent: AgentId, cases: Vec<TestCaseSpec>, attempts: u32) -
         attempts_per_case: attempts,
         lease_owner: "worker-1".into(),
         lease: Duration::from_secs(600),
+        fixtures: Vec::new(),
     }
 }
 

@@ -73,6 +73,7 @@ macro_rules! behaviour_suite {
         $crate::behaviour_suite!(@each [$(#[$attr])*] ($($param: $ty),*) ($backend) [$($after)?];
             linearizable_state,
             attempts_are_isolated,
+            shared_fixtures_are_one_base,
             harness_faults_never_pass,
             tool_input_errors_are_recoverable,
             result_is_exactly_rendered,

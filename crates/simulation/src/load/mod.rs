@@ -6,7 +6,7 @@ mod checks;
 pub(crate) mod real;
 mod tools;
 
-use crate::document::{SimulationDocument, Source};
+use crate::document::{FixtureDoc, SimulationDocument, Source};
 use crate::problem::{FileProblem, LoadCode};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -88,6 +88,17 @@ pub struct LoadedSimulation {
     pub tools: Vec<LoadedTool>,
     /// The API's library tools, by name: already in the tenant's catalog.
     pub library: HashMap<String, ToolId>,
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 impl LoadedSimulation {
@@ -424,7 +435,45 @@ impl Loader {
         }
     }
 
-    fn load(mut self, document: SimulationDocument) -> Loaded {
+    /// Reads the shared fixtures' files: each `{"file"}` whose file holds
+    /// a JSON object becomes `{"value"}` in the loaded document (and, for
+    /// `toolmock submit`, in the document it sends); any other content is
+    /// a `wrong_type` at the fixture's `file`.
+    fn load_fixtures(&mut self, document: &mut SimulationDocument) {
+        for (i, fixture) in document.fixtures.iter_mut().enumerate() {
+            let FixtureDoc::File { file } = fixture else {
+                continue;
+            };
+            let at = pointer::index("/fixtures", i);
+            let before = self.read_files.len();
+            let Some((value, origin)) = self.read_source(&Source::Path(file.clone()), &at) else {
+                continue;
+            };
+            match value {
+                Value::Object(members) => {
+                    if let Some((_, read)) = self.read_files.get_mut(before) {
+                        *read = serde_json::json!({"value": read.take()});
+                    }
+                    *fixture = FixtureDoc::Value { value: members };
+                }
+                other => {
+                    self.read_files.truncate(before);
+                    self.problem(
+                        pointer::push(&at, "file"),
+                        LoadCode::WrongType,
+                        format!(
+                            "{} is {}; a fixture is a JSON object whose members become top-level state keys",
+                            origin.file,
+                            json_kind(&other)
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    fn load(mut self, mut document: SimulationDocument) -> Loaded {
+        self.load_fixtures(&mut document);
         if document.simulation_version != 1 {
             self.problem(
                 "/simulation_version",

@@ -3,9 +3,8 @@
 use super::{Db, PgStore, db, rollback};
 use crate::rows::*;
 use chrono::{DateTime, Utc};
-use serde_json::{Map, Value};
 use sqlx::types::Json;
-use toolmock_evaluator::CallError;
+use toolmock_evaluator::{CallError, StateView};
 use toolmock_runtime::backend::*;
 use toolmock_runtime::error::*;
 use toolmock_runtime::model::*;
@@ -19,7 +18,7 @@ impl FixtureStore for PgStore {
         step: F,
     ) -> Result<Applied, ApplyError>
     where
-        F: FnOnce(&Map<String, Value>) -> Result<Step, CallError> + Send,
+        F: FnOnce(StateView<'_>) -> Result<Step, CallError> + Send,
     {
         let (owner, epoch) = self.fence_of(binding.attempt);
         let mut tx = db(self.pool.begin().await)?;
@@ -65,7 +64,7 @@ impl FixtureStore for PgStore {
             rollback(tx).await?;
             return Err(ApplyError::LeaseExpired);
         }
-        let mut evidence = match step(&state) {
+        let mut evidence = match step(StateView::plain(&state)) {
             Ok(step) => step,
             Err(error) => {
                 rollback(tx).await?;
@@ -73,7 +72,8 @@ impl FixtureStore for PgStore {
             }
         };
         let mut after = state.clone();
-        for (key, value) in std::mem::take(&mut evidence.updates) {
+        for (key, patch) in std::mem::take(&mut evidence.updates) {
+            let value = patch.merged(after.get(&key));
             after.insert(key, value);
         }
         let version_before = to_u64(version, "state version")?;

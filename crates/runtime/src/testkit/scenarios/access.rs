@@ -240,6 +240,7 @@ pub async fn tenancy_is_total<B: Backend>(backend: B) {
         test_cases: vec![],
         attempts: vec![],
         initial_state: Map::new(),
+        fixtures_hash: None,
         created_at: now,
     };
     nf(

@@ -32,5 +32,5 @@ pub use revisions::revisions_are_dense;
 pub use start::{
     incomplete_starts_fail_closed, start_refusals, workflow_cycles_and_effects_are_refused_at_start,
 };
-pub use state::{attempts_are_isolated, linearizable_state};
+pub use state::{attempts_are_isolated, linearizable_state, shared_fixtures_are_one_base};
 pub use storage::storage_faults_never_pass;

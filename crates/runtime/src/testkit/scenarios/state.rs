@@ -114,3 +114,109 @@ pub async fn attempts_are_isolated<B: Backend>(backend: B) {
     assert_eq!(state_b.state["last"], json!("b1"));
     assert_eq!(rig.backend().evidence(tenant, b.id).await.unwrap().len(), 1);
 }
+
+/// Shared fixtures are one base for every attempt: a nested write by one
+/// attempt changes its own state only, reads see the merged state, and the
+/// base the next attempt starts from is untouched.
+pub async fn shared_fixtures_are_one_base<B: Backend>(backend: B) {
+    let rig = Rig::new(backend);
+    let tenant = tenant(rig.backend(), "acme").await;
+    let open = json!({"type": "object"});
+    let id = json!({"$input": "id"});
+    let shop = InlineTool {
+        name: "shop".into(),
+        operations: vec![
+            inline_op(
+                "get",
+                open.clone(),
+                open.clone(),
+                Some(json!({
+                    "schema_version": 2, "default_variant": "ok",
+                    "variants": {"ok": {"result": {"order": {"$state": ["orders", id]}}}},
+                    "examples": [{"variant": "ok", "input": {"id": "a"},
+                                  "state": {"orders": {"a": {"s": 1}}}, "expected": {"order": {"s": 1}}}]
+                })),
+            ),
+            inline_op(
+                "cancel",
+                open.clone(),
+                open.clone(),
+                Some(json!({
+                    "schema_version": 2, "default_variant": "ok",
+                    "variants": {"ok": {"result": {"ok": true},
+                        "set_state": [{"path": ["orders", id, "status"], "value": "cancelled"}]}},
+                    "examples": [{"variant": "ok", "input": {"id": "a"},
+                                  "state": {"orders": {"a": {}}}, "expected": {"ok": true}}]
+                })),
+            ),
+        ],
+    };
+    let agent = rig
+        .backend()
+        .create_agent(
+            tenant,
+            "agent",
+            &AgentSpec {
+                tools: vec![ToolRef::Inline(shop)],
+                workflows: vec![],
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("create the agent");
+    let orders: Map<String, Value> = (0..100)
+        .map(|i| (format!("#W{i}"), json!({"status": "pending", "total": i})))
+        .collect();
+    let mut request = request(agent, vec![case("case")], 2);
+    request.fixtures = vec![crate::FixtureInput {
+        label: "/fixtures/0".into(),
+        members: [("orders".to_owned(), Value::Object(orders))]
+            .into_iter()
+            .collect(),
+    }];
+    let started = rig
+        .dispatcher
+        .start(tenant, &request)
+        .await
+        .expect("the simulation starts");
+    let (a, b) = (&started.attempts[0], &started.attempts[1]);
+    let call = |op: &str, id: &str| ToolCall::new("shop", op, json!({ "id": id }));
+    rig.dispatcher
+        .call(tenant, &a.capability, &call("cancel", "#W7"))
+        .await
+        .expect("a cancels");
+    let seen_by_a = rig
+        .dispatcher
+        .call(tenant, &a.capability, &call("get", "#W7"))
+        .await
+        .expect("a reads");
+    assert_eq!(
+        seen_by_a,
+        json!({"order": {"status": "cancelled", "total": 7}})
+    );
+    let seen_by_b = rig
+        .dispatcher
+        .call(tenant, &b.capability, &call("get", "#W7"))
+        .await
+        .expect("b reads");
+    assert_eq!(
+        seen_by_b,
+        json!({"order": {"status": "pending", "total": 7}}),
+        "b never sees a's write"
+    );
+    let state_a = rig.backend().state(tenant, a.id).await.expect("a's state");
+    assert_eq!(state_a.state["orders"]["#W7"]["status"], json!("cancelled"));
+    assert_eq!(state_a.state["orders"]["#W8"]["status"], json!("pending"));
+    assert_eq!(state_a.state["orders"].as_object().map(Map::len), Some(100));
+    let state_b = rig.backend().state(tenant, b.id).await.expect("b's state");
+    assert_eq!(state_b.state["orders"]["#W7"]["status"], json!("pending"));
+    let evidence = rig
+        .backend()
+        .evidence(tenant, a.id)
+        .await
+        .expect("evidence");
+    assert_eq!(
+        evidence[0].state_after["orders"]["#W7"]["status"],
+        json!("cancelled")
+    );
+}
