@@ -118,7 +118,20 @@ pub fn evaluate_layered<'d>(
         variant,
     };
     let selected = select(definition, &call, &scope)?;
-    let result = selected.result.render(&scope)?;
+    let result = match selected.result {
+        Answer::Result(expr) => expr.render(&scope)?,
+        Answer::Error(error) => {
+            // A domain error changes nothing: no patches.
+            return Ok(LayeredOutcome {
+                variant: &selected.variant.name,
+                rule: selected.rule,
+                result: Value::Null,
+                error: Some(error.render(&scope)?),
+                patches: Vec::new(),
+                delay_ms: selected.delay_ms,
+            });
+        }
+    };
     let patches = if selected.writes.is_empty() {
         let mut patches = Vec::with_capacity(selected.set_state.len());
         for (key, expr) in selected.set_state {
@@ -132,6 +145,7 @@ pub fn evaluate_layered<'d>(
         variant: &selected.variant.name,
         rule: selected.rule,
         result,
+        error: None,
         patches,
         delay_ms: selected.delay_ms,
     })

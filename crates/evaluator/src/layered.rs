@@ -413,6 +413,8 @@ pub struct LayeredOutcome<'d> {
     pub rule: Option<usize>,
     /// The rendered result: exactly what the agent receives.
     pub result: Value,
+    /// (Version 2) the domain error the call answered instead of a result.
+    pub error: Option<crate::DomainError>,
     /// The new patch of each top-level member the call wrote; set each
     /// with [`Overlay::set`].
     #[serde(skip)]

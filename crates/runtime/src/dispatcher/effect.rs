@@ -132,6 +132,7 @@ impl<B: Backend> Dispatcher<B> {
                     rule: None,
                     arguments: node.input.clone(),
                     result,
+                    error: None,
                     delay_ms: 0,
                     started_at,
                     duration_us: elapsed_us(clock),
