@@ -6,7 +6,6 @@ use crate::contract::CompiledContract;
 use crate::domain::{Answer, DomainError};
 use crate::error::CallError;
 use crate::expr::{Ahead, Expr, Memo, Scope};
-use crate::layered::{LayeredOutcome, Patch, StateView};
 use crate::path::Resolved;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -93,60 +92,6 @@ fn outcome<'d>(selected: &Selected<'d>, scope: &Scope<'_>) -> Result<Outcome<'d>
         result,
         error,
         state_updates,
-        delay_ms: selected.delay_ms,
-    })
-}
-
-/// Evaluates one call against a layered state — a shared base (fixtures and
-/// initial states) and the attempt's own [`Overlay`] — without copying the
-/// base: reads see the merged state, and the call's writes come back as the
-/// new patches of the top-level members it wrote ([`LayeredOutcome`]).
-/// Everything else — selection, rendering, every error — is [`evaluate`]'s
-/// over the merged state.
-pub fn evaluate_layered<'d>(
-    definition: &'d CompiledDefinition,
-    input: &Value,
-    state: StateView<'_>,
-    variant: Option<&str>,
-) -> Result<LayeredOutcome<'d>, CallError> {
-    let memo = Memo::new();
-    let scope = Scope::layered(input, state, &memo);
-    let empty = Map::new();
-    let call = Call {
-        input,
-        state: &empty,
-        variant,
-    };
-    let selected = select(definition, &call, &scope)?;
-    let result = match selected.result {
-        Answer::Result(expr) => expr.render(&scope)?,
-        Answer::Error(error) => {
-            // A domain error changes nothing: no patches.
-            return Ok(LayeredOutcome {
-                variant: &selected.variant.name,
-                rule: selected.rule,
-                result: Value::Null,
-                error: Some(error.render(&scope)?),
-                patches: Vec::new(),
-                delay_ms: selected.delay_ms,
-            });
-        }
-    };
-    let patches = if selected.writes.is_empty() {
-        let mut patches = Vec::with_capacity(selected.set_state.len());
-        for (key, expr) in selected.set_state {
-            patches.push((&**key, Patch::Value(expr.render(&scope)?)));
-        }
-        patches
-    } else {
-        crate::layered::write_patches(selected.writes, &scope)?
-    };
-    Ok(LayeredOutcome {
-        variant: &selected.variant.name,
-        rule: selected.rule,
-        result,
-        error: None,
-        patches,
         delay_ms: selected.delay_ms,
     })
 }
@@ -266,16 +211,16 @@ fn error_outcome<'d>(
 }
 
 /// What steps 1–3 of docs/spec.md §6 chose.
-struct Selected<'d> {
-    variant: &'d CompiledVariant,
-    rule: Option<usize>,
-    result: &'d Answer,
-    set_state: &'d [(Box<str>, Expr)],
-    writes: &'d [Write],
-    delay_ms: u32,
+pub(crate) struct Selected<'d> {
+    pub(crate) variant: &'d CompiledVariant,
+    pub(crate) rule: Option<usize>,
+    pub(crate) result: &'d Answer,
+    pub(crate) set_state: &'d [(Box<str>, Expr)],
+    pub(crate) writes: &'d [Write],
+    pub(crate) delay_ms: u32,
 }
 
-fn select<'d>(
+pub(crate) fn select<'d>(
     definition: &'d CompiledDefinition,
     call: &Call<'_>,
     scope: &Scope<'_>,

@@ -14,9 +14,12 @@
 //! value some of whose members were written builds the merged value (its
 //! size, not the base's). Pure: no I/O, no clock.
 
+use crate::compile::CompiledDefinition;
 use crate::computed::{Step, Write, write_error};
+use crate::domain::Answer;
 use crate::error::CallError;
-use crate::expr::Scope;
+use crate::eval::{Call, select};
+use crate::expr::{Memo, Scope};
 use crate::operators::kind_of;
 use crate::path::{Resolved, Segment, step};
 use serde::Serialize;
@@ -421,4 +424,58 @@ pub struct LayeredOutcome<'d> {
     pub patches: Vec<(&'d str, Patch)>,
     /// The simulated delay.
     pub delay_ms: u32,
+}
+
+/// Evaluates one call against a layered state — a shared base (fixtures and
+/// initial states) and the attempt's own [`Overlay`](crate::Overlay) — without copying the
+/// base: reads see the merged state, and the call's writes come back as the
+/// new patches of the top-level members it wrote ([`LayeredOutcome`]).
+/// Everything else — selection, rendering, every error — is [`evaluate`](crate::evaluate)'s
+/// over the merged state.
+pub fn evaluate_layered<'d>(
+    definition: &'d CompiledDefinition,
+    input: &Value,
+    state: StateView<'_>,
+    variant: Option<&str>,
+) -> Result<LayeredOutcome<'d>, CallError> {
+    let memo = Memo::new();
+    let scope = Scope::layered(input, state, &memo);
+    let empty = Map::new();
+    let call = Call {
+        input,
+        state: &empty,
+        variant,
+    };
+    let selected = select(definition, &call, &scope)?;
+    let result = match selected.result {
+        Answer::Result(expr) => expr.render(&scope)?,
+        Answer::Error(error) => {
+            // A domain error changes nothing: no patches.
+            return Ok(LayeredOutcome {
+                variant: &selected.variant.name,
+                rule: selected.rule,
+                result: Value::Null,
+                error: Some(error.render(&scope)?),
+                patches: Vec::new(),
+                delay_ms: selected.delay_ms,
+            });
+        }
+    };
+    let patches = if selected.writes.is_empty() {
+        let mut patches = Vec::with_capacity(selected.set_state.len());
+        for (key, expr) in selected.set_state {
+            patches.push((&**key, Patch::Value(expr.render(&scope)?)));
+        }
+        patches
+    } else {
+        write_patches(selected.writes, &scope)?
+    };
+    Ok(LayeredOutcome {
+        variant: &selected.variant.name,
+        rule: selected.rule,
+        result,
+        error: None,
+        patches,
+        delay_ms: selected.delay_ms,
+    })
 }

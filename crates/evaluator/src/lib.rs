@@ -76,10 +76,10 @@ pub use domain::DomainError;
 pub use error::{CallCode, CallError, ErrorClass, Violation};
 pub use eval::{
     Call, JsonOutcome, Outcome, Prepared, Rendering, Workspace, evaluate, evaluate_json,
-    evaluate_layered, evaluate_prepared, evaluate_prepared_checked, evaluate_prepared_json,
-    evaluate_with_contract, json_equal, maps_equal, prepare,
+    evaluate_prepared, evaluate_prepared_checked, evaluate_prepared_json, evaluate_with_contract,
+    json_equal, maps_equal, prepare,
 };
-pub use layered::{LayeredOutcome, Overlay, Patch, StateView};
+pub use layered::{LayeredOutcome, Overlay, Patch, StateView, evaluate_layered};
 pub use warnings::{WarningCode, Warnings, warnings};
 
 #[cfg(test)]

@@ -94,4 +94,4 @@ pub mod model;
 pub mod testkit;
 
 pub use backend::MemoryStore;
-pub use dispatcher::{Dispatcher, FixtureInput, StartRequest, ToolCall, fixtures_hash};
+pub use dispatcher::{Dispatcher, FixtureInput, StartRequest, ToolCall};

@@ -927,7 +927,7 @@ pub fn assemble_results(
         summary,
         cases,
         coverage,
-        fixtures_hash: toolmock_runtime::fixtures_hash(&fixture_inputs(document)),
+        fixtures_hash: toolmock_runtime::FixtureInput::hash_all(&fixture_inputs(document)),
     }
 }
 

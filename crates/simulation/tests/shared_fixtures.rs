@@ -153,7 +153,7 @@ async fn a_file_fixture_is_every_attempts_base_and_writes_stay_apart() {
     );
     assert_eq!(results.summary.attempts, 6);
     // The hash pins the fixtures: sha256 of the canonical JSON of their array.
-    let expected = toolmock_runtime::fixtures_hash(&[toolmock_runtime::FixtureInput {
+    let expected = toolmock_runtime::FixtureInput::hash_all(&[toolmock_runtime::FixtureInput {
         label: String::new(),
         members: orders(50).as_object().cloned().unwrap_or_default(),
     }]);

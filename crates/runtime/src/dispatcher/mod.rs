@@ -11,7 +11,6 @@ mod call;
 mod effect;
 mod pins;
 mod start;
-pub use start::fixtures_hash;
 
 use crate::backend::{
     Backend, Clock, ExternalExecutor, NoExternalExecutor, Sleeper, SystemClock, TokioSleeper,

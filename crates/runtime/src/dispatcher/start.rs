@@ -608,28 +608,32 @@ fn check_fixtures(fixtures: &[super::FixtureInput]) -> Result<Option<String>, St
             actual: bytes,
         });
     }
-    fixtures_hash(fixtures).map(Some).ok_or_else(|| {
-        StartError::InvalidRequest(
-            "a fixture cannot be hashed: it holds a number canonical JSON cannot write exactly"
-                .into(),
-        )
-    })
+    super::FixtureInput::hash_all(fixtures)
+        .map(Some)
+        .ok_or_else(|| {
+            StartError::InvalidRequest(
+                "a fixture cannot be hashed: it holds a number canonical JSON cannot write exactly"
+                    .into(),
+            )
+        })
 }
 
-/// The hash a start pins for these fixtures (`None` for none, or for
-/// fixtures that cannot be hashed, which a start refuses).
-pub fn fixtures_hash(fixtures: &[super::FixtureInput]) -> Option<String> {
-    if fixtures.is_empty() {
-        return None;
+impl super::FixtureInput {
+    /// The hash a start pins for these fixtures (`None` for none, or for
+    /// fixtures that cannot be hashed, which a start refuses).
+    pub fn hash_all(fixtures: &[super::FixtureInput]) -> Option<String> {
+        if fixtures.is_empty() {
+            return None;
+        }
+        let array = Value::Array(
+            fixtures
+                .iter()
+                .map(|f| Value::Object(f.members.clone()))
+                .collect(),
+        );
+        let canonical = toolmock_contract::canonical_json(&array).ok()?;
+        Some(hex_sha256(&canonical))
     }
-    let array = Value::Array(
-        fixtures
-            .iter()
-            .map(|f| Value::Object(f.members.clone()))
-            .collect(),
-    );
-    let canonical = toolmock_contract::canonical_json(&array).ok()?;
-    Some(hex_sha256(&canonical))
 }
 
 fn hex_sha256(bytes: &[u8]) -> String {
