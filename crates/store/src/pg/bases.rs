@@ -110,3 +110,29 @@ impl PgStore {
         self.bases.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(n: u128) -> Key {
+        (Uuid::from_u128(1), Uuid::from_u128(n))
+    }
+
+    /// Past the capacity the base loaded longest ago is dropped; a second
+    /// load of a kept base keeps the first one (the same `Arc`).
+    #[test]
+    fn the_cache_is_bounded_and_keeps_the_first_load() {
+        let bases = Bases::default();
+        let first = bases.keep(key(0), Map::new());
+        let again = bases.keep(key(0), Map::new());
+        assert!(Arc::ptr_eq(&first, &again));
+        for n in 1..=CAPACITY as u128 {
+            bases.keep(key(n), Map::new());
+        }
+        assert_eq!(bases.len(), CAPACITY);
+        assert!(bases.get(&key(0)).is_none(), "the oldest is dropped");
+        assert!(bases.get(&key(1)).is_some());
+        assert!(bases.get(&key(CAPACITY as u128)).is_some());
+    }
+}
