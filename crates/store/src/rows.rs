@@ -395,11 +395,19 @@ pub(crate) struct SimulationPinRow {
     pub(crate) unpinned_reason: Option<String>,
 }
 
+/// `attempt_state.form` of a row holding the attempt's whole state.
+pub(crate) const STATE_FORM_WHOLE: &str = "state";
+/// `attempt_state.form` of a row holding only the attempt's overlay over its
+/// simulation's `simulation_fixture_bases` row (`Overlay::to_stored`).
+pub(crate) const STATE_FORM_OVERLAY: &str = "overlay";
+
 /// An attempt's state row as a call locks it, with whether the capability is live.
 #[derive(FromRow)]
 pub(crate) struct LockedStateRow {
     pub(crate) state: Json<Map<String, Value>>,
     pub(crate) version: i64,
+    pub(crate) form: String,
+    pub(crate) simulation_id: Uuid,
     pub(crate) live: bool,
     pub(crate) holds: bool,
 }
@@ -408,6 +416,8 @@ pub(crate) struct LockedStateRow {
 pub(crate) struct StateRow {
     pub(crate) state: Json<Map<String, Value>>,
     pub(crate) version: i64,
+    pub(crate) form: String,
+    pub(crate) simulation_id: Uuid,
 }
 
 /// A capability resolved to its attempt.

@@ -357,6 +357,7 @@ const TABLES: &[&str] = &[
     "harness_errors",
     "operation_contracts",
     "simulation_documents",
+    "simulation_fixture_bases",
     "simulation_pins",
     "simulations",
     "tenants",

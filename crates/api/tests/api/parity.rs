@@ -290,3 +290,93 @@ async fn every_fixture_simulation_plays_the_same_embedded_and_through_api_and_wo
     }
     assert!(compared >= 2, "{compared} of {files:?}");
 }
+
+/// A simulation with shared fixtures (`{"value": …}`) and nested writes
+/// plays the same embedded (base `Arc` + overlay in memory) and through the
+/// API and workers (base row + overlay rows on PostgreSQL): same outcomes,
+/// same unmet expectations, same evidence — each call's `state_before` and
+/// `state_after` the attempt's changes, not the fixture.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn shared_fixtures_play_the_same_embedded_and_through_api_and_workers(pool: PgPool) {
+    let orders: serde_json::Map<String, Value> = (0..200)
+        .map(|i| {
+            (
+                format!("#W{i}"),
+                json!({"status": "pending", "items": [{"id": i, "price": "10.00"}]}),
+            )
+        })
+        .collect();
+    let id = json!({"$input": "order_id"});
+    let get = |order: &str, status: &str, n: u32| {
+        json!({"tool": "shop", "operation": "get_order", "arguments": {"order_id": order},
+               "expect": {"result": {"order": {"status": status, "items": [{"id": n, "price": "10.00"}]}}}})
+    };
+    let cancel = |order: &str| json!({"tool": "shop", "operation": "cancel", "arguments": {"order_id": order}});
+    let doc = json!({
+        "simulation_version": 1,
+        "name": "shared fixtures",
+        "attempts": 2,
+        "fixtures": [{"value": {"orders": orders}}],
+        "tools": [{
+            "name": "shop", "from": "custom",
+            "operations": [
+                {"name": "get_order", "input_schema": {"type": "object"}, "output_schema": {"type": "object"}},
+                {"name": "cancel", "input_schema": {"type": "object"}, "output_schema": {"type": "object"}}
+            ],
+            "definitions": {
+                "get_order": {
+                    "schema_version": 2, "default_variant": "ok", "initial_state": {"audit": []},
+                    "variants": {"ok": {"result": {"order": {"$state": ["orders", id]}}}},
+                    "examples": [{"variant": "ok", "input": {"order_id": "#W1"},
+                                  "state": {"orders": {"#W1": {"status": "pending"}}},
+                                  "expected": {"order": {"status": "pending"}}}]
+                },
+                "cancel": {
+                    "schema_version": 2, "default_variant": "ok",
+                    "variants": {"ok": {
+                        "result": {"was": {"$state": ["orders", id, "status"]}},
+                        "set_state": [
+                            {"path": ["orders", id, "status"], "value": "cancelled"},
+                            {"path": ["audit"], "value": [{"$input": "order_id"}]}
+                        ]
+                    }},
+                    "examples": [{"variant": "ok", "input": {"order_id": "#W1"},
+                                  "state": {"orders": {"#W1": {"status": "pending"}}},
+                                  "expected": {"was": "pending"}}]
+                }
+            }
+        }],
+        "agent": {"name": "clerk", "tools": ["shop"]},
+        "cases": [
+            {"name": "cancels", "driver": {"type": "scripted", "steps": [
+                get("#W1", "pending", 1), cancel("#W1"), get("#W1", "cancelled", 1),
+                cancel("#W7"), get("#W7", "cancelled", 7)
+             ]},
+             "expect": {"final_state": {"subset": {"audit": ["#W7"],
+                 "orders": {"#W1": {"status": "cancelled"}, "#W2": {"status": "pending"}}}}}},
+            {"name": "reads", "driver": {"type": "scripted", "steps": [get("#W1", "pending", 1)]},
+             "expect": {"final_state": {"subset": {"orders": {"#W1": {"status": "pending"}}}}}},
+            {"name": "expects a write it never made", "driver": {"type": "scripted", "steps": [
+                cancel("#W3")
+             ]},
+             "expect": {"final_state": {"subset": {"orders": {"#W4": {"status": "cancelled"}}}},
+                        "outcome": "failed"}}
+        ]
+    });
+    let embedded = embedded(&doc).await.expect("loads embedded");
+    let (served, _) = through_the_api(&pool, &doc).await.expect("starts");
+    assert_eq!(embedded.len(), 6);
+    assert_eq!(embedded, served, "left: embedded, right: API + workers");
+    let cancels = &served[&("cancels".to_owned(), 1)];
+    assert_eq!(cancels["outcome"], "passed", "{cancels}");
+    assert_eq!(
+        cancels["evidence"][3]["state_after"],
+        json!({"audit": ["#W7"],
+               "orders": {"#W1": {"status": "cancelled"}, "#W7": {"status": "cancelled"}}}),
+        "evidence is the attempt's changes, not the fixture"
+    );
+    assert_eq!(
+        served[&("expects a write it never made".to_owned(), 2)]["outcome"],
+        "failed"
+    );
+}

@@ -9,6 +9,7 @@
 //! row first. No transaction takes two of these, so none can deadlock.
 
 mod attempts;
+mod bases;
 mod catalog;
 mod conversations;
 mod evidence;
@@ -45,6 +46,8 @@ use toolmock_runtime::model::{AttemptId, TenantId};
 pub struct PgStore {
     pool: PgPool,
     fences: std::sync::Arc<queue::Fences>,
+    /// The fixture bases read, shared by every clone (and `unfenced`).
+    bases: std::sync::Arc<bases::Bases>,
 }
 
 impl PgStore {
@@ -53,13 +56,17 @@ impl PgStore {
         Self {
             pool,
             fences: std::sync::Arc::default(),
+            bases: std::sync::Arc::default(),
         }
     }
 
     /// The same pool with no fence held: what a reaper writes with, since it
     /// ends attempts whose lease another holder (or this one) lost.
     pub fn unfenced(&self) -> Self {
-        Self::new(self.pool.clone())
+        Self {
+            bases: self.bases.clone(),
+            ..Self::new(self.pool.clone())
+        }
     }
 
     /// The pool.

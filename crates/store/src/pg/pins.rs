@@ -130,14 +130,37 @@ impl PinStore for PgStore {
         .bind(&expiries)
         .execute(&mut *tx)
         .await)?;
+        // With shared fixtures the base is written once, and each attempt's
+        // row starts as an empty overlay over it; without, each row holds
+        // the whole initial state, as it always did.
+        let empty = serde_json::Map::new();
+        let (first_state, form) = match &simulation.fixtures_hash {
+            Some(hash) => {
+                db(sqlx::query(
+                    "INSERT INTO simulation_fixture_bases \
+                         (tenant_id, simulation_id, fixtures_hash, base, created_at) \
+                     VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(tenant.as_uuid())
+                .bind(simulation.id.as_uuid())
+                .bind(hash)
+                .bind(Json(&simulation.initial_state))
+                .bind(simulation.created_at)
+                .execute(&mut *tx)
+                .await)?;
+                (&empty, STATE_FORM_OVERLAY)
+            }
+            None => (&simulation.initial_state, STATE_FORM_WHOLE),
+        };
         db(sqlx::query(
-            "INSERT INTO attempt_state (attempt_id, tenant_id, state, version, updated_at) \
-             SELECT a.id, $1, $2, 0, $3 FROM unnest($4::uuid[]) AS a (id)",
+            "INSERT INTO attempt_state (attempt_id, tenant_id, state, version, updated_at, form) \
+             SELECT a.id, $1, $2, 0, $3, $5 FROM unnest($4::uuid[]) AS a (id)",
         )
         .bind(tenant.as_uuid())
-        .bind(Json(&simulation.initial_state))
+        .bind(Json(first_state))
         .bind(simulation.created_at)
         .bind(&ids)
+        .bind(form)
         .execute(&mut *tx)
         .await)?;
         db(sqlx::query(

@@ -1,0 +1,404 @@
+//! Shared fixtures on PostgreSQL (docs/data-model.md "Shared fixtures: base
+//! and overlay"): the base is one `simulation_fixture_bases` row per
+//! simulation, each attempt's `attempt_state` row holds only its overlay (so
+//! it does not grow with the fixture), reads see the merged state, attempts
+//! are isolated, and evidence records exactly what the in-memory backend
+//! records.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
+
+use serde_json::{Map, Value, json};
+use sqlx::PgPool;
+use std::time::Duration;
+use toolmock_contract::OperationSource;
+use toolmock_runtime::backend::{Backend, EvidenceSink, FixtureStore};
+use toolmock_runtime::dispatcher::StartedSimulation;
+use toolmock_runtime::model::{
+    AgentSpec, InlineOperation, InlineTool, SimulationMode, TenantId, TestCaseSpec, ToolRef,
+};
+use toolmock_runtime::testkit::Rig;
+use toolmock_runtime::{FixtureInput, MemoryStore, StartRequest, ToolCall};
+use toolmock_store::PgStore;
+
+async fn app_pool(pool: &PgPool) -> PgPool {
+    let options = toolmock_store::as_app_role((*pool.connect_options()).clone());
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(4)
+        .connect_with(options)
+        .await
+        .unwrap()
+}
+
+fn op(name: &str, testing: Value) -> InlineOperation {
+    let open = json!({"type": "object"});
+    InlineOperation {
+        name: name.into(),
+        source: OperationSource::Custom,
+        description: format!("{name} operation"),
+        input_schema: open.clone(),
+        output_schema: Some(open),
+        testing: Some(testing),
+    }
+}
+
+/// `get` reads an order, `cancel` writes one order's status (a nested
+/// write), `note` replaces a top-level key of its own.
+fn shop() -> InlineTool {
+    let id = json!({"$input": "id"});
+    InlineTool {
+        name: "shop".into(),
+        operations: vec![
+            op(
+                "get",
+                json!({
+                    "schema_version": 2, "default_variant": "ok",
+                    "variants": {"ok": {"result": {"order": {"$state": ["orders", id]}}}},
+                    "examples": [{"variant": "ok", "input": {"id": "a"},
+                                  "state": {"orders": {"a": {"s": 1}}}, "expected": {"order": {"s": 1}}}]
+                }),
+            ),
+            op(
+                "cancel",
+                json!({
+                    "schema_version": 2, "default_variant": "ok",
+                    "variants": {"ok": {"result": {"ok": true},
+                        "set_state": [{"path": ["orders", id, "status"], "value": "cancelled"}]}},
+                    "examples": [{"variant": "ok", "input": {"id": "a"},
+                                  "state": {"orders": {"a": {}}}, "expected": {"ok": true}}]
+                }),
+            ),
+            op(
+                "note",
+                json!({
+                    "schema_version": 2, "default_variant": "ok",
+                    "variants": {"ok": {"result": {"ok": true},
+                        "set_state": [{"path": ["notes"], "value": {"last": {"$input": "id"}}}]}},
+                    "examples": [{"variant": "ok", "input": {"id": "a"},
+                                  "state": {}, "expected": {"ok": true}}]
+                }),
+            ),
+        ],
+    }
+}
+
+/// `orders` of `n` members of about `size` bytes each.
+fn orders(n: usize, size: usize) -> Map<String, Value> {
+    (0..n)
+        .map(|i| {
+            (
+                format!("#W{i}"),
+                json!({"status": "pending", "total": i, "note": "x".repeat(size)}),
+            )
+        })
+        .collect()
+}
+
+/// Starts a sandbox simulation of the shop over `fixture` (none when empty).
+async fn start<B: Backend>(
+    rig: &Rig<B>,
+    name: &str,
+    fixture: Map<String, Value>,
+    attempts: u32,
+) -> (TenantId, StartedSimulation) {
+    let backend = rig.backend();
+    let tenant = backend.create_tenant(name).await.unwrap();
+    let spec = AgentSpec {
+        tools: vec![ToolRef::Inline(shop())],
+        workflows: vec![],
+        ..Default::default()
+    };
+    let agent = backend.create_agent(tenant, "agent", &spec).await.unwrap();
+    let request = StartRequest {
+        agent,
+        mode: SimulationMode::Sandbox,
+        allow_incomplete: false,
+        test_cases: vec![TestCaseSpec {
+            name: "case".into(),
+            variants: vec![],
+            attempts: None,
+        }],
+        attempts_per_case: attempts,
+        lease_owner: "worker-1".into(),
+        lease: Duration::from_secs(600),
+        fixtures: if fixture.is_empty() {
+            vec![]
+        } else {
+            vec![FixtureInput {
+                label: "/fixtures/0".into(),
+                members: [("orders".to_owned(), Value::Object(fixture))]
+                    .into_iter()
+                    .collect(),
+            }]
+        },
+    };
+    let started = rig.dispatcher.start(tenant, &request).await.unwrap();
+    (tenant, started)
+}
+
+async fn call<B: Backend>(
+    rig: &Rig<B>,
+    tenant: TenantId,
+    started: &StartedSimulation,
+    attempt: usize,
+    op: &str,
+    id: &str,
+) -> Value {
+    rig.dispatcher
+        .call(
+            tenant,
+            &started.attempts[attempt].capability,
+            &ToolCall::new("shop", op, json!({ "id": id })),
+        )
+        .await
+        .unwrap()
+}
+
+/// A 1 MB fixture and 50 attempts: one base row, and every attempt's state
+/// row is a few bytes — before and after its writes — while its reads and
+/// `state()` see the whole merged fixture.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn the_base_is_stored_once_and_attempt_rows_stay_small(pool: PgPool) {
+    let rig = Rig::new(PgStore::new(app_pool(&pool).await));
+    let (tenant, started) = start(&rig, "acme", orders(5000, 180), 50).await;
+    let (bases, base_bytes): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), COALESCE(sum(octet_length(base::text)), 0)::int8 \
+         FROM simulation_fixture_bases WHERE simulation_id = $1",
+    )
+    .bind(started.id.as_uuid())
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(bases, 1, "one base row for the simulation");
+    assert!(
+        base_bytes > 1_000_000,
+        "the base holds the fixture: {base_bytes} bytes"
+    );
+    call(&rig, tenant, &started, 0, "cancel", "#W7").await;
+    call(&rig, tenant, &started, 0, "note", "n1").await;
+    call(&rig, tenant, &started, 1, "cancel", "#W8").await;
+    let rows: Vec<(String, i32, i64)> = sqlx::query_as(
+        "SELECT s.form, pg_column_size(s.state), octet_length(s.state::text)::int8 \
+         FROM attempt_state s JOIN attempts a ON a.id = s.attempt_id \
+         WHERE a.simulation_id = $1",
+    )
+    .bind(started.id.as_uuid())
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 50);
+    for (form, stored, text) in &rows {
+        assert_eq!(form, "overlay");
+        assert!(
+            *stored < 256,
+            "an attempt's row is its overlay: {stored} bytes"
+        );
+        assert!(*text < 256, "an attempt's row is its overlay: {text} bytes");
+    }
+    let stored: Value = sqlx::query_scalar("SELECT state FROM attempt_state WHERE attempt_id = $1")
+        .bind(started.attempts[0].id.as_uuid())
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        stored,
+        json!({"notes": {"=": {"last": "n1"}},
+               "orders": {"+": {"#W7": {"+": {"status": {"=": "cancelled"}}}}}}),
+        "the row holds the overlay's stored form"
+    );
+    // The merged state, for a's reads and for every reader of `state()`.
+    assert_eq!(
+        call(&rig, tenant, &started, 0, "get", "#W7").await["order"]["status"],
+        json!("cancelled")
+    );
+    let a = rig
+        .backend()
+        .state(tenant, started.attempts[0].id)
+        .await
+        .unwrap();
+    assert_eq!(a.version, 3);
+    assert_eq!(a.state["orders"].as_object().map(Map::len), Some(5000));
+    assert_eq!(a.state["orders"]["#W7"]["status"], json!("cancelled"));
+    assert_eq!(a.state["orders"]["#W7"]["total"], json!(7));
+    assert_eq!(a.state["orders"]["#W8"]["status"], json!("pending"));
+    assert_eq!(a.state["notes"], json!({"last": "n1"}));
+    // Isolation: b sees its own write and none of a's; c none at all.
+    let b = rig
+        .backend()
+        .state(tenant, started.attempts[1].id)
+        .await
+        .unwrap();
+    assert_eq!(b.state["orders"]["#W7"]["status"], json!("pending"));
+    assert_eq!(b.state["orders"]["#W8"]["status"], json!("cancelled"));
+    assert!(b.state.get("notes").is_none());
+    let c = rig
+        .backend()
+        .state(tenant, started.attempts[2].id)
+        .await
+        .unwrap();
+    assert_eq!(c.version, 0);
+    assert_eq!(c.state["orders"]["#W8"]["status"], json!("pending"));
+    // A process that never served the simulation reads the base once.
+    let other = PgStore::new(rig.backend().pool().clone());
+    assert_eq!(other.cached_fixture_bases(), 0);
+    let again = other.state(tenant, started.attempts[0].id).await.unwrap();
+    assert_eq!(again.state, a.state);
+    assert_eq!(other.cached_fixture_bases(), 1);
+    // Evidence is the overlay's changes, not the fixture.
+    let evidence = rig
+        .backend()
+        .evidence(tenant, started.attempts[0].id)
+        .await
+        .unwrap();
+    assert_eq!(evidence[0].state_before, Map::new());
+    assert_eq!(
+        Value::Object(evidence[0].state_after.clone()),
+        json!({"orders": {"#W7": {"status": "cancelled"}}})
+    );
+    rig.backend().pool().close().await;
+}
+
+/// A simulation without fixtures keeps whole states in its rows, as before,
+/// and writes no base row.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn without_fixtures_rows_hold_whole_states(pool: PgPool) {
+    let rig = Rig::new(PgStore::new(app_pool(&pool).await));
+    let (tenant, started) = start(&rig, "acme", Map::new(), 2).await;
+    call(&rig, tenant, &started, 0, "note", "n1").await;
+    let bases: i64 = sqlx::query_scalar("SELECT count(*) FROM simulation_fixture_bases")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(bases, 0);
+    let rows: Vec<(String, Value)> =
+        sqlx::query_as("SELECT form, state FROM attempt_state WHERE attempt_id = $1")
+            .bind(started.attempts[0].id.as_uuid())
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        rows,
+        vec![("state".to_owned(), json!({"notes": {"last": "n1"}}))]
+    );
+    let evidence = rig
+        .backend()
+        .evidence(tenant, started.attempts[0].id)
+        .await
+        .unwrap();
+    assert_eq!(
+        Value::Object(evidence[0].state_after.clone()),
+        json!({"notes": {"last": "n1"}})
+    );
+    rig.backend().pool().close().await;
+}
+
+/// What a run records, to compare backends: each call's answer and
+/// evidence states, and each attempt's final merged state and version.
+async fn record<B: Backend>(rig: &Rig<B>) -> Value {
+    let (tenant, started) = start(rig, "acme", orders(20, 10), 2).await;
+    let mut answers = Vec::new();
+    for (attempt, op, id) in [
+        (0, "cancel", "#W1"),
+        (0, "get", "#W1"),
+        (1, "get", "#W1"),
+        (0, "note", "x"),
+        (1, "cancel", "#W2"),
+        (0, "cancel", "#W2"),
+        (0, "note", "y"),
+        (1, "get", "#W2"),
+    ] {
+        answers.push(call(rig, tenant, &started, attempt, op, id).await);
+    }
+    let mut attempts = Vec::new();
+    for attempt in &started.attempts {
+        let state = rig.backend().state(tenant, attempt.id).await.unwrap();
+        let evidence: Vec<Value> = rig
+            .backend()
+            .evidence(tenant, attempt.id)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| {
+                json!({"before": e.state_before, "after": e.state_after,
+                       "versions": [e.version_before, e.version_after]})
+            })
+            .collect();
+        attempts.push(json!({"state": state.state, "version": state.version,
+                             "evidence": evidence}));
+    }
+    json!({"answers": answers, "attempts": attempts})
+}
+
+/// The same calls on PostgreSQL and in memory answer, record and leave the
+/// same: evidence of a fixture-backed attempt is the overlay's changes on
+/// both backends.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn postgres_records_what_memory_records(pool: PgPool) {
+    let pg = Rig::new(PgStore::new(app_pool(&pool).await));
+    let on_pg = record(&pg).await;
+    let on_memory = record(&Rig::new(MemoryStore::new())).await;
+    assert_eq!(on_pg, on_memory);
+    assert_eq!(
+        on_pg["attempts"][0]["evidence"][3]["after"],
+        json!({"orders": {"#W1": {"status": "cancelled"}, "#W2": {"status": "cancelled"}},
+               "notes": {"last": "x"}})
+    );
+    pg.backend().pool().close().await;
+}
+
+/// Concurrent calls on one fixture-backed attempt are serialized by its row
+/// lock as before: 8 tasks × 10 nested writes to distinct orders leave all
+/// 80 in the overlay, versions 1…80 with no gap, and another attempt clean.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn concurrent_nested_writes_to_one_overlay_all_land(pool: PgPool) {
+    let rig = std::sync::Arc::new(Rig::new(PgStore::new(app_pool(&pool).await)));
+    let (tenant, started) = start(&rig, "acme", orders(100, 10), 2).await;
+    let mut tasks = Vec::new();
+    for task in 0..8 {
+        let (rig, started) = (rig.clone(), started.clone());
+        tasks.push(tokio::spawn(async move {
+            for n in 0..10 {
+                let order = format!("#W{}", task * 10 + n);
+                call(&rig, tenant, &started, 0, "cancel", &order).await;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let a = rig
+        .backend()
+        .state(tenant, started.attempts[0].id)
+        .await
+        .unwrap();
+    assert_eq!(a.version, 80);
+    let orders = a.state["orders"].as_object().unwrap();
+    let cancelled = orders
+        .values()
+        .filter(|o| o["status"] == "cancelled")
+        .count();
+    assert_eq!((orders.len(), cancelled), (100, 80));
+    let mut versions: Vec<u64> = rig
+        .backend()
+        .evidence(tenant, started.attempts[0].id)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.version_after)
+        .collect();
+    versions.sort_unstable();
+    assert_eq!(versions, (1..=80).collect::<Vec<u64>>());
+    let b = rig
+        .backend()
+        .state(tenant, started.attempts[1].id)
+        .await
+        .unwrap();
+    assert_eq!(b.version, 0);
+    assert!(
+        b.state["orders"]
+            .as_object()
+            .unwrap()
+            .values()
+            .all(|o| o["status"] == "pending")
+    );
+    rig.backend().pool().close().await;
+}
