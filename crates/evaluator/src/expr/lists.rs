@@ -207,7 +207,7 @@ impl ExprCompiler<'_> {
                     kind_of(other)
                 ),
             ),
-            Some(Expr::Collection(_)) => {}
+            Some(Expr::Collection(op)) if op.gives_array() => {}
             Some(_) => self.diagnostics.push(
                 DiagnosticCode::WrongType,
                 &array_at,
