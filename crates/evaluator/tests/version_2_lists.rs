@@ -31,9 +31,16 @@ fn render(result: Value, input: Value, state: Value) -> Result<Value, String> {
     };
     let mut input = input;
     input["go"] = json!(true);
-    evaluate(&compiled, &Call { input: &input, state: &state, variant: None })
-        .map(|o| o.result)
-        .map_err(|e| e.code().to_string())
+    evaluate(
+        &compiled,
+        &Call {
+            input: &input,
+            state: &state,
+            variant: None,
+        },
+    )
+    .map(|o| o.result)
+    .map_err(|e| e.code().to_string())
 }
 
 fn word() -> impl Strategy<Value = String> {

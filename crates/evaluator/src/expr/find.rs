@@ -2,9 +2,9 @@
 //! equal given values (docs/mock-language.md, "Finding a record").
 
 use super::{Expr, ExprCompiler, Origin, Scope, Source, blame};
+use crate::conditions_v2::equal_folded;
 use crate::diagnostics::{DiagnosticCode, pointer_push};
 use crate::error::CallError;
-use crate::conditions_v2::equal_folded;
 use crate::eval::json_equal;
 use crate::operators::{OperandFault, kind_of, reject};
 use crate::path::Path;
@@ -45,13 +45,17 @@ impl FindOp {
             wanted.push(expr.render(scope)?);
         }
         let matches = |element: &Value| {
-            self.fields.iter().zip(&wanted).all(|((path, _, fold), want)| {
-                path.resolve(element).is_some_and(|v| match (fold, v, want) {
-                    (false, _, _) => json_equal(v, want),
-                    (true, Value::String(a), Value::String(b)) => equal_folded(a, b),
-                    (true, _, _) => false,
+            self.fields
+                .iter()
+                .zip(&wanted)
+                .all(|((path, _, fold), want)| {
+                    path.resolve(element)
+                        .is_some_and(|v| match (fold, v, want) {
+                            (false, _, _) => json_equal(v, want),
+                            (true, Value::String(a), Value::String(b)) => equal_folded(a, b),
+                            (true, _, _) => false,
+                        })
                 })
-            })
         };
         let found = match &*collection {
             Value::Object(members) => members
@@ -125,7 +129,9 @@ impl ExprCompiler<'_> {
                 self.diagnostics.push(
                     DiagnosticCode::UnknownField,
                     pointer_push(&at, key),
-                    format!("$find has no field {key:?}; its fields are in, where, where_ci and give"),
+                    format!(
+                        "$find has no field {key:?}; its fields are in, where, where_ci and give"
+                    ),
                 );
             }
         }
@@ -219,7 +225,12 @@ impl ExprCompiler<'_> {
         }
     }
 
-    fn find_where(&mut self, value: &Value, at: &str, fold: bool) -> Option<Vec<(Path, Expr, bool)>> {
+    fn find_where(
+        &mut self,
+        value: &Value,
+        at: &str,
+        fold: bool,
+    ) -> Option<Vec<(Path, Expr, bool)>> {
         let members: &Map<String, Value> = match value {
             Value::Object(m)
                 if (1..=MAX_FIELDS).contains(&m.len()) && !m.keys().any(|k| k.starts_with('$')) =>
