@@ -10,8 +10,10 @@
 #     generated from it (the installed db.json as the shared fixture);
 #  4. `toolmock run` plays every case once and must end every attempt as
 #     expected — every call's result or domain error as the oracle's, every
-#     task's changed records as the oracle's final database — and its --json
-#     document must hold as many calls per case as the oracle made.
+#     task's changed records as the oracle's — and `port.py compare` checks
+#     the --json document (the oracle's calls in order, each domain error's
+#     message) and the --evidence folder: every case's whole final state
+#     (1,550 records) must be the oracle's final database.
 #
 # Needs .cache/tau2-venv (scripts/install-test-tools.sh).
 set -euo pipefail
@@ -43,8 +45,9 @@ say "oracle and simulation"
 cargo build --locked --quiet -p toolmock-cli
 say "toolmock run $out/simulation.json"
 status=0
-"$target/debug/toolmock" run "$out/simulation.json" --json > "$out/results.json" 2> "$out/run.stderr" || status=$?
-if ! "$python" "$port" compare "$out" "$out/results.json" || [[ $status -ne 0 ]]; then
+rm -rf "$out/evidence"
+"$target/debug/toolmock" run "$out/simulation.json" --json --evidence "$out/evidence" > "$out/results.json" 2> "$out/run.stderr" || status=$?
+if ! "$python" "$port" compare "$out" "$out/results.json" "$out/evidence" || [[ $status -ne 0 ]]; then
     head -c 4000 "$out/run.stderr" >&2
     say "toolmock run exited $status"
     exit 1
