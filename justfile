@@ -51,13 +51,14 @@ setup:
     scripts/install-test-tools.sh
     scripts/install-browser.sh
 
-# Run every test: unit, integration (real PostgreSQL, real MCP servers), doc tests, the Python package, conformance vectors.
+# Run every test: unit, integration (real PostgreSQL, real MCP servers), doc tests, the Python package, the tau2-bench retail yardstick, conformance vectors.
 test: setup
     scripts/test-setup.sh
     cargo test --workspace --locked
     scripts/test-readme.sh
     scripts/test-demo.sh
     scripts/python-tests.sh
+    scripts/test-tau2.sh
     just conformance
     just schemathesis
     just ui-test

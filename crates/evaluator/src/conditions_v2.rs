@@ -6,7 +6,7 @@ use crate::compile::{Test, Walker, reference_like};
 use crate::diagnostics::{DiagnosticCode as Code, pointer_push};
 use crate::error::CallError;
 use crate::eval::json_equal;
-use crate::expr::{ExprCompiler, Reference, Scope, Source};
+use crate::expr::{Expr, ExprCompiler, Reference, Scope, Source};
 use crate::operators::{OperandFault, kind_of, reject};
 use icu_casemap::CaseMapper;
 use serde_json::Value;
@@ -20,6 +20,8 @@ pub(crate) const OPS: [&str; 3] = ["contains", "subset_of", "eq_ci"];
 pub(crate) enum Want {
     Literal(Value),
     Reference(Box<Reference>),
+    /// `subset_of`'s value may be a `$pluck` (an array per call).
+    Pluck(Box<Expr>),
 }
 
 /// One of the three ops with its value.
@@ -68,6 +70,7 @@ impl V2Test {
         };
         let reference = match want {
             Want::Literal(v) => return Ok(Cow::Borrowed(v)),
+            Want::Pluck(expr) => return Ok(Cow::Owned(expr.render(scope)?)),
             Want::Reference(r) => r,
         };
         let value = reference.resolve(scope)?;
@@ -139,7 +142,23 @@ impl Walker {
             &format!("the condition op {op}"),
         );
         let value_at = pointer_push(at, "value");
+        let pluck = match value {
+            Value::Object(map) if map.len() == 1 && map.contains_key("$pluck") => Some(map),
+            _ => None,
+        };
         let want = match reference_like(value) {
+            None if pluck.is_some() && op == "subset_of" => {
+                let before = self.diagnostics.len();
+                let expr = ExprCompiler {
+                    diagnostics: &mut self.diagnostics,
+                    language: &mut self.language,
+                }
+                .compile(value, &value_at);
+                if self.diagnostics.len() != before {
+                    return None;
+                }
+                Want::Pluck(Box::new(expr))
+            }
             Some((source, path)) => {
                 let key = match source {
                     Source::Input => "$input",

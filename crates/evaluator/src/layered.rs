@@ -326,7 +326,7 @@ pub(crate) fn write_patches<'d>(
     let view = &scope.state;
     let mut members: Vec<(&'d str, Option<Patch>)> = Vec::new();
     for write in writes {
-        let steps = write.path.steps(scope)?;
+        let steps = write.steps(scope)?;
         let value = write.value.render(scope)?;
         let top: &'d str = &write.top;
         let position = match members.iter().position(|(k, _)| *k == top) {

@@ -54,6 +54,7 @@ mod eval;
 mod expr;
 mod layered;
 mod nul;
+mod segments_v2;
 // The operators are an API only for parity tests and fuzzing; without the
 // feature they are the evaluator's own, and what only that API uses is unused.
 #[cfg(feature = "operators")]

@@ -64,6 +64,11 @@ fn wrong_kind(r: &Reference, wanted: &str, found: &Value, operator: &str) -> Cal
 }
 
 impl CollectionOp {
+    /// Whether it gives an array (`$append`), not an object (`$merge`).
+    pub(crate) fn gives_array(&self) -> bool {
+        matches!(self, CollectionOp::Append { .. })
+    }
+
     /// The operator's value for this call.
     #[inline(never)]
     pub(crate) fn render(&self, scope: &Scope<'_>) -> Result<Value, CallError> {

@@ -101,6 +101,9 @@ impl ExprCompiler<'_> {
                 self.collection(key, operand, at).unwrap_or(placeholder)
             }
             "$find" => self.find(operand, at).unwrap_or(placeholder),
+            key if super::lists::OPERATORS.contains(&key) => {
+                self.list(key, operand, at).unwrap_or(placeholder)
+            }
             other => {
                 self.diagnostics.push(
                     DiagnosticCode::UnknownOperator,

@@ -2,6 +2,7 @@
 //! equal given values (docs/mock-language.md, "Finding a record").
 
 use super::{Expr, ExprCompiler, Origin, Scope, Source, blame};
+use crate::conditions_v2::equal_folded;
 use crate::diagnostics::{DiagnosticCode, pointer_push};
 use crate::error::CallError;
 use crate::eval::json_equal;
@@ -25,8 +26,9 @@ enum Give {
 pub(crate) struct FindOp {
     /// The collection: a literal or one reference (checked per call).
     collection: Expr,
-    /// Each field's path inside an element, with the value it must equal.
-    fields: Box<[(Path, Expr)]>,
+    /// Each field's path inside an element, with the value it must equal and
+    /// whether it is compared under case folding (`where_ci`).
+    fields: Box<[(Path, Expr, bool)]>,
     give: Give,
 }
 
@@ -39,14 +41,21 @@ impl FindOp {
             other => Cow::Owned(other.render(scope)?),
         };
         let mut wanted = Vec::with_capacity(self.fields.len());
-        for (_, expr) in self.fields.iter() {
+        for (_, expr, _) in self.fields.iter() {
             wanted.push(expr.render(scope)?);
         }
         let matches = |element: &Value| {
             self.fields
                 .iter()
                 .zip(&wanted)
-                .all(|((path, _), want)| path.resolve(element).is_some_and(|v| json_equal(v, want)))
+                .all(|((path, _, fold), want)| {
+                    path.resolve(element)
+                        .is_some_and(|v| match (fold, v, want) {
+                            (false, _, _) => json_equal(v, want),
+                            (true, Value::String(a), Value::String(b)) => equal_folded(a, b),
+                            (true, _, _) => false,
+                        })
+                })
         };
         let found = match &*collection {
             Value::Object(members) => members
@@ -84,9 +93,14 @@ impl FindOp {
         })
     }
 
+    /// Whether it gives the key (not the element) of what it finds.
+    pub(crate) fn gives_key(&self) -> bool {
+        matches!(self.give, Give::Key)
+    }
+
     pub(crate) fn for_each_reference(&mut self, f: &mut impl FnMut(&mut super::Reference)) {
         self.collection.for_each_reference(f);
-        for (_, expr) in self.fields.iter_mut() {
+        for (_, expr, _) in self.fields.iter_mut() {
             expr.for_each_reference(f);
         }
     }
@@ -94,7 +108,7 @@ impl FindOp {
 
 impl ExprCompiler<'_> {
     /// `{"$find": {"in": …, "where": {…}, "give": "key" | "element"}}` at `at`.
-    pub(super) fn find(&mut self, operand: &Value, at: &str) -> Option<Expr> {
+    pub(crate) fn find(&mut self, operand: &Value, at: &str) -> Option<Expr> {
         self.language
             .feature(self.diagnostics, at, "the $find operator");
         let at = pointer_push(at, "$find");
@@ -111,15 +125,24 @@ impl ExprCompiler<'_> {
         };
         let before = self.diagnostics.len();
         for key in fields.keys() {
-            if !matches!(key.as_str(), "in" | "where" | "give") {
+            if !matches!(key.as_str(), "in" | "where" | "where_ci" | "give") {
                 self.diagnostics.push(
                     DiagnosticCode::UnknownField,
                     pointer_push(&at, key),
-                    format!("$find has no field {key:?}; its fields are in, where and give"),
+                    format!(
+                        "$find has no field {key:?}; its fields are in, where, where_ci and give"
+                    ),
                 );
             }
         }
-        for name in ["in", "where", "give"] {
+        if !fields.contains_key("where") && !fields.contains_key("where_ci") {
+            self.diagnostics.push(
+                DiagnosticCode::MissingField,
+                &at,
+                "$find needs where or where_ci",
+            );
+        }
+        for name in ["in", "give"] {
             if !fields.contains_key(name) {
                 self.diagnostics.push(
                     DiagnosticCode::MissingField,
@@ -165,9 +188,31 @@ impl ExprCompiler<'_> {
             }
             None => None,
         };
-        let wanted = fields
-            .get("where")
-            .and_then(|w| self.find_where(w, &pointer_push(&at, "where")));
+        let exact = match fields.get("where") {
+            Some(w) => self.find_where(w, &pointer_push(&at, "where"), false),
+            None => Some(Vec::new()),
+        };
+        let folded = match fields.get("where_ci") {
+            Some(w) => self.find_where(w, &pointer_push(&at, "where_ci"), true),
+            None => Some(Vec::new()),
+        };
+        let wanted = match (exact, folded) {
+            (Some(mut exact), Some(folded)) => {
+                exact.extend(folded);
+                if exact.len() > MAX_FIELDS {
+                    self.diagnostics.push(
+                        DiagnosticCode::WrongType,
+                        &at,
+                        format!(
+                            "$find's where and where_ci have {} fields together; at most {MAX_FIELDS}",
+                            exact.len()
+                        ),
+                    );
+                }
+                Some(exact.into_boxed_slice())
+            }
+            _ => None,
+        };
         match (collection, wanted, give) {
             (Some(collection), Some(fields), Some(give)) if self.diagnostics.len() == before => {
                 Some(Expr::Find(Box::new(FindOp {
@@ -180,7 +225,12 @@ impl ExprCompiler<'_> {
         }
     }
 
-    fn find_where(&mut self, value: &Value, at: &str) -> Option<Box<[(Path, Expr)]>> {
+    fn find_where(
+        &mut self,
+        value: &Value,
+        at: &str,
+        fold: bool,
+    ) -> Option<Vec<(Path, Expr, bool)>> {
         let members: &Map<String, Value> = match value {
             Value::Object(m)
                 if (1..=MAX_FIELDS).contains(&m.len()) && !m.keys().any(|k| k.starts_with('$')) =>
@@ -214,8 +264,8 @@ impl ExprCompiler<'_> {
                     continue;
                 }
             };
-            fields.push((path, self.node(want, &field_at)));
+            fields.push((path, self.node(want, &field_at), fold));
         }
-        (self.diagnostics.len() == before).then(|| fields.into_boxed_slice())
+        (self.diagnostics.len() == before).then_some(fields)
     }
 }

@@ -67,6 +67,8 @@ pub(crate) enum Expr {
     Collection(Box<collections::CollectionOp>),
     /// Version 2's `$find` (see [`find`]).
     Find(Box<find::FindOp>),
+    /// Version 2's `$sort` and `$pluck` (see [`lists`]).
+    List(Box<lists::ListOp>),
     /// A root expression with its JSON text prepared (see [`Template`]).
     Template(Box<Template>),
     /// An operator that reads the input alone (see [`InputHole`]).
@@ -239,6 +241,7 @@ impl Template {
                 | Expr::Decimal(_)
                 | Expr::Collection(_)
                 | Expr::Find(_)
+                | Expr::List(_)
                 | Expr::Template(_)
                 | Expr::Input(_)
         ) {
@@ -289,6 +292,7 @@ impl Template {
             | Expr::Decimal(_)
             | Expr::Collection(_)
             | Expr::Find(_)
+            | Expr::List(_)
             | Expr::Input(_) => {
                 if !text.is_empty() {
                     pieces.push(Piece::Text(std::mem::take(text).into_boxed_str()));
@@ -392,6 +396,17 @@ impl<'a> Scope<'a> {
 }
 
 impl Reference {
+    /// A reference with a computed path, outside any memo slot.
+    pub(crate) fn computed(source: Source, path: ComputedPath, at: &str) -> Reference {
+        Reference {
+            source,
+            path: Path::whole(),
+            computed: Some(Box::new(path)),
+            at: at.into(),
+            slot: NO_SLOT,
+        }
+    }
+
     /// The source and path this reference reads, as written; `None` for a
     /// computed path, which is resolved anew each time (never memoized).
     pub(crate) fn key(&self) -> Option<(Source, &str)> {
@@ -543,6 +558,7 @@ impl Expr {
             Expr::Decimal(op) => op.for_each_reference(f),
             Expr::Collection(op) => op.for_each_reference(f),
             Expr::Find(op) => op.for_each_reference(f),
+            Expr::List(op) => op.for_each_reference(f),
             Expr::Template(template) => {
                 template.tree.for_each_reference(f);
                 for piece in template.pieces.iter_mut() {
@@ -583,7 +599,8 @@ impl Expr {
             | Expr::DateAdd(_)
             | Expr::Decimal(_)
             | Expr::Collection(_)
-            | Expr::Find(_) => {
+            | Expr::Find(_)
+            | Expr::List(_) => {
                 let Some(key) = self.input_key() else {
                     return;
                 };
@@ -689,6 +706,7 @@ impl Expr {
             Expr::Decimal(op) => op.render(scope),
             Expr::Collection(op) => op.render(scope),
             Expr::Find(op) => op.render(scope),
+            Expr::List(op) => op.render(scope),
             Expr::Template(template) => template.tree.render(scope),
             Expr::Input(hole) => match scope.ahead.and_then(|a| a.take_value(hole.id)) {
                 Some(value) => Ok(value),
@@ -784,7 +802,8 @@ impl Expr {
             | Expr::DateAdd(_)
             | Expr::Decimal(_)
             | Expr::Collection(_)
-            | Expr::Find(_) => {
+            | Expr::Find(_)
+            | Expr::List(_) => {
                 write_value(out, &self.render(scope)?);
             }
             Expr::Input(hole) => match scope.ahead.and_then(|a| a.text(hole.id)) {
@@ -852,4 +871,5 @@ mod collections;
 mod compiler;
 mod decimal;
 mod find;
+mod lists;
 pub(crate) use compiler::ExprCompiler;
