@@ -206,9 +206,11 @@ async fn large_starts_do_not_starve_other_requests(pool: PgPool) {
         let (app, bearer) = (app.clone(), bearer.clone());
         starts.spawn(async move { start(&app, &bearer, &external_notes(1000)).await });
     }
-    // Every start that holds a connection reaches the lock and waits there.
+    // Every start that holds a connection reaches the lock and waits there
+    // (within 30 s: on a loaded machine a start of 1,000 attempts can take
+    // seconds of CPU before its first write).
     let mut waiting = 0;
-    for _ in 0..30 {
+    for _ in 0..300 {
         tokio::time::sleep(Duration::from_millis(100)).await;
         waiting = sqlx::query_scalar::<_, i64>(
             "SELECT count(*) FROM pg_stat_activity \
