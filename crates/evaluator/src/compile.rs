@@ -318,6 +318,17 @@ impl Walker {
         self.diagnostics.push(code, path, message);
     }
 
+    /// The fields a message lists: a version-1 document's messages stay
+    /// as they were before version 2 added its fields.
+    fn fields_of(&self, shape: &Shape) -> Vec<&'static str> {
+        shape
+            .allowed
+            .iter()
+            .copied()
+            .filter(|f| self.language.version >= 2 || !domain_errors::VERSION_2_FIELDS.contains(f))
+            .collect()
+    }
+
     /// Unknown and missing fields; true when none is missing or unknown.
     fn shape(&mut self, map: &Map<String, Value>, at: &str, shape: &Shape) -> bool {
         let mut ok = true;
@@ -329,7 +340,7 @@ impl Walker {
                     format!(
                         "{} has no field {key:?}; its fields are {}",
                         shape.what,
-                        shape.allowed.join(", ")
+                        self.fields_of(shape).join(", ")
                     ),
                 );
                 ok = false;

@@ -19,6 +19,9 @@ pub(crate) enum Expected {
     Error(DomainError),
 }
 
+/// The fields only version 2 has (a version-1 document using one is
+/// `version_2_feature`, and its diagnostics do not list them).
+pub(super) const VERSION_2_FIELDS: &[&str] = &["error", "expected_error"];
 /// A variant's fields (`result` or, in version 2, `error`).
 pub(super) const VARIANT_FIELDS: &[&str] = &[
     "description",
