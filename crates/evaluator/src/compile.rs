@@ -318,17 +318,6 @@ impl Walker {
         self.diagnostics.push(code, path, message);
     }
 
-    /// The fields a message lists: a version-1 document's messages stay
-    /// as they were before version 2 added its fields.
-    fn fields_of(&self, shape: &Shape) -> Vec<&'static str> {
-        shape
-            .allowed
-            .iter()
-            .copied()
-            .filter(|f| self.language.version >= 2 || !domain_errors::VERSION_2_FIELDS.contains(f))
-            .collect()
-    }
-
     /// Unknown and missing fields; true when none is missing or unknown.
     fn shape(&mut self, map: &Map<String, Value>, at: &str, shape: &Shape) -> bool {
         let mut ok = true;
@@ -340,7 +329,7 @@ impl Walker {
                     format!(
                         "{} has no field {key:?}; its fields are {}",
                         shape.what,
-                        self.fields_of(shape).join(", ")
+                        domain_errors::listed(shape.allowed, self.language.version)
                     ),
                 );
                 ok = false;

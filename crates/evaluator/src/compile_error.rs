@@ -22,6 +22,17 @@ pub(crate) enum Expected {
 /// The fields only version 2 has (a version-1 document using one is
 /// `version_2_feature`, and its diagnostics do not list them).
 pub(super) const VERSION_2_FIELDS: &[&str] = &["error", "expected_error"];
+/// The fields an unknown-field message lists: a version-1 document's
+/// messages stay as they were before version 2 added its fields.
+pub(super) fn listed(allowed: &[&str], version: u8) -> String {
+    let shown: Vec<&str> = allowed
+        .iter()
+        .copied()
+        .filter(|f| version >= 2 || !VERSION_2_FIELDS.contains(f))
+        .collect();
+    shown.join(", ")
+}
+
 /// A variant's fields (`result` or, in version 2, `error`).
 pub(super) const VARIANT_FIELDS: &[&str] = &[
     "description",
