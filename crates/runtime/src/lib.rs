@@ -66,6 +66,7 @@
 //!     attempts_per_case: 1,
 //!     lease_owner: "worker-1".into(),
 //!     lease: Duration::from_secs(600),
+//!     fixtures: vec![], // no shared fixtures: the definitions' initial states
 //! }).await?;
 //! let attempt = &started.attempts[0];
 //!
