@@ -935,3 +935,26 @@ fn version_2_definitions_run_end_to_end() {
         "{text}"
     );
 }
+
+/// A fixture file that cannot be read is the loader's problem; `--check`
+/// lists it with the others and never fails for the fixture it left out.
+#[test]
+fn check_lists_an_unreadable_fixture_file_beside_the_other_problems() {
+    let dir = scratch();
+    let mut doc = base();
+    doc["fixtures"] = json!([{"file": "absent.json"}]);
+    doc["cases"][0]["driver"]["steps"][0]["tool"] = json!("note");
+    write(&dir, "sim.json", &doc);
+    let (code, problems, text) = check_problems(&dir);
+    assert_eq!(code, 2, "{text}");
+    let shown: Vec<(&str, &str)> = problems
+        .iter()
+        .map(|(_, path, code)| (path.as_str(), code.as_str()))
+        .collect();
+    assert!(shown.contains(&("/fixtures/0", "missing_file")), "{text}");
+    assert!(
+        shown.iter().any(|(path, _)| path.starts_with("/cases/0")),
+        "{text}"
+    );
+    assert!(!text.contains("fixture_not_loaded"), "{text}");
+}

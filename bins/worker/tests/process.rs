@@ -46,7 +46,7 @@ async fn queue(pool: &PgPool, document: &Value) -> Vec<Uuid> {
     let tenant = store.create_tenant("acme").await.unwrap();
     let loaded = load_value(document, "request", &Files::InlineOnly).unwrap();
     let installed = install_inline(&dispatcher, tenant, &loaded).await.unwrap();
-    let mut request = start_request(&loaded.document, installed.agent);
+    let mut request = start_request(&loaded.document, installed.agent).unwrap();
     request.lease_owner = "api:test".into();
     request.lease = Duration::from_secs(3600);
     let started = dispatcher.start(tenant, &request).await.unwrap();

@@ -92,7 +92,7 @@ async fn started(clients: u32) -> Result<Started, Box<dyn std::error::Error>> {
     );
     let installed = toolmock_simulation::install(&dispatcher, tenant, &loaded.simulation).await?;
     let mut request =
-        toolmock_simulation::start_request(&loaded.simulation.document, installed.agent);
+        toolmock_simulation::start_request(&loaded.simulation.document, installed.agent)?;
     request.test_cases.truncate(1);
     request.attempts_per_case = clients;
     let started = dispatcher.start(tenant, &request).await?;

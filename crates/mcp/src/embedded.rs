@@ -17,7 +17,7 @@ use tokio::sync::{Notify, OwnedRwLockReadGuard, RwLock};
 use toolmock_contract::pointer;
 use toolmock_runtime::Dispatcher;
 use toolmock_runtime::backend::Backend;
-use toolmock_runtime::dispatcher::StartedAttempt;
+use toolmock_runtime::dispatcher::{StartedAttempt, StartedSimulation};
 use toolmock_runtime::error::StartError;
 use toolmock_runtime::model::{PinRecord, SimulationId, TenantId};
 use toolmock_simulation::document::CaseDoc;
@@ -74,6 +74,7 @@ pub struct Embedded<B> {
     installed: Installed,
     case: usize,
     pins: Vec<PinRecord>,
+    fixtures_hash: Option<String>,
     tools: ServedTools,
     limits: Limits,
     slots: Mutex<BTreeMap<u32, Arc<Slot>>>,
@@ -128,11 +129,11 @@ impl<B: Backend + 'static> Embedded<B> {
         // A first start pins what every attempt will be served (each
         // attempt's own start pins the same revisions: nothing changes them
         // in between).
-        let probe = start_one(&dispatcher, &loaded, &installed, case).await?;
-        dispatcher.forget_simulation(probe.0);
+        let (_, probe) = start_one(&dispatcher, &loaded, &installed, case).await?;
+        dispatcher.forget_simulation(probe.id);
         let tools = ServedTools::new(
             &loaded.document.agent.tools,
-            &probe.2,
+            &probe.pins,
             &loaded.document.agent.workflows,
         )?;
         Ok(Arc::new(Self {
@@ -140,7 +141,8 @@ impl<B: Backend + 'static> Embedded<B> {
             loaded,
             installed,
             case,
-            pins: probe.2,
+            pins: probe.pins,
+            fixtures_hash: probe.fixtures_hash,
             tools,
             limits,
             slots: Mutex::new(BTreeMap::new()),
@@ -193,8 +195,9 @@ impl<B: Backend + 'static> Embedded<B> {
         if let Some(slot) = self.slots().get(&number) {
             return Ok(slot.clone());
         }
-        let (simulation, attempt, _) =
+        let (attempt, started) =
             start_one(&self.dispatcher, &self.loaded, &self.installed, self.case).await?;
+        let simulation = started.id;
         let slot = Arc::new(Slot {
             number,
             attempt,
@@ -350,6 +353,7 @@ impl<B: Backend + 'static> Embedded<B> {
             &self.loaded.document,
             &self.pins,
             vec![(self.case(), attempts)],
+            self.fixtures_hash.clone(),
         )
     }
 }
@@ -368,19 +372,19 @@ async fn start_one<B: Backend>(
     loaded: &LoadedSimulation,
     installed: &Installed,
     case: usize,
-) -> Result<(SimulationId, StartedAttempt, Vec<PinRecord>), ServeError> {
-    let mut request = start_request(&loaded.document, installed.agent);
+) -> Result<(StartedAttempt, StartedSimulation), ServeError> {
+    let mut request = start_request(&loaded.document, installed.agent)?;
     request.test_cases = vec![request.test_cases.swap_remove(case)];
     request.attempts_per_case = 1;
     request.lease_owner = "toolmock serve".into();
     match dispatcher.start(installed.tenant, &request).await {
-        Ok(started) => {
+        Ok(mut started) => {
+            // The one attempt, taken out: the rest is the simulation's.
             let attempt = started
                 .attempts
-                .into_iter()
-                .next()
+                .pop()
                 .ok_or_else(|| ServeError::Storage("the start created no attempt".into()))?;
-            Ok((started.id, attempt, started.pins))
+            Ok((attempt, started))
         }
         Err(StartError::Refused { problems }) => {
             Err(ServeError::Problems(start_problems(loaded, &problems)))

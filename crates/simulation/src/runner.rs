@@ -46,6 +46,14 @@ pub enum RunError {
     /// The attempt was finished by someone else first (a concurrent finish).
     #[error("the attempt is already finished")]
     AlreadyFinished,
+    /// A shared fixture still names its file: the document was never
+    /// loaded (`load` turns every fixture file into its value), and
+    /// starting without the fixture would run on the wrong state.
+    #[error("the fixture at /fixtures/{index} names a file that was never loaded")]
+    FixtureNotLoaded {
+        /// Its position in `fixtures`.
+        index: usize,
+    },
 }
 
 impl RunError {
@@ -55,6 +63,7 @@ impl RunError {
             RunError::Problems(_) => "start_refused",
             RunError::Storage(_) => "storage_failed",
             RunError::AlreadyFinished => FinishError::AlreadyFinished.code(),
+            RunError::FixtureNotLoaded { .. } => "fixture_not_loaded",
         }
     }
 }
@@ -329,9 +338,26 @@ pub async fn install_inline<B: Backend>(
     })
 }
 
-/// The start request of a document.
-pub fn start_request(document: &SimulationDocument, agent: AgentId) -> StartRequest {
-    StartRequest {
+/// The start request of a loaded document; a fixture that still names
+/// its file is `FixtureNotLoaded`.
+pub fn start_request(
+    document: &SimulationDocument,
+    agent: AgentId,
+) -> Result<StartRequest, RunError> {
+    start_request_reported(document, agent, &[])
+}
+
+/// The start request of a document whose fixture files the loader may have
+/// failed to read. The loader reports every file it could not read, so
+/// with problems `reported` an unloaded fixture is left out (`toolmock run
+/// --check` goes on to list every other problem); without, it is
+/// `FixtureNotLoaded`.
+fn start_request_reported(
+    document: &SimulationDocument,
+    agent: AgentId,
+    reported: &[FileProblem],
+) -> Result<StartRequest, RunError> {
+    Ok(StartRequest {
         agent,
         mode: document.mode,
         allow_incomplete: document.allow_incomplete,
@@ -347,25 +373,32 @@ pub fn start_request(document: &SimulationDocument, agent: AgentId) -> StartRequ
         attempts_per_case: document.attempts,
         lease_owner: "toolmock run".into(),
         lease: Duration::from_secs(24 * 3600),
-        fixtures: fixture_inputs(document),
-    }
+        fixtures: fixture_inputs(document, reported)?,
+    })
 }
 
-/// The document's shared fixtures as a start takes them: files were read
-/// by the loader (a `{"file"}` left here was never loaded and is skipped).
-fn fixture_inputs(document: &SimulationDocument) -> Vec<toolmock_runtime::FixtureInput> {
-    document
-        .fixtures
-        .iter()
-        .enumerate()
-        .filter_map(|(i, f)| match f {
-            crate::document::FixtureDoc::Value { value } => Some(toolmock_runtime::FixtureInput {
-                label: pointer::index("/fixtures", i),
-                members: value.clone(),
-            }),
-            crate::document::FixtureDoc::File { .. } => None,
-        })
-        .collect()
+/// The document's shared fixtures as a start takes them.
+fn fixture_inputs(
+    document: &SimulationDocument,
+    reported: &[FileProblem],
+) -> Result<Vec<toolmock_runtime::FixtureInput>, RunError> {
+    let mut inputs = Vec::with_capacity(document.fixtures.len());
+    for (index, fixture) in document.fixtures.iter().enumerate() {
+        let label = pointer::index("/fixtures", index);
+        match fixture {
+            crate::document::FixtureDoc::Value { value } => {
+                inputs.push(toolmock_runtime::FixtureInput {
+                    label,
+                    members: value.clone(),
+                });
+            }
+            crate::document::FixtureDoc::File { .. } if !reported.is_empty() => {}
+            crate::document::FixtureDoc::File { .. } => {
+                return Err(RunError::FixtureNotLoaded { index });
+            }
+        }
+    }
+    Ok(inputs)
 }
 
 /// Starts an installed simulation.
@@ -374,18 +407,19 @@ pub async fn start<B: Backend>(
     loaded: &LoadedSimulation,
     installed: &Installed,
 ) -> Result<StartedSimulation, RunError> {
-    start_keeping(dispatcher, loaded, installed, |_| true).await
+    start_keeping(dispatcher, loaded, installed, &[], |_| true).await
 }
 
 /// Starts an installed simulation; of the start's refusals, lists those
-/// `keep` keeps.
+/// `keep` keeps (`reported`: the problems already listed).
 async fn start_keeping<B: Backend>(
     dispatcher: &Dispatcher<B>,
     loaded: &LoadedSimulation,
     installed: &Installed,
+    reported: &[FileProblem],
     keep: impl Fn(&StartProblem) -> bool,
 ) -> Result<StartedSimulation, RunError> {
-    let request = start_request(&loaded.document, installed.agent);
+    let request = start_request_reported(&loaded.document, installed.agent, reported)?;
     let whole_file = |message: String| {
         RunError::Problems(vec![FileProblem::load(
             loaded.file.clone(),
@@ -437,7 +471,7 @@ async fn prepare<B: Backend>(
         StartProblem::WorkflowCycle { .. } | StartProblem::UnknownWorkflow { .. } => false,
         _ => true,
     };
-    match start_keeping(dispatcher, loaded, &installed, new).await {
+    match start_keeping(dispatcher, loaded, &installed, &found, new).await {
         Ok(started) if found.is_empty() => Ok(started),
         Ok(started) => {
             dispatcher.forget_simulation(started.id);
@@ -881,16 +915,19 @@ pub async fn run<B: Backend + 'static>(
         &loaded.document,
         &started.pins,
         loaded.document.cases.iter().zip(per_case).collect(),
+        started.fixtures_hash.clone(),
     ))
 }
 
 /// The results document of attempts that ran (by `run`, or played by an
 /// agent outside toolmock, e.g. over MCP): `cases` pairs each reported case
-/// with its attempts, in order; coverage is over `pins`.
+/// with its attempts, in order; coverage is over `pins`; `fixtures_hash` is
+/// the one the start computed (`StartedSimulation::fixtures_hash`).
 pub fn assemble_results(
     document: &SimulationDocument,
     pins: &[PinRecord],
     cases: Vec<(&CaseDoc, Vec<AttemptResult>)>,
+    fixtures_hash: Option<String>,
 ) -> RunResults {
     let coverage = coverage(
         pins,
@@ -927,7 +964,7 @@ pub fn assemble_results(
         summary,
         cases,
         coverage,
-        fixtures_hash: toolmock_runtime::FixtureInput::hash_all(&fixture_inputs(document)),
+        fixtures_hash,
     }
 }
 

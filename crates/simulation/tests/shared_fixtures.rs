@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolmock_runtime::backend::Catalog;
 use toolmock_runtime::{Dispatcher, MemoryStore};
+use toolmock_simulation::document::SimulationDocument;
 use toolmock_simulation::{
-    FileProblem, RunError, RunOptions, RunResults, VirtualSleeper, load_file, run,
+    FileProblem, RunError, RunOptions, RunResults, VirtualSleeper, load_file, run, start_request,
 };
 
 /// A folder of its own under the target dir, removed when dropped.
@@ -266,4 +267,24 @@ async fn fixtures_over_16_mib_are_refused_with_the_limit() {
         message.contains("shared fixtures") && message.contains("16777216"),
         "{found:?}"
     );
+}
+
+#[test]
+fn a_document_whose_fixture_file_was_never_loaded_does_not_start() {
+    // Parsed, not loaded: the fixture still names its file. Starting
+    // without it would run every attempt on the wrong state.
+    let document: SimulationDocument = serde_json::from_value(document(
+        json!([{"value": orders(1)}, {"file": "db.json"}]),
+        json!({}),
+        1,
+    ))
+    .expect("a simulation document");
+    let refused = start_request(&document, toolmock_runtime::model::AgentId::random());
+    match refused {
+        Err(error @ RunError::FixtureNotLoaded { index: 1 }) => {
+            assert_eq!(error.code(), "fixture_not_loaded");
+            assert!(error.to_string().contains("/fixtures/1"), "{error}");
+        }
+        other => panic!("expected FixtureNotLoaded, got {other:?}"),
+    }
 }

@@ -39,7 +39,7 @@ async fn a_worker_counts_delays_on_the_virtual_clock(pool: PgPool) {
     let doc = document();
     let loaded = load_value(&doc, "request", &Files::InlineOnly).unwrap();
     let installed = install_inline(&dispatcher, tenant, &loaded).await.unwrap();
-    let mut request = start_request(&loaded.document, installed.agent);
+    let mut request = start_request(&loaded.document, installed.agent).unwrap();
     request.lease_owner = "api:test".into();
     request.lease = Duration::from_secs(3600);
     let started = dispatcher.start(tenant, &request).await.unwrap();

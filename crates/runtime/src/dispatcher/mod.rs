@@ -92,6 +92,9 @@ pub struct StartedSimulation {
     pub pins: Vec<PinRecord>,
     /// The attempts, with their capabilities (shown only here, never stored).
     pub attempts: Vec<StartedAttempt>,
+    /// The sha256 of the shared fixtures' canonical JSON, when the start
+    /// gave any.
+    pub fixtures_hash: Option<String>,
 }
 
 /// One attempt of a started simulation.

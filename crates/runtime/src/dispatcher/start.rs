@@ -167,6 +167,7 @@ impl<B: Backend> Dispatcher<B> {
                     capability: a.capability,
                 })
                 .collect(),
+            fixtures_hash: new.fixtures_hash,
         })
     }
 
