@@ -358,6 +358,56 @@ test("a model-driven attempt's timeline shows the assistant's turns between the 
   assert.match(await page.locator("#judge").innerText(), /passed[\s\S]*score 0\.9/);
 });
 
+test("a domain error stands apart in the timeline, and the simulation names its shared fixtures", async () => {
+  // An external attempt over a version-2 mock reading a shared fixture: one
+  // order found, one answered by the mock's domain error.
+  const id = { $input: "order_id" };
+  const document = {
+    simulation_version: 1,
+    name: "orders",
+    fixtures: [{ value: { orders: { "#W1": { status: "pending" } } } }],
+    tools: [{
+      name: "shop", from: "custom",
+      operations: [{ name: "get_order", input_schema: { type: "object", required: ["order_id"] }, output_schema: { type: "object" } }],
+      definitions: { get_order: {
+        schema_version: 2, default_variant: "ok",
+        variants: { ok: {
+          result: { order: { $state: ["orders", id] } },
+          rules: [{ when: [{ source: "state", path: ["orders", id], op: "exists", value: false }],
+                    error: { code: "order_not_found", message: "Order not found" } }],
+        } },
+        examples: [{ variant: "ok", input: { order_id: "#W9" }, state: { orders: {} },
+                     expected_error: { code: "order_not_found", message: "Order not found" } }],
+      } },
+    }],
+    agent: { name: "clerk", tools: ["shop"] },
+    cases: [{ name: "looks up", driver: { type: "external" } }],
+  };
+  const started = await api("POST", "/api/simulations", document);
+  const attempt = started.attempts[0];
+  for (const order of ["#W1", "#W9"]) {
+    const response = await fetch(`${base}/api/attempts/${attempt.id}/tool-calls`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${attempt.capability}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ tool: "shop", operation: "get_order", arguments: { order_id: order } }),
+    });
+    assert.equal(response.status, order === "#W1" ? 200 : 422, order);
+  }
+  await page.goto(`${base}/#/attempts/${attempt.id}`);
+  await shoot("attempt-domain-error", /Attempt looks up #1/);
+  assert.equal(await page.locator("#timeline li.ok").count(), 1);
+  const error = page.locator("#timeline li.domain_error");
+  assert.equal(await error.count(), 1);
+  assert.match(await error.innerText(), /domain error[\s\S]*order_not_found[\s\S]*Order not found/);
+  assert.equal(await page.locator("#timeline li.harness_error").count(), 0);
+  const view = await api("GET", `/api/simulations/${started.id}`);
+  assert.match(view.fixtures_hash, /^[0-9a-f]{64}$/);
+  await page.goto(`${base}/#/simulations/${started.id}`);
+  await shoot("simulation-fixtures", /Simulation orders/);
+  assert.match(await page.locator("#fixtures").innerText(), new RegExp(`sha256 ${view.fixtures_hash.slice(0, 12)}`));
+  assert.equal(await page.locator("#fixtures code").getAttribute("title"), view.fixtures_hash);
+});
+
 test("the page has an icon, also where browsers look for it unasked", async () => {
   for (const path of ["/ui/favicon.svg", "/favicon.ico"]) {
     const response = await fetch(base + path);
@@ -374,8 +424,8 @@ test("no page threw", () => {
 
 test("every page was photographed", () => {
   assert.deepEqual(taken.sort(), [
-    "attempt-failed", "attempt-harness-error", "attempt-model", "coverage", "operation-conflict", "operation-current",
-    "operation-diagnostics", "operation-saved", "operation-stale", "sign-in", "simulation", "simulation-running", "simulations",
-    "simulations-empty", "tool", "tools", "tools-empty",
+    "attempt-domain-error", "attempt-failed", "attempt-harness-error", "attempt-model", "coverage", "operation-conflict",
+    "operation-current", "operation-diagnostics", "operation-saved", "operation-stale", "sign-in", "simulation",
+    "simulation-fixtures", "simulation-running", "simulations", "simulations-empty", "tool", "tools", "tools-empty",
   ]);
 });

@@ -520,10 +520,15 @@ async function simulationPage(id) {
   const pins = view.pins.map((p) =>
     h("tr", {}, h("td", {}, `${p.tool}/${p.operation}`), h("td", {}, p.kind === "unpinned" ? badge("unpinned", "missing") : p.kind),
       h("td", {}, p.revision ? `revision ${p.revision}` : p.unpinned_reason || "—"), h("td", { class: "mono" }, shortHash(p.definition_hash))));
+  // The shared fixtures every attempt started from, by their sha256.
+  const fixtures = view.fixtures_hash
+    ? h("p", { id: "fixtures" }, h("span", { class: "muted" }, "Shared fixtures "), h("code", { title: view.fixtures_hash }, `sha256 ${shortHash(view.fixtures_hash)}`))
+    : null;
   render(
     h("p", {}, h("a", { href: "#/simulations" }, "← Simulations")),
     h("h1", {}, `Simulation ${view.name || view.id}`),
     summary,
+    fixtures,
     live,
     h("h2", {}, "Attempts"),
     h("table", { id: "attempts" }, h("thead", {}, h("tr", {}, h("th", {}, "Attempt"), h("th", {}, "Driver"), h("th", {}, "Outcome"), h("th", {}, "Expected"), h("th", {}, "Calls"), h("th", {}, "Unmet expectations"))), tbody),
@@ -591,7 +596,7 @@ async function attemptPage(id) {
   // they happened (the tool messages repeat the calls' results: left out).
   const turns = (a.conversation || []).filter((m) => m.role === "user" || m.role === "assistant");
   const entries = [
-    ...a.evidence.map((e) => ({ at: e.started_at, kind: "ok", e })),
+    ...a.evidence.map((e) => ({ at: e.started_at, kind: e.status === "domain_error" ? "domain_error" : "ok", e })),
     ...a.tool_input_errors.map((e) => ({ at: e.at, kind: "tool_input_error", e })),
     ...a.harness_errors.map((e) => ({ at: e.at, kind: "harness_error", e })),
     ...turns.map((e) => ({ at: e.at, kind: "message", e })),
@@ -604,10 +609,17 @@ async function attemptPage(id) {
     if (kind === "message") return messageItem(e);
     n += 1;
     const title = e.tool ? `${e.tool}/${e.operation}` : "(no call)";
-    const head = h("div", { class: "head" }, h("strong", {}, `${n}. ${title}`), badge(kind === "ok" ? "ok" : kind, kind), kind === "ok" ? h("span", { class: "muted" }, `variant ${e.variant}${e.rule !== null && e.rule !== undefined ? `, rule ${e.rule}` : ""} · ${e.delay_ms} ms simulated`) : h("code", {}, e.code));
+    // Evidence: a result, or a domain error the mock answered (the agent's
+    // tool error; the state is unchanged).
+    const answered = kind === "ok" || kind === "domain_error";
+    const how = h("span", { class: "muted" }, `variant ${e.variant}${e.rule !== null && e.rule !== undefined ? `, rule ${e.rule}` : ""} · ${e.delay_ms} ms simulated`);
+    const head = h("div", { class: "head" }, h("strong", {}, `${n}. ${title}`), badge(kind === "domain_error" ? "domain error" : kind, kind),
+      kind === "domain_error" ? h("code", {}, e.error.code) : null, answered ? how : h("code", {}, e.code));
     const body = [h("div", {}, h("span", { class: "muted" }, "arguments"), json(e.arguments))];
-    if (kind === "ok") {
-      body.push(h("div", {}, h("span", { class: "muted" }, "result"), json(e.result)));
+    if (answered) {
+      body.push(kind === "domain_error"
+        ? h("div", {}, h("span", { class: "muted" }, "domain error"), json(e.error))
+        : h("div", {}, h("span", { class: "muted" }, "result"), json(e.result)));
       body.push(h("div", { class: "states" },
         h("div", {}, h("span", { class: "muted" }, `state before (version ${e.version_before})`), json(e.state_before)),
         h("div", {}, h("span", { class: "muted" }, `state after (version ${e.version_after})`), json(e.state_after))));

@@ -48,8 +48,11 @@ fn run_error(error: RunError, code: ApiCode) -> ApiError {
             listed(&problems),
         ),
         RunError::Storage(message) => ApiError::Internal(message),
-        // Starting never finishes an attempt.
-        other @ RunError::AlreadyFinished => ApiError::Internal(other.to_string()),
+        // Starting never finishes an attempt, and the API's documents give
+        // fixtures only as values (a `file` is refused when parsed).
+        other @ (RunError::AlreadyFinished | RunError::FixtureNotLoaded { .. }) => {
+            ApiError::Internal(other.to_string())
+        }
     }
 }
 
@@ -95,7 +98,8 @@ pub(crate) async fn start_simulation(
     let installed = install_inline(dispatcher, tenant, &loaded)
         .await
         .map_err(|e| run_error(e, ApiCode::InvalidSimulation))?;
-    let mut request = start_request(&loaded.document, installed.agent);
+    let mut request = start_request(&loaded.document, installed.agent)
+        .map_err(|e| run_error(e, ApiCode::InvalidSimulation))?;
     request.lease_owner = format!("api:{}", auth.principal.subject);
     request.lease = state.config().attempt_lease;
     let started = match dispatcher.start(tenant, &request).await {
@@ -389,6 +393,7 @@ pub(crate) async fn get_results(
         &document,
         &pins.pins,
         document.cases.iter().zip(per_case).collect(),
+        summary.fixtures_hash,
     )))
 }
 

@@ -175,6 +175,10 @@ pub(crate) struct SimulationItem {
     pub(crate) failed: u32,
     /// Finished as harness_error.
     pub(crate) harness_error: u32,
+    /// The sha256 of the canonical JSON of the shared fixtures it was
+    /// started with (absent when it had none), as `toolmock run` reports it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) fixtures_hash: Option<String>,
 }
 
 pub(crate) fn simulation_item(s: SimulationListing) -> SimulationItem {
@@ -197,6 +201,7 @@ pub(crate) fn simulation_item(s: SimulationListing) -> SimulationItem {
         passed: s.passed,
         failed: s.failed,
         harness_error: s.harness_error,
+        fixtures_hash: s.fixtures_hash,
     }
 }
 
@@ -429,6 +434,7 @@ pub(crate) fn attempt_view(
         .map(|e| {
             json!({"tool": e.tool, "operation": e.operation, "pin": e.pin, "executor": e.executor,
                    "variant": e.variant, "rule": e.rule, "arguments": e.arguments, "result": e.result,
+                   "status": if e.error.is_some() { "domain_error" } else { "ok" }, "error": e.error,
                    "state_before": e.state_before, "state_after": e.state_after,
                    "version_before": e.version_before, "version_after": e.version_after,
                    "delay_ms": e.delay_ms, "started_at": e.started_at, "duration_us": e.duration_us})

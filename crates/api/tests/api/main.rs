@@ -8,6 +8,7 @@ mod agents;
 mod common;
 mod discover;
 mod dispatcher;
+mod domain;
 mod errors;
 mod fail_closed;
 mod generator;

@@ -36,6 +36,9 @@ pub struct SimulationListing {
     pub failed: u32,
     /// Finished as harness_error.
     pub harness_error: u32,
+    /// The sha256 of its shared fixtures' canonical JSON, when it was
+    /// started with any.
+    pub fixtures_hash: Option<String>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -50,6 +53,7 @@ struct ListingRow {
     passed: i64,
     failed: i64,
     harness_error: i64,
+    fixtures_hash: Option<String>,
 }
 
 fn count(value: i64) -> Db<u32> {
@@ -69,6 +73,7 @@ impl ListingRow {
             passed: count(self.passed)?,
             failed: count(self.failed)?,
             harness_error: count(self.harness_error)?,
+            fixtures_hash: self.fixtures_hash,
         })
     }
 }
@@ -146,9 +151,11 @@ const LISTING: &str = "SELECT s.id, d.name, s.agent_id, s.created_at, \
          count(a.id) FILTER (WHERE a.outcome IS NULL AND a.status <> 'queued') AS running, \
          count(a.id) FILTER (WHERE a.outcome = 'passed') AS passed, \
          count(a.id) FILTER (WHERE a.outcome = 'failed') AS failed, \
-         count(a.id) FILTER (WHERE a.outcome = 'harness_error') AS harness_error \
+         count(a.id) FILTER (WHERE a.outcome = 'harness_error') AS harness_error, \
+         b.fixtures_hash \
      FROM simulations s \
      LEFT JOIN simulation_documents d ON d.simulation_id = s.id \
+     LEFT JOIN simulation_fixture_bases b ON b.tenant_id = s.tenant_id AND b.simulation_id = s.id \
      LEFT JOIN attempts a ON a.simulation_id = s.id";
 
 const ATTEMPTS: &str = "SELECT a.id, c.name AS test_case, c.position, a.number, a.outcome, \
@@ -218,7 +225,7 @@ impl PgStore {
             "{LISTING} WHERE s.tenant_id = $1 \
                  AND ($2::uuid IS NULL OR (s.created_at, s.id) < \
                      (SELECT b.created_at, b.id FROM simulations b WHERE b.tenant_id = $1 AND b.id = $2)) \
-             GROUP BY s.id, d.name ORDER BY s.created_at DESC, s.id DESC LIMIT $3"
+             GROUP BY s.id, d.name, b.fixtures_hash ORDER BY s.created_at DESC, s.id DESC LIMIT $3"
         );
         let rows: Vec<ListingRow> = db(sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(tenant.as_uuid())
@@ -235,7 +242,9 @@ impl PgStore {
         tenant: TenantId,
         simulation: SimulationId,
     ) -> Db<SimulationListing> {
-        let sql = format!("{LISTING} WHERE s.tenant_id = $1 AND s.id = $2 GROUP BY s.id, d.name");
+        let sql = format!(
+            "{LISTING} WHERE s.tenant_id = $1 AND s.id = $2 GROUP BY s.id, d.name, b.fixtures_hash"
+        );
         let row: Option<ListingRow> = db(sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(tenant.as_uuid())
             .bind(simulation.as_uuid())
