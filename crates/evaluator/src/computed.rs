@@ -450,32 +450,20 @@ pub(crate) fn write_at(
         *target = value;
         return Ok(());
     };
-    let next = match target {
-        Value::Object(map) => {
-            if rest.is_empty() {
-                map.insert(first.segment.key.to_string(), value);
-                return Ok(());
-            }
-            map.entry(first.segment.key.to_string())
-                .or_insert_with(|| Value::Object(Map::new()))
+    let next = match slot_mut(target, &first.segment.key, first.segment.index) {
+        Slot::Found(next) => next,
+        Slot::NoElement { len } => {
+            return Err(write_error(
+                first,
+                path,
+                all,
+                format!(
+                    "has no element {:?} (an array of {len}): a write never adds array elements",
+                    &*first.segment.key
+                ),
+            ));
         }
-        Value::Array(items) => match first.segment.index.and_then(|i| items.get_mut(i)) {
-            Some(slot) => slot,
-            None => {
-                return Err(write_error(
-                    first,
-                    path,
-                    all,
-                    format!(
-                        "has no element {:?} (an array of {}): a write never adds array elements",
-                        &*first.segment.key,
-                        items.len()
-                    ),
-                ));
-            }
-        },
-        other => {
-            let kind = kind_of(other);
+        Slot::NotContainer { kind } => {
             return Err(write_error(
                 first,
                 path,
@@ -488,6 +476,45 @@ pub(crate) fn write_at(
         }
     };
     write_at(next, rest, value, path, all)
+}
+
+/// Where one segment of a nested write lands in a container.
+pub(crate) enum Slot<'a> {
+    /// An object's member (made `{}` when it was missing, for the write to
+    /// fill) or an array's element.
+    Found(&'a mut Value),
+    /// An array without that element: writes never add elements.
+    NoElement {
+        /// The array's length.
+        len: usize,
+    },
+    /// Not an object or an array.
+    NotContainer {
+        /// What it is instead.
+        kind: &'static str,
+    },
+}
+
+/// The slot `key` (`index` when it is one) names in `target` — the one
+/// walk of nested writes, for computed `set_state` paths and for merging an
+/// overlay's patches alike.
+pub(crate) fn slot_mut<'a>(target: &'a mut Value, key: &str, index: Option<usize>) -> Slot<'a> {
+    match target {
+        Value::Object(map) => Slot::Found(
+            map.entry(key.to_owned())
+                .or_insert_with(|| Value::Object(Map::new())),
+        ),
+        Value::Array(items) => {
+            let len = items.len();
+            match index.and_then(|i| items.get_mut(i)) {
+                Some(slot) => Slot::Found(slot),
+                None => Slot::NoElement { len },
+            }
+        }
+        other => Slot::NotContainer {
+            kind: kind_of(other),
+        },
+    }
 }
 
 pub(crate) fn write_error(

@@ -15,7 +15,7 @@
 //! size, not the base's). Pure: no I/O, no clock.
 
 use crate::compile::CompiledDefinition;
-use crate::computed::{Step, Write, write_error};
+use crate::computed::{Slot, Step, Write, slot_mut, write_error};
 use crate::domain::Answer;
 use crate::error::CallError;
 use crate::eval::{Call, select};
@@ -165,29 +165,30 @@ impl Patch {
     pub fn merged(&self, base: Option<&Value>) -> Value {
         match self {
             Patch::Value(v) => v.clone(),
-            Patch::Members(m) => {
-                let mut out = match base {
-                    Some(b @ (Value::Object(_) | Value::Array(_))) => b.clone(),
-                    _ => Value::Object(Map::new()),
-                };
-                for (key, patch) in m {
-                    match &mut out {
-                        Value::Object(map) => {
-                            let merged = patch.merged(map.get(key));
-                            map.insert(key.clone(), merged);
-                        }
-                        Value::Array(items) => {
-                            if let Some(slot) =
-                                key.parse::<usize>().ok().and_then(|i| items.get_mut(i))
-                            {
-                                let merged = patch.merged(Some(slot));
-                                *slot = merged;
-                            }
-                        }
-                        _ => {}
+            Patch::Members(_) => {
+                let mut out = base.cloned().unwrap_or(Value::Null);
+                self.apply(&mut out);
+                out
+            }
+        }
+    }
+
+    /// Applies this patch to `target` in place: a member patch walks the
+    /// slots as a nested write does (a missing member starts as `{}`; an
+    /// array element that is not there is left out, as it never was
+    /// written).
+    fn apply(&self, target: &mut Value) {
+        match self {
+            Patch::Value(v) => *target = v.clone(),
+            Patch::Members(members) => {
+                if !matches!(target, Value::Object(_) | Value::Array(_)) {
+                    *target = Value::Object(Map::new());
+                }
+                for (key, patch) in members {
+                    if let Slot::Found(slot) = slot_mut(target, key, key.parse().ok()) {
+                        patch.apply(slot);
                     }
                 }
-                out
             }
         }
     }
