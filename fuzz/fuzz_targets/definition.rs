@@ -3,7 +3,9 @@
 //!
 //! Nothing may panic, and the check must agree with itself: a definition that
 //! passes with the contract passes without it, one that passes compiles, and
-//! every example of a passing definition evaluates to its `expected`.
+//! every example of a passing definition evaluates to its `expected` (or, in
+//! version 2, its `expected_error`); `evaluate_json` agrees with `evaluate`,
+//! a domain error included.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -89,7 +91,13 @@ fn run(doc: &Value, compiled: &CompiledDefinition) {
         let mut json = Vec::new();
         match (&first, evaluate_json(compiled, &call, &mut json)) {
             (Ok(value), Ok(written)) => {
-                assert_eq!(json, serde_json::to_vec(&value.result).expect("serializes"));
+                // A domain error writes no result; both name the same error.
+                assert_eq!(value.error, written.error);
+                if value.error.is_some() {
+                    assert!(json.is_empty());
+                } else {
+                    assert_eq!(json, serde_json::to_vec(&value.result).expect("serializes"));
+                }
                 assert_eq!(
                     (value.rule, value.delay_ms),
                     (written.rule, written.delay_ms)
@@ -144,7 +152,17 @@ fuzz_target!(|data: &[u8]| {
                     variant: example["variant"].as_str(),
                 };
                 let outcome = evaluate(checked, &call).expect("a checked example evaluates");
-                assert!(json_equal(&outcome.result, &example["expected"]));
+                match example.get("expected_error") {
+                    // Version 2: the example's domain error, exactly.
+                    Some(expected) => {
+                        let error = serde_json::to_value(&outcome.error).expect("serializes");
+                        assert!(json_equal(&error, expected), "{error} != {expected}");
+                    }
+                    None => {
+                        assert!(outcome.error.is_none());
+                        assert!(json_equal(&outcome.result, &example["expected"]));
+                    }
+                }
             }
         }
     }

@@ -18,8 +18,8 @@ use serde_json::{Map, Value, json};
 use toolmock_contract::OperationContract;
 use toolmock_evaluator::operators::{parse_decimal, to_number};
 use toolmock_evaluator::{
-    Call, CompiledContract, CompiledDefinition, compile, evaluate, evaluate_with_contract,
-    json_equal,
+    Call, CompiledContract, CompiledDefinition, compile, evaluate, evaluate_json,
+    evaluate_with_contract, json_equal,
 };
 
 // ------------------------------------------------------------------ generators
@@ -561,5 +561,39 @@ fn generated_calls_both_succeed_and_fail() {
     assert!(
         ok >= 30 && failed >= 30,
         "{ok} calls succeeded and {failed} failed"
+    );
+}
+
+// ------------------------------------------------------------ fuzz crashes
+
+/// `fuzz/artifacts/definition/crash-438c2455…` (the `definition` target,
+/// 2026-12-05): the target's oracle compared `evaluate_json`'s bytes with
+/// `evaluate`'s result also for a domain error. The evaluator was right — a
+/// domain error writes no result, and both name the same error — so the
+/// oracle now says so, and so does this test.
+#[test]
+fn fuzz_crash_438c2455_a_domain_error_writes_no_result_and_both_name_it() {
+    let doc = json!({"schema_version": 2, "default_variant": "default",
+        "variants": {"default": {"error": {"code": "order_not_found", "message": "Order not found"}}},
+        "examples": [{"variant": "default", "input": {}, "expected": "ok"}]});
+    let compiled = compiled(&doc);
+    let input = json!({});
+    let call = Call {
+        input: &input,
+        state: &Map::new(),
+        variant: None,
+    };
+    let value = evaluate(&compiled, &call).expect("a domain error is an answer");
+    let mut json = Vec::new();
+    let written = evaluate_json(&compiled, &call, &mut json).expect("the same answer");
+    assert!(json.is_empty());
+    assert_eq!(value.error, written.error);
+    assert_eq!(
+        value.error.as_ref().map(|e| e.code.as_str()),
+        Some("order_not_found")
+    );
+    assert_eq!(
+        (value.rule, value.delay_ms),
+        (written.rule, written.delay_ms)
     );
 }
