@@ -14,6 +14,7 @@ mod catalog;
 mod conversations;
 mod evidence;
 mod fixtures;
+mod held;
 mod pins;
 mod queue;
 mod simulations;
@@ -48,6 +49,9 @@ pub struct PgStore {
     fences: std::sync::Arc<queue::Fences>,
     /// The fixture bases read, shared by every clone (and `unfenced`).
     bases: std::sync::Arc<bases::Bases>,
+    /// The state rows this store last wrote for the attempts it holds a
+    /// fence for (`held`), shared by every clone.
+    copies: std::sync::Arc<held::Copies>,
 }
 
 impl PgStore {
@@ -57,6 +61,7 @@ impl PgStore {
             pool,
             fences: std::sync::Arc::default(),
             bases: std::sync::Arc::default(),
+            copies: std::sync::Arc::default(),
         }
     }
 

@@ -91,6 +91,7 @@ impl PgStore {
     /// Holds `fence` for `attempt`: from now on every write of this store
     /// (and its clones) for the attempt is fenced by it.
     pub fn hold(&self, attempt: AttemptId, fence: Fence) {
+        self.copies.forget(attempt.as_uuid());
         self.fences
             .held
             .write()
@@ -100,6 +101,7 @@ impl PgStore {
 
     /// Stops holding `attempt`'s fence.
     pub fn let_go(&self, attempt: AttemptId) {
+        self.copies.forget(attempt.as_uuid());
         self.fences
             .held
             .write()
