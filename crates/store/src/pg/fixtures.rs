@@ -386,7 +386,7 @@ impl PgStore {
 
     /// Reads a state row's `state` in its `form`, loading the simulation's
     /// base (through `executor`, once per process) for an overlay row.
-    async fn held_state<'c, E>(
+    pub(super) async fn held_state<'c, E>(
         &self,
         executor: E,
         tenant: TenantId,

@@ -52,7 +52,8 @@ pub(super) struct Copy {
 pub(super) struct Copies(Mutex<HashMap<Uuid, Copy>>);
 
 impl Copies {
-    /// Takes the copy of `attempt` taken under `epoch`, leaving none: a call
+    /// Takes the copy of `attempt` taken under `epoch` (a copy of another
+    /// epoch is of a lease no longer held, and is dropped), leaving none: a call
     /// that fails puts nothing back, so the next one reads the row again.
     pub(super) fn take(&self, attempt: Uuid, epoch: i64) -> Option<Copy> {
         let mut copies = self.0.lock().unwrap_or_else(PoisonError::into_inner);
