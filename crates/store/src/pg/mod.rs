@@ -5,7 +5,8 @@
 //!
 //! Lock order (see docs/data-model.md): a call locks only its attempt's
 //! `attempt_state` row (holding a share lock on its `attempts` row, which
-//! only the finish's and a harness error's stronger locks wait for); a
+//! the writes of that row — a finish, a harness error, the queue's lease
+//! changes — wait for); a
 //! revision save only its `tool_operations` row; finishing an attempt and
 //! recording a harness error lock the `attempts` row first and never the
 //! state row. No transaction takes two of these exclusively, so none can
