@@ -536,10 +536,11 @@ impl FixtureStore for MemoryStore {
         binding: &AttemptBinding,
         token: &TokenHash,
         now: DateTime<Utc>,
+        mark: bool,
         step: F,
     ) -> Result<Applied, ApplyError>
     where
-        F: FnOnce(StateView<'_>) -> Result<Step, CallError> + Send,
+        F: Fn(StateView<'_>) -> Result<Step, CallError> + Send,
     {
         let cell = self
             .inner
@@ -570,6 +571,11 @@ impl FixtureStore for MemoryStore {
         let result = evidence.result.clone();
         let error = evidence.error.clone();
         let delay_ms = evidence.delay_ms;
+        if mark {
+            // The begin mark with the evidence, under the fixture lock
+            // (this backend never asks for it: `folds_begin_mark` is no).
+            lock(&cell.meta).calls_begun += 1;
+        }
         fixture.push(StoredEvidence {
             draft: evidence,
             before,

@@ -118,15 +118,40 @@ pub trait FixtureStore: Send + Sync {
     /// run `step` on the pre-call state, write the post-call state with the
     /// version incremented, insert the evidence with both versions, commit.
     /// When `step` fails nothing is written.
+    ///
+    /// With `mark`, the call's begin mark ([`AttemptStore::begin_call`],
+    /// at `now`) is written in the same commit as the evidence, and only
+    /// with it: when this returns an error, no mark was written. The
+    /// dispatcher asks for it only when [`FixtureStore::folds_begin_mark`]
+    /// says so.
+    ///
+    /// `step` may run more than once (a backend may evaluate on a copy of
+    /// the state first and again under the lock when the copy is stale);
+    /// only the run whose state is written counts, so it must be free of
+    /// side effects.
     fn apply_call<F>(
         &self,
         binding: &AttemptBinding,
         token: &TokenHash,
         now: DateTime<Utc>,
+        mark: bool,
         step: F,
     ) -> impl Future<Output = Result<Applied, ApplyError>> + Send
     where
-        F: FnOnce(toolmock_evaluator::StateView<'_>) -> Result<Step, CallError> + Send;
+        F: Fn(toolmock_evaluator::StateView<'_>) -> Result<Step, CallError> + Send;
+
+    /// Whether a sandbox call of `attempt` may leave its begin mark to
+    /// [`FixtureStore::apply_call`] (`mark`) instead of writing it first in
+    /// a commit of its own. A backend says yes only for attempts whose
+    /// calls all run in this process under its fence (a worker's), where
+    /// a crash between the evaluation and the commit cannot lose a call
+    /// unnoticed: the lease then runs out and the attempt ends as
+    /// `harness_error` (`lease_expired`) whatever its records say. By
+    /// default, no.
+    fn folds_begin_mark(&self, attempt: AttemptId) -> bool {
+        let _ = attempt;
+        false
+    }
 
     /// The current state and version.
     fn state(

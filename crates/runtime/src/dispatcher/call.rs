@@ -97,22 +97,51 @@ impl<B: Backend> Dispatcher<B> {
         // whichever process finishes the attempt compares the marks with the
         // attempt's records. A call that cannot be marked is not processed;
         // this dispatcher counts it for its own finish.
-        let binding = &bound.binding;
-        if let Err(cause) = self
-            .backend
-            .begin_call(binding.tenant, binding.attempt, started_at)
-            .await
-        {
-            bound.unmarked.fetch_add(1, Ordering::Relaxed);
-            let detail = json!({ "begin_mark": "the call's begin mark could not be written; it was not processed" });
-            return Err(self
-                .storage_failed(&bound, call, None, &cause, detail)
-                .await);
+        //
+        // When the backend folds the mark for this attempt (a worker's own,
+        // under its fence), a sandbox call leaves it pending: the locked
+        // step writes it in the same commit as the evidence, and any other
+        // ending writes it first, before the call's record. That is safe
+        // because nothing a sandbox call does before that commit is seen
+        // outside the process: the step is a pure evaluation with no real
+        // side effect, and a crash of the holding process before the
+        // commit leaves neither mark nor evidence while its lease runs
+        // out, so the attempt ends as `harness_error` (`lease_expired`)
+        // anyway. A real-tools call, whose execution is a side effect,
+        // always marks first.
+        let pending = live != Some(false) && self.backend.folds_begin_mark(bound.binding.attempt);
+        if !pending {
+            self.mark_begun(&bound, call, started_at).await?;
         }
         match live {
             Some(false) => Err(self.lease_expired(&bound, call, None, json!({})).await),
-            _ => self.dispatch(&bound, &token, call, started_at, clock).await,
+            _ => {
+                self.dispatch(&bound, &token, call, started_at, clock, pending)
+                    .await
+            }
         }
+    }
+
+    /// Writes a call's begin mark in a commit of its own; when it cannot
+    /// be written, counts the call as unmarked and answers the
+    /// `storage_failed` that the call ends with, unprocessed.
+    async fn mark_begun(
+        &self,
+        bound: &Bound,
+        call: &ToolCall,
+        at: DateTime<Utc>,
+    ) -> Result<(), DispatchError> {
+        let binding = &bound.binding;
+        let Err(cause) = self
+            .backend
+            .begin_call(binding.tenant, binding.attempt, at)
+            .await
+        else {
+            return Ok(());
+        };
+        bound.unmarked.fetch_add(1, Ordering::Relaxed);
+        let detail = json!({ "begin_mark": "the call's begin mark could not be written; it was not processed" });
+        Err(self.storage_failed(bound, call, None, &cause, detail).await)
     }
 
     async fn dispatch(
@@ -122,8 +151,21 @@ impl<B: Backend> Dispatcher<B> {
         call: &ToolCall,
         started_at: DateTime<Utc>,
         clock: Instant,
+        pending: bool,
     ) -> Result<Value, DispatchError> {
-        let (pin, mode) = match self.pin_for(bound, call).await {
+        let lookup = self.pin_for(bound, call).await;
+        // A pending mark stays pending only into a sandbox's locked step.
+        let sandbox = matches!(
+            lookup,
+            PinLookup::Pinned {
+                mode: SimulationMode::Sandbox,
+                ..
+            }
+        );
+        if pending && !sandbox {
+            self.mark_begun(bound, call, started_at).await?;
+        }
+        let (pin, mode) = match lookup {
             PinLookup::Pinned { pin, mode } => (pin, mode),
             PinLookup::Unreadable(cause) => {
                 return Err(self
@@ -136,8 +178,17 @@ impl<B: Backend> Dispatcher<B> {
         };
         let applied = match mode {
             SimulationMode::Sandbox => {
-                self.sandbox(bound, token, call, &pin, started_at, clock)
-                    .await
+                let step = sandbox_step(bound, call, &pin, started_at, clock);
+                let applied = self
+                    .backend
+                    .apply_call(&bound.binding, token, started_at, pending, step)
+                    .await;
+                // Refused or failed, the step wrote no mark: the call's
+                // mark goes before its record.
+                if pending && applied.is_err() {
+                    self.mark_begun(bound, call, started_at).await?;
+                }
+                applied
             }
             SimulationMode::RealTools => {
                 match self
@@ -174,58 +225,6 @@ impl<B: Backend> Dispatcher<B> {
                 .storage_failed(bound, call, Some(&pin.pin), &cause, json!({}))
                 .await),
         }
-    }
-
-    /// The sandbox's locked step: the lease first (inside `apply_call`),
-    /// then the input, the mock and the output.
-    async fn sandbox(
-        &self,
-        bound: &Bound,
-        token: &TokenHash,
-        call: &ToolCall,
-        pin: &ResolvedPin,
-        started_at: DateTime<Utc>,
-        clock: Instant,
-    ) -> Result<Applied, ApplyError> {
-        let variant = bound.binding.variant_for(&call.tool, &call.operation);
-        self.backend
-            .apply_call(&bound.binding, token, started_at, |state| {
-                pin.contract.validate_input(&call.input)?;
-                // Through the backend's view of the state: a shared base and
-                // the attempt's overlay, never a copy of the base.
-                let outcome = evaluate_layered(&pin.definition, &call.input, state, variant)?;
-                // The output schema describes results, not domain errors.
-                if outcome.error.is_none() {
-                    pin.contract.validate_output(&outcome.result)?;
-                }
-                let toolmock_evaluator::LayeredOutcome {
-                    variant,
-                    rule,
-                    result,
-                    error,
-                    patches,
-                    delay_ms,
-                } = outcome;
-                Ok(Step {
-                    updates: patches
-                        .into_iter()
-                        .map(|(k, p)| (k.to_owned(), p))
-                        .collect(),
-                    tool: pin.tool.clone(),
-                    operation: pin.operation.clone(),
-                    pin: pin.pin.clone(),
-                    executor: Executor::Mock,
-                    variant: Some(pin.variant(variant)),
-                    rule: rule.map(|r| u32::try_from(r).unwrap_or(u32::MAX)),
-                    arguments: call.input.clone(),
-                    result,
-                    error,
-                    delay_ms,
-                    started_at,
-                    duration_us: elapsed_us(clock),
-                })
-            })
-            .await
     }
 
     /// A real-tools call: nothing real runs unless the lease is live and the
@@ -303,7 +302,7 @@ impl<B: Backend> Dispatcher<B> {
         let detail = json!({ "external_result": result.clone() });
         let applied = self
             .backend
-            .apply_call(binding, token, started_at, |_| {
+            .apply_call(binding, token, started_at, false, |_| {
                 Ok(Step {
                     updates: Vec::new(),
                     tool: pin.tool.clone(),
@@ -313,7 +312,7 @@ impl<B: Backend> Dispatcher<B> {
                     variant: None,
                     rule: None,
                     arguments: call.input.clone(),
-                    result,
+                    result: result.clone(),
                     error: None,
                     delay_ms: 0,
                     started_at,
@@ -691,6 +690,55 @@ impl<B: Backend> Dispatcher<B> {
                 .await
             }
         }
+    }
+}
+
+/// A sandbox call's step, run by `apply_call` on the attempt's state after
+/// the lease check: the input, the mock and the output. Free of side
+/// effects, so a backend may run it again.
+fn sandbox_step<'a>(
+    bound: &'a Bound,
+    call: &'a ToolCall,
+    pin: &'a ResolvedPin,
+    started_at: DateTime<Utc>,
+    clock: Instant,
+) -> impl Fn(toolmock_evaluator::StateView<'_>) -> Result<Step, CallError> + Send + 'a {
+    let variant = bound.binding.variant_for(&call.tool, &call.operation);
+    move |state| {
+        pin.contract.validate_input(&call.input)?;
+        // Through the backend's view of the state: a shared base and
+        // the attempt's overlay, never a copy of the base.
+        let outcome = evaluate_layered(&pin.definition, &call.input, state, variant)?;
+        // The output schema describes results, not domain errors.
+        if outcome.error.is_none() {
+            pin.contract.validate_output(&outcome.result)?;
+        }
+        let toolmock_evaluator::LayeredOutcome {
+            variant,
+            rule,
+            result,
+            error,
+            patches,
+            delay_ms,
+        } = outcome;
+        Ok(Step {
+            updates: patches
+                .into_iter()
+                .map(|(k, p)| (k.to_owned(), p))
+                .collect(),
+            tool: pin.tool.clone(),
+            operation: pin.operation.clone(),
+            pin: pin.pin.clone(),
+            executor: Executor::Mock,
+            variant: Some(pin.variant(variant)),
+            rule: rule.map(|r| u32::try_from(r).unwrap_or(u32::MAX)),
+            arguments: call.input.clone(),
+            result,
+            error,
+            delay_ms,
+            started_at,
+            duration_us: elapsed_us(clock),
+        })
     }
 }
 

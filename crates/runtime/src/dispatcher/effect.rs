@@ -121,7 +121,7 @@ impl<B: Backend> Dispatcher<B> {
         let detail = json!({ "external_result": result.clone() });
         let applied = self
             .backend
-            .apply_call(binding, &token, started_at, |_| {
+            .apply_call(binding, &token, started_at, false, |_| {
                 Ok(Step {
                     updates: Vec::new(),
                     tool: node.tool.as_str().into(),
@@ -131,7 +131,7 @@ impl<B: Backend> Dispatcher<B> {
                     variant: None,
                     rule: None,
                     arguments: node.input.clone(),
-                    result,
+                    result: result.clone(),
                     error: None,
                     delay_ms: 0,
                     started_at,

@@ -235,13 +235,17 @@ impl<B: FixtureStore> FixtureStore for Faulty<B> {
         binding: &AttemptBinding,
         token: &TokenHash,
         now: DateTime<Utc>,
+        mark: bool,
         step: F,
     ) -> Result<Applied, ApplyError>
     where
-        F: FnOnce(toolmock_evaluator::StateView<'_>) -> Result<Step, CallError> + Send,
+        F: Fn(toolmock_evaluator::StateView<'_>) -> Result<Step, CallError> + Send,
     {
         self.check(Fault::ApplyCall)?;
-        self.inner.apply_call(binding, token, now, step).await
+        self.inner.apply_call(binding, token, now, mark, step).await
+    }
+    fn folds_begin_mark(&self, attempt: AttemptId) -> bool {
+        self.inner.folds_begin_mark(attempt)
     }
     async fn state(
         &self,

@@ -183,18 +183,47 @@ impl AttemptStore for PgStore {
             rollback(tx).await?;
             return Err(FinishError::AlreadyFinished);
         }
-        let (recorded, begun, revoked): (i64, i64, bool) = db(sqlx::query_as(
-            "SELECT (SELECT count(*) FROM evidence WHERE tenant_id = $1 AND attempt_id = $2) \
-                  + (SELECT count(*) FROM tool_input_errors WHERE tenant_id = $1 AND attempt_id = $2) \
-                  + (SELECT count(*) FROM harness_errors WHERE tenant_id = $1 AND attempt_id = $2), \
-                    (SELECT count(*) FROM calls_begun WHERE tenant_id = $1 AND attempt_id = $2), \
-                    NOT EXISTS (SELECT 1 FROM attempt_capabilities \
-                        WHERE tenant_id = $1 AND attempt_id = $2 AND revoked_at IS NULL)",
-        )
-        .bind(tenant.as_uuid())
-        .bind(attempt.as_uuid())
-        .fetch_one(&mut *tx)
-        .await)?;
+        // The counts, read by a statement after the lock (so every mark and
+        // record committed before it is seen); when they are clean (every
+        // call recorded, a capability unrevoked) and the lease ran past
+        // `at`, the same statement ends the attempt — nothing is left to
+        // record — saving the finish a round trip.
+        let clean_lease = lease_expires_at > at;
+        let unmarked_i64 = to_i64(unmarked)?;
+        let (recorded, begun, revoked, ended): (i64, i64, bool, Option<String>) =
+            db(sqlx::query_as(
+                "WITH counts AS ( \
+                     SELECT (SELECT count(*) FROM evidence WHERE tenant_id = $1 AND attempt_id = $2) \
+                          + (SELECT count(*) FROM tool_input_errors WHERE tenant_id = $1 AND attempt_id = $2) \
+                          + (SELECT count(*) FROM harness_errors WHERE tenant_id = $1 AND attempt_id = $2) \
+                              AS recorded, \
+                            (SELECT count(*) FROM calls_begun WHERE tenant_id = $1 AND attempt_id = $2) \
+                              AS begun, \
+                            NOT EXISTS (SELECT 1 FROM attempt_capabilities \
+                                WHERE tenant_id = $1 AND attempt_id = $2 AND revoked_at IS NULL) \
+                              AS revoked), \
+                 ended AS ( \
+                     UPDATE attempts SET status = 'finished', finished_at = $3, \
+                         outcome = CASE WHEN EXISTS (SELECT 1 FROM harness_errors h \
+                             WHERE h.tenant_id = $1 AND h.attempt_id = $2) \
+                         THEN 'harness_error' ELSE $4 END \
+                     WHERE tenant_id = $1 AND id = $2 AND $5 \
+                         AND (SELECT recorded >= begun + $6 AND NOT revoked FROM counts) \
+                     RETURNING outcome) \
+                 SELECT recorded, begun, revoked, (SELECT outcome FROM ended) FROM counts",
+            )
+            .bind(tenant.as_uuid())
+            .bind(attempt.as_uuid())
+            .bind(at)
+            .bind(verdict.outcome().as_str())
+            .bind(clean_lease)
+            .bind(unmarked_i64)
+            .fetch_one(&mut *tx)
+            .await)?;
+        if let Some(outcome) = ended {
+            db(tx.commit().await)?;
+            return Ok(AttemptOutcome::parse(&outcome).ok_or_else(|| corrupt("outcome", &outcome))?);
+        }
         let recorded = u64::try_from(recorded).map_err(|e| corrupt("record count", e))?;
         let begun = u64::try_from(begun)
             .map_err(|e| corrupt("begun-call count", e))?

@@ -4,9 +4,13 @@
 //! they read are in `crate::rows`.
 //!
 //! Lock order (see docs/data-model.md): a call locks only its attempt's
-//! `attempt_state` row; a revision save only its `tool_operations` row;
-//! finishing an attempt and recording a harness error lock the `attempts`
-//! row first. No transaction takes two of these, so none can deadlock.
+//! `attempt_state` row (holding a share lock on its `attempts` row, which
+//! the writes of that row — a finish, a harness error, the queue's lease
+//! changes — wait for); a
+//! revision save only its `tool_operations` row; finishing an attempt and
+//! recording a harness error lock the `attempts` row first and never the
+//! state row. No transaction takes two of these exclusively, so none can
+//! deadlock.
 
 mod attempts;
 mod bases;
@@ -14,6 +18,7 @@ mod catalog;
 mod conversations;
 mod evidence;
 mod fixtures;
+mod held;
 mod pins;
 mod queue;
 mod simulations;
@@ -48,6 +53,9 @@ pub struct PgStore {
     fences: std::sync::Arc<queue::Fences>,
     /// The fixture bases read, shared by every clone (and `unfenced`).
     bases: std::sync::Arc<bases::Bases>,
+    /// The state rows this store last wrote for the attempts it holds a
+    /// fence for (`held`), shared by every clone.
+    copies: std::sync::Arc<held::Copies>,
 }
 
 impl PgStore {
@@ -57,6 +65,7 @@ impl PgStore {
             pool,
             fences: std::sync::Arc::default(),
             bases: std::sync::Arc::default(),
+            copies: std::sync::Arc::default(),
         }
     }
 

@@ -100,6 +100,7 @@ impl PgStore {
 
     /// Stops holding `attempt`'s fence.
     pub fn let_go(&self, attempt: AttemptId) {
+        self.copies.forget(attempt.as_uuid());
         self.fences
             .held
             .write()
@@ -189,6 +190,9 @@ impl PgStore {
             i64,
             Option<DateTime<Utc>>,
             String,
+            sqlx::types::Json<serde_json::Map<String, serde_json::Value>>,
+            i64,
+            String,
         );
         let row: Option<Row> = db(sqlx::query_as(
             "WITH picked AS ( \
@@ -208,18 +212,47 @@ impl PgStore {
                  INSERT INTO attempt_leases (tenant_id, attempt_id, event, owner, epoch, at) \
                  SELECT tenant_id, id, 'claimed', $1, lease_epoch, clock_timestamp() FROM claimed) \
              SELECT c.tenant_id, c.id, c.simulation_id, c.test_case_id, c.number, c.lease_epoch, \
-                 c.queued_at, t.name \
-             FROM claimed c JOIN test_cases t ON t.tenant_id = c.tenant_id AND t.id = c.test_case_id",
+                 c.queued_at, t.name, s.state, s.version, s.form \
+             FROM claimed c JOIN test_cases t ON t.tenant_id = c.tenant_id AND t.id = c.test_case_id \
+             JOIN attempt_state s ON s.tenant_id = c.tenant_id AND s.attempt_id = c.id",
         )
         .bind(owner)
         .bind(interval(lease))
         .bind(&capability.as_bytes()[..])
         .fetch_optional(&self.pool)
         .await)?;
-        let Some((tenant, attempt, simulation, test_case, number, epoch, queued_at, name)) = row
+        let Some((
+            tenant,
+            attempt,
+            simulation,
+            test_case,
+            number,
+            epoch,
+            queued_at,
+            name,
+            state,
+            version,
+            form,
+        )) = row
         else {
             return Ok(None);
         };
+        // The attempt's state row as the claim found it: its first call
+        // then takes the one-statement path too (the write still checks
+        // the version, so a row changed since is read again). A row that
+        // cannot be read here is left to that call's locked read, which
+        // reports it; the claim itself stands.
+        if let Ok(held) = self
+            .held_state(&self.pool, TenantId(tenant), simulation, &form, state.0)
+            .await
+        {
+            let copy = super::held::Copy {
+                epoch,
+                version,
+                held,
+            };
+            self.copies.keep(attempt, copy);
+        }
         Ok(Some(Claimed {
             tenant: TenantId(tenant),
             attempt: AttemptId(attempt),

@@ -259,9 +259,13 @@ pub async fn tenancy_is_total<B: Backend>(backend: B) {
         variants: vec![],
     };
     let applied = b
-        .apply_call(&foreign_binding, &attempt.capability.hash(), now, |_| {
-            panic!("the step must not run for another tenant")
-        })
+        .apply_call(
+            &foreign_binding,
+            &attempt.capability.hash(),
+            now,
+            false,
+            |_| panic!("the step must not run for another tenant"),
+        )
         .await;
     assert!(
         matches!(applied, Err(ApplyError::CapabilityRejected)),

@@ -1,0 +1,398 @@
+//! Calls of an attempt the store holds a fence for (a worker's own): after
+//! its first call the store keeps a copy of the attempt's state row and the
+//! next call is written in one statement that checks the capability, the
+//! lease and the fence, and only writes when the row is still at the copy's
+//! version; the call's begin mark is written with its evidence. These tests
+//! hold that this path refuses what the locked path refuses, falls back when
+//! someone else wrote the row, and records what the in-memory backend
+//! records.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
+
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use std::time::Duration;
+use toolmock_contract::OperationSource;
+use toolmock_runtime::backend::{Backend, EvidenceSink, FixtureStore};
+use toolmock_runtime::dispatcher::StartedSimulation;
+use toolmock_runtime::error::{DispatchError, HarnessCode, StoreError};
+use toolmock_runtime::model::{
+    AgentSpec, AttemptId, InlineOperation, InlineTool, SimulationMode, TenantId, TestCaseSpec,
+    ToolRef,
+};
+use toolmock_runtime::testkit::Rig;
+use toolmock_runtime::{Dispatcher, FixtureInput, MemoryStore, StartRequest, ToolCall};
+use toolmock_store::{Fence, PgStore};
+
+const OWNER: &str = "worker-1";
+
+async fn app_pool(pool: &PgPool) -> PgPool {
+    let options = toolmock_store::as_app_role((*pool.connect_options()).clone());
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(4)
+        .connect_with(options)
+        .await
+        .unwrap()
+}
+
+/// `add` replaces the last note and answers the previous one; `get` reads it.
+fn counter() -> InlineTool {
+    let open = json!({"type": "object"});
+    let op = |name: &str, testing: Value| InlineOperation {
+        name: name.into(),
+        source: OperationSource::Custom,
+        description: format!("{name} operation"),
+        input_schema: open.clone(),
+        output_schema: Some(open.clone()),
+        testing: Some(testing),
+    };
+    InlineTool {
+        name: "notes".into(),
+        operations: vec![
+            op(
+                "add",
+                json!({
+                    "schema_version": 2, "default_variant": "ok", "initial_state": {"last": "start"},
+                    "variants": {"ok": {"result": {"previous": {"$state": ["last"]}},
+                        "set_state": [{"path": ["last"], "value": {"$input": "text"}}]}},
+                    "examples": [{"variant": "ok", "input": {"text": "a"},
+                                  "state": {"last": "z"}, "expected": {"previous": "z"}}]
+                }),
+            ),
+            op(
+                "get",
+                json!({
+                    "schema_version": 2, "default_variant": "ok", "initial_state": {"last": "start"},
+                    "variants": {"ok": {"result": {"last": {"$state": ["last"]}}}},
+                    "examples": [{"variant": "ok", "input": {},
+                                  "state": {"last": "z"}, "expected": {"last": "z"}}]
+                }),
+            ),
+        ],
+    }
+}
+
+/// Starts a sandbox simulation of one attempt, over a shared fixture when
+/// `shared` (an overlay row) or none (a whole-state row).
+async fn start<B: Backend>(rig: &Rig<B>, shared: bool) -> (TenantId, StartedSimulation) {
+    let backend = rig.backend();
+    let tenant = backend.create_tenant("acme").await.unwrap();
+    let spec = AgentSpec {
+        tools: vec![ToolRef::Inline(counter())],
+        workflows: vec![],
+        ..Default::default()
+    };
+    let agent = backend.create_agent(tenant, "agent", &spec).await.unwrap();
+    let request = StartRequest {
+        agent,
+        mode: SimulationMode::Sandbox,
+        allow_incomplete: false,
+        test_cases: vec![TestCaseSpec {
+            name: "case".into(),
+            variants: vec![],
+            attempts: None,
+        }],
+        attempts_per_case: 1,
+        lease_owner: OWNER.into(),
+        lease: Duration::from_secs(600),
+        fixtures: if shared {
+            vec![FixtureInput {
+                label: "/fixtures/0".into(),
+                members: [("shelf".to_owned(), json!({"a": 1}))]
+                    .into_iter()
+                    .collect(),
+            }]
+        } else {
+            vec![]
+        },
+    };
+    let started = rig.dispatcher.start(tenant, &request).await.unwrap();
+    (tenant, started)
+}
+
+/// A PostgreSQL rig whose store holds the fence of the started attempt, as
+/// a worker's does after its claim.
+async fn held(pool: &PgPool, shared: bool) -> (Rig<PgStore>, PgStore, TenantId, StartedSimulation) {
+    let store = PgStore::new(app_pool(pool).await);
+    let rig = Rig::new(store.clone());
+    let (tenant, started) = start(&rig, shared).await;
+    let attempt = started.attempts[0].id;
+    let epoch: i64 = sqlx::query_scalar("SELECT lease_epoch FROM attempts WHERE id = $1")
+        .bind(attempt.as_uuid())
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    store.hold(
+        attempt,
+        Fence {
+            owner: OWNER.into(),
+            epoch,
+        },
+    );
+    (rig, store, tenant, started)
+}
+
+async fn add<B: Backend>(
+    dispatcher: &Dispatcher<B>,
+    tenant: TenantId,
+    started: &StartedSimulation,
+    text: &str,
+) -> Result<Value, DispatchError> {
+    dispatcher
+        .call(
+            tenant,
+            &started.attempts[0].capability,
+            &ToolCall::new("notes", "add", json!({ "text": text })),
+        )
+        .await
+}
+
+async fn count(pool: &PgPool, table: &str, attempt: AttemptId) -> i64 {
+    let sql = match table {
+        "evidence" => "SELECT count(*) FROM evidence WHERE attempt_id = $1",
+        "tool_input_errors" => "SELECT count(*) FROM tool_input_errors WHERE attempt_id = $1",
+        "harness_errors" => "SELECT count(*) FROM harness_errors WHERE attempt_id = $1",
+        _ => "SELECT count(*) FROM calls_begun WHERE attempt_id = $1",
+    };
+    sqlx::query_scalar(sql)
+        .bind(attempt.as_uuid())
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// Marks begun, and records (evidence, tool input and harness errors).
+async fn ledger(pool: &PgPool, attempt: AttemptId) -> (i64, i64) {
+    let mut records = 0;
+    for table in ["evidence", "tool_input_errors", "harness_errors"] {
+        records += count(pool, table, attempt).await;
+    }
+    (count(pool, "calls_begun", attempt).await, records)
+}
+
+/// What a call's evidence records, without its times.
+fn recorded(evidence: &toolmock_runtime::model::EvidenceRecord) -> Value {
+    json!({
+        "tool": evidence.tool, "operation": evidence.operation,
+        "arguments": evidence.arguments, "result": evidence.result,
+        "before": evidence.state_before, "after": evidence.state_after,
+        "versions": [evidence.version_before, evidence.version_after],
+    })
+}
+
+/// Five calls of a held attempt (the first on the locked path, the rest on
+/// the store's copy) record exactly what the in-memory backend records, for
+/// a whole-state row and for an overlay row, with one begin mark each.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_held_attempt_s_calls_record_what_memory_records(pool: PgPool) {
+    for shared in [false, true] {
+        let (rig, _store, tenant, started) = held(&pool, shared).await;
+        let memory = Rig::new(MemoryStore::new());
+        let (m_tenant, m_started) = start(&memory, shared).await;
+        for text in ["a", "b", "c", "d", "e"] {
+            let pg = add(&rig.dispatcher, tenant, &started, text).await.unwrap();
+            let mem = add(&memory.dispatcher, m_tenant, &m_started, text)
+                .await
+                .unwrap();
+            assert_eq!(pg, mem);
+        }
+        let attempt = started.attempts[0].id;
+        let pg: Vec<Value> = rig
+            .backend()
+            .evidence(tenant, attempt)
+            .await
+            .unwrap()
+            .iter()
+            .map(recorded)
+            .collect();
+        let mem: Vec<Value> = memory
+            .backend()
+            .evidence(m_tenant, m_started.attempts[0].id)
+            .await
+            .unwrap()
+            .iter()
+            .map(recorded)
+            .collect();
+        assert_eq!(pg, mem, "shared fixture: {shared}");
+        let state = rig.backend().state(tenant, attempt).await.unwrap();
+        assert_eq!(state.version, 5);
+        assert_eq!(state.state.get("last"), Some(&json!("e")));
+        assert_eq!(ledger(&pool, attempt).await, (5, 5));
+    }
+}
+
+/// Someone else writes the row between two calls (a call through a process
+/// without the fence, as the API's): the copy is stale, the statement
+/// writes nothing, and the call is evaluated again on the row under its
+/// lock — it succeeds, and sees the other write.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_stale_copy_falls_back_to_the_locked_path(pool: PgPool) {
+    for shared in [false, true] {
+        let (rig, store, tenant, started) = held(&pool, shared).await;
+        let attempt = started.attempts[0].id;
+        add(&rig.dispatcher, tenant, &started, "mine")
+            .await
+            .unwrap();
+        let other = Dispatcher::new(store.unfenced());
+        let previous = add(&other, tenant, &started, "theirs").await.unwrap();
+        assert_eq!(previous, json!({"previous": "mine"}));
+        let previous = add(&rig.dispatcher, tenant, &started, "mine again")
+            .await
+            .unwrap();
+        assert_eq!(previous, json!({"previous": "theirs"}), "shared: {shared}");
+        let evidence = rig.backend().evidence(tenant, attempt).await.unwrap();
+        let versions: Vec<(u64, u64)> = evidence
+            .iter()
+            .map(|e| (e.version_before, e.version_after))
+            .collect();
+        assert_eq!(versions, [(0, 1), (1, 2), (2, 3)]);
+        // And the copy it keeps from that write is current again.
+        let previous = add(&rig.dispatcher, tenant, &started, "last")
+            .await
+            .unwrap();
+        assert_eq!(previous, json!({"previous": "mine again"}));
+        assert_eq!(ledger(&pool, attempt).await, (4, 4));
+    }
+}
+
+/// The lease moves on between two calls (the reaper's expiry, a release, a
+/// new claim: the epoch changes): the next call on the copy writes nothing
+/// — no state, no evidence, no mark — and is refused as fenced.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_fenced_out_call_on_the_copy_writes_nothing(pool: PgPool) {
+    let (rig, store, tenant, started) = held(&pool, false).await;
+    let attempt = started.attempts[0].id;
+    add(&rig.dispatcher, tenant, &started, "a").await.unwrap();
+    add(&rig.dispatcher, tenant, &started, "b").await.unwrap();
+    sqlx::query("UPDATE attempts SET lease_epoch = lease_epoch + 1 WHERE id = $1")
+        .bind(attempt.as_uuid())
+        .execute(&pool)
+        .await
+        .unwrap();
+    let refusals = store.fence_refusals();
+    let refused = add(&rig.dispatcher, tenant, &started, "c").await;
+    assert!(
+        matches!(refused, Err(DispatchError::Store(StoreError::Fenced))),
+        "{refused:?}"
+    );
+    assert!(store.fence_refusals() > refusals);
+    assert_eq!(ledger(&pool, attempt).await, (2, 2));
+    let state = rig.backend().state(tenant, attempt).await.unwrap();
+    assert_eq!(
+        (state.version, state.state.get("last")),
+        (2, Some(&json!("b")))
+    );
+}
+
+/// A lease that ran out (by the dispatcher's clock) or a revoked
+/// capability: the call on the copy writes no state and no evidence, and is
+/// recorded as `lease_expired`, with its begin mark.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn an_expired_lease_or_revoked_capability_on_the_copy_is_lease_expired(pool: PgPool) {
+    for revoke in [false, true] {
+        let (rig, _store, tenant, started) = held(&pool, false).await;
+        let attempt = started.attempts[0].id;
+        add(&rig.dispatcher, tenant, &started, "a").await.unwrap();
+        add(&rig.dispatcher, tenant, &started, "b").await.unwrap();
+        if revoke {
+            sqlx::query("UPDATE attempt_capabilities SET revoked_at = now() WHERE attempt_id = $1")
+                .bind(attempt.as_uuid())
+                .execute(&pool)
+                .await
+                .unwrap();
+        } else {
+            // The database's clock still says the lease holds: only the
+            // lease check, not the fence, refuses.
+            rig.clock.advance(Duration::from_secs(601));
+        }
+        let refused = add(&rig.dispatcher, tenant, &started, "c").await;
+        match refused {
+            Err(DispatchError::Harness(fault)) => {
+                assert_eq!(fault.code, HarnessCode::LeaseExpired, "revoke: {revoke}")
+            }
+            other => panic!("revoke: {revoke}: {other:?}"),
+        }
+        assert_eq!(count(&pool, "evidence", attempt).await, 2);
+        assert_eq!(ledger(&pool, attempt).await, (3, 3), "revoke: {revoke}");
+        let state = rig.backend().state(tenant, attempt).await.unwrap();
+        assert_eq!(state.version, 2);
+    }
+}
+
+/// A call whose step fails on the copy (here: input the contract refuses)
+/// is judged again on the row under its lock, recorded as a tool input
+/// error with its begin mark, and leaves the state as it was.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_refused_input_on_the_copy_is_recorded_with_its_mark(pool: PgPool) {
+    let (rig, _store, tenant, started) = held(&pool, false).await;
+    let attempt = started.attempts[0].id;
+    add(&rig.dispatcher, tenant, &started, "a").await.unwrap();
+    let refused = rig
+        .dispatcher
+        .call(
+            tenant,
+            &started.attempts[0].capability,
+            &ToolCall::new("notes", "add", json!("not an object")),
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(DispatchError::ToolInput(_))),
+        "{refused:?}"
+    );
+    add(&rig.dispatcher, tenant, &started, "b").await.unwrap();
+    assert_eq!(ledger(&pool, attempt).await, (3, 3));
+    assert_eq!(count(&pool, "tool_input_errors", attempt).await, 1);
+    let state = rig.backend().state(tenant, attempt).await.unwrap();
+    assert_eq!(
+        (state.version, state.state.get("last")),
+        (2, Some(&json!("b")))
+    );
+}
+
+/// Attempts the store holds no fence for (an external agent's, through the
+/// API) keep their own begin mark, written before the call, and no copy.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn an_unheld_attempt_is_marked_before_its_call(pool: PgPool) {
+    let store = PgStore::new(app_pool(&pool).await);
+    let rig = Rig::new(store.clone());
+    let (tenant, started) = start(&rig, false).await;
+    let attempt = started.attempts[0].id;
+    assert!(!rig.backend().folds_begin_mark(attempt));
+    add(&rig.dispatcher, tenant, &started, "a").await.unwrap();
+    add(&rig.dispatcher, tenant, &started, "b").await.unwrap();
+    assert_eq!(ledger(&pool, attempt).await, (2, 2));
+}
+
+/// The second call really runs on the store's copy: a change made behind
+/// the store's back that keeps the row's version (no writer of toolmock
+/// does that; every write moves the version) is not seen, while a change
+/// that moves the version is.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn the_copy_is_used_while_the_version_stands(pool: PgPool) {
+    let (rig, _store, tenant, started) = held(&pool, false).await;
+    let attempt = started.attempts[0].id;
+    add(&rig.dispatcher, tenant, &started, "a").await.unwrap();
+    let behind = "UPDATE attempt_state SET state = jsonb_set(state, '{last}', '\"behind\"') \
+                  WHERE attempt_id = $1";
+    sqlx::query(behind)
+        .bind(attempt.as_uuid())
+        .execute(&pool)
+        .await
+        .unwrap();
+    let previous = add(&rig.dispatcher, tenant, &started, "b").await.unwrap();
+    assert_eq!(previous, json!({"previous": "a"}), "evaluated on the copy");
+    sqlx::query(
+        "UPDATE attempt_state SET state = jsonb_set(state, '{last}', '\"moved\"'), \
+             version = version + 1 WHERE attempt_id = $1",
+    )
+    .bind(attempt.as_uuid())
+    .execute(&pool)
+    .await
+    .unwrap();
+    let previous = add(&rig.dispatcher, tenant, &started, "c").await.unwrap();
+    assert_eq!(
+        previous,
+        json!({"previous": "moved"}),
+        "read again under the lock"
+    );
+}
