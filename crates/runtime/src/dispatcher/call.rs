@@ -85,14 +85,7 @@ impl<B: Backend> Dispatcher<B> {
         let started_at = self.clock.now();
         let clock = Instant::now();
         let token = capability.hash();
-        let (bound, live) = match self.resolve_capability(tenant, &token).await {
-            Resolved::Bound { bound, live } => (bound, live),
-            Resolved::Rejected => return Err(DispatchError::CapabilityRejected),
-            Resolved::Unreadable(e) => {
-                self.note_unresolved(tenant, token);
-                return Err(DispatchError::Store(e));
-            }
-        };
+        let (bound, live) = self.bind_step(tenant, &token).await?;
         // The begin mark, committed before anything of the call happens:
         // whichever process finishes the attempt compares the marks with the
         // attempt's records. A call that cannot be marked is not processed;
@@ -122,10 +115,30 @@ impl<B: Backend> Dispatcher<B> {
         }
     }
 
+    /// The attempt a call or an effect about to begin is bound to, and
+    /// whether its lease was live when read (`None`: a cached binding, its
+    /// lease checked later). A capability storage could not read is counted
+    /// as one of its attempt's unrecorded calls, so that the attempt's
+    /// finish waits for it instead of passing without it.
+    pub(super) async fn bind_step(
+        &self,
+        tenant: TenantId,
+        token: &TokenHash,
+    ) -> Result<(Arc<Bound>, Option<bool>), DispatchError> {
+        match self.resolve_capability(tenant, token).await {
+            Resolved::Bound { bound, live } => Ok((bound, live)),
+            Resolved::Rejected => Err(DispatchError::CapabilityRejected),
+            Resolved::Unreadable(e) => {
+                self.note_unresolved(tenant, *token);
+                Err(DispatchError::Store(e))
+            }
+        }
+    }
+
     /// Writes a call's begin mark in a commit of its own; when it cannot
     /// be written, counts the call as unmarked and answers the
     /// `storage_failed` that the call ends with, unprocessed.
-    async fn mark_begun(
+    pub(super) async fn mark_begun(
         &self,
         bound: &Bound,
         call: &ToolCall,

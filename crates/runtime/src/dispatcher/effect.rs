@@ -7,14 +7,13 @@
 //! node's id as the operation and the node itself as the pin
 //! ([`PinRef::Effect`]).
 
-use super::call::{Resolved, elapsed_us, fault};
+use super::call::{elapsed_us, fault};
 use super::{Dispatcher, ToolCall};
 use crate::backend::Backend;
 use crate::error::{ApplyError, DispatchError, HarnessCode, StoreError};
 use crate::model::{Capability, EffectKind, Executor, PinRef, Step, TenantId, has_nul, sanitize};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 use toolmock_contract::DefinitionHash;
 
@@ -37,25 +36,11 @@ impl<B: Backend> Dispatcher<B> {
         let started_at = self.clock.now();
         let clock = Instant::now();
         let token = capability.hash();
-        let bound = match self.resolve_capability(tenant, &token).await {
-            Resolved::Bound { bound, .. } => bound,
-            Resolved::Rejected => return Err(DispatchError::CapabilityRejected),
-            Resolved::Unreadable(e) => return Err(DispatchError::Store(e)),
-        };
+        let (bound, _) = self.bind_step(tenant, &token).await?;
         let binding = &bound.binding;
-        // The begin mark first, as for every call: the finish compares the
-        // marks with the records.
-        if let Err(cause) = self
-            .backend
-            .begin_call(binding.tenant, binding.attempt, started_at)
-            .await
-        {
-            bound.unmarked.fetch_add(1, Ordering::Relaxed);
-            let detail = json!({ "begin_mark": "the effect's begin mark could not be written; it was not executed" });
-            return Err(self
-                .storage_failed(&bound, node, None, &cause, detail)
-                .await);
-        }
+        // The begin mark first, always (an effect is a real side effect):
+        // the finish compares the marks with the records.
+        self.mark_begun(&bound, node, started_at).await?;
         let pin = PinRef::Effect {
             definition_hash: definition,
         };

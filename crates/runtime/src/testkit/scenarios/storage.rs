@@ -33,7 +33,7 @@ async fn recorded<B: Backend>(
 /// fault still pass.
 pub async fn storage_faults_never_pass<B: Backend>(backend: B) {
     let rig = Rig::new(Faulty::new(backend));
-    let (tenant, started) = ledger_simulation(&rig, "acme", 9).await;
+    let (tenant, started) = ledger_simulation(&rig, "acme", 10).await;
     let faulty = rig.backend();
     let attempt = |i: usize| &started.attempts[i];
     let finish = |i: usize| {
@@ -139,6 +139,31 @@ pub async fn storage_faults_never_pass<B: Backend>(backend: B) {
     );
     faulty.heal();
     assert_eq!(finish(5).await.unwrap(), AttemptOutcome::HarnessError);
+
+    // 9: likewise for a workflow's effect node: its capability cannot be
+    // resolved, nothing of it is recorded, and the finish never passes.
+    faulty.fail(Fault::ResolveCapability, 1);
+    let node = ToolCall::new("notify", "post", json!({"url": "http://127.0.0.1:9/"}));
+    let definition = DefinitionHash::of(&json!({"effect": "http_request"})).expect("hashable");
+    let error = rig
+        .dispatcher
+        .effect(
+            tenant,
+            &attempt(9).capability,
+            EffectKind::HttpRequest,
+            &node,
+            definition,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(error, DispatchError::Store(_)), "{error:?}");
+    faulty.fail(Fault::ResolveCapability, u32::MAX);
+    assert!(
+        finish(9).await.is_err(),
+        "no finish while the effect cannot be accounted for"
+    );
+    faulty.heal();
+    assert_eq!(finish(9).await.unwrap(), AttemptOutcome::HarnessError);
 
     // 6: the pins cannot be read (the dispatcher's cache dropped first).
     rig.dispatcher.forget_simulation(started.id);
