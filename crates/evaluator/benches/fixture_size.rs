@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use std::hint::black_box;
 use toolmock_evaluator::{CompiledDefinition, Overlay, StateView, compile, evaluate_layered};
 
-/// A base of `orders` orders (about 330 bytes of JSON each).
+/// A base of `orders` orders (about 254 bytes of JSON each).
 fn base(orders: usize) -> Map<String, Value> {
     let orders: Map<String, Value> = (0..orders)
         .map(|i| {
@@ -53,7 +53,7 @@ fn definition() -> CompiledDefinition {
 fn bench(c: &mut Criterion) {
     let definition = definition();
     let mut group = c.benchmark_group("fixture_size");
-    for orders in [300, 4_200, 42_000] {
+    for orders in [400, 5_500, 55_000] {
         let base = base(orders);
         let megabytes = serde_json::to_vec(&base).map_or(0, |b| b.len()) as f64 / 1e6;
         let mut overlay = Overlay::new();

@@ -7,151 +7,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
 
+#[path = "support/shop.rs"]
+mod shop;
+
 use serde_json::{Map, Value, json};
+use shop::{app_pool, call, orders, start};
 use sqlx::PgPool;
-use std::time::Duration;
-use toolmock_contract::OperationSource;
+use toolmock_runtime::MemoryStore;
 use toolmock_runtime::backend::{Backend, EvidenceSink, FixtureStore};
-use toolmock_runtime::dispatcher::StartedSimulation;
-use toolmock_runtime::model::{
-    AgentSpec, InlineOperation, InlineTool, SimulationMode, TenantId, TestCaseSpec, ToolRef,
-};
 use toolmock_runtime::testkit::Rig;
-use toolmock_runtime::{FixtureInput, MemoryStore, StartRequest, ToolCall};
 use toolmock_store::PgStore;
-
-async fn app_pool(pool: &PgPool) -> PgPool {
-    let options = toolmock_store::as_app_role((*pool.connect_options()).clone());
-    sqlx::postgres::PgPoolOptions::new()
-        .max_connections(4)
-        .connect_with(options)
-        .await
-        .unwrap()
-}
-
-fn op(name: &str, testing: Value) -> InlineOperation {
-    let open = json!({"type": "object"});
-    InlineOperation {
-        name: name.into(),
-        source: OperationSource::Custom,
-        description: format!("{name} operation"),
-        input_schema: open.clone(),
-        output_schema: Some(open),
-        testing: Some(testing),
-    }
-}
-
-/// `get` reads an order, `cancel` writes one order's status (a nested
-/// write), `note` replaces a top-level key of its own.
-fn shop() -> InlineTool {
-    let id = json!({"$input": "id"});
-    InlineTool {
-        name: "shop".into(),
-        operations: vec![
-            op(
-                "get",
-                json!({
-                    "schema_version": 2, "default_variant": "ok",
-                    "variants": {"ok": {"result": {"order": {"$state": ["orders", id]}}}},
-                    "examples": [{"variant": "ok", "input": {"id": "a"},
-                                  "state": {"orders": {"a": {"s": 1}}}, "expected": {"order": {"s": 1}}}]
-                }),
-            ),
-            op(
-                "cancel",
-                json!({
-                    "schema_version": 2, "default_variant": "ok",
-                    "variants": {"ok": {"result": {"ok": true},
-                        "set_state": [{"path": ["orders", id, "status"], "value": "cancelled"}]}},
-                    "examples": [{"variant": "ok", "input": {"id": "a"},
-                                  "state": {"orders": {"a": {}}}, "expected": {"ok": true}}]
-                }),
-            ),
-            op(
-                "note",
-                json!({
-                    "schema_version": 2, "default_variant": "ok",
-                    "variants": {"ok": {"result": {"ok": true},
-                        "set_state": [{"path": ["notes"], "value": {"last": {"$input": "id"}}}]}},
-                    "examples": [{"variant": "ok", "input": {"id": "a"},
-                                  "state": {}, "expected": {"ok": true}}]
-                }),
-            ),
-        ],
-    }
-}
-
-/// `orders` of `n` members of about `size` bytes each.
-fn orders(n: usize, size: usize) -> Map<String, Value> {
-    (0..n)
-        .map(|i| {
-            (
-                format!("#W{i}"),
-                json!({"status": "pending", "total": i, "note": "x".repeat(size)}),
-            )
-        })
-        .collect()
-}
-
-/// Starts a sandbox simulation of the shop over `fixture` (none when empty).
-async fn start<B: Backend>(
-    rig: &Rig<B>,
-    name: &str,
-    fixture: Map<String, Value>,
-    attempts: u32,
-) -> (TenantId, StartedSimulation) {
-    let backend = rig.backend();
-    let tenant = backend.create_tenant(name).await.unwrap();
-    let spec = AgentSpec {
-        tools: vec![ToolRef::Inline(shop())],
-        workflows: vec![],
-        ..Default::default()
-    };
-    let agent = backend.create_agent(tenant, "agent", &spec).await.unwrap();
-    let request = StartRequest {
-        agent,
-        mode: SimulationMode::Sandbox,
-        allow_incomplete: false,
-        test_cases: vec![TestCaseSpec {
-            name: "case".into(),
-            variants: vec![],
-            attempts: None,
-        }],
-        attempts_per_case: attempts,
-        lease_owner: "worker-1".into(),
-        lease: Duration::from_secs(600),
-        fixtures: if fixture.is_empty() {
-            vec![]
-        } else {
-            vec![FixtureInput {
-                label: "/fixtures/0".into(),
-                members: [("orders".to_owned(), Value::Object(fixture))]
-                    .into_iter()
-                    .collect(),
-            }]
-        },
-    };
-    let started = rig.dispatcher.start(tenant, &request).await.unwrap();
-    (tenant, started)
-}
-
-async fn call<B: Backend>(
-    rig: &Rig<B>,
-    tenant: TenantId,
-    started: &StartedSimulation,
-    attempt: usize,
-    op: &str,
-    id: &str,
-) -> Value {
-    rig.dispatcher
-        .call(
-            tenant,
-            &started.attempts[attempt].capability,
-            &ToolCall::new("shop", op, json!({ "id": id })),
-        )
-        .await
-        .unwrap()
-}
 
 /// A 1 MB fixture and 50 attempts: one base row, and every attempt's state
 /// row is a few bytes — before and after its writes — while its reads and
