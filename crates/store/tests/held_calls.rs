@@ -9,43 +9,25 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
 
-use serde_json::{Value, json};
+#[path = "support/shop.rs"]
+mod shop;
+
+use serde_json::{Map, Value, json};
+use shop::{app_pool, op, start_tool};
 use sqlx::PgPool;
 use std::time::Duration;
-use toolmock_contract::OperationSource;
 use toolmock_runtime::backend::{Backend, EvidenceSink, FixtureStore};
 use toolmock_runtime::dispatcher::StartedSimulation;
 use toolmock_runtime::error::{DispatchError, HarnessCode, StoreError};
-use toolmock_runtime::model::{
-    AgentSpec, AttemptId, InlineOperation, InlineTool, SimulationMode, TenantId, TestCaseSpec,
-    ToolRef,
-};
+use toolmock_runtime::model::{AttemptId, InlineTool, TenantId};
 use toolmock_runtime::testkit::Rig;
-use toolmock_runtime::{Dispatcher, FixtureInput, MemoryStore, StartRequest, ToolCall};
+use toolmock_runtime::{Dispatcher, MemoryStore, ToolCall};
 use toolmock_store::{Fence, PgStore};
 
 const OWNER: &str = "worker-1";
 
-async fn app_pool(pool: &PgPool) -> PgPool {
-    let options = toolmock_store::as_app_role((*pool.connect_options()).clone());
-    sqlx::postgres::PgPoolOptions::new()
-        .max_connections(4)
-        .connect_with(options)
-        .await
-        .unwrap()
-}
-
 /// `add` replaces the last note and answers the previous one; `get` reads it.
 fn counter() -> InlineTool {
-    let open = json!({"type": "object"});
-    let op = |name: &str, testing: Value| InlineOperation {
-        name: name.into(),
-        source: OperationSource::Custom,
-        description: format!("{name} operation"),
-        input_schema: open.clone(),
-        output_schema: Some(open.clone()),
-        testing: Some(testing),
-    };
     InlineTool {
         name: "notes".into(),
         operations: vec![
@@ -75,39 +57,8 @@ fn counter() -> InlineTool {
 /// Starts a sandbox simulation of one attempt, over a shared fixture when
 /// `shared` (an overlay row) or none (a whole-state row).
 async fn start<B: Backend>(rig: &Rig<B>, shared: bool) -> (TenantId, StartedSimulation) {
-    let backend = rig.backend();
-    let tenant = backend.create_tenant("acme").await.unwrap();
-    let spec = AgentSpec {
-        tools: vec![ToolRef::Inline(counter())],
-        workflows: vec![],
-        ..Default::default()
-    };
-    let agent = backend.create_agent(tenant, "agent", &spec).await.unwrap();
-    let request = StartRequest {
-        agent,
-        mode: SimulationMode::Sandbox,
-        allow_incomplete: false,
-        test_cases: vec![TestCaseSpec {
-            name: "case".into(),
-            variants: vec![],
-            attempts: None,
-        }],
-        attempts_per_case: 1,
-        lease_owner: OWNER.into(),
-        lease: Duration::from_secs(600),
-        fixtures: if shared {
-            vec![FixtureInput {
-                label: "/fixtures/0".into(),
-                members: [("shelf".to_owned(), json!({"a": 1}))]
-                    .into_iter()
-                    .collect(),
-            }]
-        } else {
-            vec![]
-        },
-    };
-    let started = rig.dispatcher.start(tenant, &request).await.unwrap();
-    (tenant, started)
+    let fixture = shared.then(|| Map::from_iter([("shelf".to_owned(), json!({"a": 1}))]));
+    start_tool(rig, "acme", counter(), fixture, 1, OWNER).await
 }
 
 /// A PostgreSQL rig whose store holds the fence of the started attempt, as

@@ -98,10 +98,26 @@ pub(crate) async fn start<B: Backend>(
     fixture: Map<String, Value>,
     attempts: u32,
 ) -> (TenantId, StartedSimulation) {
+    let members = (!fixture.is_empty())
+        .then(|| Map::from_iter([("orders".to_owned(), Value::Object(fixture))]));
+    start_tool(rig, name, shop(), members, attempts, "worker-1").await
+}
+
+/// Starts a sandbox simulation of `tool` in a new tenant `name`: one case of
+/// `attempts` attempts leased to `owner`, over one shared fixture of
+/// `fixture`'s members when there is one.
+pub(crate) async fn start_tool<B: Backend>(
+    rig: &Rig<B>,
+    name: &str,
+    tool: InlineTool,
+    fixture: Option<Map<String, Value>>,
+    attempts: u32,
+    owner: &str,
+) -> (TenantId, StartedSimulation) {
     let backend = rig.backend();
     let tenant = backend.create_tenant(name).await.unwrap();
     let spec = AgentSpec {
-        tools: vec![ToolRef::Inline(shop())],
+        tools: vec![ToolRef::Inline(tool)],
         workflows: vec![],
         ..Default::default()
     };
@@ -116,18 +132,15 @@ pub(crate) async fn start<B: Backend>(
             attempts: None,
         }],
         attempts_per_case: attempts,
-        lease_owner: "worker-1".into(),
+        lease_owner: owner.into(),
         lease: Duration::from_secs(600),
-        fixtures: if fixture.is_empty() {
-            vec![]
-        } else {
-            vec![FixtureInput {
+        fixtures: fixture
+            .into_iter()
+            .map(|members| FixtureInput {
                 label: "/fixtures/0".into(),
-                members: [("orders".to_owned(), Value::Object(fixture))]
-                    .into_iter()
-                    .collect(),
-            }]
-        },
+                members,
+            })
+            .collect(),
     };
     let started = rig.dispatcher.start(tenant, &request).await.unwrap();
     (tenant, started)
