@@ -317,3 +317,17 @@ pub fn check_documented_codes(
 pub fn code_strings<C: ProblemCode>() -> Vec<&'static str> {
     C::ALL.iter().map(|c| c.as_str()).collect()
 }
+
+/// What a JSON value is, as a problem's message names it ("a string",
+/// "an array", "null", …): one wording for every checker.
+pub fn json_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -5,7 +5,7 @@ use crate::computed::{ComputedPath, Language, Write};
 use crate::diagnostics::{DiagnosticCode as Code, Diagnostics, pointer_index, pointer_push};
 use crate::domain::Answer;
 use crate::expr::{Expr, ExprCompiler, Source};
-use crate::operators::kind_of;
+use crate::operators::json_kind;
 use crate::path::Path;
 use serde_json::{Map, Value};
 
@@ -352,7 +352,7 @@ impl Walker {
         self.push(
             Code::WrongType,
             at,
-            format!("expected {expected}, found {}", kind_of(got)),
+            format!("expected {expected}, found {}", json_kind(got)),
         );
     }
 
@@ -822,7 +822,7 @@ impl Walker {
                         self.push(
                             Code::InvalidCondition,
                             pointer_push(at, "value"),
-                            format!("op \"in\" needs an array value, not {}", kind_of(other)),
+                            format!("op \"in\" needs an array value, not {}", json_kind(other)),
                         );
                         None
                     }
@@ -835,7 +835,7 @@ impl Walker {
                             pointer_push(at, "value"),
                             format!(
                                 "op \"exists\" needs a boolean value, not {}",
-                                kind_of(other)
+                                json_kind(other)
                             ),
                         );
                         None

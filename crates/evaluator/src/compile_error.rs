@@ -7,7 +7,7 @@ use super::Walker;
 use crate::diagnostics::{DiagnosticCode as Code, pointer_push};
 use crate::domain::{Answer, DomainError, ERROR_FIELDS, compile_error};
 use crate::expr::ExprCompiler;
-use crate::operators::kind_of;
+use crate::operators::json_kind;
 use serde_json::{Map, Value};
 
 /// What an example expects its call to answer.
@@ -206,7 +206,7 @@ impl Walker {
                 walker.push(
                     Code::WrongType,
                     pointer_push(at, key),
-                    format!("expected a string, found {}", kind_of(other)),
+                    format!("expected a string, found {}", json_kind(other)),
                 );
                 None
             }

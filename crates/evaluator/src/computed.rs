@@ -7,7 +7,7 @@ use crate::diagnostics::{DiagnosticCode as Code, Diagnostics, pointer_index, poi
 use crate::error::CallError;
 use crate::expr::{Expr, Scope, Source};
 use crate::layered::Seen;
-use crate::operators::kind_of;
+use crate::operators::json_kind;
 use crate::path::{Path, Resolved, Segment, step};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -215,7 +215,7 @@ fn literal_segment(item: &Value) -> Option<Result<Segment, String>> {
         Value::String(key) => Some(Ok(Segment::of_key(key))),
         Value::Number(_) => Some(index_segment(item).ok_or_else(|| format!("the number {item}"))),
         Value::Object(map) if map.keys().any(|k| k.starts_with('$')) => None,
-        other => Some(Err(kind_of(other).to_owned())),
+        other => Some(Err(json_kind(other).to_owned())),
     }
 }
 
@@ -261,7 +261,7 @@ fn reference_segment(item: &Value, at: &str, diagnostics: &mut Diagnostics) -> O
             &operand_at,
             format!(
                 "a path segment's reference takes a dot-separated path string (references inside a path do not nest), not {}",
-                kind_of(operand)
+                json_kind(operand)
             ),
         );
         return None;
@@ -351,7 +351,7 @@ fn reference_step(
 pub(crate) fn describe(value: &Value) -> String {
     match value {
         Value::Number(_) => format!("the number {value}"),
-        other => kind_of(other).to_owned(),
+        other => json_kind(other).to_owned(),
     }
 }
 
@@ -512,7 +512,7 @@ pub(crate) fn slot_mut<'a>(target: &'a mut Value, key: &str, index: Option<usize
             }
         }
         other => Slot::NotContainer {
-            kind: kind_of(other),
+            kind: json_kind(other),
         },
     }
 }

@@ -7,7 +7,7 @@ use crate::diagnostics::{DiagnosticCode as Code, pointer_push};
 use crate::error::CallError;
 use crate::eval::json_equal;
 use crate::expr::{Expr, ExprCompiler, Reference, Scope, Source};
-use crate::operators::{OperandFault, kind_of, reject};
+use crate::operators::{OperandFault, json_kind, reject};
 use icu_casemap::CaseMapper;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -84,7 +84,7 @@ impl V2Test {
                     OperandFault::InvalidOperand,
                     format!(
                         "the condition op {op} compares with {kind}, not {}",
-                        kind_of(&value)
+                        json_kind(&value)
                     ),
                 )));
             }
@@ -183,7 +183,7 @@ impl Walker {
                         &value_at,
                         format!(
                             "op \"{op}\" needs {kind} value (or one $input/$state reference), not {}",
-                            kind_of(value)
+                            json_kind(value)
                         ),
                     );
                     return None;

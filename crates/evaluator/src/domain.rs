@@ -10,7 +10,7 @@
 use crate::diagnostics::{DiagnosticCode as Code, pointer_push};
 use crate::error::CallError;
 use crate::expr::{Expr, ExprCompiler, Scope};
-use crate::operators::{OperandFault, kind_of, reject};
+use crate::operators::{OperandFault, json_kind, reject};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -107,7 +107,7 @@ impl ErrorAnswer {
                     };
                     return Err(r.blame(reject(
                         OperandFault::InvalidOperand,
-                        format!("an error's message is a string, not {}", kind_of(&other)),
+                        format!("an error's message is a string, not {}", json_kind(&other)),
                     )));
                 }
             },
@@ -149,7 +149,7 @@ pub(crate) fn compile_error(
             at,
             format!(
                 "expected an error {{\"code\", \"message\", \"data\"?}} (an object), found {}",
-                kind_of(value)
+                json_kind(value)
             ),
         );
         return None;
@@ -191,7 +191,7 @@ pub(crate) fn compile_error(
                 &code_at,
                 format!(
                     "expected an error code (a literal string), found {}",
-                    kind_of(other)
+                    json_kind(other)
                 ),
             );
             None
@@ -232,7 +232,7 @@ fn compile_message(compiler: &mut ExprCompiler<'_>, value: &Value, at: &str) -> 
             compiler.diagnostics.push(
                 Code::WrongType,
                 at,
-                format!("an error's message is a string, not {}", kind_of(&other)),
+                format!("an error's message is a string, not {}", json_kind(&other)),
             );
             return None;
         }

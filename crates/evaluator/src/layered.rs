@@ -20,7 +20,7 @@ use crate::domain::Answer;
 use crate::error::CallError;
 use crate::eval::{Call, select};
 use crate::expr::{Memo, Scope};
-use crate::operators::kind_of;
+use crate::operators::json_kind;
 use crate::path::{Resolved, Segment, step};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -397,7 +397,7 @@ fn write_into(
                 format!(
                     "cannot take the segment {:?}: it is {}",
                     &*first.segment.key,
-                    kind_of(other)
+                    json_kind(other)
                 ),
             ));
         }

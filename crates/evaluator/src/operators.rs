@@ -88,7 +88,7 @@ pub fn to_number(value: &Value) -> Result<Value, Rejection> {
             OperandFault::InvalidNumber,
             format!(
                 "$number takes a number or a decimal string, not {}",
-                kind_of(other)
+                json_kind(other)
             ),
         )),
     }
@@ -166,7 +166,7 @@ pub fn date_add(
             OperandFault::InvalidDate,
             format!(
                 "$dateAdd value must be a date string, not {}",
-                kind_of(other)
+                json_kind(other)
             ),
         )),
     }
@@ -264,7 +264,7 @@ fn offset(value: Option<&Value>, name: &str, bound: i64) -> Result<i64, Rejectio
             OperandFault::InvalidNumber,
             format!(
                 "$dateAdd {name} must be an integer-valued number, not {}",
-                kind_of(value)
+                json_kind(value)
             ),
         ));
     };
@@ -416,16 +416,7 @@ fn digits(bytes: &[u8]) -> Option<u32> {
     })
 }
 
-pub(crate) fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+pub(crate) use toolmock_contract::json_kind;
 
 /// Keeps messages short when a hostile operand is huge.
 pub(crate) fn truncate(text: &str) -> &str {

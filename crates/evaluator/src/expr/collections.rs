@@ -5,7 +5,7 @@
 use super::{Expr, ExprCompiler, Origin, Reference, Scope, Source, blame};
 use crate::diagnostics::{DiagnosticCode, pointer_index, pointer_push};
 use crate::error::CallError;
-use crate::operators::{OperandFault, Rejection, kind_of, reject};
+use crate::operators::{OperandFault, Rejection, json_kind, reject};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
@@ -39,7 +39,7 @@ fn shape(expr: &Expr) -> Shape {
     match expr {
         Expr::Literal(Value::Array(_)) | Expr::Array(_) => Shape::Array,
         Expr::Literal(Value::Object(_)) | Expr::Object(_) => Shape::Object,
-        Expr::Literal(other) => Shape::Other(kind_of(other)),
+        Expr::Literal(other) => Shape::Other(json_kind(other)),
         Expr::Reference(_) => Shape::Reference,
         Expr::Collection(op) => match **op {
             CollectionOp::Append { .. } => Shape::Array,
@@ -54,7 +54,7 @@ fn shape(expr: &Expr) -> Shape {
 fn wrong_kind(r: &Reference, wanted: &str, found: &Value, operator: &str) -> CallError {
     let rejection: Rejection = reject(
         OperandFault::InvalidOperand,
-        format!("{operator} takes {wanted} here, not {}", kind_of(found)),
+        format!("{operator} takes {wanted} here, not {}", json_kind(found)),
     );
     let origin = match r.source {
         Source::Input => Origin::Input,
@@ -167,7 +167,7 @@ impl ExprCompiler<'_> {
                 at,
                 format!(
                     "$append takes an object {{to, value}}, not {}",
-                    kind_of(operand)
+                    json_kind(operand)
                 ),
             );
             return None;
@@ -214,7 +214,7 @@ impl ExprCompiler<'_> {
             other => {
                 let found = match other {
                     Value::Array(list) => format!("{} objects", list.len()),
-                    _ => kind_of(other).to_owned(),
+                    _ => json_kind(other).to_owned(),
                 };
                 self.diagnostics.push(
                     DiagnosticCode::WrongType,

@@ -3,7 +3,7 @@
 use super::{Expr, Fields, Items, NO_SLOT, Operand, Reference, Source, Template};
 use crate::computed::{ComputedPath, Language};
 use crate::diagnostics::{DiagnosticCode, Diagnostics, pointer_push};
-use crate::operators::{self, DateAddError, OperandFault, Rejection, kind_of};
+use crate::operators::{self, DateAddError, OperandFault, Rejection, json_kind};
 use crate::path::Path;
 use serde_json::{Map, Value};
 
@@ -143,7 +143,7 @@ impl ExprCompiler<'_> {
                 format!(
                     "{} takes a path string, not {}",
                     source.operator(),
-                    kind_of(operand)
+                    json_kind(operand)
                 ),
             );
             return None;
@@ -202,7 +202,7 @@ impl ExprCompiler<'_> {
                 at,
                 format!(
                     "$dateAdd takes an object {{value, days, hours}}, not {}",
-                    kind_of(operand)
+                    json_kind(operand)
                 ),
             );
             return None;

@@ -6,7 +6,7 @@ use super::{Expr, ExprCompiler, Origin, Reference, Scope, Source, blame};
 use crate::diagnostics::{DiagnosticCode, pointer_index, pointer_push};
 use crate::error::CallError;
 use crate::operators::decimal::{self, MAX_PLACES};
-use crate::operators::{Rejection, kind_of};
+use crate::operators::{Rejection, json_kind};
 use rust_decimal::Decimal;
 use serde_json::Value;
 
@@ -194,7 +194,7 @@ impl ExprCompiler<'_> {
                         };
                         let found = match other {
                             Value::Array(list) => format!("{} operands", list.len()),
-                            _ => kind_of(other).to_owned(),
+                            _ => json_kind(other).to_owned(),
                         };
                         self.diagnostics.push(
                             DiagnosticCode::WrongType,
@@ -256,7 +256,7 @@ impl ExprCompiler<'_> {
                 at,
                 format!(
                     "$round takes an object {{value, places}}, not {}",
-                    kind_of(operand)
+                    json_kind(operand)
                 ),
             );
             return None;

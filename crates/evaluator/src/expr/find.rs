@@ -6,7 +6,7 @@ use crate::conditions_v2::equal_folded;
 use crate::diagnostics::{DiagnosticCode, pointer_push};
 use crate::error::CallError;
 use crate::eval::json_equal;
-use crate::operators::{OperandFault, kind_of, reject};
+use crate::operators::{OperandFault, json_kind, reject};
 use crate::path::Path;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -80,7 +80,7 @@ impl FindOp {
                     OperandFault::InvalidOperand,
                     format!(
                         "$find looks in an object or an array, not {}",
-                        kind_of(other)
+                        json_kind(other)
                     ),
                 );
                 return Err(blame(origin, Some(r.data_pointer()), rejection, &r.at));
@@ -118,7 +118,7 @@ impl ExprCompiler<'_> {
                 &at,
                 format!(
                     "$find takes an object {{in, where, give}}, not {}",
-                    kind_of(operand)
+                    json_kind(operand)
                 ),
             );
             return None;
@@ -164,7 +164,7 @@ impl ExprCompiler<'_> {
                     &in_at,
                     format!(
                         "$find's in is an object, an array or one $input/$state reference, not {}",
-                        kind_of(other)
+                        json_kind(other)
                     ),
                 ),
                 _ => self.diagnostics.push(
@@ -245,7 +245,7 @@ impl ExprCompiler<'_> {
                         "$find's where is an object of 1 to {MAX_FIELDS} members, each a field path (keys without '$') and the value it must equal; not {}",
                         match other {
                             Value::Object(m) => format!("an object of {} members", m.len()),
-                            _ => kind_of(other).to_owned(),
+                            _ => json_kind(other).to_owned(),
                         }
                     ),
                 );

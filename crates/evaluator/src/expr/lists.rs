@@ -5,7 +5,7 @@
 use super::{Expr, ExprCompiler, Origin, Scope, Source, blame};
 use crate::diagnostics::{DiagnosticCode, pointer_push};
 use crate::error::CallError;
-use crate::operators::{OperandFault, kind_of, reject};
+use crate::operators::{OperandFault, json_kind, reject};
 use crate::path::Path;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -33,7 +33,7 @@ fn unsortable(items: &[Value]) -> Option<String> {
     let odd = items
         .iter()
         .find(|v| !v.is_string() && !v.is_number())
-        .map_or("strings and numbers together", kind_of);
+        .map_or("strings and numbers together", json_kind);
     Some(format!(
         "$sort sorts an array of strings or an array of numbers, not one with {odd}"
     ))
@@ -107,7 +107,7 @@ impl ListOp {
         let Value::Array(list) = &*items else {
             return Err(fault(format!(
                 "{name} takes an array, not {}",
-                kind_of(&items)
+                json_kind(&items)
             )));
         };
         match self {
@@ -144,7 +144,7 @@ impl ExprCompiler<'_> {
                     &at,
                     format!(
                         "$pluck takes an object {{from, path}}, not {}",
-                        kind_of(operand)
+                        json_kind(operand)
                     ),
                 );
                 return None;
@@ -185,7 +185,7 @@ impl ExprCompiler<'_> {
                         pointer_push(&at, "path"),
                         format!(
                             "$pluck's path is a dot-separated path string, not {}",
-                            kind_of(other)
+                            json_kind(other)
                         ),
                     );
                     None
@@ -204,7 +204,7 @@ impl ExprCompiler<'_> {
                 &array_at,
                 format!(
                     "{key} takes an array or one $input/$state reference, not {}",
-                    kind_of(other)
+                    json_kind(other)
                 ),
             ),
             Some(Expr::Collection(op)) if op.gives_array() => {}

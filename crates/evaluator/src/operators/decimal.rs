@@ -11,7 +11,7 @@
 //! assert_eq!(to_json(add(a, b).unwrap()).unwrap(), json!(0.3));
 //! ```
 
-use super::{OperandFault, Rejection, is_decimal, kind_of, reject, truncate};
+use super::{OperandFault, Rejection, is_decimal, json_kind, reject, truncate};
 use rust_decimal::{Decimal, RoundingStrategy};
 use serde_json::{Number, Value};
 
@@ -58,7 +58,7 @@ pub fn to_decimal(value: &Value, operator: &str) -> Result<Decimal, Rejection> {
             OperandFault::InvalidNumber,
             format!(
                 "{operator} takes numbers or decimal strings, not {}",
-                kind_of(other)
+                json_kind(other)
             ),
         )),
     }?;

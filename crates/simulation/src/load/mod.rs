@@ -90,17 +90,6 @@ pub struct LoadedSimulation {
     pub library: HashMap<String, ToolId>,
 }
 
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 impl LoadedSimulation {
     /// The agent's workflows, by name.
     pub fn workflows(&self) -> HashMap<String, WorkflowDoc> {
@@ -464,7 +453,7 @@ impl Loader {
                         format!(
                             "{} is {}; a fixture is a JSON object whose members become top-level state keys",
                             origin.file,
-                            json_kind(&other)
+                            toolmock_contract::json_kind(&other)
                         ),
                     );
                 }
