@@ -22,11 +22,12 @@
 //! folder beside the workspace, see `anchor_pgbench`). The dispatcher connects as the application role
 //! (`toolmock_app`), as deployments do.
 
+#[path = "support/scratch.rs"]
+mod scratch;
+
 use serde_json::json;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{Connection, PgConnection};
 use std::process::Command;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use toolmock_runtime::ToolCall;
@@ -57,9 +58,8 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let url = std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+fn main() -> scratch::Outcome {
+    let url = scratch::database_url();
     let seconds: u64 = env_or("BENCH_SECONDS", 10);
     let pool_size: u32 = env_or("BENCH_POOL", 16);
     let workers: usize = env_or("BENCH_WORKERS", 2);
@@ -68,26 +68,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .worker_threads(workers)
         .enable_all()
         .build()?;
-    runtime.block_on(async {
-        let mut admin = PgConnection::connect(&url).await?;
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {database}")))
-            .execute(&mut admin)
-            .await?;
-        let mut options = PgConnectOptions::from_str(&url)?.database(&database);
-        // For information only: BENCH_SYNC_COMMIT=off measures both sides
-        // without waiting for the WAL flush at commit.
-        let sync_commit = std::env::var("BENCH_SYNC_COMMIT").unwrap_or_else(|_| "on".into());
-        if sync_commit != "on" {
-            options = options.options([("synchronous_commit", sync_commit.as_str())]);
-        }
-        let outcome = run(options, &database, seconds, pool_size, workers).await;
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "DROP DATABASE IF EXISTS {database} WITH (FORCE)"
-        )))
-        .execute(&mut admin)
-        .await?;
-        outcome
-    })
+    runtime.block_on(scratch::with_database(
+        &url,
+        &database,
+        async |mut options| {
+            // For information only: BENCH_SYNC_COMMIT=off measures both sides
+            // without waiting for the WAL flush at commit.
+            let sync_commit = std::env::var("BENCH_SYNC_COMMIT").unwrap_or_else(|_| "on".into());
+            if sync_commit != "on" {
+                options = options.options([("synchronous_commit", sync_commit.as_str())]);
+            }
+            run(options, &database, seconds, pool_size, workers).await
+        },
+    ))
 }
 
 async fn run(

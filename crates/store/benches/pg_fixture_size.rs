@@ -13,12 +13,12 @@
 //! A fresh database `toolmock_bench_fixture_<pid>` is created on the server
 //! of `DATABASE_URL` and dropped at the end.
 
+#[path = "support/scratch.rs"]
+mod scratch;
 #[path = "../tests/support/shop.rs"]
 mod shop;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{Connection, PgConnection};
-use std::str::FromStr;
 use std::time::{Duration, Instant};
 use toolmock_runtime::testkit::Rig;
 use toolmock_store::{PgStore, migrate};
@@ -26,9 +26,8 @@ use toolmock_store::{PgStore, migrate};
 /// Orders per fixture: about 254 bytes of JSON each.
 const SIZES: [usize; 3] = [400, 5_500, 55_000];
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let url = std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+fn main() -> scratch::Outcome {
+    let url = scratch::database_url();
     let calls: usize = std::env::var("BENCH_CALLS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -38,23 +37,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    runtime.block_on(async {
-        let mut admin = PgConnection::connect(&url).await?;
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {database}")))
-            .execute(&mut admin)
-            .await?;
-        let options = PgConnectOptions::from_str(&url)?.database(&database);
-        let outcome = run(options, calls).await;
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "DROP DATABASE IF EXISTS {database} WITH (FORCE)"
-        )))
-        .execute(&mut admin)
-        .await?;
-        outcome
-    })
+    runtime.block_on(scratch::with_database(&url, &database, async |options| {
+        run(options, calls).await
+    }))
 }
 
-async fn run(options: PgConnectOptions, calls: usize) -> Result<(), Box<dyn std::error::Error>> {
+async fn run(options: PgConnectOptions, calls: usize) -> scratch::Outcome {
     let owner = PgPoolOptions::new()
         .max_connections(2)
         .connect_with(options)
