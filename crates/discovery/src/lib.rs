@@ -57,7 +57,7 @@ mod real;
 
 pub use command_line::split_command_line;
 pub use failure::FailureClass;
-pub use real::RealExecutor;
+pub use real::{RealAnswer, RealExecutor};
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ErrorCode, Implementation, PaginatedRequestParams,

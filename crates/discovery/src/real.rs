@@ -7,6 +7,11 @@
 //! pinned output schema by the dispatcher, so a server whose
 //! `structuredContent` breaks its own output schema fails the attempt as a
 //! harness error (`output_schema_violation`).
+//!
+//! `toolmock verify` (`toolmock-verify`) calls the same handlers through
+//! [`RealExecutor::answer`], which tells a tool's own refusal (`isError`, a
+//! status other than 2xx) apart from a call that could not be made, and
+//! may reach an MCP server over stdio ([`RealExecutor::with_server`]).
 
 use crate::{Client, Endpoint, open_untimed};
 use rmcp::model::CallToolRequestParams;
@@ -30,6 +35,20 @@ pub struct RealExecutor {
     http: reqwest::Client,
     timeout: Duration,
     sessions: tokio::sync::Mutex<HashMap<String, Arc<Client>>>,
+    /// MCP servers named by a key rather than reached at it as a URL.
+    servers: HashMap<String, Endpoint>,
+}
+
+/// What a real handler answered, when it could be called.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RealAnswer {
+    /// A result: the MCP call's `structuredContent`, or a 2xx answer's JSON body.
+    Result(Value),
+    /// The tool's own refusal: an MCP result with `isError` (its text), or
+    /// an HTTP status other than 2xx (the status and the body's start).
+    Refused(String),
+    /// An MCP result without `structuredContent` (its text blocks).
+    Unstructured(String),
 }
 
 impl std::fmt::Debug for RealExecutor {
@@ -50,7 +69,17 @@ impl RealExecutor {
             http: reqwest::Client::new(),
             timeout,
             sessions: tokio::sync::Mutex::default(),
+            servers: HashMap::new(),
         }
+    }
+
+    /// Sessions for the MCP handler whose `url` is `key` are opened at
+    /// `endpoint` instead (a stdio command, or another URL): how `toolmock
+    /// verify` reaches a server it starts itself. A real-tools run never
+    /// calls this: its servers are URLs.
+    pub fn with_server(mut self, key: impl Into<String>, endpoint: Endpoint) -> Self {
+        self.servers.insert(key.into(), endpoint);
+        self
     }
 
     /// Ends every MCP session it opened.
@@ -69,7 +98,10 @@ impl RealExecutor {
         if let Some(client) = sessions.get(url) {
             return Ok(client.clone());
         }
-        let endpoint = Endpoint::http(url).map_err(|e| e.to_string())?;
+        let endpoint = match self.servers.get(url) {
+            Some(endpoint) => endpoint.clone(),
+            None => Endpoint::http(url).map_err(|e| e.to_string())?,
+        };
         let client = open_untimed(&endpoint)
             .await
             .map_err(|e| e.to_string())?
@@ -83,7 +115,7 @@ impl RealExecutor {
         self.sessions.lock().await.remove(url);
     }
 
-    async fn call_mcp(&self, url: &str, tool: &str, input: &Value) -> Result<Value, String> {
+    async fn call_mcp(&self, url: &str, tool: &str, input: &Value) -> Result<RealAnswer, String> {
         let client = self.session(url).await?;
         let mut params = CallToolRequestParams::new(tool.to_owned());
         if let Value::Object(arguments) = input {
@@ -97,21 +129,20 @@ impl RealExecutor {
                 return Err(format!("tools/call {tool} on {url} failed: {e}"));
             }
         };
-        if result.is_error == Some(true) {
+        let text = || {
             let text: Vec<String> = result
                 .content
                 .iter()
                 .filter_map(|c| c.as_text().map(|t| t.text.clone()))
                 .collect();
-            return Err(format!(
-                "tools/call {tool} on {url} answered with isError: {}",
-                quote(&text.join(" "))
-            ));
+            quote(&text.join(" "))
+        };
+        if result.is_error == Some(true) {
+            return Ok(RealAnswer::Refused(text()));
         }
-        result.structured_content.ok_or_else(|| {
-            format!(
-                "tools/call {tool} on {url} answered without structuredContent, which the operation's output schema requires"
-            )
+        Ok(match &result.structured_content {
+            Some(value) => RealAnswer::Result(value.clone()),
+            None => RealAnswer::Unstructured(text()),
         })
     }
 
@@ -132,15 +163,40 @@ impl RealExecutor {
         Ok((status, bytes.to_vec()))
     }
 
-    async fn call_http(&self, url: &str, input: &Value) -> Result<Value, String> {
+    async fn call_http(&self, url: &str, input: &Value) -> Result<RealAnswer, String> {
         let (status, body) = self.post(url, input).await?;
         if !(200..300).contains(&status) {
-            return Err(format!(
-                "POST {url} answered {status}: {}",
+            return Ok(RealAnswer::Refused(format!(
+                "{status}: {}",
                 quote(&String::from_utf8_lossy(&body))
-            ));
+            )));
         }
-        serde_json::from_slice(&body).map_err(|e| format!("POST {url} answered no JSON: {e}"))
+        serde_json::from_slice(&body)
+            .map(RealAnswer::Result)
+            .map_err(|e| format!("POST {url} answered no JSON: {e}"))
+    }
+
+    /// One call of `tool`/`operation`'s real handler with `input`, within
+    /// the executor's timeout: what it answered, or why it could not be
+    /// called (unreachable, timed out, not JSON, no handler).
+    pub async fn answer(
+        &self,
+        tool: &str,
+        operation: &str,
+        input: &Value,
+    ) -> Result<RealAnswer, String> {
+        let what = format!("{tool}/{operation}");
+        match self
+            .operations
+            .get(&(tool.to_owned(), operation.to_owned()))
+        {
+            Some(RealHandler::Mcp { url }) => {
+                self.timed(&what, self.call_mcp(url, operation, input))
+                    .await
+            }
+            Some(RealHandler::Http { url }) => self.timed(&what, self.call_http(url, input)).await,
+            None => Err(format!("{what} has no real handler")),
+        }
     }
 
     async fn http_effect(&self, config: &Value) -> Result<Value, String> {
@@ -189,19 +245,23 @@ impl ExternalExecutor for RealExecutor {
         input: &'a Value,
     ) -> BoxFuture<'a, Result<Value, String>> {
         Box::pin(async move {
-            let what = format!("{tool}/{operation}");
-            match self
+            let handler = self
                 .operations
-                .get(&(tool.to_owned(), operation.to_owned()))
-            {
-                Some(RealHandler::Mcp { url }) => {
-                    self.timed(&what, self.call_mcp(url, operation, input))
-                        .await
-                }
-                Some(RealHandler::Http { url }) => {
-                    self.timed(&what, self.call_http(url, input)).await
-                }
-                None => Err(format!("{what} has no real handler")),
+                .get(&(tool.to_owned(), operation.to_owned()));
+            let place = match handler {
+                Some(RealHandler::Mcp { url }) => format!("tools/call {operation} on {url}"),
+                Some(RealHandler::Http { url }) => format!("POST {url}"),
+                None => String::new(),
+            };
+            match self.answer(tool, operation, input).await? {
+                RealAnswer::Result(value) => Ok(value),
+                RealAnswer::Refused(why) => Err(match handler {
+                    Some(RealHandler::Http { .. }) => format!("{place} answered {why}"),
+                    _ => format!("{place} answered with isError: {why}"),
+                }),
+                RealAnswer::Unstructured(_) => Err(format!(
+                    "{place} answered without structuredContent, which the operation's output schema requires"
+                )),
             }
         })
     }

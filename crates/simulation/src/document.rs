@@ -139,6 +139,152 @@ pub struct ToolSpec {
     /// Each operation's mock definition, by runtime name.
     #[serde(default)]
     pub definitions: BTreeMap<String, Source>,
+    /// How `toolmock verify` checks the mocks against the real tool
+    /// (docs/verify.md); nothing else reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifyDoc>,
+}
+
+/// A tool's `verify` block (docs/verify.md): which operations `toolmock
+/// verify` may call for real, where the real tool is when `server` does not
+/// say, and how its answers are compared with the mock's.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyDoc {
+    /// The operations that may be called for real: `true` (every one), a
+    /// list of runtime names, or `false` (the default: none; only the
+    /// contracts are compared).
+    #[serde(default)]
+    pub safe: SafeDoc,
+    /// The real MCP server, when it is not the tool's `server` (a stdio
+    /// command, or another URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<VerifyServerDoc>,
+    /// An OpenAPI document (a path relative to the simulation file, or an
+    /// `http(s)://` URL) whose operations give the custom operations'
+    /// current schemas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openapi: Option<String>,
+    /// `toolmock record` folders (relative to the simulation file) whose
+    /// calls of this tool's operations are replayed, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recordings: Vec<String>,
+    /// Variants whose examples are replayed besides the default variant's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<String>,
+    /// How real answers are compared with the mock's (default: exactly).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matchers: Vec<MatcherDoc>,
+    /// Ordered calls replayed as sequences, the mock carrying its state.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chains: Vec<ChainDoc>,
+}
+
+/// Which operations `toolmock verify` may call for real.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SafeDoc {
+    /// `true`: every operation of the tool; `false`: none.
+    All(bool),
+    /// These operations (runtime names).
+    Operations(Vec<String>),
+}
+
+impl Default for SafeDoc {
+    fn default() -> Self {
+        SafeDoc::All(false)
+    }
+}
+
+impl SafeDoc {
+    /// Whether `operation` is marked safe to call.
+    pub fn allows(&self, operation: &str) -> bool {
+        match self {
+            SafeDoc::All(all) => *all,
+            SafeDoc::Operations(names) => names.iter().any(|n| n == operation),
+        }
+    }
+}
+
+/// The real MCP server of a `verify` block: exactly one of `url` and `command`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyServerDoc {
+    /// A streamable HTTP endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// A command that speaks MCP over stdio (split like a shell would,
+    /// without expansion; run from the simulation file's folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+}
+
+/// How one part of an answer is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchKind {
+    /// Equal (numbers by value, key order free): the default.
+    Exact,
+    /// The same JSON kinds, recursively (values may differ).
+    Type,
+    /// Not compared at all.
+    Ignore,
+    /// Numbers within `tolerance` of each other.
+    Number,
+    /// Strings matching `pattern`, on both sides.
+    Regex,
+}
+
+/// One matcher: how the answers are compared at `path` and below.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatcherDoc {
+    /// Only this operation's answers (default: every operation's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<String>,
+    /// A JSON pointer into the answer; a segment `*` matches any member or element.
+    pub path: String,
+    /// How.
+    #[serde(rename = "match")]
+    pub kind: MatchKind,
+    /// `number`: the largest difference that still agrees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<f64>,
+    /// `regex`: the pattern (Rust `regex` syntax) both values must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+}
+
+/// An ordered sequence of calls, replayed in order against the real tool
+/// and the mock (which carries its state from call to call).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainDoc {
+    /// Unique among the tool's chains.
+    pub name: String,
+    /// No meaning.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// The calls.
+    pub steps: Vec<ChainStepDoc>,
+}
+
+/// One call of a chain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainStepDoc {
+    /// Names the step for `{"$step": "ID.result.P"}` in later steps' input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The operation's runtime name.
+    pub operation: String,
+    /// The arguments; `{"$step": "ID.result.P"}` (or `ID.arguments.P`)
+    /// reads an earlier step's, each side its own.
+    #[serde(default = "empty_object")]
+    pub input: Value,
+    /// The mock's variant for this call (default: its default variant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
 }
 
 /// A hand-written operation contract.

@@ -75,11 +75,16 @@ impl EmitReport {
     }
 }
 
-struct Call {
-    tool: String,
-    arguments: Value,
+/// One line of a recording's `calls.jsonl`, as `toolmock record` wrote it
+/// (already redacted).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedCall {
+    /// The tool's name.
+    pub tool: String,
+    /// The arguments it was called with (an object).
+    pub arguments: Value,
     /// `structuredContent` of a result that is not `isError`.
-    structured: Option<Value>,
+    pub structured: Option<Value>,
 }
 
 fn unreadable(file: &Path, source: std::io::Error) -> RecordError {
@@ -97,7 +102,9 @@ fn invalid(file: &Path, path: String, message: impl Into<String>) -> RecordError
     }
 }
 
-fn read_calls(dir: &Path) -> Result<Vec<Call>, RecordError> {
+/// The calls of the recording in `dir`, in the order they were recorded
+/// (`toolmock verify` replays them; `emit` infers from them).
+pub fn read_calls(dir: &Path) -> Result<Vec<RecordedCall>, RecordError> {
     let file = dir.join(CALLS_FILE);
     let text = std::fs::read_to_string(&file).map_err(|e| unreadable(&file, e))?;
     let mut calls = Vec::new();
@@ -133,7 +140,7 @@ fn read_calls(dir: &Path) -> Result<Vec<Call>, RecordError> {
                 ));
             }
         };
-        calls.push(Call {
+        calls.push(RecordedCall {
             tool: tool.to_owned(),
             arguments,
             structured,
@@ -201,7 +208,7 @@ fn skipped(
 
 /// One operation: its distinct structured results → a definition, checked
 /// against the contract.
-fn emit_one(entry: &Value, calls: &[&Call]) -> Result<Emitted, Box<OperationReport>> {
+fn emit_one(entry: &Value, calls: &[&RecordedCall]) -> Result<Emitted, Box<OperationReport>> {
     let name = entry["contract"]["operation"]["name"]
         .as_str()
         .unwrap_or_default();
@@ -331,7 +338,7 @@ pub fn emit(dir: &Path, out: &Path) -> Result<EmitReport, RecordError> {
         let name = entry["contract"]["operation"]["name"]
             .as_str()
             .unwrap_or_default();
-        let mine: Vec<&Call> = calls.iter().filter(|c| c.tool == name).collect();
+        let mine: Vec<&RecordedCall> = calls.iter().filter(|c| c.tool == name).collect();
         match emit_one(entry, &mine) {
             Ok(one) => {
                 let stem = file_stem(name);
