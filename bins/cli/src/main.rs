@@ -26,6 +26,7 @@ mod record;
 mod run;
 mod serve;
 mod submit;
+mod verify;
 
 /// Test AI agents against tool contracts with checked, deterministic mocks.
 #[derive(Debug, Parser)]
@@ -48,6 +49,7 @@ enum Command {
     Serve(serve::ServeArgs),
     Submit(submit::SubmitArgs),
     Record(record::RecordArgs),
+    Verify(verify::VerifyArgs),
 }
 
 toolmock_contract::problem_codes! {
@@ -91,6 +93,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(&args),
         Command::Submit(args) => submit::run(&args),
         Command::Record(args) => record::run(&args),
+        Command::Verify(args) => verify::run(&args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

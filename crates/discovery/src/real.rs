@@ -82,6 +82,16 @@ impl RealExecutor {
         self
     }
 
+    /// The MCP handler whose `url` is `key` calls through `session`, open
+    /// already (one connection for a caller that listed the tools first);
+    /// [`RealExecutor::close`] ends it.
+    pub fn with_session(mut self, key: impl Into<String>, session: crate::Session) -> Self {
+        self.sessions
+            .get_mut()
+            .insert(key.into(), Arc::new(session.client));
+        self
+    }
+
     /// Ends every MCP session it opened.
     pub async fn close(&self) {
         let sessions: Vec<Arc<Client>> =

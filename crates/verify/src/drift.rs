@@ -10,17 +10,18 @@ use crate::subject::{OpenApiSource, Subject};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use toolmock_contract::OperationContract;
-use toolmock_discovery::{Options, discover};
+use toolmock_discovery::{Discovery, DiscoveryError};
 
-/// The drift of every operation of `subject`, by operation name.
-pub(crate) async fn drift(subject: &Subject, timeout: Duration) -> BTreeMap<String, Drift> {
+/// The drift of every operation of `subject`, by operation name, from
+/// what its MCP server listed (when it has one) and its OpenAPI document.
+pub(crate) async fn drift(
+    subject: &Subject,
+    listed: Option<Result<Discovery, DiscoveryError>>,
+    timeout: Duration,
+) -> BTreeMap<String, Drift> {
     let mut found = BTreeMap::new();
-    if let Some(server) = &subject.server {
-        let options = Options {
-            fallback_output_schema: subject.fallback_output_schema.clone(),
-            timeout,
-        };
-        match discover(server, &options).await {
+    if let Some(listed) = listed {
+        match listed {
             Ok(discovery) => {
                 for op in &subject.operations {
                     let listed = discovery

@@ -12,7 +12,7 @@ use futures_util::future::join_all;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio::sync::Semaphore;
-use toolmock_discovery::{Endpoint, RealExecutor};
+use toolmock_discovery::{Endpoint, Options, RealExecutor};
 use toolmock_runtime::model::RealHandler;
 
 /// How a verification runs.
@@ -37,8 +37,8 @@ impl Default for VerifyOptions {
 
 /// The executor of `subject`'s calls: a handler for each operation marked
 /// safe and nothing else, so an operation the block does not mark safe has
-/// no way to be called.
-fn executor(subject: &Subject, timeout: Duration) -> RealExecutor {
+/// no way to be called. With the key its MCP handlers name the server by.
+fn executor(subject: &Subject, timeout: Duration) -> (RealExecutor, Option<String>) {
     // A stdio server is named by a key the executor opens it under.
     let key = match &subject.server {
         Some(Endpoint::Http { url }) => Some((url.clone(), None)),
@@ -61,8 +61,9 @@ fn executor(subject: &Subject, timeout: Duration) -> RealExecutor {
     }
     let executor = RealExecutor::new(handlers, timeout);
     match key {
-        Some((name, Some(endpoint))) => executor.with_server(name, endpoint),
-        _ => executor,
+        Some((name, Some(endpoint))) => (executor.with_server(name.clone(), endpoint), Some(name)),
+        Some((name, None)) => (executor, Some(name)),
+        None => (executor, None),
     }
 }
 
@@ -73,7 +74,28 @@ pub async fn verify(subjects: &[Subject], options: &VerifyOptions) -> Report {
 }
 
 async fn verify_tool(subject: &Subject, options: &VerifyOptions) -> ToolReport {
-    let executor = executor(subject, options.timeout);
+    let (mut executor, key) = executor(subject, options.timeout);
+    // One connection to the MCP server: its tools listed for the drift,
+    // then its calls (a stdio server is started once).
+    let listed = match &subject.server {
+        Some(server) => Some(match toolmock_discovery::open(server, options.timeout).await {
+            Ok(mut session) => {
+                let listed = session
+                    .discover(&Options {
+                        fallback_output_schema: subject.fallback_output_schema.clone(),
+                        timeout: options.timeout,
+                    })
+                    .await;
+                match (&listed, key) {
+                    (Ok(_), Some(key)) => executor = executor.with_session(key, session),
+                    _ => session.close().await,
+                }
+                listed
+            }
+            Err(e) => Err(e),
+        }),
+        None => None,
+    };
     let permits = Semaphore::new(options.concurrency.max(1));
     let replayer = Replayer {
         subject,
@@ -82,7 +104,7 @@ async fn verify_tool(subject: &Subject, options: &VerifyOptions) -> ToolReport {
     };
     let units = plan(subject);
     let (drifts, checks) = tokio::join!(
-        drift(subject, options.timeout),
+        drift(subject, listed, options.timeout),
         join_all(units.into_iter().map(|u| replayer.run(u)))
     );
     executor.close().await;

@@ -7,7 +7,7 @@ use toolmock_runtime::model::AttemptOutcome;
 use toolmock_simulation::RunResults;
 
 /// Escapes text for XML attributes and character data; drops characters XML 1.0 forbids.
-fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
