@@ -174,8 +174,10 @@ async fn fetch(url: &str, timeout: Duration) -> Result<serde_json::Value, (&'sta
     if !status.is_success() {
         return Err(failed(format!("GET {url} answered {status}")));
     }
-    response
-        .json()
-        .await
-        .map_err(|e| (VerifyCode::InvalidOpenapi.as_str(), format!("{url} is not JSON: {e}")))
+    response.json().await.map_err(|e| {
+        (
+            VerifyCode::InvalidOpenapi.as_str(),
+            format!("{url} is not JSON: {e}"),
+        )
+    })
 }

@@ -65,7 +65,7 @@ mod simulation;
 mod subject;
 
 pub use matchers::{Divergence, Matcher, Matchers};
-pub use propose::{ProposeError, Proposal, propose};
+pub use propose::{Proposal, ProposeError, propose};
 pub use report::{
     Answer, CheckReport, CheckStatus, Drift, DriftStatus, OperationReport, Report, Sequence,
     Summary, ToolReport, VERIFY_VERSION, Verdict,

@@ -124,7 +124,12 @@ impl Matchers {
 
     /// Every difference between `mock` and `real`, answers of `operation`.
     pub fn compare(&self, operation: &str, mock: &Value, real: &Value) -> Vec<Divergence> {
-        let applicable = Applicable(self.all.iter().filter(|m| m.applies_to(operation)).collect());
+        let applicable = Applicable(
+            self.all
+                .iter()
+                .filter(|m| m.applies_to(operation))
+                .collect(),
+        );
         let mut out = Vec::new();
         let mut at = Vec::new();
         compare(&applicable, mock, real, &mut at, None, &mut out);
@@ -133,7 +138,8 @@ impl Matchers {
 }
 
 fn path_of(at: &[String]) -> String {
-    at.iter().fold(String::new(), |path, segment| pointer::push(&path, segment))
+    at.iter()
+        .fold(String::new(), |path, segment| pointer::push(&path, segment))
 }
 
 fn short(value: &Value) -> String {
@@ -162,8 +168,8 @@ fn compare(
         MatchKind::Regex => {
             let pattern = here.and_then(|m| m.pattern.as_ref());
             for (side, value) in [("the mock's", mock), ("the real", real)] {
-                let fits = pattern
-                    .is_some_and(|p| value.as_str().is_some_and(|text| p.is_match(text)));
+                let fits =
+                    pattern.is_some_and(|p| value.as_str().is_some_and(|text| p.is_match(text)));
                 if !fits {
                     out.push(Divergence::new(
                         path_of(at),
@@ -208,7 +214,9 @@ fn compare(
                         };
                         at.push(i.to_string());
                         match mock_item {
-                            Some(mock_item) => compare(matchers, mock_item, real_item, at, here, out),
+                            Some(mock_item) => {
+                                compare(matchers, mock_item, real_item, at, here, out)
+                            }
                             None => unexpected(matchers, at, real_item, out),
                         }
                         at.pop();

@@ -36,7 +36,9 @@ pub struct OpenApiError {
     pub message: String,
 }
 
-const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+const METHODS: [&str; 8] = [
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
 
 /// Every operation of an OpenAPI 3 document, in document order.
 pub fn operations(document: &Value) -> Result<Vec<OpenApiOperation>, OpenApiError> {
@@ -160,7 +162,13 @@ fn inline_value(
                 // Siblings of `$ref` (a description, say) are kept beside what it names.
                 if let Value::Object(out) = &mut inlined {
                     for (key, sibling) in map.iter().filter(|(k, _)| k.as_str() != "$ref") {
-                        let sibling = inline_value(document, sibling, &pointer::push(at, key), stack, budget)?;
+                        let sibling = inline_value(
+                            document,
+                            sibling,
+                            &pointer::push(at, key),
+                            stack,
+                            budget,
+                        )?;
                         out.insert(key.clone(), sibling);
                     }
                 }
@@ -196,7 +204,10 @@ pub fn find<'a>(
     if let Some(found) = operations.iter().find(|o| o.id.as_deref() == Some(name)) {
         return Some(found);
     }
-    let path = endpoint.and_then(|url| reqwest::Url::parse(url).ok())?.path().to_owned();
+    let path = endpoint
+        .and_then(|url| reqwest::Url::parse(url).ok())?
+        .path()
+        .to_owned();
     operations
         .iter()
         .filter(|o| o.method == "post")
@@ -244,13 +255,20 @@ mod tests {
         assert_eq!(ops[0].at, "/paths/~1notes/post");
         assert_eq!(
             ops[0].input_schema,
-            Some(json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}))
+            Some(
+                json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+            )
         );
         assert_eq!(
             ops[0].output_schema,
-            Some(json!({"type": "object", "properties": {"saved": {"type": "string", "description": "what was saved"}}}))
+            Some(
+                json!({"type": "object", "properties": {"saved": {"type": "string", "description": "what was saved"}}})
+            )
         );
-        assert_eq!(find(&ops, "add", None).map(|o| o.path.as_str()), Some("/notes"));
+        assert_eq!(
+            find(&ops, "add", None).map(|o| o.path.as_str()),
+            Some("/notes")
+        );
         assert_eq!(
             find(&ops, "other", Some("http://127.0.0.1:9/api/notes")).map(|o| o.path.as_str()),
             Some("/notes")

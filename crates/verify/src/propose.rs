@@ -55,18 +55,29 @@ pub struct ProposeError {
 /// Writes a draft for every diverged operation of `report` into `out`
 /// (`TOOL/OPERATION.mock.json` beside `TOOL/OPERATION.contract.json`, and
 /// `proposals.json`, this list).
-pub fn propose(report: &Report, subjects: &[Subject], out: &Path) -> Result<Vec<Proposal>, ProposeError> {
+pub fn propose(
+    report: &Report,
+    subjects: &[Subject],
+    out: &Path,
+) -> Result<Vec<Proposal>, ProposeError> {
     let mut proposals = Vec::new();
     for tool in &report.tools {
         let Some(subject) = subjects.iter().find(|s| s.tool == tool.tool) else {
             continue;
         };
-        for op in tool.operations.iter().filter(|o| o.verdict == Verdict::Diverged) {
+        for op in tool
+            .operations
+            .iter()
+            .filter(|o| o.verdict == Verdict::Diverged)
+        {
             proposals.push(one(subject, op, out)?);
         }
     }
     create(out)?;
-    write(&out.join("proposals.json"), &serde_json::to_value(&proposals).unwrap_or(Value::Null))?;
+    write(
+        &out.join("proposals.json"),
+        &serde_json::to_value(&proposals).unwrap_or(Value::Null),
+    )?;
     Ok(proposals)
 }
 
@@ -90,7 +101,13 @@ fn write(file: &Path, value: &Value) -> Result<(), ProposeError> {
 fn stem(name: &str) -> String {
     let stem: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     if stem.is_empty() || stem.starts_with('.') {
         format!("_{stem}")
@@ -114,7 +131,10 @@ fn one(subject: &Subject, report: &OperationReport, out: &Path) -> Result<Propos
     let Some(mock) = &op.mock else {
         return Ok(not("the operation has no mock".into()));
     };
-    let default = mock.definition["default_variant"].as_str().unwrap_or_default().to_owned();
+    let default = mock.definition["default_variant"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     // The real answers, by the variant they were replayed against.
     let mut observed: Vec<(String, Vec<Observation>)> = Vec::new();
     for check in &report.checks {
@@ -159,37 +179,38 @@ fn one(subject: &Subject, report: &OperationReport, out: &Path) -> Result<Propos
         .find(|(v, _)| *v == default)
         .or(observed.first())
         .map(|(_, list)| infer(list).definition);
-    let (outcome, draft, message) = match toolmock_evaluator::compile_checked(&merged, Some(&compiled)) {
-        Ok(_) => (
-            "merged",
-            merged,
-            format!(
-                "the mock with {} replayed variant(s) rewritten from {} real answer(s)",
-                observed.len(),
-                observed.iter().map(|(_, l)| l.len()).sum::<usize>()
-            ),
-        ),
-        Err(first) => match inferred
-            .as_ref()
-            .map(|d| (d, toolmock_evaluator::compile_checked(d, Some(&compiled))))
-        {
-            Some((definition, Ok(_))) => (
-                "inferred",
-                definition.clone(),
+    let (outcome, draft, message) =
+        match toolmock_evaluator::compile_checked(&merged, Some(&compiled)) {
+            Ok(_) => (
+                "merged",
+                merged,
                 format!(
-                    "the real answers alone (the rewritten mock fails its check: {})",
-                    first_diagnostic(&first)
+                    "the mock with {} replayed variant(s) rewritten from {} real answer(s)",
+                    observed.len(),
+                    observed.iter().map(|(_, l)| l.len()).sum::<usize>()
                 ),
             ),
-            Some((_, Err(diagnostics))) => {
-                return Ok(not(format!(
-                    "no draft passes its check against the contract: {}",
-                    first_diagnostic(&diagnostics)
-                )));
-            }
-            None => return Ok(not("nothing to infer from".into())),
-        },
-    };
+            Err(first) => match inferred
+                .as_ref()
+                .map(|d| (d, toolmock_evaluator::compile_checked(d, Some(&compiled))))
+            {
+                Some((definition, Ok(_))) => (
+                    "inferred",
+                    definition.clone(),
+                    format!(
+                        "the real answers alone (the rewritten mock fails its check: {})",
+                        first_diagnostic(&first)
+                    ),
+                ),
+                Some((_, Err(diagnostics))) => {
+                    return Ok(not(format!(
+                        "no draft passes its check against the contract: {}",
+                        first_diagnostic(&diagnostics)
+                    )));
+                }
+                None => return Ok(not("nothing to infer from".into())),
+            },
+        };
     let dir = out.join(stem(&subject.tool));
     create(&dir)?;
     let name = stem(&report.operation);
@@ -211,12 +232,14 @@ fn one(subject: &Subject, report: &OperationReport, out: &Path) -> Result<Propos
 }
 
 fn first_diagnostic(diagnostics: &toolmock_evaluator::Diagnostics) -> String {
-    diagnostics
-        .as_slice()
-        .first()
-        .map_or(String::new(), |d| {
-            format!("{}: {}: {}", if d.path.is_empty() { "/" } else { &d.path }, d.code.as_str(), d.message)
-        })
+    diagnostics.as_slice().first().map_or(String::new(), |d| {
+        format!(
+            "{}: {}: {}",
+            if d.path.is_empty() { "/" } else { &d.path },
+            d.code.as_str(),
+            d.message
+        )
+    })
 }
 
 /// The mock with each observed variant's result and rules rebuilt from
@@ -224,7 +247,10 @@ fn first_diagnostic(diagnostics: &toolmock_evaluator::Diagnostics) -> String {
 /// inference splits into several keeps its own).
 fn merge(definition: &Value, observed: &[(String, Vec<Observation>)]) -> Value {
     let mut draft = definition.clone();
-    let mut examples: Vec<Value> = definition["examples"].as_array().cloned().unwrap_or_default();
+    let mut examples: Vec<Value> = definition["examples"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     for (variant, observations) in observed {
         let inferred = infer(observations).definition;
         let Some(recorded) = inferred["variants"]["recorded"].as_object() else {

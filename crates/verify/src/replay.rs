@@ -52,7 +52,10 @@ fn callable(subject: &Subject, op: &SubjectOperation) -> Option<(SkipReason, Str
     if !subject.settings.safe.allows(&op.name) {
         return skip(
             SkipReason::NotSafe,
-            format!("{} is not marked safe to call (verify.safe): it was not called", op.name),
+            format!(
+                "{} is not marked safe to call (verify.safe): it was not called",
+                op.name
+            ),
         );
     }
     if !subject.handled(op) {
@@ -71,8 +74,13 @@ pub(crate) fn plan(subject: &Subject) -> Vec<Unit> {
         let Some(mock) = &op.mock else {
             continue;
         };
-        let examples = mock.definition["examples"].as_array().cloned().unwrap_or_default();
-        let default = mock.definition["default_variant"].as_str().unwrap_or_default();
+        let examples = mock.definition["examples"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let default = mock.definition["default_variant"]
+            .as_str()
+            .unwrap_or_default();
         for (i, example) in examples.iter().enumerate() {
             let variant = example["variant"].as_str().unwrap_or(default).to_owned();
             let source = Source {
@@ -198,7 +206,10 @@ pub(crate) fn plan(subject: &Subject) -> Vec<Unit> {
                 source: Source {
                     file: subject.block.file.clone(),
                     path: pointer::index(
-                        &pointer::push(&pointer::index(&pointer::push(&subject.block.path, "chains"), c), "steps"),
+                        &pointer::push(
+                            &pointer::index(&pointer::push(&subject.block.path, "chains"), c),
+                            "steps",
+                        ),
                         s,
                     ),
                 },
@@ -259,7 +270,10 @@ fn mock_answer(
 
 /// `input` with every `{"$step": "ID.result.P"}` / `ID.arguments.P`
 /// replaced from `done` (the side's earlier steps: id, input, answer).
-fn resolve(input: &Value, done: &[(Option<String>, Value, Option<Answer>)]) -> Result<Value, String> {
+fn resolve(
+    input: &Value,
+    done: &[(Option<String>, Value, Option<Answer>)],
+) -> Result<Value, String> {
     match input {
         Value::Object(map) => {
             if let Some(Value::String(reference)) = map.get("$step") {
@@ -276,7 +290,9 @@ fn resolve(input: &Value, done: &[(Option<String>, Value, Option<Answer>)]) -> R
                 return root
                     .and_then(|root| at_path(root, path))
                     .cloned()
-                    .ok_or_else(|| format!("{reference} does not resolve: step {id:?} answered no such value"));
+                    .ok_or_else(|| {
+                        format!("{reference} does not resolve: step {id:?} answered no such value")
+                    });
             }
             map.iter()
                 .map(|(k, v)| Ok((k.clone(), resolve(v, done)?)))
@@ -429,7 +445,10 @@ pub(crate) fn compare(
                 DivergenceKind::OutputSchemaViolation,
                 None,
                 Some(value.pointer(&violation.path).unwrap_or(value)),
-                format!("the real answer breaks the output schema: {}", violation.message),
+                format!(
+                    "the real answer breaks the output schema: {}",
+                    violation.message
+                ),
             ));
         }
     }

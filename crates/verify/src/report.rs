@@ -3,9 +3,9 @@
 //! exit status is decided on. The shape of `toolmock verify --json` and of
 //! a stored verification (docs/verify.md, "Reports").
 
+use crate::SkipReason;
 use crate::matchers::Divergence;
 use crate::subject::Source;
-use crate::SkipReason;
 use serde::Serialize;
 use serde_json::Value;
 use toolmock_schema::ContractDiff;

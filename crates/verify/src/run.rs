@@ -78,22 +78,24 @@ async fn verify_tool(subject: &Subject, options: &VerifyOptions) -> ToolReport {
     // One connection to the MCP server: its tools listed for the drift,
     // then its calls (a stdio server is started once).
     let listed = match &subject.server {
-        Some(server) => Some(match toolmock_discovery::open(server, options.timeout).await {
-            Ok(mut session) => {
-                let listed = session
-                    .discover(&Options {
-                        fallback_output_schema: subject.fallback_output_schema.clone(),
-                        timeout: options.timeout,
-                    })
-                    .await;
-                match (&listed, key) {
-                    (Ok(_), Some(key)) => executor = executor.with_session(key, session),
-                    _ => session.close().await,
+        Some(server) => Some(
+            match toolmock_discovery::open(server, options.timeout).await {
+                Ok(mut session) => {
+                    let listed = session
+                        .discover(&Options {
+                            fallback_output_schema: subject.fallback_output_schema.clone(),
+                            timeout: options.timeout,
+                        })
+                        .await;
+                    match (&listed, key) {
+                        (Ok(_), Some(key)) => executor = executor.with_session(key, session),
+                        _ => session.close().await,
+                    }
+                    listed
                 }
-                listed
-            }
-            Err(e) => Err(e),
-        }),
+                Err(e) => Err(e),
+            },
+        ),
         None => None,
     };
     let permits = Semaphore::new(options.concurrency.max(1));
@@ -164,9 +166,10 @@ fn describe(subject: &Subject) -> String {
     let endpoints = subject.operations.iter().any(|o| o.endpoint.is_some());
     let server = match &subject.server {
         Some(Endpoint::Http { url }) => Some(format!("mcp {url}")),
-        Some(Endpoint::Stdio { program, args, .. }) => {
-            Some(format!("mcp stdio: {program}{}", if args.is_empty() { "" } else { " …" }))
-        }
+        Some(Endpoint::Stdio { program, args, .. }) => Some(format!(
+            "mcp stdio: {program}{}",
+            if args.is_empty() { "" } else { " …" }
+        )),
         None => None,
     };
     match (server, endpoints) {

@@ -37,7 +37,10 @@ impl Settings {
         if let SafeDoc::Operations(names) = &block.safe {
             for (i, name) in names.iter().enumerate() {
                 if !known(name) {
-                    problems.push(unknown_operation(&pointer::index(&pointer::push(at, "safe"), i), name));
+                    problems.push(unknown_operation(
+                        &pointer::index(&pointer::push(at, "safe"), i),
+                        name,
+                    ));
                 }
             }
         }
@@ -92,7 +95,11 @@ fn unknown_operation(at: &str, name: &str) -> Problem<VerifyCode> {
 fn matcher(doc: &MatcherDoc, at: &str) -> Result<Matcher, Vec<Problem<VerifyCode>>> {
     let mut problems = Vec::new();
     let invalid = |member: &str, message: String| {
-        Problem::new(VerifyCode::InvalidMatcher, pointer::push(at, member), message)
+        Problem::new(
+            VerifyCode::InvalidMatcher,
+            pointer::push(at, member),
+            message,
+        )
     };
     if !(doc.path.is_empty() || doc.path.starts_with('/')) {
         problems.push(invalid(
@@ -128,7 +135,17 @@ fn matcher(doc: &MatcherDoc, at: &str) -> Result<Matcher, Vec<Problem<VerifyCode
             Err(e) => problems.push(Problem::new(
                 VerifyCode::InvalidRegex,
                 pointer::push(at, "pattern"),
-                format!("not a regular expression: {e}"),
+                // The parser's last line names the fault (the lines
+                // before draw the pattern with a caret under it).
+                format!(
+                    "not a regular expression: {}",
+                    e.to_string()
+                        .lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .unwrap_or("")
+                        .trim_start_matches("error: ")
+                ),
             )),
         },
         (false, Some(_)) => problems.push(invalid(
@@ -245,11 +262,8 @@ mod tests {
 
     fn compile(block: Value) -> Result<Settings, Vec<(String, &'static str)>> {
         let doc: VerifyDoc = serde_json::from_value(block).expect("a verify block");
-        Settings::compile(&doc, &["book", "read", "delete"], "/tools/0/verify").map_err(|p| {
-            p.into_iter()
-                .map(|p| (p.path, p.code.as_str()))
-                .collect()
-        })
+        Settings::compile(&doc, &["book", "read", "delete"], "/tools/0/verify")
+            .map_err(|p| p.into_iter().map(|p| (p.path, p.code.as_str())).collect())
     }
 
     #[test]
@@ -277,11 +291,23 @@ mod tests {
             [
                 ("/tools/0/verify/safe/1".into(), "unknown_operation"),
                 ("/tools/0/verify/matchers/0/path".into(), "invalid_matcher"),
-                ("/tools/0/verify/matchers/1/tolerance".into(), "invalid_matcher"),
+                (
+                    "/tools/0/verify/matchers/1/tolerance".into(),
+                    "invalid_matcher"
+                ),
                 ("/tools/0/verify/matchers/2/pattern".into(), "invalid_regex"),
-                ("/tools/0/verify/matchers/3/tolerance".into(), "invalid_matcher"),
-                ("/tools/0/verify/matchers/4/operation".into(), "unknown_operation"),
-                ("/tools/0/verify/chains/0/steps/1/operation".into(), "unsafe_operation"),
+                (
+                    "/tools/0/verify/matchers/3/tolerance".into(),
+                    "invalid_matcher"
+                ),
+                (
+                    "/tools/0/verify/matchers/4/operation".into(),
+                    "unknown_operation"
+                ),
+                (
+                    "/tools/0/verify/chains/0/steps/1/operation".into(),
+                    "unsafe_operation"
+                ),
                 (
                     "/tools/0/verify/chains/0/steps/1/input/ref/$step".into(),
                     "dangling_step_reference"
@@ -309,7 +335,10 @@ mod tests {
         .expect("compiles");
         assert!(settings.safe.allows("delete"));
         assert_eq!(settings.chains.len(), 1);
-        assert_eq!(parse_step("b.result.reference"), Some(("b", "result", "reference")));
+        assert_eq!(
+            parse_step("b.result.reference"),
+            Some(("b", "result", "reference"))
+        );
         assert_eq!(parse_step("b.arguments"), Some(("b", "arguments", "")));
         assert_eq!(parse_step("b.other.x"), None);
     }

@@ -21,7 +21,10 @@ use toolmock_simulation::{FileProblem, LoadedSimulation, LoadedTool};
 
 /// The subjects of `simulation`, whose relative paths (recordings, OpenAPI
 /// files) are read from `base` and whose stdio servers start there.
-pub fn subjects(simulation: &LoadedSimulation, base: &Path) -> Result<Vec<Subject>, Vec<FileProblem>> {
+pub fn subjects(
+    simulation: &LoadedSimulation,
+    base: &Path,
+) -> Result<Vec<Subject>, Vec<FileProblem>> {
     let mut problems = Vec::new();
     let mut subjects = Vec::new();
     for tool in &simulation.tools {
@@ -81,7 +84,11 @@ fn subject(
             Err(message) => {
                 problems.push(problem(
                     file,
-                    Problem::new(VerifyCode::InvalidOpenapi, pointer::push(&block_at, "openapi"), message),
+                    Problem::new(
+                        VerifyCode::InvalidOpenapi,
+                        pointer::push(&block_at, "openapi"),
+                        message,
+                    ),
                 ));
                 None
             }
@@ -100,7 +107,10 @@ fn subject(
                     file: file.to_owned(),
                     path: at.to_owned(),
                     code: e.code(),
-                    message: format!("{}: the contract cannot be compiled: {e}", op.operation.name),
+                    message: format!(
+                        "{}: the contract cannot be compiled: {e}",
+                        op.operation.name
+                    ),
                 });
                 continue;
             }
@@ -173,7 +183,8 @@ fn subject(
             }),
         }
     }
-    let real = server.is_some() || openapi.is_some() || operations.iter().any(|o| o.endpoint.is_some());
+    let real =
+        server.is_some() || openapi.is_some() || operations.iter().any(|o| o.endpoint.is_some());
     if !real {
         if spec.verify.is_some() {
             let why = if tool.kind == ToolKind::Platform {
@@ -218,7 +229,9 @@ fn server(
     let invalid = |message: String| Problem::new(VerifyCode::InvalidServer, here.clone(), message);
     match &block.server {
         Some(server) => match (&server.url, &server.command) {
-            (Some(url), None) => Endpoint::http(url).map(Some).map_err(|e| invalid(e.to_string())),
+            (Some(url), None) => Endpoint::http(url)
+                .map(Some)
+                .map_err(|e| invalid(e.to_string())),
             (None, Some(command)) => match Endpoint::stdio_command_line(command) {
                 Ok(Endpoint::Stdio { program, args, .. }) => Ok(Some(Endpoint::Stdio {
                     program,
@@ -247,7 +260,11 @@ fn read_openapi(file: &Path) -> Result<Value, String> {
         format!(
             "{}: {}: {}",
             file.display(),
-            if e.path.is_empty() { "/" } else { e.path.as_str() },
+            if e.path.is_empty() {
+                "/"
+            } else {
+                e.path.as_str()
+            },
             e.message
         )
     })?;

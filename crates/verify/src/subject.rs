@@ -127,8 +127,9 @@ impl Subject {
     }
 
     /// Points the tool at a staging copy (`--sandbox-url`): an MCP tool's
-    /// server becomes `url`; each custom operation's endpoint keeps its
-    /// path and query but takes `url`'s scheme, host and port.
+    /// server becomes `url`; each custom operation's endpoint, and an
+    /// OpenAPI document's URL, keep their path and query but take `url`'s
+    /// scheme, host and port.
     pub fn point_at(&mut self, url: &str) -> Result<(), String> {
         let base = reqwest::Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
         if !matches!(base.scheme(), "http" | "https") {
@@ -138,17 +139,12 @@ impl Subject {
             self.server = Some(Endpoint::http(url).map_err(|e| e.to_string())?);
         }
         for op in &mut self.operations {
-            let Some(endpoint) = &op.endpoint else {
-                continue;
-            };
-            let mut moved = reqwest::Url::parse(endpoint)
-                .map_err(|e| format!("the endpoint {endpoint:?} is not a URL: {e}"))?;
-            moved
-                .set_scheme(base.scheme())
-                .and_then(|()| moved.set_host(base.host_str()).map_err(|_| ()))
-                .and_then(|()| moved.set_port(base.port()))
-                .map_err(|()| format!("cannot move {endpoint:?} to {url:?}"))?;
-            op.endpoint = Some(moved.to_string());
+            if let Some(endpoint) = &op.endpoint {
+                op.endpoint = Some(moved(endpoint, &base)?);
+            }
+        }
+        if let Some(OpenApiSource::Url(document)) = &self.openapi {
+            self.openapi = Some(OpenApiSource::Url(moved(document, &base)?));
         }
         if self.server.is_none() && self.operations.iter().all(|o| o.endpoint.is_none()) {
             return Err(format!(
@@ -158,4 +154,15 @@ impl Subject {
         }
         Ok(())
     }
+}
+
+/// `url` with `base`'s scheme, host and port.
+fn moved(url: &str, base: &reqwest::Url) -> Result<String, String> {
+    let mut moved = reqwest::Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+    moved
+        .set_scheme(base.scheme())
+        .and_then(|()| moved.set_host(base.host_str()).map_err(|_| ()))
+        .and_then(|()| moved.set_port(base.port()))
+        .map_err(|()| format!("cannot move {url:?} to {base}"))?;
+    Ok(moved.to_string())
 }

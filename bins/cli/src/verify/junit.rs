@@ -19,7 +19,10 @@ pub(super) fn render(file: &str, report: &Report) -> String {
         for op in &tool.operations {
             let class = escape(&format!("{}.{}", tool.tool, op.operation));
             tests += 1;
-            let _ = write!(cases, "    <testcase classname=\"{class}\" name=\"contract\"");
+            let _ = write!(
+                cases,
+                "    <testcase classname=\"{class}\" name=\"contract\""
+            );
             match op.drift.status {
                 DriftStatus::Changed | DriftStatus::Gone => {
                     failures += 1;
@@ -27,13 +30,32 @@ pub(super) fn render(file: &str, report: &Report) -> String {
                         .drift
                         .diff
                         .iter()
-                        .flat_map(|d| d.input_schema.iter().map(|c| format!("input_schema {}", c.path())).chain(d.output_schema.iter().map(|c| format!("output_schema {}", c.path()))))
+                        .flat_map(|d| {
+                            d.input_schema
+                                .iter()
+                                .map(|c| format!("input_schema {}", c.path()))
+                                .chain(
+                                    d.output_schema
+                                        .iter()
+                                        .map(|c| format!("output_schema {}", c.path())),
+                                )
+                        })
                         .collect();
-                    let status = if op.drift.status == DriftStatus::Gone { "gone" } else { "changed" };
+                    let status = if op.drift.status == DriftStatus::Gone {
+                        "gone"
+                    } else {
+                        "changed"
+                    };
                     let _ = write!(
                         cases,
                         ">\n      <failure message=\"the contract {status}\" type=\"drift\">{}</failure>\n    </testcase>\n",
-                        escape(&[op.drift.message.clone().unwrap_or_default(), changes.join("\n")].join("\n"))
+                        escape(
+                            &[
+                                op.drift.message.clone().unwrap_or_default(),
+                                changes.join("\n")
+                            ]
+                            .join("\n")
+                        )
                     );
                 }
                 DriftStatus::Failed => {
@@ -65,7 +87,14 @@ pub(super) fn render(file: &str, report: &Report) -> String {
                         let lines: Vec<String> = check
                             .divergences
                             .iter()
-                            .map(|d| format!("{}: {}: {}", if d.path.is_empty() { "/" } else { &d.path }, d.kind.as_str(), d.message))
+                            .map(|d| {
+                                format!(
+                                    "{}: {}: {}",
+                                    if d.path.is_empty() { "/" } else { &d.path },
+                                    d.kind.as_str(),
+                                    d.message
+                                )
+                            })
                             .collect();
                         let _ = write!(
                             cases,

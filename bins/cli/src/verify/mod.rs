@@ -55,7 +55,12 @@ pub(crate) struct VerifyArgs {
     /// What makes the exit status 1: drift (a contract changed or gone),
     /// divergence (a replayed call's answer differs), both (the default) or
     /// none.
-    #[arg(long, value_name = "WHAT", value_delimiter = ',', default_value = "drift,divergence")]
+    #[arg(
+        long,
+        value_name = "WHAT",
+        value_delimiter = ',',
+        default_value = "drift,divergence"
+    )]
     fail_on: Vec<FailOn>,
     /// Real calls in flight at once per real tool.
     #[arg(long, value_name = "N", default_value_t = 4,
@@ -99,20 +104,21 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<u8, Failure> {
         )));
     }
     let name = file.display().to_string();
-    let bytes = std::fs::read(&file)
-        .map_err(|e| Failure::usage(format!("cannot read {name}: {e}")))?;
+    let bytes =
+        std::fs::read(&file).map_err(|e| Failure::usage(format!("cannot read {name}: {e}")))?;
     let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
     // Read as for the service: what only an agent or the API plays (an
     // external driver, library tools) is not verify's concern.
-    let loaded = match toolmock_simulation::read_slice(&bytes, &name, &Files::ForService(base.clone()))
-        .and_then(toolmock_simulation::Loaded::into_result)
-    {
-        Ok(loaded) => loaded,
-        Err(problems) => {
-            print_problems(&name, &problems);
-            return Ok(2);
-        }
-    };
+    let loaded =
+        match toolmock_simulation::read_slice(&bytes, &name, &Files::ForService(base.clone()))
+            .and_then(toolmock_simulation::Loaded::into_result)
+        {
+            Ok(loaded) => loaded,
+            Err(problems) => {
+                print_problems(&name, &problems);
+                return Ok(2);
+            }
+        };
     let mut subjects = match toolmock_verify::subjects(&loaded, &base) {
         Ok(subjects) => subjects,
         Err(problems) => {
@@ -186,7 +192,7 @@ fn exit(report: &toolmock_verify::Report, fail_on: &[FailOn]) -> u8 {
 fn sandbox(subjects: &mut [Subject], flags: &[String], file: &str) -> Vec<FileProblem> {
     let mut problems = Vec::new();
     for (i, flag) in flags.iter().enumerate() {
-        let at = pointer::index("/--sandbox-url", i);
+        let at = pointer::index("/sandbox-url", i);
         let Some((tool, url)) = flag.split_once('=') else {
             problems.push(FileProblem::new(
                 file,

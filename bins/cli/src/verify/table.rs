@@ -147,7 +147,11 @@ pub(super) fn write(out: &mut impl Write, file: &str, report: &Report) -> std::i
                 }
             }
             (None, Some(message)) => {
-                let code = op.drift.code.as_deref().map_or(String::new(), |c| format!("{c}: "));
+                let code = op
+                    .drift
+                    .code
+                    .as_deref()
+                    .map_or(String::new(), |c| format!("{c}: "));
                 writeln!(out, "  {name}: {}: {code}{message}", drift(op))?;
             }
             (None, None) => writeln!(out, "  {name}: {}", drift(op))?,
@@ -155,7 +159,11 @@ pub(super) fn write(out: &mut impl Write, file: &str, report: &Report) -> std::i
     }
     let mut shown = false;
     for (name, op) in &rows {
-        for check in op.checks.iter().filter(|c| c.status == CheckStatus::Diverged) {
+        for check in op
+            .checks
+            .iter()
+            .filter(|c| c.status == CheckStatus::Diverged)
+        {
             heading(out, "divergences:", &mut shown)?;
             writeln!(out, "  {name} {} ({}):", check.name, place(check))?;
             for d in &check.divergences {
@@ -167,7 +175,11 @@ pub(super) fn write(out: &mut impl Write, file: &str, report: &Report) -> std::i
     let mut shown = false;
     for (name, op) in &rows {
         for check in op.checks.iter().filter(|c| c.status == CheckStatus::Failed) {
-            heading(out, "not checked (the real tool could not be called):", &mut shown)?;
+            heading(
+                out,
+                "not checked (the real tool could not be called):",
+                &mut shown,
+            )?;
             writeln!(
                 out,
                 "  {name} {} ({}): {}",
