@@ -41,8 +41,10 @@ mod schema_check;
 
 pub use error::{SqlState, map_sqlx_error};
 pub use pg::{
-    AttemptListing, Claimed, Fence, IndexedOperation, PgStore, QUEUE_CHANNEL, Reaped, Released,
-    RevisionSummary, SimulationListing, StoredContract, StoredMessage, TestingIndex, ToolListing,
+    AttemptListing, Claimed, ClaimedVerification, Fence, IndexedOperation, MAX_VERIFICATION_CLAIMS,
+    PgStore, QUEUE_CHANNEL, Reaped, Released, RevisionSummary, SimulationListing, StoredContract,
+    StoredMessage, TestingIndex, ToolListing, VerificationMark, VerificationRecord,
+    VerificationResult, VerificationSettings,
 };
 pub use schema_check::{SchemaCheckError, check_schema};
 

@@ -296,6 +296,7 @@ async fn the_application_role_cannot_make_a_fault_pass(pool: PgPool) {
         "simulation_documents",
         "attempt_judgements",
         "attempt_messages",
+        "tool_verification_results",
     ] {
         for sql in [
             format!("UPDATE {table} SET tenant_id = tenant_id"),
@@ -365,6 +366,9 @@ const TABLES: &[&str] = &[
     "tool_input_errors",
     "tool_mock_revisions",
     "tool_operations",
+    "tool_verification_results",
+    "tool_verification_settings",
+    "tool_verifications",
     "tools",
 ];
 

@@ -24,6 +24,11 @@ const EXCEPTIONS: &[(&str, &str)] = &[
          (ids it claimed, each already bound to its tenant)",
     ),
     (
+        "claim_verification",
+        "the verification queue is every tenant's, like the attempts': a worker ends, by their \
+         lease's expiry and claim count, verifications whose workers stopped, whatever their tenant",
+    ),
+    (
         "notify",
         "wakes idle workers with an empty NOTIFY on the queue channel: no table is read",
     ),

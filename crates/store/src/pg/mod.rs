@@ -23,12 +23,17 @@ mod pins;
 mod queue;
 mod simulations;
 mod tool_views;
+mod verifications;
 
 pub use conversations::StoredMessage;
 pub use queue::{Claimed, Fence, QUEUE_CHANNEL, Reaped, Released};
 pub use simulations::{AttemptListing, SimulationListing};
 pub use tool_views::{
     IndexedOperation, RevisionSummary, StoredContract, TestingIndex, ToolListing,
+};
+pub use verifications::{
+    ClaimedVerification, MAX_VERIFICATION_CLAIMS, VerificationMark, VerificationRecord,
+    VerificationResult, VerificationSettings,
 };
 
 use crate::error::map_sqlx_error;
