@@ -55,6 +55,11 @@ struct Cli {
     /// Sleep mock delays for real (default: the virtual clock, as `toolmock run`).
     #[arg(long, env = "TOOLMOCK_WORKER_REAL_DELAYS")]
     real_delays: bool,
+    /// How long one verification of a library tool may take, in seconds
+    /// (docs/verify.md).
+    #[arg(long, env = "TOOLMOCK_WORKER_VERIFY_BUDGET_SECS", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    verify_budget_secs: u64,
     /// Largest connection pool (default: concurrency + 4).
     #[arg(long, env = "TOOLMOCK_DB_MAX_CONNECTIONS")]
     max_connections: Option<u32>,
@@ -110,6 +115,7 @@ fn run(cli: Cli) -> Result<(), String> {
         reap_every: Duration::from_millis(cli.reap_ms),
         grace: Duration::from_secs(cli.grace_secs),
         real_delays: cli.real_delays,
+        verify_budget: Duration::from_secs(cli.verify_budget_secs),
     };
     let agents = cli
         .agents

@@ -54,6 +54,7 @@
 #![warn(missing_docs)]
 
 mod drift;
+mod library;
 mod matchers;
 pub mod openapi;
 mod propose;
@@ -64,6 +65,7 @@ mod settings;
 mod simulation;
 mod subject;
 
+pub use library::ToolSettings;
 pub use matchers::{Divergence, Matcher, Matchers};
 pub use propose::{Proposal, ProposeError, propose};
 pub use report::{
@@ -105,6 +107,8 @@ problem_codes! {
         NoRealTool => "no_real_tool",
         /// No tool of the file has a real tool to check.
         NothingToVerify => "nothing_to_verify",
+        /// A setting the service does not take (`verify.server`, `verify.recordings`: a process to start, files to read).
+        NotOnTheService => "not_on_the_service",
         /// `--sandbox-url` is not `TOOL=http(s)://…`, or the tool has nothing to point at it.
         InvalidSandboxUrl => "invalid_sandbox_url",
     }

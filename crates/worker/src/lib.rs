@@ -41,6 +41,7 @@ mod attempt;
 mod reaper;
 mod service;
 pub mod telemetry;
+mod verification;
 
 pub use agents::{AgentFlags, Agents};
 pub use reaper::{REAP_BATCH, reap_expired, spawn_reaper};
@@ -81,6 +82,10 @@ pub struct WorkerConfig {
     /// simulation whose document says `"real_delays": true` gets them
     /// either way.
     pub real_delays: bool,
+    /// How long one verification of a library tool may take (its lease
+    /// lasts 30 s more); the worker runs one at a time beside its attempts
+    /// (docs/verify.md).
+    pub verify_budget: Duration,
 }
 
 impl WorkerConfig {
@@ -97,6 +102,7 @@ impl WorkerConfig {
             reap_every: Duration::from_secs(5),
             grace: Duration::from_secs(20),
             real_delays: false,
+            verify_budget: Duration::from_secs(600),
         }
     }
 }
@@ -204,6 +210,14 @@ pub async fn run_with(
     let listener = tokio::spawn(listen(shared.store.pool().clone(), wake.clone()));
     let heartbeat = tokio::spawn(heartbeat(shared.clone()));
     let reaper = spawn_reaper(shared.finisher.clone(), shared.config.reap_every);
+    // Verifications of library tools, one at a time beside the attempts;
+    // one cut short by the shutdown is claimed again when its lease runs out.
+    let verifications = tokio::spawn(verification::run(
+        shared.store.unfenced(),
+        shared.config.owner.clone(),
+        shared.config.poll,
+        shared.config.verify_budget,
+    ));
     let permits = Arc::new(Semaphore::new(shared.config.concurrency));
     let mut tasks = JoinSet::new();
     tokio::pin!(shutdown);
@@ -283,6 +297,7 @@ pub async fn run_with(
     listener.abort();
     heartbeat.abort();
     reaper.abort();
+    verifications.abort();
     let report = *shared.report.lock().unwrap_or_else(PoisonError::into_inner);
     Ok(report)
 }
@@ -310,6 +325,11 @@ fn check(config: &WorkerConfig) -> Result<(), WorkerError> {
             "the heartbeat ({:?}) must be shorter than the lease ({:?})",
             config.heartbeat, config.lease
         )));
+    }
+    if config.verify_budget.is_zero() {
+        return Err(WorkerError::Config(
+            "the verification budget must be positive".into(),
+        ));
     }
     if config.poll.is_zero() || config.reap_every.is_zero() {
         return Err(WorkerError::Config(

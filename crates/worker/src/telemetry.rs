@@ -41,6 +41,9 @@ pub const DISPATCH_LATENCY: &str = "toolmock_worker_dispatch_latency_seconds";
 pub const ATTEMPT_DURATION: &str = "toolmock_worker_attempt_duration_seconds";
 /// Attempts held right now.
 pub const HELD: &str = "toolmock_worker_attempts_held";
+/// Verifications of library tools, by `how` (`claimed`; `ended`: finished
+/// or failed, written under the lease).
+pub const VERIFICATIONS: &str = "toolmock_worker_verifications_total";
 
 /// The buckets of both histograms, in seconds: the claim's milliseconds up
 /// to an attempt's minutes.
@@ -147,6 +150,10 @@ fn describe() {
         "From an attempt's claim to its finish."
     );
     describe_gauge!(HELD, "Attempts this process holds right now.");
+    describe_counter!(
+        VERIFICATIONS,
+        "Verifications of library tools against their real tools, claimed and ended."
+    );
 }
 
 /// Serves `GET /metrics` and `GET /healthz` on `listener` until `shutdown`
