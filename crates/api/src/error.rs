@@ -113,6 +113,8 @@ problem_codes! {
         BodyUnreadable => "body_unreadable",
         /// An MCP server URL outside the configured allow-list (`--mcp-allow`).
         McpUrlNotAllowed => "mcp_url_not_allowed",
+        /// A tool's verification settings the tool cannot take, or a verification of a tool with no real tool; every problem is listed.
+        InvalidVerificationSettings => "invalid_verification_settings",
         /// The server is at its concurrency limit.
         Overloaded => "overloaded",
         /// The database is unreachable or migrations are missing.

@@ -87,8 +87,8 @@ pub use load::{
 };
 pub use problem::{FileProblem, LoadCode};
 pub use results::{
-    AttemptResult, CallReport, CaseResult, ErrorEntry, JudgeReport, OperationCoverage, PassK,
-    RawAttempt, RunResults, Summary, VariantCoverage, coverage,
+    AttemptResult, CallReport, CaseResult, DivergedMock, ErrorEntry, JudgeReport,
+    OperationCoverage, PassK, RawAttempt, RunResults, Summary, VariantCoverage, coverage,
 };
 pub use runner::{
     Installed, Keeping, Players, RunError, RunOptions, assemble_results, attempt_result, check,

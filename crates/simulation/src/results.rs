@@ -39,6 +39,29 @@ pub struct RunResults {
     /// of their objects, in order), when the simulation gives any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fixtures_hash: Option<String>,
+    /// Pinned mocks whose latest verification found them diverged from
+    /// the real tool (the service fills it from its stored verifications,
+    /// docs/verify.md; an embedded run has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diverged_mocks: Vec<DivergedMock>,
+}
+
+/// A pinned mock that no longer tells the truth about its real tool: the
+/// latest verification of its definition diverged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DivergedMock {
+    /// The tool, as the agent calls it.
+    pub tool: String,
+    /// The operation.
+    pub operation: String,
+    /// The pinned definition's hash.
+    pub definition_hash: String,
+    /// The verification that found it (its id).
+    pub verification: String,
+    /// When (RFC 3339).
+    pub verified_at: String,
+    /// How many divergences it found.
+    pub divergences: u32,
 }
 
 /// Counts over every attempt.

@@ -969,6 +969,7 @@ pub fn assemble_results(
         cases,
         coverage,
         fixtures_hash,
+        diverged_mocks: Vec::new(),
     }
 }
 

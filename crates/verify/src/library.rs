@@ -90,7 +90,9 @@ impl ToolSettings {
             problems.push(Problem::new(
                 VerifyCode::InvalidOpenapi,
                 "/verify/openapi",
-                format!("{url:?}: the service reads an OpenAPI document from an http(s):// URL only"),
+                format!(
+                    "{url:?}: the service reads an OpenAPI document from an http(s):// URL only"
+                ),
             ));
         }
         if let Some(url) = &self.sandbox_url {
@@ -114,7 +116,10 @@ impl ToolSettings {
                 problems.push(Problem::new(
                     VerifyCode::NoRealTool,
                     at,
-                    format!("only a custom tool's operations have endpoints; this is a {} tool", tool.kind.as_str()),
+                    format!(
+                        "only a custom tool's operations have endpoints; this is a {} tool",
+                        tool.kind.as_str()
+                    ),
                 ));
             } else if !names.contains(&name.as_str()) {
                 problems.push(Problem::new(
@@ -166,11 +171,20 @@ impl ToolSettings {
         let url = self
             .sandbox_url
             .clone()
-            .or_else(|| tool.source_config.get("url").and_then(|u| u.as_str()).map(str::to_owned))
+            .or_else(|| {
+                tool.source_config
+                    .get("url")
+                    .and_then(|u| u.as_str())
+                    .map(str::to_owned)
+            })
             .filter(|_| tool.kind == ToolKind::Mcp);
         let server = match url {
             Some(url) => Some(Endpoint::http(&url).map_err(|e| {
-                vec![Problem::new(VerifyCode::InvalidServer, "/sandbox_url", e.to_string())]
+                vec![Problem::new(
+                    VerifyCode::InvalidServer,
+                    "/sandbox_url",
+                    e.to_string(),
+                )]
             })?),
             None => None,
         };

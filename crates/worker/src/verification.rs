@@ -23,7 +23,10 @@ pub(crate) async fn run(store: PgStore, owner: String, poll: Duration, budget: D
             Ok(n) => tracing::info!(queued = n, "scheduled verifications queued"),
             Err(e) => tracing::warn!(error = %e, "queueing the scheduled verifications failed"),
         }
-        match store.claim_verification(&owner, budget + LEASE_MARGIN).await {
+        match store
+            .claim_verification(&owner, budget + LEASE_MARGIN)
+            .await
+        {
             Ok(Some(claimed)) => {
                 metrics::counter!(crate::telemetry::VERIFICATIONS, "how" => "claimed").increment(1);
                 verify_one(&store, &owner, claimed, budget).await;
@@ -48,7 +51,9 @@ async fn verify_one(store: &PgStore, owner: &str, claimed: ClaimedVerification, 
         }
         Err(why) => {
             tracing::warn!(verification = %id, why = %why, "the verification could not run");
-            store.fail_verification(claimed.tenant, id, owner, &why).await
+            store
+                .fail_verification(claimed.tenant, id, owner, &why)
+                .await
         }
     };
     match written {
@@ -58,14 +63,20 @@ async fn verify_one(store: &PgStore, owner: &str, claimed: ClaimedVerification, 
         }
         Ok(false) => tracing::warn!(verification = %id,
             "the verification's lease was no longer this worker's: nothing was written"),
-        Err(e) => tracing::error!(verification = %id, error = %e, "writing the verification failed"),
+        Err(e) => {
+            tracing::error!(verification = %id, error = %e, "writing the verification failed")
+        }
     }
 }
 
 type Found = (bool, serde_json::Value, Vec<VerificationResult>);
 
 /// The verification's report as rows, or why it could not run.
-async fn verified(store: &PgStore, claimed: &ClaimedVerification, budget: Duration) -> Result<Found, String> {
+async fn verified(
+    store: &PgStore,
+    claimed: &ClaimedVerification,
+    budget: Duration,
+) -> Result<Found, String> {
     let settings: ToolSettings = serde_json::from_value(claimed.settings.clone())
         .map_err(|e| format!("its settings do not parse: {e}"))?;
     let tool = store
@@ -87,7 +98,11 @@ async fn verified(store: &PgStore, claimed: &ClaimedVerification, budget: Durati
     .map_err(|_| format!("it did not finish within {} s", budget.as_secs()))?;
     let mut results = Vec::new();
     for op in report.tools.iter().flat_map(|t| &t.operations) {
-        let Some(view) = tool.operations.iter().find(|o| o.operation.name == op.operation) else {
+        let Some(view) = tool
+            .operations
+            .iter()
+            .find(|o| o.operation.name == op.operation)
+        else {
             continue;
         };
         let divergences: usize = op.checks.iter().map(|c| c.divergences.len()).sum();

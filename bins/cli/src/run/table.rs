@@ -157,5 +157,25 @@ pub(crate) fn render(results: &RunResults) -> String {
             let _ = writeln!(out, "  never: {}", c.never.join(", "));
         }
     }
+    // The service's word on the mocks themselves (docs/verify.md).
+    if !results.diverged_mocks.is_empty() {
+        let _ = writeln!(
+            out,
+            "\ndiverged: {} pinned mock(s) no longer agree with the real tool (their latest verification)",
+            results.diverged_mocks.len()
+        );
+        for d in &results.diverged_mocks {
+            let _ = writeln!(
+                out,
+                "  {}/{}  {}  {}  verification {} at {}",
+                d.tool,
+                d.operation,
+                d.definition_hash.get(..12).unwrap_or(&d.definition_hash),
+                plural(u64::from(d.divergences), "divergence"),
+                d.verification,
+                d.verified_at
+            );
+        }
+    }
     out
 }

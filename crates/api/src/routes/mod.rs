@@ -10,6 +10,7 @@ mod health;
 mod simulations;
 mod testing;
 mod tools;
+mod verifications;
 
 use crate::AppState;
 use crate::auth::{MANAGE_TOOLS, RUN_SIMULATIONS};
@@ -110,6 +111,36 @@ pub const ROUTES: &[Route] = &[
         path: "/api/tools/{id}/operations/{operation_id}/revisions/{revision}",
         access: Access::Permission(MANAGE_TOOLS),
         register: || routes!(testing::get_revision),
+    },
+    Route {
+        method: "PUT",
+        path: "/api/tools/{id}/verification",
+        access: Access::Permission(MANAGE_TOOLS),
+        register: || routes!(verifications::put_settings),
+    },
+    Route {
+        method: "GET",
+        path: "/api/tools/{id}/verification",
+        access: Access::Permission(MANAGE_TOOLS),
+        register: || routes!(verifications::get_settings),
+    },
+    Route {
+        method: "POST",
+        path: "/api/tools/{id}/verifications",
+        access: Access::Permission(MANAGE_TOOLS),
+        register: || routes!(verifications::queue_verification),
+    },
+    Route {
+        method: "GET",
+        path: "/api/tools/{id}/verifications",
+        access: Access::Permission(MANAGE_TOOLS),
+        register: || routes!(verifications::list_verifications),
+    },
+    Route {
+        method: "GET",
+        path: "/api/tools/{id}/verifications/{verification_id}",
+        access: Access::Permission(MANAGE_TOOLS),
+        register: || routes!(verifications::get_verification),
     },
     Route {
         method: "POST",
@@ -300,7 +331,7 @@ impl Modify for ErrorResponses {
 /// One example body for each operation that takes one, shown as its request
 /// example in the document; `fixtures/api/requests/README.md` says how the
 /// test keeps them working against the real API.
-pub(crate) const REQUEST_EXAMPLES: [(&str, &str, &str); 9] = [
+pub(crate) const REQUEST_EXAMPLES: [(&str, &str, &str); 11] = [
     (
         "POST",
         "/api/tools",
@@ -325,6 +356,16 @@ pub(crate) const REQUEST_EXAMPLES: [(&str, &str, &str); 9] = [
         "POST",
         "/api/tools/testing",
         include_str!("../../../../fixtures/api/requests/testing-inline.json"),
+    ),
+    (
+        "PUT",
+        "/api/tools/{id}/verification",
+        include_str!("../../../../fixtures/api/requests/verification-settings.json"),
+    ),
+    (
+        "POST",
+        "/api/tools/{id}/verifications",
+        include_str!("../../../../fixtures/api/requests/queue-verification.json"),
     ),
     (
         "POST",

@@ -389,12 +389,53 @@ pub(crate) async fn get_results(
         result.judge = judge;
         per_case[a.case_position as usize].push(result);
     }
-    Ok(Json(toolmock_simulation::assemble_results(
+    let mut results = toolmock_simulation::assemble_results(
         &document,
         &pins.pins,
         document.cases.iter().zip(per_case).collect(),
         summary.fixtures_hash,
-    )))
+    );
+    results.diverged_mocks = diverged_mocks(store, tenant, &pins.pins).await?;
+    Ok(Json(results))
+}
+
+/// The pinned mocks whose latest verification diverged (docs/verify.md):
+/// a simulation says so of the mocks it ran against.
+async fn diverged_mocks(
+    store: &toolmock_store::PgStore,
+    tenant: toolmock_runtime::model::TenantId,
+    pins: &[toolmock_runtime::model::PinRecord],
+) -> Result<Vec<toolmock_simulation::DivergedMock>, ApiError> {
+    let pinned: Vec<(&toolmock_runtime::model::PinRecord, String)> = pins
+        .iter()
+        .filter_map(|p| match &p.pin {
+            toolmock_runtime::model::PinTarget::Pinned { pin, .. } => {
+                Some((p, pin.definition_hash().to_string()))
+            }
+            _ => None,
+        })
+        .collect();
+    if pinned.is_empty() {
+        return Ok(Vec::new());
+    }
+    let hashes: Vec<String> = pinned.iter().map(|(_, h)| h.clone()).collect();
+    let marks = store.diverged_definitions(tenant, &hashes).await?;
+    Ok(pinned
+        .iter()
+        .filter_map(|(pin, hash)| {
+            let mark = marks
+                .iter()
+                .find(|m| m.definition_hash.as_deref() == Some(hash))?;
+            Some(toolmock_simulation::DivergedMock {
+                tool: pin.tool.clone(),
+                operation: pin.operation.clone(),
+                definition_hash: hash.clone(),
+                verification: mark.verification.to_string(),
+                verified_at: mark.at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                divergences: u32::try_from(mark.divergences).unwrap_or(0),
+            })
+        })
+        .collect())
 }
 
 /// Follows a simulation as server-sent events: `snapshot` (the simulation

@@ -6,7 +6,7 @@ use crate::auth::{Authorized, ManageTools};
 use crate::error::{ApiCode, ApiError, Listed};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::views::tools::{
-    StaleOperation, ToolListItem, ToolPage, ToolView, UpdatedTool, contract_diff, tool_view,
+    StaleOperation, ToolListItem, ToolPage, ToolView, UpdatedTool, contract_diff, marked, tool_view,
 };
 use axum::Json;
 use axum::extract::State;
@@ -377,11 +377,10 @@ pub(crate) async fn get_tool(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<ToolView>, ApiError> {
-    let tool = state
-        .store()
-        .tool(auth.principal.tenant, ToolId(id))
-        .await?;
-    Ok(Json(tool_view(&tool)))
+    let tenant = auth.principal.tenant;
+    let tool = state.store().tool(tenant, ToolId(id)).await?;
+    let marks = state.store().latest_verdicts(tenant, tool.id).await?;
+    Ok(Json(marked(tool_view(&tool), &tool, &marks)))
 }
 
 /// Re-reads a tool's operations from a new source of the same kind. A

@@ -6,3 +6,4 @@
 pub(crate) mod simulations;
 pub(crate) mod testing;
 pub(crate) mod tools;
+pub(crate) mod verifications;

@@ -24,6 +24,11 @@ pub(crate) struct OperationSummary {
     pub(crate) contract_hash: Option<String>,
     /// The latest revision's number.
     pub(crate) latest_revision: Option<u32>,
+    /// The latest verification's verdict on this mock (its latest
+    /// revision), when one checked it: `diverged` marks a mock that no
+    /// longer tells the truth about the real tool (docs/verify.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) verification: Option<super::verifications::VerificationMarkView>,
 }
 
 /// A library tool.
@@ -83,7 +88,28 @@ pub(crate) fn summary(op: &OperationView) -> OperationSummary {
         status: op.status().as_str().to_owned(),
         contract_hash: op.contract_hash.as_ref().map(ToString::to_string),
         latest_revision: op.latest.as_ref().map(|r| r.revision),
+        verification: None,
     }
+}
+
+/// `view` with each operation's mark: the latest verdict, when it is about
+/// the operation's latest revision (a verdict on an older mock is history).
+pub(crate) fn marked(
+    mut view: ToolView,
+    tool: &LibraryTool,
+    marks: &[toolmock_store::VerificationMark],
+) -> ToolView {
+    for (summary, op) in view.operations.iter_mut().zip(&tool.operations) {
+        let latest = op
+            .latest
+            .as_ref()
+            .and_then(|l| i32::try_from(l.revision).ok());
+        summary.verification = marks
+            .iter()
+            .find(|m| m.operation == op.id && m.revision == latest)
+            .map(super::verifications::mark_view);
+    }
+    view
 }
 
 pub(crate) fn source_name(source: OperationSource) -> &'static str {

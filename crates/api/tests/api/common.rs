@@ -1,4 +1,5 @@
-//! Requests through the router, tokens, and a tool with operations.
+//! Requests through the router, tokens, a tool with operations, a worker,
+//! and the MCP fixture server.
 
 use axum::Router;
 use axum::body::Body;
@@ -6,7 +7,10 @@ use axum::http::{Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use toolmock_api::{ApiConfig, AppState, AuthConfig, Claims, mint_hs256, router};
 use tower::ServiceExt;
 
@@ -254,5 +258,72 @@ impl Worker {
     pub(crate) async fn stop(self) -> toolmock_worker::Report {
         let _ = self.stop.send(());
         self.task.await.unwrap().unwrap()
+    }
+}
+
+pub(crate) fn installed(relative: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(relative);
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/install-mcp-servers.sh (MCP servers are installed, never skipped)",
+        path.display()
+    );
+    path
+}
+
+/// The MCP fixture server (`fixtures/mcp/fixture_server.py`, the official
+/// Python SDK) over streamable HTTP on a free port; killed when dropped.
+pub(crate) struct FixtureServer {
+    child: Child,
+    /// `http://127.0.0.1:PORT/mcp`.
+    pub(crate) url: String,
+}
+
+impl FixtureServer {
+    pub(crate) fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// With more of the server's flags (`--calls-log FILE`, …).
+    pub(crate) fn start_with(args: &[&str]) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        let mut child = Command::new(installed(".cache/mcp-venv/bin/python"))
+            .arg(installed("fixtures/mcp/fixture_server.py"))
+            .arg("--http")
+            .arg(format!("127.0.0.1:{port}"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the fixture server exited early"
+            );
+            assert!(
+                Instant::now() < deadline,
+                "the fixture server did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for FixtureServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -7,69 +7,7 @@ use crate::common::*;
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn installed(relative: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(relative);
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/install-mcp-servers.sh (MCP servers are installed, never skipped)",
-        path.display()
-    );
-    path
-}
-
-/// The fixture server on a free port; killed when dropped.
-struct FixtureServer {
-    child: Child,
-    url: String,
-}
-
-impl FixtureServer {
-    fn start() -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .unwrap()
-            .port();
-        let mut child = Command::new(installed(".cache/mcp-venv/bin/python"))
-            .arg(installed("fixtures/mcp/fixture_server.py"))
-            .arg("--http")
-            .arg(format!("127.0.0.1:{port}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                child.try_wait().unwrap().is_none(),
-                "the fixture server exited early"
-            );
-            assert!(
-                Instant::now() < deadline,
-                "the fixture server did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Self {
-            child,
-            url: format!("http://127.0.0.1:{port}/mcp"),
-        }
-    }
-}
-
-impl Drop for FixtureServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use std::net::TcpListener;
 
 /// `POST /api/tools/{id}/discover` with `body`.
 async fn discover(app: &axum::Router, bearer: &str, id: &str, body: Value) -> Reply {

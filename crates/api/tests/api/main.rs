@@ -22,3 +22,4 @@ mod seed;
 mod simulations;
 mod testing_flow;
 mod tools;
+mod verifications;

@@ -16,6 +16,7 @@ struct Ids {
     agent: String,
     simulation: String,
     attempt: String,
+    verification: String,
 }
 
 impl Ids {
@@ -27,6 +28,7 @@ impl Ids {
             &self.agent,
             &self.simulation,
             &self.attempt,
+            &self.verification,
         ]
     }
 }
@@ -48,6 +50,7 @@ fn sample(route: &Route, ids: &Ids) -> Option<(String, Option<Value>)> {
         .path
         .replace("{id}", id)
         .replace("{operation_id}", &t.book)
+        .replace("{verification_id}", &ids.verification)
         .replace("{revision}", "1");
     let body = match (route.method, route.path) {
         ("GET", _) => None,
@@ -65,6 +68,9 @@ fn sample(route: &Route, ids: &Ids) -> Option<(String, Option<Value>)> {
             Some(json!({"name": "agent-2", "tools": [{"type": "library", "tool": t.id}]}))
         }
         ("POST", "/api/simulations") => Some(calendar_simulation(t, 1)),
+        ("PUT", "/api/tools/{id}/verification") => Some(verification_settings()),
+        // Queued (no worker runs it here).
+        ("POST", "/api/tools/{id}/verifications") => Some(json!({})),
         // A custom tool has no server: served (auth passed), refused as 422.
         ("POST", "/api/tools/{id}/discover") => Some(json!({})),
         ("POST", "/api/attempts/{id}/finish") => None,
@@ -78,6 +84,12 @@ fn sample(route: &Route, ids: &Ids) -> Option<(String, Option<Value>)> {
         _ => return None,
     };
     Some((path, body))
+}
+
+/// Settings that reach a real tool (an endpoint nothing listens at: a
+/// verification is only queued here, never run).
+fn verification_settings() -> Value {
+    json!({"verify": {"safe": ["book"]}, "endpoints": {"book": "http://127.0.0.1:9/book"}})
 }
 
 fn method(route: &Route) -> Method {
@@ -124,11 +136,26 @@ async fn tenant_a(app: &Router) -> Ids {
     )
     .await;
     assert_eq!(finished.status, StatusCode::OK, "{}", finished.json);
+    let path = format!("/api/tools/{}/verification", tool.id);
+    let set = send(
+        app,
+        Method::PUT,
+        &path,
+        Some(&bearer),
+        Some(&verification_settings()),
+    )
+    .await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.json);
+    let path = format!("/api/tools/{}/verifications", tool.id);
+    let queued = send(app, Method::POST, &path, Some(&bearer), Some(&json!({}))).await;
+    assert_eq!(queued.status, StatusCode::ACCEPTED, "{}", queued.json);
+    let verification = queued.json["id"].as_str().unwrap().to_owned();
     Ids {
         tool,
         agent,
         simulation,
         attempt,
+        verification,
     }
 }
 

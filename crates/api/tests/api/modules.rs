@@ -33,6 +33,7 @@ const LAYERS: &[&[&str]] = &[
         "views::simulations",
         "views::testing",
         "views::tools",
+        "views::verifications",
     ],
     // One module per resource, owning its paths.
     &[
@@ -43,6 +44,7 @@ const LAYERS: &[&[&str]] = &[
         "routes::testing",
         "routes::testing::cache",
         "routes::tools",
+        "routes::verifications",
     ],
     // The route table (router, OpenAPI, matrices) and the UI's assets.
     &["routes", "ui"],

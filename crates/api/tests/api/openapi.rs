@@ -188,6 +188,19 @@ async fn every_request_body_has_an_example_that_the_api_accepts(pool: PgPool) {
     )
     .await;
     assert_eq!(inline["ok"], true, "{inline}");
+    sent(
+        Method::PUT,
+        format!("/api/tools/{tool_id}/verification"),
+        example("PUT", "/api/tools/{id}/verification"),
+    )
+    .await;
+    let queued = sent(
+        Method::POST,
+        format!("/api/tools/{tool_id}/verifications"),
+        example("POST", "/api/tools/{id}/verifications"),
+    )
+    .await;
+    assert_eq!(queued["status"], "queued", "{queued}");
     let mut agent = example("POST", "/api/agents");
     agent["tools"][0]["tool"] = tool_id.clone().into();
     sent(Method::POST, "/api/agents".into(), agent).await;

@@ -159,6 +159,25 @@ fn record(row: RecordRow) -> VerificationRecord {
     }
 }
 
+type SettingsRow = (
+    sqlx::types::Json<Value>,
+    Option<i32>,
+    Option<DateTime<Utc>>,
+    String,
+    DateTime<Utc>,
+);
+
+fn settings_of(tool: ToolId, row: SettingsRow) -> VerificationSettings {
+    VerificationSettings {
+        tool,
+        settings: row.0.0,
+        every_seconds: row.1,
+        next_due_at: row.2,
+        updated_by: row.3,
+        updated_at: row.4,
+    }
+}
+
 type MarkRow = (
     Uuid,
     Uuid,
@@ -195,7 +214,7 @@ impl PgStore {
         every_seconds: Option<i32>,
         by: &str,
     ) -> Db<VerificationSettings> {
-        let row: (sqlx::types::Json<Value>, Option<i32>, Option<DateTime<Utc>>, String, DateTime<Utc>) =
+        let row: SettingsRow =
             db(sqlx::query_as(
                 "INSERT INTO tool_verification_settings (tenant_id, tool_id, settings, every_seconds, \
                      next_due_at, updated_by, updated_at) \
@@ -212,14 +231,7 @@ impl PgStore {
             .bind(by)
             .fetch_one(&self.pool)
             .await)?;
-        Ok(VerificationSettings {
-            tool,
-            settings: row.0.0,
-            every_seconds: row.1,
-            next_due_at: row.2,
-            updated_by: row.3,
-            updated_at: row.4,
-        })
+        Ok(settings_of(tool, row))
     }
 
     /// `tool`'s verification settings, when some were set.
@@ -228,13 +240,7 @@ impl PgStore {
         tenant: TenantId,
         tool: ToolId,
     ) -> Db<Option<VerificationSettings>> {
-        let row: Option<(
-            sqlx::types::Json<Value>,
-            Option<i32>,
-            Option<DateTime<Utc>>,
-            String,
-            DateTime<Utc>,
-        )> = db(sqlx::query_as(
+        let row: Option<SettingsRow> = db(sqlx::query_as(
             "SELECT settings, every_seconds, next_due_at, updated_by, updated_at \
                  FROM tool_verification_settings WHERE tenant_id = $1 AND tool_id = $2",
         )
@@ -242,14 +248,7 @@ impl PgStore {
         .bind(tool.as_uuid())
         .fetch_optional(&self.pool)
         .await)?;
-        Ok(row.map(|row| VerificationSettings {
-            tool,
-            settings: row.0.0,
-            every_seconds: row.1,
-            next_due_at: row.2,
-            updated_by: row.3,
-            updated_at: row.4,
-        }))
+        Ok(row.map(|row| settings_of(tool, row)))
     }
 
     /// Queues a verification of `tool` with `settings`.
