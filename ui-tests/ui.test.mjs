@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { inflateSync } from "node:zlib";
+import { createServer } from "node:http";
 import { chromium } from "playwright-core";
 
 const base = required("TOOLMOCK_URL");
@@ -408,6 +409,54 @@ test("a domain error stands apart in the timeline, and the simulation names its 
   assert.equal(await page.locator("#fixtures code").getAttribute("title"), view.fixtures_hash);
 });
 
+test("a verification against the real tool marks the mock that diverged and shows each divergence by pointer", async () => {
+  // The real tool: a small HTTP service whose `book` answers another
+  // reference than the mock; it counts what it is called with.
+  const calls = [];
+  const service = createServer((request, response) => {
+    let body = "";
+    request.on("data", (chunk) => (body += chunk));
+    request.on("end", () => {
+      calls.push([request.url, JSON.parse(body || "{}")]);
+      const answer = request.url === "/book" ? { reference: "REAL-9" } : { cancelled: true };
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify(answer));
+    });
+  });
+  await new Promise((resolve) => service.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${service.address().port}`;
+  try {
+    const { tool } = await seedTool("front desk", "book");
+    const settings = await api("PUT", `/api/tools/${tool.id}/verification`, {
+      verify: { safe: ["book"] },
+      endpoints: { book: `${url}/book` },
+      every_seconds: 86400,
+    });
+    assert.equal(settings.every_seconds, 86400);
+    await page.goto(`${base}/#/tools/${tool.id}`);
+    await page.getByRole("heading", { name: "Verification against the real tool" }).waitFor();
+    assert.match(await page.locator("#verification").innerText(), /safe to call\s+book/);
+    assert.match(await page.locator("#verification").innerText(), /every 86400 s/);
+    await page.locator("#verify-now").click();
+    // The worker ran it: the operation is marked, the divergence shown by its pointer.
+    await page.locator('#operations tr[data-operation="book"] .badge.diverged').waitFor({ timeout: 60_000 });
+    const result = page.locator('#verification-detail [data-result="book"]');
+    await result.waitFor();
+    const text = await result.innerText();
+    assert.match(text, /diverged/);
+    assert.match(text, /\/reference/);
+    assert.match(text, /value_differs/);
+    assert.match(text, /"APPT-1"/);
+    assert.match(text, /"REAL-9"/);
+    assert.equal(await page.locator("#verifications tbody tr").count(), 1);
+    await shoot("tool-verification", "Tool front desk");
+    // The real tool got the example's input, once.
+    assert.deepEqual(calls, [["/book", { day: "2026-01-02" }]]);
+  } finally {
+    service.close();
+  }
+});
+
 test("the page has an icon, also where browsers look for it unasked", async () => {
   for (const path of ["/ui/favicon.svg", "/favicon.ico"]) {
     const response = await fetch(base + path);
@@ -426,6 +475,7 @@ test("every page was photographed", () => {
   assert.deepEqual(taken.sort(), [
     "attempt-domain-error", "attempt-failed", "attempt-harness-error", "attempt-model", "coverage", "operation-conflict",
     "operation-current", "operation-diagnostics", "operation-saved", "operation-stale", "sign-in", "simulation",
-    "simulation-fixtures", "simulation-running", "simulations", "simulations-empty", "tool", "tools", "tools-empty",
+    "simulation-fixtures", "simulation-running", "simulations", "simulations-empty", "tool", "tool-verification", "tools",
+    "tools-empty",
   ]);
 });

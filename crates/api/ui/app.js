@@ -210,16 +210,20 @@ async function toolsPage() {
 
 async function toolPage(id) {
   const [tool, testing] = await Promise.all([api("GET", `/api/tools/${id}`), api("GET", `/api/tools/${id}/testing`)]);
-  const rows = testing.operations.map((op) =>
-    h("tr", {},
+  const marks = new Map(tool.operations.map((o) => [o.id, o.verification]));
+  const rows = testing.operations.map((op) => {
+    const mark = marks.get(op.id);
+    return h("tr", { "data-operation": op.name },
       h("td", {}, h("a", { href: `#/tools/${id}/operations/${op.id}` }, op.name)),
       h("td", {}, badge(op.status)),
       h("td", { class: "mono" }, shortHash(op.contract_hash)),
       h("td", {}, op.latest_revision ? `revision ${op.latest_revision.revision} by ${op.latest_revision.author}` : "—"),
-    ));
+      h("td", { class: "verified" }, mark ? h("span", { title: `verification ${mark.verification_id}, ${when(mark.verified_at)}` }, badge(mark.verdict),
+        mark.divergences ? ` ${mark.divergences} divergence${mark.divergences === 1 ? "" : "s"}` : "") : h("span", { class: "muted" }, "—")));
+  });
   const status = h("div", {});
   const discover = tool.kind === "mcp"
-    ? h("p", {}, h("button", {
+    ? h("button", {
         class: "secondary",
         onclick: async (event) => {
           event.target.disabled = true;
@@ -232,16 +236,122 @@ async function toolPage(id) {
           }
           event.target.disabled = false;
         },
-      }, "Re-discover from the MCP server"))
+      }, "Re-discover from the MCP server")
     : null;
+  const verification = h("div", { id: "verification" });
   render(
     h("p", {}, h("a", { href: "#/tools" }, "← Tools")),
     h("h1", {}, `Tool ${tool.name}`),
     h("p", { class: "muted" }, `${tool.kind} tool · ${tool.operations.length} operation(s)`),
-    discover,
+    discover ? h("p", {}, discover) : null,
     status,
-    h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Operation"), h("th", {}, "Status"), h("th", {}, "Contract hash"), h("th", {}, "Latest revision"))), h("tbody", {}, rows)),
+    h("table", { id: "operations" }, h("thead", {}, h("tr", {}, h("th", {}, "Operation"), h("th", {}, "Status"), h("th", {}, "Contract hash"), h("th", {}, "Latest revision"), h("th", {}, "Verified"))), h("tbody", {}, rows)),
+    verification,
   );
+  await verificationSection(id, verification);
+}
+
+// ---- Verifications: the mocks against the real tool --------------------------
+
+/** A divergence's value, short. */
+const shortValue = (value) => (value === undefined ? "—" : JSON.stringify(value).slice(0, 120));
+
+/** What one verification found: per operation, its drift and each divergence by pointer. */
+function verificationDetails(verification) {
+  if (verification.status === "failed") return notice("bad", h("strong", {}, "The verification could not run: "), verification.error || "");
+  if (verification.status !== "finished") return notice("info", `The verification is ${verification.status}; a worker runs it.`);
+  const parts = [];
+  for (const r of verification.results || []) {
+    const report = r.report || {};
+    const drift = report.drift || {};
+    const changes = [];
+    for (const member of ["input_schema", "output_schema"]) {
+      for (const c of (drift.diff && drift.diff[member]) || []) changes.push(h("li", {}, h("code", {}, `${member}${c.path || ""}`), ` ${c.change}`));
+    }
+    const rows = [];
+    for (const check of report.checks || []) {
+      for (const d of check.divergences || []) {
+        rows.push(h("tr", {},
+          h("td", {}, check.name),
+          h("td", { class: "path mono" }, d.path || "/"),
+          h("td", {}, badge(d.kind, "diverged")),
+          h("td", { class: "mono" }, shortValue(d.mock)),
+          h("td", { class: "mono" }, shortValue(d.real)),
+          h("td", {}, d.message)));
+      }
+    }
+    const checks = report.checks || [];
+    const count = (status) => checks.filter((c) => c.status === status).length;
+    parts.push(h("div", { class: "card", "data-result": r.operation },
+      h("h3", {}, `${r.operation} `, badge(r.verdict), " ", h("span", { class: "muted" }, r.revision ? `revision ${r.revision}` : "no mock")),
+      h("p", {}, "Contract ", badge(drift.status || "unchecked"), drift.from ? ` (from ${drift.from})` : "", drift.message ? ` — ${drift.message}` : "",
+        ` · replayed: ${count("agreed")} agreed, ${count("diverged")} diverged, ${count("failed")} failed, ${count("skipped")} not called`),
+      changes.length ? h("ul", { class: "diff" }, changes) : null,
+      rows.length ? h("div", { class: "table-box" }, h("table", { class: "divergences" },
+        h("thead", {}, h("tr", {}, h("th", {}, "Call"), h("th", {}, "Pointer"), h("th", {}, "Kind"), h("th", {}, "Mock"), h("th", {}, "Real"), h("th", {}, "Why"))),
+        h("tbody", {}, rows))) : null));
+  }
+  return h("div", {}, ...parts);
+}
+
+async function verificationSection(id, area) {
+  const [settings, page] = await Promise.all([api("GET", `/api/tools/${id}/verification`), api("GET", `/api/tools/${id}/verifications?limit=10`)]);
+  const safe = settings.settings.verify && settings.settings.verify.safe;
+  const safeText = safe === true ? "every operation" : Array.isArray(safe) && safe.length ? safe.join(", ") : "none (only the contracts are compared)";
+  const detail = h("div", { id: "verification-detail" });
+  const outcome = h("div", {});
+  const show = async (verificationId) => {
+    detail.replaceChildren(h("p", { class: "muted" }, "Loading…"));
+    const verification = await api("GET", `/api/tools/${id}/verifications/${verificationId}`);
+    detail.replaceChildren(h("h3", {}, `Verification of ${when(verification.queued_at)}`), verificationDetails(verification));
+    return verification;
+  };
+  const follow = async (verificationId) => {
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const verification = await show(verificationId);
+      if (verification.status === "finished" || verification.status === "failed" || Date.now() > deadline) return verification;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  };
+  const rows = page.verifications.map((v) =>
+    h("tr", {},
+      h("td", {}, h("a", { href: "#", onclick: (event) => { event.preventDefault(); show(v.id).catch((e) => detail.replaceChildren(errorNotice(e))); } }, when(v.queued_at))),
+      h("td", {}, badge(v.status)),
+      h("td", {}, v.ok === true ? badge("agreed") : v.ok === false ? badge("diverged", "diverged") : "—"),
+      h("td", {}, v.requested_by)));
+  const verify = h("button", {
+    id: "verify-now",
+    onclick: async (event) => {
+      event.target.disabled = true;
+      try {
+        const queued = await api("POST", `/api/tools/${id}/verifications`, {});
+        outcome.replaceChildren(notice("info", "Queued: a worker runs it."));
+        const done = await follow(queued.id);
+        outcome.replaceChildren(notice(done.ok ? "ok" : "warn", done.status === "failed" ? "The verification could not run." : done.ok ? "The mocks agree with the real tool." : "The real tool and its mocks disagree: see below."));
+        await toolPage(id);
+      } catch (error) {
+        outcome.replaceChildren(errorNotice(error));
+      }
+      event.target.disabled = false;
+    },
+  }, "Verify now");
+  area.replaceChildren(
+    h("h2", {}, "Verification against the real tool"),
+    h("dl", { class: "kv" },
+      h("dt", {}, "safe to call"), h("dd", {}, safeText),
+      h("dt", {}, "schedule"), h("dd", {}, settings.every_seconds ? `every ${settings.every_seconds} s, next ${when(settings.next_due_at)}` : "on request only"),
+      settings.settings.sandbox_url ? [h("dt", {}, "staging copy"), h("dd", { class: "mono" }, settings.settings.sandbox_url)] : null),
+    h("p", { class: "muted" }, "Set with PUT /api/tools/{id}/verification (docs/verify.md). Nothing not marked safe is ever called."),
+    h("p", {}, verify),
+    outcome,
+    rows.length
+      ? h("table", { id: "verifications" }, h("thead", {}, h("tr", {}, h("th", {}, "Queued"), h("th", {}, "Status"), h("th", {}, "Result"), h("th", {}, "By"))), h("tbody", {}, rows))
+      : h("p", { class: "muted" }, "Not verified yet."),
+    detail,
+  );
+  const latest = page.verifications[0];
+  if (latest) await show(latest.id);
 }
 
 function diffList(diff) {
