@@ -26,7 +26,7 @@
 //!
 //! ```
 //! use serde_json::json;
-//! use toolmock_simulation::document::{MatchKind, VerifyDoc};
+//! use toolmock_simulation::document::VerifyDoc;
 //! use toolmock_verify::Settings;
 //!
 //! // A block: `read` may be called; ids are generated, so a regex compares them.
@@ -46,7 +46,6 @@
 //! assert_eq!(divergences.len(), 1);
 //! assert_eq!(divergences[0].path, "/text");
 //! assert_eq!(divergences[0].kind.as_str(), "value_differs");
-//! # let _ = MatchKind::Exact;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 

@@ -298,6 +298,41 @@ async fn a_worker_verifies_a_tool_and_a_diverged_mock_is_marked(pool: PgPool) {
         .map(|v| &v["id"])
         .collect();
     assert_eq!(ids, [&again["id"], &found["id"]]);
+
+    // The schedule: once due, the worker queues a verification itself and runs it.
+    sqlx::query("UPDATE tool_verification_settings SET next_due_at = now() - interval '1 second'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let scheduled = loop {
+        let list = send(
+            &app,
+            Method::GET,
+            &format!("/api/tools/{tool}/verifications"),
+            Some(&bearer),
+            None,
+        )
+        .await;
+        let latest = list.json["verifications"][0].clone();
+        if latest["requested_by"] == "schedule" && latest["status"] == "finished" {
+            break latest;
+        }
+        assert!(Instant::now() < deadline, "no scheduled verification: {}", list.json);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(scheduled["ok"], true, "{scheduled:#}");
+    let settings = send(
+        &app,
+        Method::GET,
+        &format!("/api/tools/{tool}/verification"),
+        Some(&bearer),
+        None,
+    )
+    .await;
+    let next: chrono::DateTime<chrono::Utc> =
+        settings.json["next_due_at"].as_str().unwrap().parse().unwrap();
+    assert!(next > chrono::Utc::now() + chrono::Duration::seconds(3000), "{}", settings.json);
     worker.stop().await;
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
