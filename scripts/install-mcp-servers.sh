@@ -5,6 +5,12 @@
 #   .cache/mcp-venv  the official Python `mcp` SDK (fixtures/mcp/requirements.txt,
 #                    every package pinned exactly by fixtures/mcp/constraints.txt),
 #                    which runs the fixture server fixtures/mcp/fixture_server.py
+#   .cache/mcp-frameworks-venv
+#                    the agent frameworks' own MCP clients, on the MCP Python
+#                    SDK 1.x they install: LangChain's MCP adapters and the
+#                    OpenAI Agents SDK (fixtures/mcp/frameworks/requirements.txt,
+#                    pinned by fixtures/mcp/frameworks/constraints.txt), which
+#                    the examples of docs/mcp.md run in
 #   .cache/npm       the published @modelcontextprotocol/server-everything, the
 #                    official TypeScript SDK (@modelcontextprotocol/sdk, its
 #                    client) with ajv, and the MCP Inspector (its --cli mode),
@@ -58,6 +64,26 @@ else
     say "Python mcp SDK up to date in $venv"
 fi
 say "$("$venv/bin/python" -m pip show mcp 2>/dev/null | grep -E '^Version:' | sed 's/^/mcp /')"
+
+# --- the agent frameworks' clients (Python, MCP SDK 1.x) ----------------------
+fw_venv="$cache/mcp-frameworks-venv"
+fw_pins=("$root/fixtures/mcp/frameworks/requirements.txt" "$root/fixtures/mcp/frameworks/constraints.txt")
+fw_sum="$(checksum "${fw_pins[@]}")"
+fw_stamp="$fw_venv/.toolmock-stamp"
+fw_check='import mcp.client.session, langchain_mcp_adapters.client, agents.mcp'
+if [[ $force -eq 1 || ! -x "$fw_venv/bin/python" || "$(cat "$fw_stamp" 2>/dev/null)" != "$fw_sum" ]] \
+    || ! "$fw_venv/bin/python" -c "$fw_check" >/dev/null 2>&1; then
+    say "installing LangChain's MCP adapters and the OpenAI Agents SDK into $fw_venv"
+    rm -rf "$fw_venv"
+    "$python" -m venv "$fw_venv"
+    "$fw_venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+        -r "${fw_pins[0]}" -c "${fw_pins[1]}"
+    "$fw_venv/bin/python" -c "$fw_check"
+    printf '%s\n' "$fw_sum" >"$fw_stamp"
+else
+    say "agent frameworks' MCP clients up to date in $fw_venv"
+fi
+say "$("$fw_venv/bin/python" -m pip list 2>/dev/null | grep -E '^(mcp|langchain-mcp-adapters|openai-agents) ' | tr -s ' ' | paste -sd, -)"
 
 # --- server-everything (npm) -------------------------------------------------
 if ! command -v npm >/dev/null 2>&1; then
