@@ -78,6 +78,13 @@ fn examples() -> Vec<Example> {
     out
 }
 
+/// `toolmock serve --http` of the calendar's case `books_a_day`, writing
+/// its results to `results` when stopped.
+fn books_a_day(results: &Path) -> Served {
+    let results = results.to_str().expect("utf-8");
+    Served::start(&calendar(), &["--case", "books_a_day", "--json", results])
+}
+
 /// The calls each attempt of a results document recorded, as
 /// `operation:status`.
 fn attempts(results: &Value) -> Vec<Vec<String>> {
@@ -119,9 +126,9 @@ fn run(example: &Example) -> Vec<Vec<String>> {
     std::fs::write(
         &wrapper,
         format!(
-            "#!/bin/sh\nexec '{}' \"$@\" --json '{}/stdio-'$$.json\n",
-            env!("CARGO_BIN_EXE_toolmock"),
-            results.display()
+            "#!/bin/sh\n: > '{dir}/stdio-'$$.started\nexec '{bin}' \"$@\" --json '{dir}/stdio-'$$.json\n",
+            bin = env!("CARGO_BIN_EXE_toolmock"),
+            dir = results.display()
         ),
     )
     .expect("the toolmock wrapper");
@@ -130,17 +137,7 @@ fn run(example: &Example) -> Vec<Vec<String>> {
     std::fs::set_permissions(&wrapper, mode).expect("chmod");
 
     let http = results.join("http.json");
-    let served = example.code.contains(PAGE_BASE).then(|| {
-        Served::start(
-            &calendar(),
-            &[
-                "--case",
-                "books_a_day",
-                "--json",
-                http.to_str().expect("utf-8"),
-            ],
-        )
-    });
+    let served = example.code.contains(PAGE_BASE).then(|| books_a_day(&http));
     let code = match &served {
         Some(served) => example.code.replace(PAGE_BASE, &served.base),
         None => example.code.clone(),
@@ -200,15 +197,14 @@ fn run(example: &Example) -> Vec<Vec<String>> {
     recorded
 }
 
-/// The stdio processes' results files, each read once complete.
+/// The results file of each stdio process started (its `.started` mark),
+/// read once it is complete.
 fn stdio_results(dir: &Path) -> Vec<(PathBuf, Option<Value>)> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .expect("results folder")
         .map(|e| e.expect("entry").path())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("stdio-"))
-        })
+        .filter(|p| p.extension().is_some_and(|e| e == "started"))
+        .map(|p| p.with_extension("json"))
         .collect();
     files.sort();
     files
@@ -302,15 +298,7 @@ asyncio.run(main(sys.argv[1]))
 "#;
     let dir = scratch();
     let results = dir.join("results.json");
-    let served = Served::start(
-        &calendar(),
-        &[
-            "--case",
-            "books_a_day",
-            "--json",
-            results.to_str().expect("utf-8"),
-        ],
-    );
+    let served = books_a_day(&results);
     let python = installed(root().join(".cache/mcp-frameworks-venv/bin/python"));
     let out = Command::new(python)
         .args(["-c", AGENT_RUN, &served.url(1)])
