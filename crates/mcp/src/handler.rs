@@ -269,7 +269,8 @@ fn answer(outcome: Result<Value, Failure>) -> Result<CallToolResult, ErrorData> 
 /// Tools only: `initialize` declares the `tools` capability alone. A client
 /// that lists resources, resource templates or prompts anyway (some do at
 /// start-up, whatever the server declared) is answered an empty list rather
-/// than "method not found", so that agent runs unchanged (docs/mcp.md).
+/// than "method not found", so that such an agent runs unchanged
+/// (docs/mcp.md).
 impl<B: Backend + 'static, A: Attempts> rmcp::ServerHandler for ToolServer<B, A> {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
