@@ -318,7 +318,11 @@ async fn a_worker_verifies_a_tool_and_a_diverged_mock_is_marked(pool: PgPool) {
         if latest["requested_by"] == "schedule" && latest["status"] == "finished" {
             break latest;
         }
-        assert!(Instant::now() < deadline, "no scheduled verification: {}", list.json);
+        assert!(
+            Instant::now() < deadline,
+            "no scheduled verification: {}",
+            list.json
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(scheduled["ok"], true, "{scheduled:#}");
@@ -330,9 +334,16 @@ async fn a_worker_verifies_a_tool_and_a_diverged_mock_is_marked(pool: PgPool) {
         None,
     )
     .await;
-    let next: chrono::DateTime<chrono::Utc> =
-        settings.json["next_due_at"].as_str().unwrap().parse().unwrap();
-    assert!(next > chrono::Utc::now() + chrono::Duration::seconds(3000), "{}", settings.json);
+    let next: chrono::DateTime<chrono::Utc> = settings.json["next_due_at"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        next > chrono::Utc::now() + chrono::Duration::seconds(3000),
+        "{}",
+        settings.json
+    );
     worker.stop().await;
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
