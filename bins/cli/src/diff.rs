@@ -84,6 +84,17 @@ fn write_human(out: &mut impl Write, diff: &toolmock_schema::ContractDiff) -> st
             short(&Value::String(new.clone()))
         )?;
     }
+    write_changes(out, "", diff)
+}
+
+/// Writes each changed path of the input and output schemas, one a line:
+/// `INDENT{member}: added|removed|changed POINTER: …` (`toolmock diff`'s
+/// lines; `toolmock verify` indents them under a changed contract).
+pub(crate) fn write_changes(
+    out: &mut impl Write,
+    indent: &str,
+    diff: &toolmock_schema::ContractDiff,
+) -> std::io::Result<()> {
     for (member, changes) in [
         ("input_schema", &diff.input_schema),
         ("output_schema", &diff.output_schema),
@@ -96,14 +107,14 @@ fn write_human(out: &mut impl Write, diff: &toolmock_schema::ContractDiff) -> st
             };
             match change {
                 SchemaChange::Added { new, .. } => {
-                    writeln!(out, "{member}: added {path}: {}", short(new))?
+                    writeln!(out, "{indent}{member}: added {path}: {}", short(new))?
                 }
                 SchemaChange::Removed { old, .. } => {
-                    writeln!(out, "{member}: removed {path}: {}", short(old))?
+                    writeln!(out, "{indent}{member}: removed {path}: {}", short(old))?
                 }
                 SchemaChange::Changed { old, new, .. } => writeln!(
                     out,
-                    "{member}: changed {path}: {} -> {}",
+                    "{indent}{member}: changed {path}: {} -> {}",
                     short(old),
                     short(new)
                 )?,

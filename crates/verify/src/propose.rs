@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 use toolmock_contract::OperationContract;
 use toolmock_evaluator::CompiledContract;
-use toolmock_mcp::record::{Observation, infer};
+use toolmock_mcp::record::{Observation, file_stem as stem, infer};
 
 /// What became of one diverged operation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -95,25 +95,6 @@ fn write(file: &Path, value: &Value) -> Result<(), ProposeError> {
         file: file.to_owned(),
         source,
     })
-}
-
-/// A file name from a name: anything but letters, digits, `-`, `_`, `.` as `_`.
-fn stem(name: &str) -> String {
-    let stem: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if stem.is_empty() || stem.starts_with('.') {
-        format!("_{stem}")
-    } else {
-        stem
-    }
 }
 
 fn one(subject: &Subject, report: &OperationReport, out: &Path) -> Result<Proposal, ProposeError> {

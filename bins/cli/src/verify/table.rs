@@ -3,19 +3,8 @@
 //! that could not be made, and the totals. No times: the same tools print
 //! the same report.
 
-use serde_json::Value;
 use std::io::Write;
-use toolmock_schema::SchemaChange;
 use toolmock_verify::{CheckReport, CheckStatus, DriftStatus, OperationReport, Report};
-
-fn short(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() > 100 {
-        format!("{}...", text.chars().take(97).collect::<String>())
-    } else {
-        text
-    }
-}
 
 fn drift(op: &OperationReport) -> &'static str {
     match op.drift.status {
@@ -116,32 +105,7 @@ pub(super) fn write(out: &mut impl Write, file: &str, report: &Report) -> std::i
                     "  {name}: changed ({from}): {} -> {}",
                     diff.old_hash, diff.new_hash
                 )?;
-                for (member, changes) in [
-                    ("input_schema", &diff.input_schema),
-                    ("output_schema", &diff.output_schema),
-                ] {
-                    for change in changes {
-                        let path = if change.path().is_empty() {
-                            "/"
-                        } else {
-                            change.path()
-                        };
-                        match change {
-                            SchemaChange::Added { new, .. } => {
-                                writeln!(out, "    {member}: added {path}: {}", short(new))?
-                            }
-                            SchemaChange::Removed { old, .. } => {
-                                writeln!(out, "    {member}: removed {path}: {}", short(old))?
-                            }
-                            SchemaChange::Changed { old, new, .. } => writeln!(
-                                out,
-                                "    {member}: changed {path}: {} -> {}",
-                                short(old),
-                                short(new)
-                            )?,
-                        }
-                    }
-                }
+                crate::diff::write_changes(out, "    ", diff)?;
                 if diff.description.is_some() {
                     writeln!(out, "    description changed")?;
                 }

@@ -146,6 +146,16 @@ pub(crate) fn booking_definition() -> Value {
     })
 }
 
+/// The operation `name` of a tool's answer (`GET /api/tools/{id}` and its kin).
+pub(crate) fn operation<'a>(tool: &'a Value, name: &str) -> &'a Value {
+    tool["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == name)
+        .unwrap()
+}
+
 /// A created tool: its id and its operations' ids by name.
 #[derive(Debug, Clone)]
 pub(crate) struct Created {

@@ -21,15 +21,6 @@ async fn discover(app: &axum::Router, bearer: &str, id: &str, body: Value) -> Re
     .await
 }
 
-fn operation<'a>(tool: &'a Value, name: &str) -> &'a Value {
-    tool["operations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["name"] == name)
-        .unwrap()
-}
-
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn a_tool_discovered_from_its_server_and_read_again(pool: PgPool) {
     let server = FixtureServer::start();

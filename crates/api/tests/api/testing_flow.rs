@@ -7,15 +7,6 @@ use axum::http::{Method, StatusCode, header};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-fn operation<'a>(testing: &'a Value, name: &str) -> &'a Value {
-    testing["operations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["name"] == name)
-        .unwrap()
-}
-
 /// `PUT /api/tools/{id}` with a new source; the reply, asserted 200.
 async fn update_source(app: &axum::Router, bearer: &str, id: &str, source: Value) -> Reply {
     let updated = send(

@@ -14,15 +14,6 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::time::{Duration, Instant};
 
-fn operation<'a>(tool: &'a Value, name: &str) -> &'a Value {
-    tool["operations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["name"] == name)
-        .unwrap()
-}
-
 /// `lookup_patient`'s mock: the server's answer, but the patient is Grace.
 fn lookup(first_name: &str) -> Value {
     json!({
@@ -87,6 +78,26 @@ async fn verified(app: &Router, bearer: &str, tool: &str) -> Value {
             return reply.json;
         }
         assert!(Instant::now() < deadline, "not ended: {}", reply.json);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A simulation's results document, once its worker finished every attempt.
+async fn finished_results(app: &Router, bearer: &str, simulation: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let reply = send(
+            app,
+            Method::GET,
+            &format!("/api/simulations/{simulation}/results"),
+            Some(bearer),
+            None,
+        )
+        .await;
+        if reply.status == StatusCode::OK {
+            return reply.json;
+        }
+        assert!(Instant::now() < deadline, "not finished: {}", reply.json);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -204,20 +215,7 @@ async fn a_worker_verifies_a_tool_and_a_diverged_mock_is_marked(pool: PgPool) {
     let started = start(&app, &bearer, &document).await;
     assert_eq!(started.status, StatusCode::CREATED, "{}", started.json);
     let simulation = started.json["id"].as_str().unwrap().to_owned();
-    let results = loop {
-        let reply = send(
-            &app,
-            Method::GET,
-            &format!("/api/simulations/{simulation}/results"),
-            Some(&bearer),
-            None,
-        )
-        .await;
-        if reply.status == StatusCode::OK {
-            break reply.json;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let results = finished_results(&app, &bearer, &simulation).await;
     assert_eq!(results["ok"], true, "{results:#}");
     let diverged = results["diverged_mocks"]
         .as_array()
@@ -267,20 +265,7 @@ async fn a_worker_verifies_a_tool_and_a_diverged_mock_is_marked(pool: PgPool) {
     );
     let started = start(&app, &bearer, &document).await;
     let simulation = started.json["id"].as_str().unwrap().to_owned();
-    let results = loop {
-        let reply = send(
-            &app,
-            Method::GET,
-            &format!("/api/simulations/{simulation}/results"),
-            Some(&bearer),
-            None,
-        )
-        .await;
-        if reply.status == StatusCode::OK {
-            break reply.json;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let results = finished_results(&app, &bearer, &simulation).await;
     assert!(results.get("diverged_mocks").is_none(), "{results:#}");
     // Both verifications are listed, the latest first.
     let list = send(

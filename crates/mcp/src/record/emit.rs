@@ -170,8 +170,9 @@ fn read_contracts(dir: &Path) -> Result<Vec<Value>, RecordError> {
 }
 
 /// A file name for an operation: its name with anything but letters,
-/// digits, `-`, `_` and `.` as `_`.
-fn file_stem(name: &str) -> String {
+/// digits, `-`, `_` and `.` as `_` (and never hidden: `_` before a
+/// leading `.`). `toolmock verify --propose` names its drafts so too.
+pub fn file_stem(name: &str) -> String {
     let stem: String = name
         .chars()
         .map(|c| {

@@ -18,7 +18,7 @@ mod infer;
 mod proxy;
 mod redact;
 
-pub use emit::{EmitReport, Emitted, OperationReport, RecordedCall, emit, read_calls};
+pub use emit::{EmitReport, Emitted, OperationReport, RecordedCall, emit, file_stem, read_calls};
 pub use infer::{Inferred, Observation, Shape, infer};
 pub use proxy::{RecordOptions, Recorded, record, record_stdio};
 pub use redact::{REDACTED, Redactor};
