@@ -475,11 +475,16 @@ impl Notes {
 
     /// What it was called with: `{"calls": {path: n}, "max_in_flight": n}`.
     fn calls(&self) -> Value {
+        self.get("/calls")
+    }
+
+    /// The JSON it answers a `GET` of `path` with.
+    fn get(&self, path: &str) -> Value {
         let address = self.url.trim_start_matches("http://");
         let mut stream = TcpStream::connect(address).expect("connect");
         write!(
             stream,
-            "GET /calls HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\n\r\n"
+            "GET {path} HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\n\r\n"
         )
         .expect("send");
         let mut answer = String::new();
@@ -562,6 +567,33 @@ fn http_endpoints_openapi_drift_a_chain_and_the_safety_rule() {
         production.calls()["calls"],
         json!({}),
         "production untouched"
+    );
+
+    // The OpenAPI document as a file beside the simulation: the same drift.
+    std::fs::write(
+        dir.join("openapi.json"),
+        staging.get("/openapi.json").to_string(),
+    )
+    .expect("write");
+    let mut from_file = read(&file);
+    from_file["tools"][0]["verify"]["openapi"] = json!("openapi.json");
+    write(&dir.join("from-file.json"), &from_file);
+    let out = toolmock(
+        &dir,
+        &[
+            "verify",
+            "from-file.json",
+            "--sandbox-url",
+            &sandbox,
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let filed = report(&out);
+    let drift = &operation(&filed, "notes", "get_note")["drift"];
+    assert_eq!(
+        (&drift["status"], &drift["from"]),
+        (&json!("unchanged"), &json!("openapi"))
     );
 
     // Production, after the release.
