@@ -1,14 +1,50 @@
 //! A crate's module graph read from its sources: every `crate::…`,
 //! `super::…` and bare child-module path of the code (tests and comments
-//! excluded), resolved to the module it names. Shared by the layer tests of
-//! `toolmock-runtime` and `toolmock-simulation` (`tests/modules.rs` here) and
-//! of `toolmock-api` (`crates/api/tests/api/modules.rs`).
+//! excluded), resolved to the module it names, and the two checks the
+//! workspace's layer tests make of it — [`cycle`] (an import loop) and
+//! [`upward`] (an import from a lower layer to a higher one).
+//!
+//! This is a development-only crate (never published, a dev-dependency
+//! only): the module tests of `toolmock-evaluator`, `toolmock-runtime`,
+//! `toolmock-simulation` and `toolmock-api` share it. It reads names, not
+//! types: a method called on a value is not an import, so a layer test
+//! states which module each file is, and this crate checks the paths the
+//! code writes. It is not a Rust parser: a path inside a string literal
+//! counts, a path written through a `use` alias of another module does not.
+//!
+//! ```
+//! use toolmock_module_graph::{cycle, graph, upward};
+//!
+//! let src = std::env::temp_dir().join(format!("module-graph-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&src)?;
+//! std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\n")?;
+//! std::fs::write(src.join("a.rs"), "use crate::b::B;\npub struct A(B);\n")?;
+//! std::fs::write(src.join("b.rs"), "pub struct B;\n")?;
+//! let modules = graph(&src);
+//! assert!(modules["a"].contains("b"));
+//! assert_eq!(cycle(&modules), None);
+//! // `b` placed below `a` is fine; above it, `a`'s import is upward.
+//! assert!(upward(&modules, &[&["b"], &["a"], &["crate"]]).is_empty());
+//! assert_eq!(upward(&modules, &[&["a"], &["b"], &["crate"]]), ["a -> b"]);
+//!
+//! std::fs::write(src.join("b.rs"), "pub struct B(Box<crate::a::A>);\n")?;
+//! assert_eq!(cycle(&graph(&src)), Some(vec!["a".to_owned(), "b".to_owned(), "a".to_owned()]));
+//! std::fs::remove_dir_all(&src)?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! Every function panics on a source it cannot read: it serves tests, where
+//! a panic is the failure.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+// A source that cannot be read fails the test that reads it.
+#![allow(clippy::unwrap_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The modules of a crate and, for each, the modules of the crate it uses.
-pub(crate) type Graph = BTreeMap<String, BTreeSet<String>>;
+pub type Graph = BTreeMap<String, BTreeSet<String>>;
 
 /// The module each source file is (`routes/testing/mod.rs` → `routes::testing`).
 fn module_of(src: &Path, file: &Path) -> String {
@@ -28,7 +64,7 @@ fn module_of(src: &Path, file: &Path) -> String {
 }
 
 /// Every `.rs` file under `dir`.
-pub(crate) fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+pub fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
@@ -40,7 +76,7 @@ pub(crate) fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The code of a source file without its tests and comments.
-pub(crate) fn code(text: &str) -> String {
+pub fn code(text: &str) -> String {
     let text = text.split("#[cfg(test)]").next().unwrap();
     text.lines()
         .filter(|l| !l.trim_start().starts_with("//"))
@@ -51,7 +87,7 @@ pub(crate) fn code(text: &str) -> String {
 /// Every path that starts with `prefix` in `code`, as its `::` segments
 /// (lower-case segments only: the modules, then the first item). A group
 /// (`crate::{a, b::c}`) gives one path per member.
-pub(crate) fn paths_after<'c>(code: &'c str, prefix: &str) -> Vec<Vec<&'c str>> {
+pub fn paths_after<'c>(code: &'c str, prefix: &str) -> Vec<Vec<&'c str>> {
     let mut found = Vec::new();
     let mut rest = code;
     while let Some(at) = rest.find(prefix) {
@@ -85,7 +121,7 @@ pub(crate) fn paths_after<'c>(code: &'c str, prefix: &str) -> Vec<Vec<&'c str>> 
 }
 
 /// The graph of the crate whose sources are in `src`.
-pub(crate) fn graph(src: &Path) -> Graph {
+pub fn graph(src: &Path) -> Graph {
     let mut files = Vec::new();
     sources(src, &mut files);
     let texts: BTreeMap<String, String> = files
@@ -165,7 +201,7 @@ pub(crate) fn graph(src: &Path) -> Graph {
 
 /// The layer `module` is in: the first of `layers` (bottom first) that
 /// lists it or, for a module no layer lists, its parent.
-pub(crate) fn layer(layers: &[&[&str]], module: &str) -> usize {
+pub fn layer(layers: &[&[&str]], module: &str) -> usize {
     let mut name = module;
     loop {
         if let Some(at) = layers.iter().position(|layer| layer.contains(&name)) {
@@ -179,7 +215,7 @@ pub(crate) fn layer(layers: &[&[&str]], module: &str) -> usize {
 }
 
 /// Every import from a module to one in a higher layer, as `from -> to`.
-pub(crate) fn upward(graph: &Graph, layers: &[&[&str]]) -> Vec<String> {
+pub fn upward(graph: &Graph, layers: &[&[&str]]) -> Vec<String> {
     let mut found = Vec::new();
     for (module, uses) in graph {
         for used in uses {
@@ -192,7 +228,7 @@ pub(crate) fn upward(graph: &Graph, layers: &[&[&str]]) -> Vec<String> {
 }
 
 /// The first import cycle found, as the modules along it.
-pub(crate) fn cycle(graph: &Graph) -> Option<Vec<String>> {
+pub fn cycle(graph: &Graph) -> Option<Vec<String>> {
     fn visit(
         module: &str,
         graph: &Graph,
