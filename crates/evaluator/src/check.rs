@@ -3,7 +3,8 @@
 use crate::compile::{CompiledDefinition, Expected, Walker};
 use crate::contract::CompiledContract;
 use crate::diagnostics::{DiagnosticCode as Code, Diagnostics, pointer_index, pointer_push};
-use crate::eval::{Call, evaluate, json_equal, maps_equal};
+use crate::eval::{Call, evaluate};
+use crate::json::{json_equal, maps_equal};
 use serde_json::{Map, Value};
 
 /// Compiles the structure of a definition (docs/spec.md §3, §4 and the structural

@@ -1,10 +1,11 @@
 //! The structural check of docs/spec.md §3 and §7: walks the raw JSON so that every
 //! problem is reported with its path, and builds the compiled definition.
 
-use crate::computed::{ComputedPath, Language, Write};
+use crate::computed::{ComputedPath, Write};
 use crate::diagnostics::{DiagnosticCode as Code, Diagnostics, pointer_index, pointer_push};
 use crate::domain::Answer;
 use crate::expr::{Expr, ExprCompiler, Source};
+use crate::language::{Feature, Language, Version};
 use crate::operators::json_kind;
 use crate::path::Path;
 use serde_json::{Map, Value};
@@ -307,10 +308,7 @@ impl Walker {
     pub(crate) fn new() -> Self {
         Walker {
             diagnostics: Diagnostics::default(),
-            language: Language {
-                version: 1,
-                used_v2: false,
-            },
+            language: Language::new(),
         }
     }
 
@@ -329,7 +327,7 @@ impl Walker {
                     format!(
                         "{} has no field {key:?}; its fields are {}",
                         shape.what,
-                        domain_errors::listed(shape.allowed, self.language.version)
+                        self.language.listed(shape.allowed)
                     ),
                 );
                 ok = false;
@@ -402,12 +400,13 @@ impl Walker {
         self.description(map, "");
         match map.get("schema_version") {
             None => {}
-            Some(v) if v.as_u64() == Some(1) => {}
-            Some(v) if v.as_u64() == Some(2) => self.language.version = 2,
+            Some(v) if let Some(version) = v.as_u64().and_then(Version::declared) => {
+                self.language.declare(version);
+            }
             Some(Value::Number(n)) => self.push(
                 Code::UnsupportedSchemaVersion,
                 "/schema_version",
-                format!("schema_version {n} is not supported; the versions are 1 and 2"),
+                crate::language::unsupported(n),
             ),
             Some(other) => self.wrong_type("/schema_version", "the integer 1", other),
         }
@@ -536,7 +535,7 @@ impl Walker {
             }
         }
 
-        self.unused_version_2();
+        self.language.unused_declaration(&mut self.diagnostics);
         Some(Structure {
             default_variant: default_variant.map(Box::from),
             variants,
@@ -812,7 +811,9 @@ impl Walker {
                 }
                 "eq" => Some(Test::Eq(v.clone())),
                 // Version 1 has always called these unknown ops; it still does.
-                op if self.language.version == 2 && crate::conditions_v2::OPS.contains(&op) => {
+                op if crate::conditions_v2::OPS.contains(&op)
+                    && self.language.admits(Feature::Op(op)) =>
+                {
                     self.v2_test(op, v, at)
                 }
                 "ne" => Some(Test::Ne(v.clone())),
@@ -845,7 +846,10 @@ impl Walker {
                     self.push(
                         Code::InvalidCondition,
                         pointer_push(at, "op"),
-                        format!("unknown op {other:?}; the ops are eq, ne, in and exists"),
+                        format!(
+                            "unknown op {other:?}; the ops are {}",
+                            crate::language::core_ops()
+                        ),
                     );
                     None
                 }
@@ -855,7 +859,8 @@ impl Walker {
                     Code::InvalidCondition,
                     pointer_push(at, "op"),
                     format!(
-                        "a condition's op is one of \"eq\", \"ne\", \"in\", \"exists\", not {other}"
+                        "a condition's op is one of {}, not {other}",
+                        crate::language::core_ops_quoted()
                     ),
                 );
                 None

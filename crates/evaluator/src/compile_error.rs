@@ -7,6 +7,7 @@ use super::Walker;
 use crate::diagnostics::{DiagnosticCode as Code, pointer_push};
 use crate::domain::{Answer, DomainError, ERROR_FIELDS, compile_error};
 use crate::expr::ExprCompiler;
+use crate::language::Feature;
 use crate::operators::json_kind;
 use serde_json::{Map, Value};
 
@@ -17,20 +18,6 @@ pub(crate) enum Expected {
     Result(Value),
     /// `expected_error` (version 2): the domain error.
     Error(DomainError),
-}
-
-/// The fields only version 2 has (a version-1 document using one is
-/// `version_2_feature`, and its diagnostics do not list them).
-pub(super) const VERSION_2_FIELDS: &[&str] = &["error", "expected_error"];
-/// The fields an unknown-field message lists: a version-1 document's
-/// messages stay as they were before version 2 added its fields.
-pub(super) fn listed(allowed: &[&str], version: u8) -> String {
-    let shown: Vec<&str> = allowed
-        .iter()
-        .copied()
-        .filter(|f| version >= 2 || !VERSION_2_FIELDS.contains(f))
-        .collect();
-    shown.join(", ")
 }
 
 /// A variant's fields (`result` or, in version 2, `error`).
@@ -85,7 +72,7 @@ impl Walker {
         if map.contains_key("result") || map.contains_key("error") {
             return;
         }
-        let message = if self.language.version == 2 {
+        let message = if self.language.admits(Feature::Field("error")) {
             "a variant needs the field \"result\" or the field \"error\""
         } else {
             "a variant needs the field \"result\""
@@ -102,7 +89,7 @@ impl Walker {
         let error_at = pointer_push(at, "error");
         let error = map.get("error").map(|v| {
             self.language
-                .feature(&mut self.diagnostics, &error_at, "an error answer");
+                .feature(&mut self.diagnostics, &error_at, Feature::Field("error"));
             compile_error(
                 &mut ExprCompiler {
                     diagnostics: &mut self.diagnostics,
@@ -157,7 +144,7 @@ impl Walker {
         let error_at = pointer_push(at, "expected_error");
         match (map.get("expected"), map.get("expected_error")) {
             (None, None) => {
-                let message = if self.language.version == 2 {
+                let message = if self.language.admits(Feature::Field("expected_error")) {
                     "an example needs the field \"expected\" or the field \"expected_error\""
                 } else {
                     "an example needs the field \"expected\""
@@ -166,8 +153,11 @@ impl Walker {
                 None
             }
             (Some(_), Some(_)) => {
-                self.language
-                    .feature(&mut self.diagnostics, &error_at, "expected_error");
+                self.language.feature(
+                    &mut self.diagnostics,
+                    &error_at,
+                    Feature::Field("expected_error"),
+                );
                 self.push(
                     Code::ResultAndError,
                     error_at,
@@ -177,8 +167,11 @@ impl Walker {
             }
             (Some(expected), None) => Some(Expected::Result(expected.clone())),
             (None, Some(error)) => {
-                self.language
-                    .feature(&mut self.diagnostics, &error_at, "expected_error");
+                self.language.feature(
+                    &mut self.diagnostics,
+                    &error_at,
+                    Feature::Field("expected_error"),
+                );
                 self.expected_error(error, &error_at).map(Expected::Error)
             }
         }

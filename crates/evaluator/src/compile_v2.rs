@@ -5,6 +5,7 @@ use super::{Shape, Test, Walker};
 use crate::computed::{ComputedPath, Write};
 use crate::diagnostics::{DiagnosticCode as Code, pointer_index, pointer_push};
 use crate::expr::{ExprCompiler, Source};
+use crate::language::Feature;
 use crate::path::Path;
 use serde_json::Value;
 
@@ -22,17 +23,14 @@ impl Walker {
     /// `$state` reference is read per call; in version 1 it is a literal
     /// (and the warnings say so).
     pub(super) fn is_reference_value(&self, value: &Value) -> bool {
-        self.language.version == 2 && reference_like(value).is_some()
+        self.language.admits(Feature::ReferenceValue) && reference_like(value).is_some()
     }
 
     /// The test of an `eq` (`eq` true) or `ne` condition against a reference.
     pub(super) fn reference_test(&mut self, eq: bool, value: &Value, at: &str) -> Option<Test> {
         let (source, path) = reference_like(value)?;
-        self.language.feature(
-            &mut self.diagnostics,
-            at,
-            "a condition value that is a reference",
-        );
+        self.language
+            .feature(&mut self.diagnostics, at, Feature::ReferenceValue);
         let key = match source {
             Source::Input => "$input",
             Source::State => "$state",
@@ -48,7 +46,7 @@ impl Walker {
     /// A condition's path written as an array.
     pub(super) fn computed_path(&mut self, items: &[Value], at: &str) -> Option<ComputedPath> {
         self.language
-            .feature(&mut self.diagnostics, at, "a path written as an array");
+            .feature(&mut self.diagnostics, at, Feature::ArrayPath);
         ComputedPath::compile(items, at, &mut self.diagnostics)
     }
 
@@ -58,7 +56,7 @@ impl Walker {
     /// is refused as `version_2_feature`, while any other array stays the
     /// `wrong_type` version 1 has always reported.
     pub(super) fn is_write_list(&self, items: &[Value]) -> bool {
-        self.language.version == 2
+        self.language.admits(Feature::WriteList)
             || (!items.is_empty()
                 && items.iter().all(|item| {
                     item.as_object()
@@ -69,7 +67,7 @@ impl Walker {
     /// The list form of `set_state`: `[{path, value}, …]`, applied in order.
     pub(super) fn writes(&mut self, items: &[Value], at: &str) -> Option<Box<[Write]>> {
         self.language
-            .feature(&mut self.diagnostics, at, "the list form of set_state");
+            .feature(&mut self.diagnostics, at, Feature::WriteList);
         let before = self.diagnostics.len();
         if items.len() > MAX_WRITES {
             self.push(
@@ -139,19 +137,6 @@ impl Walker {
                 .collect()
         };
         ComputedPath::compile(&items, at, &mut self.diagnostics)
-    }
-
-    /// `schema_version: 2` names the language that needs it: a document
-    /// that uses no version-2 feature is written as version 1, so that each
-    /// such document has one spelling (and one hash).
-    pub(super) fn unused_version_2(&mut self) {
-        if self.language.version == 2 && !self.language.used_v2 {
-            self.push(
-                Code::UnsupportedSchemaVersion,
-                "/schema_version",
-                "schema_version 2 is for documents that use a version-2 feature (a path written as an array, the list form of set_state, a condition value that is a reference); this one uses none: write \"schema_version\": 1",
-            );
-        }
     }
 }
 

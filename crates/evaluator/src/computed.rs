@@ -543,29 +543,3 @@ pub(crate) fn write_error(
     };
     blame(failed.origin, pointer, message)
 }
-
-/// Which version a document declares, and whether it used a version-2 feature.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Language {
-    /// 2 for `schema_version: 2`; 1 otherwise (also while the version is
-    /// broken, which is reported on its own).
-    pub(crate) version: u8,
-    pub(crate) used_v2: bool,
-}
-
-impl Language {
-    /// Notes a version-2 feature at `at`; in a version-1 document it is a
-    /// `version_2_feature` diagnostic.
-    pub(crate) fn feature(&mut self, diagnostics: &mut Diagnostics, at: &str, what: &str) {
-        self.used_v2 = true;
-        if self.version < 2 {
-            diagnostics.push(
-                Code::Version2Feature,
-                at,
-                format!(
-                    "{what} is a version-2 feature, and this document says \"schema_version\": 1; write \"schema_version\": 2 to use it"
-                ),
-            );
-        }
-    }
-}

@@ -5,10 +5,10 @@
 use crate::compile::{Test, Walker, reference_like};
 use crate::diagnostics::{DiagnosticCode as Code, pointer_push};
 use crate::error::CallError;
-use crate::eval::json_equal;
 use crate::expr::{Expr, ExprCompiler, Reference, Scope, Source};
+use crate::json::{equal_folded, json_equal};
+use crate::language::Feature;
 use crate::operators::{OperandFault, json_kind, reject};
-use icu_casemap::CaseMapper;
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -116,22 +116,6 @@ pub(crate) fn multiset_included(part: &[Value], whole: &[Value]) -> bool {
     })
 }
 
-/// Equality of two strings after simple case folding of each character
-/// (Unicode CaseFolding.txt, statuses C and S): one character never becomes
-/// two, so `"ß"` and `"SS"` differ, and no normalization is applied.
-pub(crate) fn equal_folded(a: &str, b: &str) -> bool {
-    let folding = CaseMapper::new();
-    let mut left = a.chars().map(|c| folding.simple_fold(c));
-    let mut right = b.chars().map(|c| folding.simple_fold(c));
-    loop {
-        match (left.next(), right.next()) {
-            (None, None) => return true,
-            (Some(x), Some(y)) if x == y => {}
-            _ => return false,
-        }
-    }
-}
-
 impl Walker {
     /// The test of a `contains`, `subset_of` or `eq_ci` condition; `at` is
     /// the condition's location.
@@ -139,7 +123,7 @@ impl Walker {
         self.language.feature(
             &mut self.diagnostics,
             &pointer_push(at, "op"),
-            &format!("the condition op {op}"),
+            Feature::Op(op),
         );
         let value_at = pointer_push(at, "value");
         let pluck = match value {

@@ -6,6 +6,7 @@ use crate::contract::CompiledContract;
 use crate::domain::{Answer, DomainError};
 use crate::error::CallError;
 use crate::expr::{Ahead, Expr, Memo, Scope};
+use crate::json::json_equal;
 use crate::path::Resolved;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -588,51 +589,11 @@ fn holds(condition: &CompiledCondition, scope: &Scope<'_>) -> Result<bool, CallE
     })
 }
 
-/// Deep JSON equality with numbers compared by value (`1` equals `1.0`);
-/// booleans are never numbers; object key order does not matter.
-pub fn json_equal(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => numbers_equal(x, y),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
-        }
-        (Value::Object(x), Value::Object(y)) => maps_equal(x, y),
-        _ => a == b,
-    }
-}
-
-/// Numbers by exact value: an integer equals a float only when the float is
-/// that very integer (`2^53 + 1` is not `2^53` written as a double).
-fn numbers_equal(x: &serde_json::Number, y: &serde_json::Number) -> bool {
-    let int = |n: &serde_json::Number| {
-        n.as_i64()
-            .map(i128::from)
-            .or_else(|| n.as_u64().map(i128::from))
-    };
-    // `f as i128` is exact for integral doubles within range and saturates
-    // beyond it, where no 64-bit integer can be equal anyway.
-    let float_is = |f: f64, i: i128| f.fract() == 0.0 && f as i128 == i;
-    match (int(x), int(y)) {
-        (Some(i), Some(j)) => i == j,
-        (Some(i), None) => y.as_f64().is_some_and(|g| float_is(g, i)),
-        (None, Some(j)) => x.as_f64().is_some_and(|f| float_is(f, j)),
-        (None, None) => x.as_f64() == y.as_f64(),
-    }
-}
-
-/// [`json_equal`] for two objects.
-pub fn maps_equal(x: &Map<String, Value>, y: &Map<String, Value>) -> bool {
-    x.len() == y.len()
-        && x.iter()
-            .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::{
         Call, Rendering, Workspace, evaluate, evaluate_json, evaluate_prepared,
-        evaluate_prepared_checked, evaluate_prepared_json, evaluate_with_contract, json_equal,
-        prepare,
+        evaluate_prepared_checked, evaluate_prepared_json, evaluate_with_contract, prepare,
     };
     use crate::CompiledContract;
     use serde_json::{Map, json};
@@ -966,19 +927,5 @@ mod tests {
         let both = call(&serde_json::Value::Object(input)).expect("the fallback answers");
         assert_eq!(both.rule, None);
         assert_eq!(both.result, json!({"many": ["x", "y"], "whole": {"s": 1}}));
-    }
-
-    #[test]
-    fn equality_is_deep_and_by_value() {
-        assert!(json_equal(&json!(1), &json!(1.0)));
-        assert!(json_equal(
-            &json!({"a": [1, {"b": 2.0}]}),
-            &json!({"a": [1.0, {"b": 2}]})
-        ));
-        assert!(!json_equal(&json!(true), &json!(1)));
-        assert!(!json_equal(&json!([1, 2]), &json!([2, 1])));
-        assert!(!json_equal(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
-        assert!(!json_equal(&json!(u64::MAX), &json!(-1)));
-        assert!(json_equal(&json!(null), &json!(null)));
     }
 }

@@ -52,6 +52,8 @@ mod domain;
 mod error;
 mod eval;
 mod expr;
+mod json;
+mod language;
 mod layered;
 mod nul;
 mod segments_v2;
@@ -78,8 +80,9 @@ pub use error::{CallCode, CallError, ErrorClass, Violation};
 pub use eval::{
     Call, JsonOutcome, Outcome, Prepared, Rendering, Workspace, evaluate, evaluate_json,
     evaluate_prepared, evaluate_prepared_checked, evaluate_prepared_json, evaluate_with_contract,
-    json_equal, maps_equal, prepare,
+    prepare,
 };
+pub use json::{json_equal, maps_equal};
 pub use layered::{LayeredOutcome, Overlay, Patch, StateView, evaluate_layered};
 pub use warnings::{WarningCode, Warnings, warnings};
 

@@ -4,10 +4,11 @@
 //! named — and a `$find` whose key (or index) is the segment, a path with a
 //! `$find` that finds nothing being a path that does not resolve.
 
-use crate::computed::{ComputedPath, Language, Origin, Step, blame, describe, index_segment};
+use crate::computed::{ComputedPath, Origin, Step, blame, describe, index_segment};
 use crate::diagnostics::{DiagnosticCode as Code, Diagnostics, pointer_push};
 use crate::error::CallError;
 use crate::expr::{Expr, ExprCompiler, Reference, Scope, Source};
+use crate::language::Language;
 use crate::path::Segment;
 use serde_json::Value;
 
@@ -71,10 +72,7 @@ pub(crate) fn compile(
         _ => {
             // A computed path is a version-2 feature already reported where
             // the path is, so the `$find` inside needs no report of its own.
-            let mut language = Language {
-                version: 2,
-                used_v2: true,
-            };
+            let mut language = Language::counted();
             let expr = ExprCompiler {
                 diagnostics: &mut *diagnostics,
                 language: &mut language,

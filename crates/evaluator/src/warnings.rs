@@ -26,7 +26,7 @@
 
 use crate::contract::CompiledContract;
 use crate::diagnostics::{pointer_index, pointer_push};
-use crate::eval::json_equal;
+use crate::json::json_equal;
 use serde_json::{Map, Value};
 use toolmock_contract::{Problems, problem_codes};
 

@@ -5,6 +5,7 @@
 use super::{Expr, ExprCompiler, Origin, Reference, Scope, Source, blame};
 use crate::diagnostics::{DiagnosticCode, pointer_index, pointer_push};
 use crate::error::CallError;
+use crate::language::Feature;
 use crate::operators::{OperandFault, Rejection, json_kind, reject};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -136,7 +137,7 @@ impl ExprCompiler<'_> {
     /// `$append` or `$merge` (`key`) with its operand, the object being at `at`.
     pub(super) fn collection(&mut self, key: &str, operand: &Value, at: &str) -> Option<Expr> {
         self.language
-            .feature(self.diagnostics, at, &format!("the {key} operator"));
+            .feature(self.diagnostics, at, Feature::Operator(key));
         let operand_at = pointer_push(at, key);
         let op = if key == "$append" {
             self.append(operand, &operand_at)?

@@ -1,8 +1,9 @@
 //! Compiling an expression: every problem of the definition is collected, not just the first.
 
 use super::{Expr, Fields, Items, NO_SLOT, Operand, Reference, Source, Template};
-use crate::computed::{ComputedPath, Language};
+use crate::computed::ComputedPath;
 use crate::diagnostics::{DiagnosticCode, Diagnostics, pointer_push};
+use crate::language::{Feature, Language};
 use crate::operators::{self, DateAddError, OperandFault, Rejection, json_kind};
 use crate::path::Path;
 use serde_json::{Map, Value};
@@ -66,7 +67,8 @@ impl ExprCompiler<'_> {
                 DiagnosticCode::UnknownOperator,
                 at,
                 format!(
-                    "an object with '$' keys must be exactly one operator ($input, $state, $number, $dateAdd) with one key; found keys {keys:?}"
+                    "an object with '$' keys must be exactly one operator ({}) with one key; found keys {keys:?}",
+                    crate::language::core_operators().join(", ")
                 ),
             );
             return placeholder;
@@ -109,7 +111,8 @@ impl ExprCompiler<'_> {
                     DiagnosticCode::UnknownOperator,
                     &operand_at,
                     format!(
-                        "unknown operator {other:?}; the operators are $input, $state, $number and $dateAdd (definitions never execute code or templates)"
+                        "unknown operator {other:?}; the operators are {} (definitions never execute code or templates)",
+                        crate::language::core_operators_listed()
                     ),
                 );
                 placeholder
@@ -126,7 +129,7 @@ impl ExprCompiler<'_> {
     ) -> Option<Reference> {
         if let (Value::Array(items), true) = (operand, computed) {
             self.language
-                .feature(self.diagnostics, at, "a path written as an array");
+                .feature(self.diagnostics, at, Feature::ArrayPath);
             let path = ComputedPath::compile(items, at, self.diagnostics)?;
             return Some(Reference {
                 source,

@@ -5,6 +5,7 @@
 use super::{Expr, ExprCompiler, Origin, Reference, Scope, Source, blame};
 use crate::diagnostics::{DiagnosticCode, pointer_index, pointer_push};
 use crate::error::CallError;
+use crate::language::Feature;
 use crate::operators::decimal::{self, MAX_PLACES};
 use crate::operators::{Rejection, json_kind};
 use rust_decimal::Decimal;
@@ -164,11 +165,8 @@ impl ExprCompiler<'_> {
     }
 
     fn decimal_op(&mut self, key: &str, operand: &Value, at: &str) -> Option<Compiled> {
-        self.language.feature(
-            self.diagnostics,
-            at,
-            &format!("the {key} operator (money arithmetic)"),
-        );
+        self.language
+            .feature(self.diagnostics, at, Feature::Operator(key));
         let operand_at = pointer_push(at, key);
         let (kind, items): (Kind, Vec<(&Value, String)>) = match key {
             "$round" => {

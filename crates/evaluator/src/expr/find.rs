@@ -2,10 +2,10 @@
 //! equal given values (docs/mock-language.md, "Finding a record").
 
 use super::{Expr, ExprCompiler, Origin, Scope, Source, blame};
-use crate::conditions_v2::equal_folded;
 use crate::diagnostics::{DiagnosticCode, pointer_push};
 use crate::error::CallError;
-use crate::eval::json_equal;
+use crate::json::{equal_folded, json_equal};
+use crate::language::Feature;
 use crate::operators::{OperandFault, json_kind, reject};
 use crate::path::Path;
 use serde_json::{Map, Value};
@@ -110,7 +110,7 @@ impl ExprCompiler<'_> {
     /// `{"$find": {"in": …, "where": {…}, "give": "key" | "element"}}` at `at`.
     pub(crate) fn find(&mut self, operand: &Value, at: &str) -> Option<Expr> {
         self.language
-            .feature(self.diagnostics, at, "the $find operator");
+            .feature(self.diagnostics, at, Feature::Operator("$find"));
         let at = pointer_push(at, "$find");
         let Value::Object(fields) = operand else {
             self.diagnostics.push(

@@ -5,6 +5,7 @@
 use super::{Expr, ExprCompiler, Origin, Scope, Source, blame};
 use crate::diagnostics::{DiagnosticCode, pointer_push};
 use crate::error::CallError;
+use crate::language::Feature;
 use crate::operators::{OperandFault, json_kind, reject};
 use crate::path::Path;
 use serde_json::Value;
@@ -132,7 +133,7 @@ impl ExprCompiler<'_> {
     /// `{"$sort": array}` or `{"$pluck": {"from": array, "path": "dotted.path"}}` at `at`.
     pub(super) fn list(&mut self, key: &str, operand: &Value, at: &str) -> Option<Expr> {
         self.language
-            .feature(self.diagnostics, at, &format!("the {key} operator"));
+            .feature(self.diagnostics, at, Feature::Operator(key));
         let at = pointer_push(at, key);
         let before = self.diagnostics.len();
         let (array_value, array_at, path) = if key == "$sort" {
