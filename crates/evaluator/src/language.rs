@@ -11,7 +11,7 @@
 //! message gives are version 1's (docs/mock-language.md, "Version 2").
 //! A new version adds its rows here and its rooms beside the others.
 
-use crate::diagnostics::{DiagnosticCode as Code, Diagnostics};
+use crate::check::diagnostics::{DiagnosticCode as Code, Diagnostics};
 
 /// A version of the language, as a document declares it (`schema_version`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -4,7 +4,7 @@
 //! - A rule answering `error` gives exactly the rendered `{code, message,
 //!   data}`, whatever the input and state, with no state update (the
 //!   variant's `set_state` is not applied) and the rule's delay.
-//! - `evaluate_json`, `evaluate_with_contract` and `evaluate_prepared`
+//! - `evaluate_json`, `evaluate_with_contract` and `Prepared::evaluate`
 //!   answer the same error as `evaluate`, write no result text, and never
 //!   apply the output schema to it.
 //! - A message read from the input is blamed on the input when it is not a
@@ -14,8 +14,8 @@ use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use toolmock_contract::{OperationContract, OperationIdentity, OperationSource};
 use toolmock_evaluator::{
-    Call, CompiledContract, DomainError, Rendering, compile, evaluate, evaluate_json,
-    evaluate_prepared, evaluate_with_contract, prepare,
+    Call, CompiledContract, DomainError, Prepared, Rendering, compile, evaluate, evaluate_json,
+    evaluate_with_contract,
 };
 
 fn code() -> impl Strategy<Value = String> {
@@ -102,8 +102,8 @@ proptest! {
         let checked = evaluate_with_contract(&definition, &contract, &call)
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(checked.error.as_ref(), Some(&want));
-        let prepared = prepare(&definition, Some(&contract), &input, None, Rendering::Value);
-        let ahead = evaluate_prepared(&definition, Some(&contract), &prepared, &input, &state)
+        let prepared = Prepared::new(&definition, Some(&contract), &input, None, Rendering::Value);
+        let ahead = prepared.evaluate(&definition, Some(&contract), &input, &state)
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(ahead.error.as_ref(), Some(&want));
 

@@ -24,8 +24,8 @@
 //! Where a schema uses what cannot be followed exactly (`if`, `not`,
 //! `dependentRequired`, a remote `$ref`, …) no warning is given.
 
+use crate::check::diagnostics::{pointer_index, pointer_push};
 use crate::contract::CompiledContract;
-use crate::diagnostics::{pointer_index, pointer_push};
 use crate::json::json_equal;
 use serde_json::{Map, Value};
 use toolmock_contract::{Problems, problem_codes};
@@ -390,7 +390,7 @@ fn reference_like_values(rules: &[Value], at: &str, out: &mut Warnings) {
             let Some(value) = condition.get("value") else {
                 continue;
             };
-            if let Some((source, _)) = crate::compile::reference_like(value) {
+            if let Some((source, _)) = crate::paths::parse::reference_like(value) {
                 out.push(
                     WarningCode::ReferenceLikeValue,
                     pointer_push(&pointer_index(&pointer_push(&pointer_index(at, i), "when"), j), "value"),

@@ -1,6 +1,8 @@
-//! Dot-separated paths (docs/spec.md §5), split once at compile time.
+//! Dot-separated paths (docs/spec.md §5): parsed and split once when the
+//! definition is compiled, and followed through a value per call.
 
-use serde_json::{Map, Value};
+use crate::check::diagnostics::pointer_push;
+use serde_json::Value;
 
 /// One segment: a key, and the array index it also denotes when it is a
 /// decimal number without leading zeros.
@@ -79,7 +81,7 @@ impl Path {
     pub(crate) fn to_pointer(&self) -> String {
         let mut out = String::new();
         for segment in self.segments.iter() {
-            out = crate::diagnostics::pointer_push(&out, &segment.key);
+            out = pointer_push(&out, &segment.key);
         }
         out
     }
@@ -94,21 +96,6 @@ impl Path {
     /// The segments, in order.
     pub(crate) fn segments(&self) -> &[Segment] {
         &self.segments
-    }
-
-    /// Resolves against a state object without wrapping it in a `Value`.
-    #[allow(dead_code)]
-    pub(crate) fn resolve_in_map<'v>(&self, root: &'v Map<String, Value>) -> Resolved<'v> {
-        match self.segments.split_first() {
-            None => Resolved::Whole,
-            Some((first, rest)) => match root.get(&*first.key) {
-                None => Resolved::Missing,
-                Some(value) => match rest.iter().try_fold(value, |v, s| step(v, s)) {
-                    Some(found) => Resolved::Found(found),
-                    None => Resolved::Missing,
-                },
-            },
-        }
     }
 }
 

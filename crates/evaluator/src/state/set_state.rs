@@ -1,12 +1,12 @@
-//! The version-2 parts of the structural check: computed paths in
-//! conditions, the list form of `set_state`, and the version rule itself.
+//! Reading `set_state` from a definition, in either form: the object form
+//! (each top-level key replaced by its expression's value) and version 2's
+//! list form (`[{path, value}, …]`, applied in order at nested paths).
 
-use super::{Shape, Test, Walker};
-use crate::computed::{ComputedPath, Write};
-use crate::diagnostics::{DiagnosticCode as Code, pointer_index, pointer_push};
-use crate::expr::{ExprCompiler, Source};
+use crate::check::context::{Checker, Shape};
+use crate::check::diagnostics::{DiagnosticCode as Code, pointer_index, pointer_push};
+use crate::expr::tree::Expr;
 use crate::language::Feature;
-use crate::path::Path;
+use crate::state::writes::{StateUpdates, Write};
 use serde_json::Value;
 
 /// At most this many writes in one list-form `set_state`.
@@ -18,36 +18,33 @@ const WRITE: Shape = Shape {
     what: "a write",
 };
 
-impl Walker {
-    /// In version 2, a condition's `value` that is exactly one `$input` or
-    /// `$state` reference is read per call; in version 1 it is a literal
-    /// (and the warnings say so).
-    pub(super) fn is_reference_value(&self, value: &Value) -> bool {
-        self.language.admits(Feature::ReferenceValue) && reference_like(value).is_some()
-    }
-
-    /// The test of an `eq` (`eq` true) or `ne` condition against a reference.
-    pub(super) fn reference_test(&mut self, eq: bool, value: &Value, at: &str) -> Option<Test> {
-        let (source, path) = reference_like(value)?;
-        self.language
-            .feature(&mut self.diagnostics, at, Feature::ReferenceValue);
-        let key = match source {
-            Source::Input => "$input",
-            Source::State => "$state",
-        };
-        let reference = ExprCompiler {
-            diagnostics: &mut self.diagnostics,
-            language: &mut self.language,
+impl Checker {
+    /// `set_state` in either form: the object form's updates (with no
+    /// writes), or the list form's writes (with no updates).
+    pub(crate) fn set_state(
+        &mut self,
+        value: &Value,
+        at: &str,
+    ) -> Option<(StateUpdates, Box<[Write]>)> {
+        if let Value::Array(items) = value
+            && self.is_write_list(items)
+        {
+            return self
+                .writes(items, at)
+                .map(|writes| (Box::default(), writes));
         }
-        .reference(source, path, &pointer_push(at, key), true)?;
-        Some(Test::Ref(eq, Box::new(reference)))
+        self.object_updates(value, at)
+            .map(|updates| (updates, Box::default()))
     }
 
-    /// A condition's path written as an array.
-    pub(super) fn computed_path(&mut self, items: &[Value], at: &str) -> Option<ComputedPath> {
-        self.language
-            .feature(&mut self.diagnostics, at, Feature::ArrayPath);
-        ComputedPath::compile(items, at, &mut self.diagnostics)
+    fn object_updates(&mut self, value: &Value, at: &str) -> Option<StateUpdates> {
+        let map = self.object(value, at, "set_state")?;
+        let before = self.diagnostics.len();
+        let compiled: Vec<(Box<str>, Expr)> = map
+            .iter()
+            .map(|(k, v)| (Box::from(k.as_str()), self.compile(v, &pointer_push(at, k))))
+            .collect();
+        (self.diagnostics.len() == before).then(|| compiled.into_boxed_slice())
     }
 
     /// Whether a `set_state` array is read as the list form. In a version-2
@@ -55,7 +52,7 @@ impl Walker {
     /// clearly one (every element an object with `path` and `value`), so it
     /// is refused as `version_2_feature`, while any other array stays the
     /// `wrong_type` version 1 has always reported.
-    pub(super) fn is_write_list(&self, items: &[Value]) -> bool {
+    fn is_write_list(&self, items: &[Value]) -> bool {
         self.language.admits(Feature::WriteList)
             || (!items.is_empty()
                 && items.iter().all(|item| {
@@ -65,7 +62,7 @@ impl Walker {
     }
 
     /// The list form of `set_state`: `[{path, value}, …]`, applied in order.
-    pub(super) fn writes(&mut self, items: &[Value], at: &str) -> Option<Box<[Write]>> {
+    fn writes(&mut self, items: &[Value], at: &str) -> Option<Box<[Write]>> {
         self.language
             .feature(&mut self.diagnostics, at, Feature::WriteList);
         let before = self.diagnostics.len();
@@ -89,10 +86,8 @@ impl Walker {
             self.description(map, &item_at);
             let path_at = pointer_push(&item_at, "path");
             let path = match map.get("path") {
-                Some(Value::String(raw)) => self.dotted(raw, &path_at),
-                Some(Value::Array(items)) => {
-                    ComputedPath::compile(items, &path_at, &mut self.diagnostics)
-                }
+                Some(Value::String(raw)) => self.dotted_path(raw, &path_at),
+                Some(Value::Array(items)) => self.array_path(items, &path_at),
                 Some(other) => {
                     self.wrong_type(&path_at, "a path (a string or an array of segments)", other);
                     None
@@ -121,33 +116,5 @@ impl Walker {
             }
         }
         (self.diagnostics.len() == before).then(|| writes.into_boxed_slice())
-    }
-
-    /// A dot-separated path as a computed path of literal segments.
-    fn dotted(&mut self, raw: &str, at: &str) -> Option<ComputedPath> {
-        if let Err(e) = Path::parse(raw) {
-            self.push(Code::InvalidPath, at, e.message);
-            return None;
-        }
-        let items: Vec<Value> = if raw.is_empty() {
-            Vec::new()
-        } else {
-            raw.split('.')
-                .map(|s| Value::String(s.to_owned()))
-                .collect()
-        };
-        ComputedPath::compile(&items, at, &mut self.diagnostics)
-    }
-}
-
-/// The source and path of an object that is exactly one `$input` or
-/// `$state` member.
-pub(crate) fn reference_like(value: &Value) -> Option<(Source, &Value)> {
-    let map = value.as_object()?;
-    let mut entries = map.iter();
-    match (entries.next(), entries.next()) {
-        (Some((key, path)), None) if key == "$input" => Some((Source::Input, path)),
-        (Some((key, path)), None) if key == "$state" => Some((Source::State, path)),
-        _ => None,
     }
 }
