@@ -5,7 +5,7 @@
 //! an immutable [`CompiledDefinition`]: unknown fields, types, limits,
 //! operators, paths and operator literals are all checked then, and every
 //! problem is reported at once with a JSON-pointer path ([`Diagnostics`]).
-//! [`check`] adds the examples: each is evaluated, and with a
+//! [`check`](fn@check) adds the examples: each is evaluated, and with a
 //! [`CompiledContract`] its input and rendered result are schema-validated.
 //! [`evaluate`] then answers calls from the compiled form without re-parsing
 //! anything: it is the entry point of a call, and the others are named for

@@ -1,6 +1,6 @@
 //! Paths into a call's input and state: dot-separated paths
 //! ([`dotted`]), references and the paths written as arrays that a
-//! reference, a condition or a write may follow ([`reference`], read from
+//! reference, a condition or a write may follow ([`reference`](mod@reference), read from
 //! a definition by [`parse`]), and one call's segments ([`steps`]).
 
 pub(crate) mod dotted;

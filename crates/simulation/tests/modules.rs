@@ -6,8 +6,8 @@
 
 #![allow(clippy::unwrap_used)] // a source that cannot be read fails the test
 
-use toolmock_module_graph::{Graph, code, cycle, graph, sources, upward};
 use std::path::{Path, PathBuf};
+use toolmock_module_graph::{Graph, code, cycle, graph, sources, upward};
 
 /// The runtime's layers, bottom first: a module may use its own layer and
 /// those below (a module's submodules share its layer).

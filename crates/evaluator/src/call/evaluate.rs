@@ -26,7 +26,7 @@ pub fn evaluate<'d>(
     outcome(&selected, &scope)
 }
 
-/// Renders what [`select`] chose: the result and the state updates, or the
+/// Renders what `select` chose: the result and the state updates, or the
 /// domain error alone (which changes no state, so `set_state` is not rendered).
 pub(crate) fn outcome<'d>(
     selected: &Selected<'d>,

@@ -26,7 +26,7 @@ pub struct LayeredOutcome<'d> {
     /// (Version 2) the domain error the call answered instead of a result.
     pub error: Option<DomainError>,
     /// The new patch of each top-level member the call wrote; set each
-    /// with [`Overlay::set`].
+    /// with [`Overlay::set`](crate::Overlay::set).
     #[serde(skip)]
     pub patches: Vec<(&'d str, Patch)>,
     /// The simulated delay.

@@ -1,4 +1,4 @@
-//! Version 2's domain errors: a variant or rule that answers
+//! Domain errors (version 2): a variant or rule that answers
 //! `error: {code, message, data?}` instead of `result`
 //! (docs/mock-language.md, "Domain errors").
 //!
