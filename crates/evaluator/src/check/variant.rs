@@ -8,8 +8,10 @@ use crate::check::context::{Checker, Shape};
 use crate::check::diagnostics::{DiagnosticCode as Code, pointer_index, pointer_push};
 use crate::definition::{CompiledRule, CompiledVariant, MAX_DELAY_MS, MAX_RULES};
 use crate::domain::answer::Answer;
+use crate::expr::tree::Expr;
 use crate::rule_index::RuleIndex;
 use crate::scope::Source;
+use crate::state::writes::{StateUpdates, Write};
 use serde_json::Value;
 
 const VARIANT: Shape = Shape {
@@ -111,46 +113,30 @@ impl Checker {
                 condition.slot = slot_of((condition.source, condition.path.as_str()));
             }
         }
-        let rule_exprs = rules.iter_mut().flat_map(|r| {
-            let updates = r.set_state.iter_mut().flat_map(|u| u.iter_mut());
-            let writes = r.writes.iter_mut().flat_map(|w| w.iter_mut());
-            r.result
-                .iter_mut()
-                .filter_map(Answer::result_mut)
-                .chain(updates.map(|(_, e)| e))
-                .chain(writes.map(|w| &mut w.value))
-        });
-        let variant_exprs = result
-            .result_mut()
-            .into_iter()
-            .chain(set_state.iter_mut().map(|(_, e)| e))
-            .chain(writes.iter_mut().map(|w| &mut w.value));
-        for expr in variant_exprs.chain(rule_exprs) {
-            expr.for_each_reference(&mut |r| {
-                if let Some(key) = r.key() {
-                    r.slot = slot_of(key);
-                }
-            });
-        }
+        each_expr(
+            &mut result,
+            &mut set_state,
+            &mut writes,
+            &mut rules,
+            &mut |expr| {
+                expr.for_each_reference(&mut |r| {
+                    if let Some(key) = r.key() {
+                        r.slot = slot_of(key);
+                    }
+                });
+            },
+        );
         // After the slots: the copies kept for rendering ahead carry them.
         let mut input_holes = Vec::new();
-        let rule_exprs = rules.iter_mut().flat_map(|r| {
-            let updates = r.set_state.iter_mut().flat_map(|u| u.iter_mut());
-            let writes = r.writes.iter_mut().flat_map(|w| w.iter_mut());
-            r.result
-                .iter_mut()
-                .filter_map(Answer::result_mut)
-                .chain(updates.map(|(_, e)| e))
-                .chain(writes.map(|w| &mut w.value))
-        });
-        let variant_exprs = result
-            .result_mut()
-            .into_iter()
-            .chain(set_state.iter_mut().map(|(_, e)| e))
-            .chain(writes.iter_mut().map(|w| &mut w.value));
-        for expr in variant_exprs.chain(rule_exprs) {
-            expr.mark_input_holes(&mut input_holes);
-        }
+        each_expr(
+            &mut result,
+            &mut set_state,
+            &mut writes,
+            &mut rules,
+            &mut |expr| {
+                expr.mark_input_holes(&mut input_holes);
+            },
+        );
         Some(CompiledVariant {
             input_holes: input_holes.into_iter().map(|(_, e)| e).collect(),
             name: name.into(),
@@ -227,4 +213,30 @@ impl Checker {
             None
         }
     }
+}
+
+/// Calls `f` on every expression a variant answers or writes — its own
+/// result, `set_state` and writes, then each rule's — in that order.
+fn each_expr(
+    result: &mut Answer,
+    set_state: &mut StateUpdates,
+    writes: &mut [Write],
+    rules: &mut [CompiledRule],
+    f: &mut dyn FnMut(&mut Expr),
+) {
+    let own = result
+        .result_mut()
+        .into_iter()
+        .chain(set_state.iter_mut().map(|(_, e)| e))
+        .chain(writes.iter_mut().map(|w| &mut w.value));
+    let rules = rules.iter_mut().flat_map(|r| {
+        let updates = r.set_state.iter_mut().flat_map(|u| u.iter_mut());
+        let writes = r.writes.iter_mut().flat_map(|w| w.iter_mut());
+        r.result
+            .iter_mut()
+            .filter_map(Answer::result_mut)
+            .chain(updates.map(|(_, e)| e))
+            .chain(writes.map(|w| &mut w.value))
+    });
+    own.chain(rules).for_each(f);
 }
