@@ -7,9 +7,11 @@
 //! check names it. A version-1 document keeps the exact meaning and the
 //! exact messages it always had: a later version's op is an unknown op
 //! there, a later version's operator, field or form is refused as a
-//! feature of that version, and the lists of fields, ops and operators a
-//! message gives are version 1's (docs/mock-language.md, "Version 2").
-//! A new version adds its rows here and its rooms beside the others.
+//! feature of that version, and its unknown-field messages list only
+//! version 1's fields (docs/mock-language.md, "Version 2"). The ops and
+//! operators a message lists are version 1's in every document, as they
+//! always were. A new version adds its rows here and its rooms beside the
+//! others.
 
 use crate::check::diagnostics::{DiagnosticCode as Code, Diagnostics};
 

@@ -4,9 +4,9 @@
 //! object shares (unknown and missing fields, wrong types).
 //!
 //! The operator table is handed to the checker by whoever makes it (the
-//! document check, with `crate::expr::OPERATORS`), so the expression
-//! compiler and the rooms below it never name an operator family: a family
-//! is a row of that table and a room of its own.
+//! check's entry points in `crate::check`, with `crate::expr::OPERATORS`),
+//! so the expression compiler and the rooms below it never name an
+//! operator family: a family is a row of that table and a room of its own.
 
 use crate::check::diagnostics::{DiagnosticCode as Code, Diagnostics, pointer_push};
 use crate::expr::tree::Expr;
