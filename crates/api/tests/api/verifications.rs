@@ -82,6 +82,11 @@ async fn verified(app: &Router, bearer: &str, tool: &str) -> Value {
     }
 }
 
+/// `GET path` with the bearer token.
+async fn get(app: &Router, bearer: &str, path: &str) -> Reply {
+    send(app, Method::GET, path, Some(bearer), None).await
+}
+
 /// A simulation's results document, once its worker finished every attempt.
 async fn finished_results(app: &Router, bearer: &str, simulation: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -187,14 +192,7 @@ async fn a_worker_verifies_a_tool_and_a_diverged_mock_is_marked(pool: PgPool) {
     );
 
     // The tool's page marks the mock.
-    let view = send(
-        &app,
-        Method::GET,
-        &format!("/api/tools/{tool}"),
-        Some(&bearer),
-        None,
-    )
-    .await;
+    let view = get(&app, &bearer, &format!("/api/tools/{tool}")).await;
     let mark = &operation(&view.json, "lookup_patient")["verification"];
     assert_eq!(mark["verdict"], "diverged", "{}", view.json);
     assert_eq!(mark["verification_id"], found["id"]);
@@ -228,14 +226,7 @@ async fn a_worker_verifies_a_tool_and_a_diverged_mock_is_marked(pool: PgPool) {
 
     // The mock corrected from the divergence: verified again, it agrees, and
     // a simulation pinning it says nothing.
-    let view = send(
-        &app,
-        Method::GET,
-        &format!("/api/tools/{tool}"),
-        Some(&bearer),
-        None,
-    )
-    .await;
+    let view = get(&app, &bearer, &format!("/api/tools/{tool}")).await;
     save(
         &app,
         &bearer,
@@ -251,14 +242,7 @@ async fn a_worker_verifies_a_tool_and_a_diverged_mock_is_marked(pool: PgPool) {
         "{again:#}"
     );
     assert_eq!(again["ok"], true);
-    let view = send(
-        &app,
-        Method::GET,
-        &format!("/api/tools/{tool}"),
-        Some(&bearer),
-        None,
-    )
-    .await;
+    let view = get(&app, &bearer, &format!("/api/tools/{tool}")).await;
     assert_eq!(
         operation(&view.json, "lookup_patient")["verification"]["verdict"],
         "agreed"
@@ -268,14 +252,7 @@ async fn a_worker_verifies_a_tool_and_a_diverged_mock_is_marked(pool: PgPool) {
     let results = finished_results(&app, &bearer, &simulation).await;
     assert!(results.get("diverged_mocks").is_none(), "{results:#}");
     // Both verifications are listed, the latest first.
-    let list = send(
-        &app,
-        Method::GET,
-        &format!("/api/tools/{tool}/verifications"),
-        Some(&bearer),
-        None,
-    )
-    .await;
+    let list = get(&app, &bearer, &format!("/api/tools/{tool}/verifications")).await;
     let ids: Vec<&Value> = list.json["verifications"]
         .as_array()
         .unwrap()
@@ -291,14 +268,7 @@ async fn a_worker_verifies_a_tool_and_a_diverged_mock_is_marked(pool: PgPool) {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     let scheduled = loop {
-        let list = send(
-            &app,
-            Method::GET,
-            &format!("/api/tools/{tool}/verifications"),
-            Some(&bearer),
-            None,
-        )
-        .await;
+        let list = get(&app, &bearer, &format!("/api/tools/{tool}/verifications")).await;
         let latest = list.json["verifications"][0].clone();
         if latest["requested_by"] == "schedule" && latest["status"] == "finished" {
             break latest;
@@ -311,14 +281,7 @@ async fn a_worker_verifies_a_tool_and_a_diverged_mock_is_marked(pool: PgPool) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(scheduled["ok"], true, "{scheduled:#}");
-    let settings = send(
-        &app,
-        Method::GET,
-        &format!("/api/tools/{tool}/verification"),
-        Some(&bearer),
-        None,
-    )
-    .await;
+    let settings = get(&app, &bearer, &format!("/api/tools/{tool}/verification")).await;
     let next: chrono::DateTime<chrono::Utc> = settings.json["next_due_at"]
         .as_str()
         .unwrap()
@@ -429,6 +392,6 @@ async fn settings_the_tool_cannot_take_are_refused_with_every_problem(pool: PgPo
     assert_eq!(reply.code(), "mcp_url_not_allowed");
     assert_eq!(reply.problems()[0]["path"], "/endpoints/book");
     // Nothing was stored by the refusals.
-    let stored = send(&app, Method::GET, &path, Some(&bearer), None).await;
+    let stored = get(&app, &bearer, &path).await;
     assert_eq!(stored.json["configured"], false, "{}", stored.json);
 }
