@@ -85,7 +85,7 @@ pub(crate) fn plan(subject: &Subject) -> Vec<Unit> {
             let variant = example["variant"].as_str().unwrap_or(default).to_owned();
             let source = Source {
                 file: mock.source.file.clone(),
-                path: pointer::index(&format!("{}/examples", mock.source.path), i),
+                path: pointer::index(&pointer::push(&mock.source.path, "examples"), i),
             };
             let skip = callable(subject, op)
                 .or_else(|| {
