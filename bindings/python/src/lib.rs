@@ -38,6 +38,7 @@ mod attempt;
 mod convert;
 mod definition;
 mod errors;
+mod runner;
 
 use convert::Ints;
 use definition::{CompiledDefinition, Contract, Outcome, Problem};
@@ -205,6 +206,13 @@ fn _toolmock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(contract_hash, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_manifest, m)?)?;
     m.add_function(wrap_pyfunction!(_check_documented_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(runner::_main, m)?)?;
+    m.add_function(wrap_pyfunction!(runner::_run, m)?)?;
+    m.add_function(wrap_pyfunction!(runner::_plan, m)?)?;
+    m.add_class::<runner::Server>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // What `toolmock --version` prints after `toolmock `.
+    m.add("_version_line", toolmock_cli::VERSION)?;
     m.add_class::<CompiledDefinition>()?;
     m.add_class::<Contract>()?;
     m.add_class::<Outcome>()?;
