@@ -15,10 +15,11 @@
 //! let contract = std::env::temp_dir().join(format!("toolmock-cli-doc-{}.json", std::process::id()));
 //! std::fs::write(&contract, r#"{"operation": {"source": "custom", "name": "ping"},
 //!     "description": "", "input_schema": {"type": "object"}, "output_schema": {"type": "object"}}"#)?;
-//! assert_eq!(toolmock_cli::main(["toolmock".into(), "hash".into(), contract.clone().into_os_string()]), 0);
+//! let program = std::ffi::OsStr::new("toolmock");
+//! assert_eq!(toolmock_cli::main([program, "hash".as_ref(), contract.as_os_str()]), 0);
 //! std::fs::remove_file(contract)?;
 //! // Exit 2: an unusable argument (clap's message on stderr).
-//! assert_eq!(toolmock_cli::main(["toolmock", "hash", "--no-such-flag"].map(Into::into)), 2);
+//! assert_eq!(toolmock_cli::main(["toolmock", "hash", "--no-such-flag"]), 2);
 //! # Ok::<(), std::io::Error>(())
 //! ```
 

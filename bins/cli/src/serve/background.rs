@@ -3,7 +3,9 @@
 //! HTTP routes as the command, on a runtime of its own, until the caller
 //! stops it. Nothing is printed; the caller asks for attempts and results.
 
-use super::{Prepared, ServeArgs, limits, prepare, watch_idle, write_files};
+use super::{
+    Prepared, ServeArgs, embed, limits, listen, prepare, serve_http, watch_idle, write_files,
+};
 use crate::Refusal;
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -13,7 +15,6 @@ use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 use toolmock_mcp::{CancellationToken, Embedded, ServeError};
 use toolmock_runtime::MemoryStore;
-use toolmock_runtime::backend::Catalog;
 use toolmock_simulation::{AttemptResult, RunResults};
 
 /// `toolmock serve`'s flags alone, for [`Background::start`].
@@ -91,35 +92,12 @@ impl Background {
         let case = args.case.clone();
         let stop = CancellationToken::new();
         let started = runtime.block_on(async {
-            let tenant = dispatcher
-                .backend()
-                .create_tenant("toolmock-serve")
-                .await
-                .map_err(|e| ServeError::Storage(e.to_string()))?;
-            let embedded = Embedded::prepare(
-                dispatcher,
-                tenant,
-                Arc::new(loaded),
-                case.as_deref(),
-                limits,
-            )
-            .await?;
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|e| ServeError::Storage(format!("cannot listen on {addr}: {e}")))?;
-            let bound = listener
-                .local_addr()
-                .map_err(|e| ServeError::Storage(e.to_string()))?;
+            let embedded = embed(dispatcher, loaded, case.as_deref(), limits).await?;
+            let (listener, bound) = listen(addr).await?;
             if let Some(idle) = limits.idle {
                 watch_idle(&embedded, &stop, idle);
             }
-            let app = toolmock_mcp::router(embedded.clone(), !bound.ip().is_loopback());
-            let stopped = stop.clone();
-            let server = tokio::spawn(async move {
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(async move { stopped.cancelled().await })
-                    .await
-            });
+            let server = tokio::spawn(serve_http(embedded.clone(), listener, bound, stop.clone()));
             Ok::<_, ServeError>((embedded, bound, server))
         });
         let (embedded, addr, server) = started.map_err(|e| match e {

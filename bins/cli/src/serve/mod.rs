@@ -130,7 +130,10 @@ fn limits(args: &ServeArgs) -> Limits {
 
 /// A file ready to serve, or its problems.
 enum Prepared {
-    Ready(Arc<Dispatcher<MemoryStore>>, simulation::LoadedSimulation),
+    Ready(
+        Arc<Dispatcher<MemoryStore>>,
+        Box<simulation::LoadedSimulation>,
+    ),
     Refused(Vec<FileProblem>),
 }
 
@@ -166,7 +169,7 @@ fn prepare(args: &ServeArgs, runtime: &tokio::runtime::Runtime) -> Result<Prepar
             Ok(_) => Ok(Prepared::Refused(loaded.problems)),
         };
     }
-    Ok(Prepared::Ready(dispatcher, loaded.simulation))
+    Ok(Prepared::Ready(dispatcher, Box::new(loaded.simulation)))
 }
 
 /// Ends the attempts idle for `idle` (checked a few times per period)
@@ -186,22 +189,10 @@ async fn serve(
     args: &ServeArgs,
     file: &str,
     dispatcher: Arc<Dispatcher<MemoryStore>>,
-    loaded: simulation::LoadedSimulation,
+    loaded: Box<simulation::LoadedSimulation>,
     limits: Limits,
 ) -> Result<RunResults, ServeError> {
-    let tenant = dispatcher
-        .backend()
-        .create_tenant("toolmock-serve")
-        .await
-        .map_err(|e| ServeError::Storage(e.to_string()))?;
-    let embedded = Embedded::prepare(
-        dispatcher,
-        tenant,
-        Arc::new(loaded),
-        args.case.as_deref(),
-        limits,
-    )
-    .await?;
+    let embedded = embed(dispatcher, loaded, args.case.as_deref(), limits).await?;
     let stop = CancellationToken::new();
     if let Some(idle) = limits.idle {
         watch_idle(&embedded, &stop, idle);
@@ -232,21 +223,13 @@ async fn serve(
         });
     }
     if let Some(addr) = args.http {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| ServeError::Storage(format!("cannot listen on {addr}: {e}")))?;
-        let bound = listener
-            .local_addr()
-            .map_err(|e| ServeError::Storage(e.to_string()))?;
+        let (listener, bound) = listen(addr).await?;
         let _ = writeln!(
             std::io::stderr(),
             "toolmock: serving {file} (case {}) at http://{bound}/attempts/{{n}}/mcp; POST http://{bound}/attempts for a new attempt",
             embedded.case().name
         );
-        let app = toolmock_mcp::router(embedded.clone(), !bound.ip().is_loopback());
-        let stopped = stop.clone();
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move { stopped.cancelled().await })
+        serve_http(embedded.clone(), listener, bound, stop.clone())
             .await
             .map_err(|e| ServeError::Storage(e.to_string()))?;
     } else {
@@ -255,6 +238,47 @@ async fn serve(
     stop.cancel();
     embedded.finish_all().await?;
     Ok(embedded.results().await)
+}
+
+/// The case (`case`, or the only one) of `loaded` installed in a tenant of
+/// the dispatcher's store, ready to serve.
+async fn embed(
+    dispatcher: Arc<Dispatcher<MemoryStore>>,
+    loaded: Box<simulation::LoadedSimulation>,
+    case: Option<&str>,
+    limits: Limits,
+) -> Result<Arc<Embedded<MemoryStore>>, ServeError> {
+    let tenant = dispatcher
+        .backend()
+        .create_tenant("toolmock-serve")
+        .await
+        .map_err(|e| ServeError::Storage(e.to_string()))?;
+    Embedded::prepare(dispatcher, tenant, Arc::from(loaded), case, limits).await
+}
+
+/// A listener on `addr`, and the address it got (port 0 picks one).
+async fn listen(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr), ServeError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| ServeError::Storage(format!("cannot listen on {addr}: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| ServeError::Storage(e.to_string()))?;
+    Ok((listener, bound))
+}
+
+/// The HTTP routes of `serve --http` until `stop` (a request being answered
+/// is answered first); any `Host` header when listening beyond loopback.
+async fn serve_http(
+    embedded: Arc<Embedded<MemoryStore>>,
+    listener: tokio::net::TcpListener,
+    bound: SocketAddr,
+    stop: CancellationToken,
+) -> std::io::Result<()> {
+    let app = toolmock_mcp::router(embedded, !bound.ip().is_loopback());
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { stop.cancelled().await })
+        .await
 }
 
 async fn shutdown_signal() {
