@@ -100,9 +100,12 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
     }
     .validate()?;
     let file = args.simulation.display().to_string();
-    let began = Instant::now();
-    let (results, jobs) = match execute(args, true)? {
-        Executed::Ran { results, jobs } => (results, jobs),
+    let (results, jobs, elapsed) = match execute(args, true)? {
+        Executed::Ran {
+            results,
+            jobs,
+            elapsed,
+        } => (results, jobs, elapsed),
         Executed::Checked { cases, pinned } => {
             crate::output::written(
                 writeln!(
@@ -126,7 +129,6 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
             });
         }
     };
-    let elapsed = began.elapsed();
     let report = Report {
         json: args.json,
         junit: args.junit.as_deref(),
@@ -206,8 +208,12 @@ struct RunOnly {
 
 /// What a run came to, before anything is reported.
 enum Executed {
-    /// The attempts ran (with so many jobs).
-    Ran { results: RunResults, jobs: usize },
+    /// The attempts ran, with so many jobs, in so much wall time.
+    Ran {
+        results: RunResults,
+        jobs: usize,
+        elapsed: Duration,
+    },
     /// `--check` passed: so many cases, so many operations pinned.
     Checked { cases: usize, pinned: usize },
     /// The file cannot run: every problem (exit 2).
@@ -254,6 +260,7 @@ fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
         };
     }
     let loaded = Arc::new(loaded.simulation);
+    let began = Instant::now();
     let outcome: Result<RunResults, RunError> = runtime.block_on(async {
         let tenant = dispatcher.backend().create_tenant("toolmock-run").await?;
         let total: u64 = loaded
@@ -287,7 +294,11 @@ fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
         results
     });
     match outcome {
-        Ok(results) => Ok(Executed::Ran { results, jobs }),
+        Ok(results) => Ok(Executed::Ran {
+            results,
+            jobs,
+            elapsed: began.elapsed(),
+        }),
         Err(error) => Ok(ended(error)),
     }
 }
