@@ -12,7 +12,11 @@ environment variables, as the command does).
 from __future__ import annotations
 
 import os
-from typing import Any
+# Annotations are never evaluated here (`from __future__ import annotations`),
+# and importing `typing` would be most of `import toolmock`'s time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 from toolmock._toolmock import _run, _Server
 
