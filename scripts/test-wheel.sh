@@ -13,7 +13,7 @@
 # What check.py checks with the installed package, on copies of the
 # fixtures: the `toolmock` command and `python -m toolmock` print what the
 # repository's own binary prints, byte for byte (and `toolmock run` of
-# HealthPlus the README's table); `toolmock.run` gives the results document
+# HealthPlus the README's table), and SIGINT ends a run as it ends the binary; `toolmock.run` gives the results document
 # of `toolmock run --json`; pytest sessions with the plugin (the suite
 # marker on HealthPlus: 24 items pass; a broken copy: one fails, with the
 # pointer of its unmet expectation; an MCP URL per test played by the

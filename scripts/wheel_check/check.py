@@ -18,9 +18,11 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +93,23 @@ def same_as_the_binary() -> None:
     version = (expected / "version.stdout").read_text().strip()
     assert version.startswith("toolmock ") and "(commit " in version, version
     ok(f"`toolmock --version`: {version}")
+
+
+def interrupted() -> None:
+    """Ctrl-C ends a run at once, as it ends the binary (killed by SIGINT)."""
+    for program in (["toolmock"], [sys.executable, "-m", "toolmock"]):
+        # Real delays: the outage case sleeps 30 s.
+        running = subprocess.Popen([*program, "run", "healthplus/simulation.json", "--real-delays", "--jobs", "1"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.5)
+        running.send_signal(signal.SIGINT)
+        try:
+            status = running.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            running.kill()
+            raise AssertionError(f"{' '.join(program)} run: still running 10 s after SIGINT") from None
+        assert status == -signal.SIGINT, f"{' '.join(program)} run: exited {status} on SIGINT, not killed by it"
+    ok("Ctrl-C (SIGINT) ends `toolmock run` and `python -m toolmock run` at once, killed by the signal as the binary is")
 
 
 def readme_table() -> None:
@@ -180,6 +199,7 @@ if __name__ == "__main__":
         pytest_mcp_url()
     else:
         same_as_the_binary()
+        interrupted()
         readme_table()
         run_document()
         serve_with_the_sdk_client()
