@@ -88,18 +88,23 @@ pub(crate) struct Failure {
     pub(crate) exit: u8,
 }
 
-/// Why [`run_results`] or [`Background::start`] produced nothing.
-#[derive(Debug)]
+/// Why [`run_results`] or [`Background::start`] produced nothing. The
+/// caller gives each its code (the Python package: `invalid_option`,
+/// `invalid_simulation`, the library error's code or `command_failed`).
+#[derive(Debug, thiserror::Error)]
 pub enum Refusal {
     /// The arguments are not the command's: clap's message, or a flag that
     /// does not apply to a library caller.
+    #[error("{0}")]
     Options(String),
     /// The simulation file cannot be used: every problem, each in its file
     /// at its JSON pointer (what the command prints before exiting 2).
+    #[error("{} problem(s): {}", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Problems(Vec<toolmock_simulation::FileProblem>),
     /// The command failed otherwise: the code of the library error, when
     /// there is one (`storage_failed`, `unknown_case`, …), and what the
     /// command prints after `toolmock: `.
+    #[error("{message}")]
     Failed {
         /// The library error's code.
         code: Option<&'static str>,
@@ -113,20 +118,6 @@ impl From<Failure> for Refusal {
         Refusal::Failed {
             code: None,
             message: failure.message,
-        }
-    }
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refusal::Options(message) | Refusal::Failed { message, .. } => f.write_str(message),
-            Refusal::Problems(problems) => {
-                for p in problems {
-                    writeln!(f, "{p}")?;
-                }
-                write!(f, "{} problem(s)", problems.len())
-            }
         }
     }
 }
