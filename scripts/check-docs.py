@@ -21,6 +21,11 @@ usage: python3 scripts/check-docs.py        (run by `just lint`)
    tracked file or folder; a glob (`*`, `{a,b}`) must match one. Paths git
    ignores (what a build or an install writes: fuzz/artifacts/, …) are not
    the repository's and are left alone.
+5. A page of README.md or docs/ that runs a program installed under
+   `.cache/` (a path `.cache/NAME/…/bin/…`: what `scripts/just setup`
+   installs, and `scripts/just run` does not) says so at its top: its
+   opening, before the first `## ` heading, names `scripts/just setup` and
+   each such `.cache/NAME`.
 
 Exits 1 listing every problem as FILE:LINE: message, 0 when there is none.
 """
@@ -245,12 +250,43 @@ def check_paths(files, problems):
                 problems.append(f"{page}:{number}: cites {cited}, which is not in the repository")
 
 
+INSTALLED_PROGRAM = re.compile(r"\.cache/([A-Za-z0-9_.-]+)/[^\s`'\"]*bin/")
+
+
+def check_setup_named(files, problems):
+    pages = ["README.md"] + sorted(
+        p for p in files if p.startswith("docs/") and p.endswith(".md") and p.count("/") == 1
+    )
+    for page in pages:
+        text = read_text(page)
+        if text is None:
+            continue
+        opening = " ".join(re.split(r"^## ", text, maxsplit=1, flags=re.M)[0].split())
+        first_use = {}
+        for number, line in enumerate(text.splitlines(), 1):
+            for m in INSTALLED_PROGRAM.finditer(line):
+                first_use.setdefault(m.group(1), number)
+        if first_use and "scripts/just setup" not in opening:
+            line = min(first_use.values())
+            problems.append(
+                f"{page}:{line}: runs a program from .cache/, but its opening does not say "
+                "that `scripts/just setup` installs it"
+            )
+        for name, line in sorted(first_use.items(), key=lambda item: item[1]):
+            if f".cache/{name}" not in opening:
+                problems.append(
+                    f"{page}:{line}: runs a program from .cache/{name}, which its opening "
+                    "(before the first ## heading) does not name"
+                )
+
+
 def main():
     files = tracked_files()
     problems = []
     check_citations(files, problems)
     check_links(files, problems)
     check_paths(files, problems)
+    check_setup_named(files, problems)
     for p in problems:
         print(p, file=sys.stderr)
     if problems:

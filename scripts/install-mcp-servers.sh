@@ -5,6 +5,12 @@
 #   .cache/mcp-venv  the official Python `mcp` SDK (fixtures/mcp/requirements.txt,
 #                    every package pinned exactly by fixtures/mcp/constraints.txt),
 #                    which runs the fixture server fixtures/mcp/fixture_server.py
+#   .cache/mcp-frameworks-venv
+#                    the agent frameworks' own MCP clients, on the MCP Python
+#                    SDK 1.x they install: LangChain's MCP adapters and the
+#                    OpenAI Agents SDK (fixtures/mcp/frameworks/requirements.txt,
+#                    pinned by fixtures/mcp/frameworks/constraints.txt), which
+#                    the examples of docs/mcp.md run in
 #   .cache/npm       the published @modelcontextprotocol/server-everything, the
 #                    official TypeScript SDK (@modelcontextprotocol/sdk, its
 #                    client) with ajv, and the MCP Inspector (its --cli mode),
@@ -36,28 +42,45 @@ checksum() { cat "$@" | sha256sum | cut -d' ' -f1; }
 
 mkdir -p "$cache"
 
-# --- Python SDK --------------------------------------------------------------
+# --- Python venvs -------------------------------------------------------------
 python="${PYTHON:-python3}"
 if ! command -v "$python" >/dev/null 2>&1; then
     say "python3 is required (set PYTHON to use another interpreter)"
     exit 1
 fi
-py_pins=("$root/fixtures/mcp/requirements.txt" "$root/fixtures/mcp/constraints.txt")
-py_sum="$(checksum "${py_pins[@]}")"
-py_stamp="$venv/.toolmock-stamp"
-if [[ $force -eq 1 || ! -x "$venv/bin/python" || "$(cat "$py_stamp" 2>/dev/null)" != "$py_sum" ]] \
-    || ! "$venv/bin/python" -c 'import mcp.server.lowlevel, mcp.server.stdio' >/dev/null 2>&1; then
-    say "installing the Python mcp SDK into $venv"
-    rm -rf "$venv"
-    "$python" -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
-        -r "$root/fixtures/mcp/requirements.txt" -c "$root/fixtures/mcp/constraints.txt"
-    "$venv/bin/python" -c 'import mcp.server.lowlevel, mcp.server.stdio'
-    printf '%s\n' "$py_sum" >"$py_stamp"
-else
-    say "Python mcp SDK up to date in $venv"
-fi
+
+# python_venv VENV WHAT IMPORTS REQUIREMENTS CONSTRAINTS: (re)installs VENV
+# from the pin files when they changed or IMPORTS (Python modules, comma
+# separated) cannot be imported.
+python_venv() {
+    local venv=$1 what=$2 imports=$3 requirements=$4 constraints=$5
+    local sum stamp="$venv/.toolmock-stamp"
+    sum="$(checksum "$requirements" "$constraints")"
+    if [[ $force -eq 1 || ! -x "$venv/bin/python" || "$(cat "$stamp" 2>/dev/null)" != "$sum" ]] \
+        || ! "$venv/bin/python" -c "import $imports" >/dev/null 2>&1; then
+        say "installing $what into $venv"
+        rm -rf "$venv"
+        "$python" -m venv "$venv"
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+            -r "$requirements" -c "$constraints"
+        "$venv/bin/python" -c "import $imports"
+        printf '%s\n' "$sum" >"$stamp"
+    else
+        say "$what up to date in $venv"
+    fi
+}
+
+python_venv "$venv" "the Python mcp SDK" "mcp.server.lowlevel, mcp.server.stdio" \
+    "$root/fixtures/mcp/requirements.txt" "$root/fixtures/mcp/constraints.txt"
 say "$("$venv/bin/python" -m pip show mcp 2>/dev/null | grep -E '^Version:' | sed 's/^/mcp /')"
+
+# The agent frameworks' own MCP clients, on the MCP SDK 1.x they install.
+frameworks="$root/fixtures/mcp/frameworks"
+python_venv "$cache/mcp-frameworks-venv" "LangChain's MCP adapters and the OpenAI Agents SDK" \
+    "mcp.client.session, langchain_mcp_adapters.client, agents.mcp" \
+    "$frameworks/requirements.txt" "$frameworks/constraints.txt"
+say "$("$cache/mcp-frameworks-venv/bin/python" -m pip list 2>/dev/null \
+    | grep -E '^(mcp|langchain-mcp-adapters|openai-agents) ' | tr -s ' ' | paste -sd, -)"
 
 # --- server-everything (npm) -------------------------------------------------
 if ! command -v npm >/dev/null 2>&1; then

@@ -9,7 +9,6 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use toolmock_evaluator::{
     CallError, CompiledContract, CompiledDefinition, Prepared, Rendering, Workspace,
-    evaluate_prepared_checked, evaluate_prepared_json, prepare,
 };
 
 /// Evaluate calls against a mock definition, threading the state from call to call.
@@ -57,7 +56,7 @@ struct CallLine {
     variant: Option<String>,
 }
 
-/// A call read, parsed and prepared (see [`prepare`]), ready to evaluate.
+/// A call read, parsed and prepared (see [`Prepared::new`]), ready to evaluate.
 struct ParsedCall {
     input: Value,
     prepared: Prepared,
@@ -153,7 +152,7 @@ pub(crate) fn run(args: &EvalArgs) -> Result<u8, Failure> {
 /// Only what depends on the state has to happen in file order, so that is
 /// all this thread does: one thread reads raw lines in chunks and deals them
 /// out in turn to the parsing threads, which parse each call and
-/// [`prepare`] it (the input's checks, the variant and, with a contract,
+/// prepare it ([`Prepared::new`]: the input's checks, the variant and, with a contract,
 /// every operator that reads the input alone); this thread takes the chunks back in that same
 /// turn, evaluates them against the state in file order and hands each
 /// chunk's lines to a writing thread. The state and the output are exactly
@@ -417,7 +416,7 @@ fn parse_line(
     Some(
         call.map(|call| {
             let input = Value::Object(call.input);
-            let prepared = prepare(
+            let prepared = Prepared::new(
                 preparation.definition,
                 preparation.contract,
                 &input,
@@ -444,9 +443,9 @@ fn evaluate_one(
     let (input, prepared) = (&call.input, &call.prepared);
     let answer = match contract {
         Some(contract) => {
-            evaluate_prepared_checked(workspace, contract, prepared, input, state, result)
+            prepared.evaluate_json_with_contract(workspace, contract, input, state, result)
         }
-        None => evaluate_prepared_json(workspace.definition(), prepared, input, state, result),
+        None => prepared.evaluate_json(workspace.definition(), input, state, result),
     };
     match answer {
         Ok(outcome) if outcome.error.is_some() => {

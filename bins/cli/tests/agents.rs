@@ -255,10 +255,16 @@ fn a_bad_argument_call_is_recoverable_and_recorded() {
     assert_eq!(code, 0, "{results:#}");
     let a = attempt(&results);
     assert_eq!(a["tool_input_errors"][0]["code"], "invalid_arguments");
-    let error: Value =
-        serde_json::from_str(a["conversation"][3]["content"].as_str().unwrap()).unwrap();
+    let error = tool_message(a, 3);
     assert_eq!(error["error"]["code"], "invalid_arguments");
     assert_eq!(error["error"]["class"], "tool_input_error");
+}
+
+/// The JSON of the conversation's message `i`, a tool message.
+fn tool_message(attempt: &Value, i: usize) -> Value {
+    let message = &attempt["conversation"][i];
+    assert_eq!(message["role"], "tool", "{message}");
+    serde_json::from_str(message["content"].as_str().unwrap()).unwrap()
 }
 
 #[test]
@@ -275,6 +281,12 @@ fn an_invented_tool_name_is_never_executed_and_is_recoverable() {
     assert_eq!(a["outcome"], "passed");
     assert_eq!(a["tool_input_errors"][0]["code"], "unknown_function");
     assert_eq!(a["tool_input_errors"][0]["tool"], "delete_everything");
+    // The tool message names no path: an invented name has none.
+    assert_eq!(
+        tool_message(a, 3)["error"],
+        json!({"class": "tool_input_error", "code": "unknown_function",
+               "message": "there is no function \"delete_everything\"; call one of the functions you were given"})
+    );
     // Only the right call ran.
     assert_eq!(
         a["calls"]
@@ -301,6 +313,9 @@ fn malformed_arguments_json_is_a_tool_input_error() {
     assert_eq!(a["tool_input_errors"][0]["code"], "invalid_arguments_json");
     assert_eq!(a["tool_input_errors"][0]["tool"], "notes");
     assert_eq!(a["tool_input_errors"][0]["operation"], "add");
+    let error = &tool_message(a, 3)["error"];
+    assert_eq!(error["code"], "invalid_arguments_json");
+    assert!(error.get("path").is_none(), "{error}");
 }
 
 #[test]
@@ -366,16 +381,41 @@ fn a_harness_error_stops_the_loop_and_is_never_shown_to_the_model() {
     assert_eq!(counts["harness"], 1);
 }
 
+/// At `max_turns` the last turn's tool calls are still run and recorded
+/// (evidence, and tool messages the model never sees) and count in the
+/// trajectory; the attempt fails with `turn_limit` alone.
 #[test]
 fn the_turn_limit_fails_the_attempt() {
     let server = server();
-    let (code, results, _) = run(&server, "loop", json!([model_case("c", json!({}))]), &[]);
+    let expect = json!({"trajectory": [{"kind": "count", "call": {"tool": "notes", "operation": "add", "status": "ok"}, "exactly": 4}]});
+    let (code, results, _) = run(&server, "loop", json!([model_case("c", expect)]), &[]);
     assert_eq!(code, 1);
     let a = attempt(&results);
     assert_eq!(a["outcome"], "failed");
+    assert_eq!(a["unmet"].as_array().unwrap().len(), 1, "{a:#}");
     assert_eq!(a["unmet"][0]["code"], "turn_limit");
     assert_eq!(a["unmet"][0]["at"], "/cases/0/driver/max_turns");
     assert_eq!(a["calls"].as_array().unwrap().len(), 4);
+    // Four requests, four answered calls: the fourth turn's answer closes
+    // the conversation, and the model was never asked again.
+    assert_eq!(
+        roles(a),
+        [
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "tool",
+            "assistant",
+            "tool",
+            "assistant",
+            "tool"
+        ]
+    );
+    assert_eq!(tool_message(a, 9), json!({"id": "n-1"}));
+    let counts = reqwest_get(&format!("{}/../counts", server.url));
+    assert_eq!(counts["loop"], 4, "{counts}");
 }
 
 #[test]

@@ -351,6 +351,18 @@ impl StdioServed {
         )
     }
 
+    /// Every message the server writes until it closes stdout.
+    fn rest(&mut self) -> Vec<Value> {
+        use std::io::BufRead;
+        let mut messages = Vec::new();
+        let mut line = String::new();
+        while self.stdout.read_line(&mut line).expect("read") > 0 {
+            messages.push(serde_json::from_str(&line).expect("a JSON-RPC message"));
+            line.clear();
+        }
+        messages
+    }
+
     /// Waits for the process to exit on its own (stdin still open).
     fn exits_within(&mut self, limit: Duration) -> i32 {
         let began = Instant::now();
@@ -380,7 +392,10 @@ fn read_results(path: &std::path::Path) -> Value {
 
 /// `--stdio --max-calls 2`: the second call is answered, then the attempt
 /// ends while the client still holds stdin open; the process judges it,
-/// writes the report and exits (0: the case's expectations hold).
+/// writes the report and exits (0: the case's expectations hold). A third
+/// call sent after the second answer is never run: the stream closes
+/// without its answer, or (when it was read before the session stopped)
+/// it is refused `attempt_finished`.
 #[test]
 fn stdio_max_calls_ends_the_attempt_and_writes_the_report() {
     let dir = scratch();
@@ -401,6 +416,16 @@ fn stdio_max_calls_ends_the_attempt_and_writes_the_report() {
         read["result"]["structuredContent"],
         json!({"day": "2026-12-04"})
     );
+    // The process may have exited already: a closed pipe is one outcome.
+    let late = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                      "params": {"name": "book", "arguments": {"day": "2026-12-05"}}});
+    let _ = std::io::Write::write_all(&mut served.stdin, format!("{late}\n").as_bytes());
+    let _ = std::io::Write::flush(&mut served.stdin);
+    for late in served.rest() {
+        if late["id"] == 3 {
+            assert_eq!(late["error"]["data"]["code"], "attempt_finished", "{late}");
+        }
+    }
     assert_eq!(served.exits_within(Duration::from_secs(20)), 0);
     let results = read_results(&results);
     let attempt = &results["cases"][0]["attempts"][0];

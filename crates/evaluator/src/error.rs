@@ -1,6 +1,7 @@
-//! Why a call failed, and whose fault it was.
+//! Why a call failed, and whose fault it was: a [`CallError`] with its
+//! class and code, and the operand faults ([`OperandFault`]) an operator
+//! reports before the origin of the value decides whom to blame.
 
-use crate::operators::OperandFault;
 use serde::Serialize;
 use std::fmt;
 use toolmock_contract::problem_codes;
@@ -156,6 +157,22 @@ fn join_violations(violations: &[Violation]) -> String {
     parts.join("; ")
 }
 
+/// Who supplied a value that an operator or a path refuses: the caller's
+/// input is a tool input error; the state, or a value the definition wrote
+/// itself, is the harness's. Ordered so that of several operands the input
+/// is blamed first, then the state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Origin {
+    Literal,
+    State,
+    Input,
+}
+
+/// A location in the definition for a message: `/` for the root.
+pub(crate) fn display_pointer(at: &str) -> &str {
+    if at.is_empty() { "/" } else { at }
+}
+
 impl CallError {
     pub(crate) fn input_operand(fault: OperandFault, path: String, message: String) -> CallError {
         match fault {
@@ -164,6 +181,45 @@ impl CallError {
             OperandFault::OffsetOutOfRange => CallError::OffsetOutOfRange { path, message },
             OperandFault::DateOutOfRange => CallError::DateOutOfRange { path, message },
             OperandFault::InvalidOperand => CallError::InvalidOperand { path, message },
+        }
+    }
+
+    /// An operand an operator refused (`rejection`), read from `pointer` of
+    /// the input or the state, by the operator at `at` in the definition.
+    pub(crate) fn refused_operand(
+        origin: Origin,
+        pointer: Option<String>,
+        rejection: Rejection,
+        at: &str,
+    ) -> CallError {
+        let Rejection { fault, message } = rejection;
+        let path = pointer.unwrap_or_default();
+        let message = format!("{message} (at {})", display_pointer(at));
+        match origin {
+            Origin::Input => CallError::input_operand(fault, path, message),
+            Origin::State => CallError::InvalidFixtureLiteral {
+                fault,
+                path,
+                message,
+            },
+            // Literal operands are checked when the definition is compiled, so a
+            // rejection here means the definition was not compiled by us.
+            Origin::Literal => CallError::InvalidFixtureLiteral {
+                fault,
+                path,
+                message,
+            },
+        }
+    }
+
+    /// A path segment that cannot be used (or a write it cannot make),
+    /// blamed on where the segment's text came from: the agent's input is a
+    /// tool input error; the state, or the definition's own literal against
+    /// the state's shape, is the harness's.
+    pub(crate) fn refused_segment(origin: Origin, path: String, message: String) -> CallError {
+        match origin {
+            Origin::Input => CallError::InvalidPathSegment { path, message },
+            Origin::State | Origin::Literal => CallError::InvalidStatePath { path, message },
         }
     }
 
@@ -278,5 +334,68 @@ impl CallCode {
             | CallCode::InvalidStatePath
             | CallCode::OutputSchemaViolation => ErrorClass::HarnessError,
         }
+    }
+}
+
+/// Why an operand was rejected. Who is blamed (input, state or definition)
+/// depends on where the operand came from, not on the fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(not(feature = "operators"), allow(unreachable_pub))]
+pub enum OperandFault {
+    /// Not a number `$number` accepts, or an offset that is not an integer-valued number.
+    InvalidNumber,
+    /// Not a calendar date or RFC 3339 date-time.
+    InvalidDate,
+    /// A `days` or `hours` offset beyond its bound.
+    OffsetOutOfRange,
+    /// A date, or a result, outside years 1…9999.
+    DateOutOfRange,
+    /// A value of the wrong JSON type for a version-2 operator (`$append`
+    /// of something that is not an array, `$merge` of a non-object).
+    InvalidOperand,
+}
+
+#[cfg_attr(not(feature = "operators"), allow(unreachable_pub))]
+impl OperandFault {
+    /// The stable code: `invalid_number`, `invalid_date`, `offset_out_of_range`, `date_out_of_range`.
+    pub fn code(self) -> &'static str {
+        match self {
+            OperandFault::InvalidNumber => "invalid_number",
+            OperandFault::InvalidDate => "invalid_date",
+            OperandFault::OffsetOutOfRange => "offset_out_of_range",
+            OperandFault::DateOutOfRange => "date_out_of_range",
+            OperandFault::InvalidOperand => "invalid_operand",
+        }
+    }
+}
+
+impl fmt::Display for OperandFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+/// A rejected operand: the fault and a sentence saying why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(feature = "operators"), allow(unreachable_pub))]
+pub struct Rejection {
+    /// What is wrong.
+    pub fault: OperandFault,
+    /// Why, for humans.
+    pub message: String,
+}
+
+pub(crate) fn reject(fault: OperandFault, message: impl Into<String>) -> Rejection {
+    Rejection {
+        fault,
+        message: message.into(),
+    }
+}
+
+/// Keeps messages short when a hostile operand is huge.
+pub(crate) fn truncate(text: &str) -> &str {
+    match text.char_indices().nth(64) {
+        Some((at, _)) => &text[..at],
+        None => text,
     }
 }

@@ -5,10 +5,15 @@
 //! an immutable [`CompiledDefinition`]: unknown fields, types, limits,
 //! operators, paths and operator literals are all checked then, and every
 //! problem is reported at once with a JSON-pointer path ([`Diagnostics`]).
-//! [`check`] adds the examples: each is evaluated, and with a
+//! [`check`](fn@check) adds the examples: each is evaluated, and with a
 //! [`CompiledContract`] its input and rendered result are schema-validated.
 //! [`evaluate`] then answers calls from the compiled form without re-parsing
-//! anything.
+//! anything: it is the entry point of a call, and the others are named for
+//! what they add to it — [`evaluate_with_contract`] (the contract's schemas),
+//! [`evaluate_json`] (the result written as JSON text), [`evaluate_layered`]
+//! (a shared base state with an attempt's overlay) — or are a call in two
+//! halves ([`Prepared`]: what the input decides alone, then the rest
+//! against the state).
 //!
 //! This crate is not a runtime: it does no I/O, reads no clock, spawns nothing
 //! and is not async. State is passed in and the updates come back in the
@@ -41,47 +46,47 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// The crate's rooms, by concept (ARCHITECTURE.md, `crates/evaluator`); the
+// layers they form are tested by `tests/modules.rs`.
+mod call;
 mod check;
-mod compile;
 mod complexity;
-mod computed;
-mod conditions_v2;
+mod conditions;
 mod contract;
-mod diagnostics;
+mod definition;
 mod domain;
 mod error;
-mod eval;
 mod expr;
-mod layered;
+mod json;
+mod language;
 mod nul;
-mod segments_v2;
-// The operators are an API only for parity tests and fuzzing; without the
-// feature they are the evaluator's own, and what only that API uses is unused.
+// The operators as pure functions are an API only for parity tests and
+// fuzzing.
 #[cfg(feature = "operators")]
 pub mod operators;
-#[cfg(not(feature = "operators"))]
-#[allow(unreachable_pub, dead_code)]
-mod operators;
-mod path;
-mod warnings;
+mod paths;
+mod render;
+mod rule_index;
+mod scope;
+mod state;
 
+pub use call::evaluate::{evaluate, evaluate_json, evaluate_with_contract};
+pub use call::layered::{LayeredOutcome, evaluate_layered};
+pub use call::outcome::{Call, JsonOutcome, Outcome};
+pub use call::prepared::{Prepared, Rendering, Workspace};
+pub use check::diagnostics::{Diagnostic, DiagnosticCode, Diagnostics};
+pub use check::warnings::{WarningCode, Warnings, warnings};
 pub use check::{check, compile, compile_checked, compile_slice, parse_definition};
-pub use compile::{
+pub use complexity::MAX_SCHEMA_SIZE;
+pub use contract::{CompiledContract, SchemaCode, SchemaError, compile_schema};
+pub use definition::{
     CompiledDefinition, MAX_DEFINITION_BYTES, MAX_DELAY_MS, MAX_EXAMPLES, MAX_RULES, MAX_VARIANTS,
 };
-pub use complexity::MAX_SCHEMA_SIZE;
-pub use contract::SchemaCode;
-pub use contract::{CompiledContract, SchemaError, compile_schema};
-pub use diagnostics::{Diagnostic, DiagnosticCode, Diagnostics};
-pub use domain::DomainError;
+pub use domain::answer::DomainError;
 pub use error::{CallCode, CallError, ErrorClass, Violation};
-pub use eval::{
-    Call, JsonOutcome, Outcome, Prepared, Rendering, Workspace, evaluate, evaluate_json,
-    evaluate_prepared, evaluate_prepared_checked, evaluate_prepared_json, evaluate_with_contract,
-    json_equal, maps_equal, prepare,
-};
-pub use layered::{LayeredOutcome, Overlay, Patch, StateView, evaluate_layered};
-pub use warnings::{WarningCode, Warnings, warnings};
+pub use json::{json_equal, maps_equal};
+pub use state::overlay::{Overlay, Patch};
+pub use state::view::StateView;
 
 #[cfg(test)]
 mod send_sync {

@@ -7,7 +7,8 @@ use crate::tools::{ServedTools, Target};
 use axum::http::request::Parts;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode, ErrorData,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
@@ -265,11 +266,40 @@ fn answer(outcome: Result<Value, Failure>) -> Result<CallToolResult, ErrorData> 
     }
 }
 
+/// Tools only: `initialize` declares the `tools` capability alone. A client
+/// that lists resources, resource templates or prompts anyway (some do at
+/// start-up, whatever the server declared) is answered an empty list rather
+/// than "method not found", so that such an agent runs unchanged
+/// (docs/mcp.md).
 impl<B: Backend + 'static, A: Attempts> rmcp::ServerHandler for ToolServer<B, A> {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
             Implementation::new(self.inner.name.clone(), env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::default())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::default())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::default())
     }
 
     async fn list_tools(

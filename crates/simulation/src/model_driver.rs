@@ -62,9 +62,14 @@ enum Answer {
     Stop,
 }
 
+/// The tool message of a tool input error; `path` only when there is one
+/// (an invented function name or unreadable arguments have none).
 fn error_message(code: &str, message: &str, path: Option<&str>) -> String {
-    json!({"error": {"class": "tool_input_error", "code": code, "message": message, "path": path}})
-        .to_string()
+    let mut error = json!({"class": "tool_input_error", "code": code, "message": message});
+    if let (Some(path), Value::Object(map)) = (path, &mut error) {
+        map.insert("path".into(), json!(path));
+    }
+    json!({ "error": error }).to_string()
 }
 
 /// The tool message of a version-2 domain error: the operation's own error

@@ -1,16 +1,13 @@
 //! The module graphs of `toolmock-runtime` and `toolmock-simulation`, built
-//! from their sources (`common/module_graph.rs`): no import cycle, no module
+//! from their sources (`toolmock-module-graph`): no import cycle, no module
 //! importing from a layer above its own, and no import from the runtime to
 //! the simulation crate (the simulation crate is built on the runtime, never
 //! the reverse). A new module fails here until it is placed in a layer.
 
 #![allow(clippy::unwrap_used)] // a source that cannot be read fails the test
 
-#[path = "common/module_graph.rs"]
-mod module_graph;
-
-use module_graph::{Graph, code, cycle, graph, sources, upward};
 use std::path::{Path, PathBuf};
+use toolmock_module_graph::{Graph, code, cycle, graph, sources, upward};
 
 /// The runtime's layers, bottom first: a module may use its own layer and
 /// those below (a module's submodules share its layer).

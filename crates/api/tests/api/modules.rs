@@ -3,13 +3,8 @@
 //! no cycle, and no module imports from a layer above its own. A new module
 //! fails here until it is placed in [`LAYERS`].
 
-// The graph builder the runtime's and the simulation crate's layer test
-// share.
-#[path = "../../../simulation/tests/common/module_graph.rs"]
-mod module_graph;
-
-use module_graph::{Graph, code, cycle, sources, upward};
 use std::path::Path;
+use toolmock_module_graph::{self as module_graph, Graph, code, cycle, sources, upward};
 
 /// The crate's layers, bottom first: a module may use its own layer and
 /// those below. `jobs` uses no module of the crate at all (it is to move

@@ -1,19 +1,20 @@
-//! Version 2's collection operators in expressions: `$append` (an array with
+//! The collection operators (version 2): `$append` (an array with
 //! one more element) and `$merge` (a shallow merge of objects);
 //! docs/mock-language.md, "Appending and merging".
 
-use super::{Expr, ExprCompiler, Origin, Reference, Scope, Source, blame};
-use crate::diagnostics::{DiagnosticCode, pointer_index, pointer_push};
-use crate::error::CallError;
-use crate::operators::{OperandFault, Rejection, json_kind, reject};
+use crate::check::context::Checker;
+use crate::check::diagnostics::{DiagnosticCode, pointer_index, pointer_push};
+use crate::error::{CallError, OperandFault, Rejection, reject};
+use crate::expr::tree::{Expr, Operator};
+use crate::language::Feature;
+use crate::paths::reference::Reference;
+use crate::scope::{Memo, Render, Scope};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
+use toolmock_contract::json_kind;
 
 /// At most this many objects in one `$merge`.
 pub(crate) const MAX_MERGED: usize = 16;
-
-/// The two operator names.
-pub(crate) const OPERATORS: [&str; 2] = ["$append", "$merge"];
 
 /// A compiled `$append` or `$merge` with at least one operator below it
 /// (over literals alone it is folded).
@@ -41,9 +42,10 @@ fn shape(expr: &Expr) -> Shape {
         Expr::Literal(Value::Object(_)) | Expr::Object(_) => Shape::Object,
         Expr::Literal(other) => Shape::Other(json_kind(other)),
         Expr::Reference(_) => Shape::Reference,
-        Expr::Collection(op) => match **op {
-            CollectionOp::Append { .. } => Shape::Array,
-            CollectionOp::Merge { .. } => Shape::Object,
+        Expr::Op(op) => match op.name() {
+            "$append" => Shape::Array,
+            "$merge" => Shape::Object,
+            _ => Shape::Other("an operator that gives neither an array nor an object"),
         },
         _ => Shape::Other("an operator that gives neither an array nor an object"),
     }
@@ -56,22 +58,12 @@ fn wrong_kind(r: &Reference, wanted: &str, found: &Value, operator: &str) -> Cal
         OperandFault::InvalidOperand,
         format!("{operator} takes {wanted} here, not {}", json_kind(found)),
     );
-    let origin = match r.source {
-        Source::Input => Origin::Input,
-        Source::State => Origin::State,
-    };
-    blame(origin, Some(r.data_pointer()), rejection, &r.at)
+    r.blame(rejection)
 }
 
-impl CollectionOp {
-    /// Whether it gives an array (`$append`), not an object (`$merge`).
-    pub(crate) fn gives_array(&self) -> bool {
-        matches!(self, CollectionOp::Append { .. })
-    }
-
+impl Render for CollectionOp {
     /// The operator's value for this call.
-    #[inline(never)]
-    pub(crate) fn render(&self, scope: &Scope<'_>) -> Result<Value, CallError> {
+    fn render(&self, scope: &Scope<'_>) -> Result<Value, CallError> {
         match self {
             CollectionOp::Append { to, value } => {
                 let mut items = match to {
@@ -119,7 +111,20 @@ impl CollectionOp {
         }
     }
 
-    pub(crate) fn for_each_reference(&mut self, f: &mut impl FnMut(&mut Reference)) {
+    fn clone_render(&self) -> Box<dyn Render> {
+        Box::new(self.clone())
+    }
+}
+
+impl Operator for CollectionOp {
+    fn name(&self) -> &'static str {
+        match self {
+            CollectionOp::Append { .. } => "$append",
+            CollectionOp::Merge { .. } => "$merge",
+        }
+    }
+
+    fn for_each_reference(&mut self, f: &mut dyn FnMut(&mut Reference)) {
         match self {
             CollectionOp::Append { to, value } => {
                 to.for_each_reference(f);
@@ -130,138 +135,140 @@ impl CollectionOp {
             }
         }
     }
+
+    fn clone_operator(&self) -> Box<dyn Operator> {
+        Box::new(self.clone())
+    }
 }
 
-impl ExprCompiler<'_> {
-    /// `$append` or `$merge` (`key`) with its operand, the object being at `at`.
-    pub(super) fn collection(&mut self, key: &str, operand: &Value, at: &str) -> Option<Expr> {
-        self.language
-            .feature(self.diagnostics, at, &format!("the {key} operator"));
-        let operand_at = pointer_push(at, key);
-        let op = if key == "$append" {
-            self.append(operand, &operand_at)?
-        } else {
-            self.merge(operand, &operand_at)?
-        };
-        let literal = |e: &Expr| matches!(e, Expr::Literal(_));
-        let foldable = match &op {
-            CollectionOp::Append { to, value } => literal(to) && literal(value),
-            CollectionOp::Merge { objects } => objects.iter().all(literal),
-        };
-        if foldable {
-            // Nothing here reads the call, so an empty scope serves.
-            let state = Map::new();
-            let memo = super::Memo::new();
-            let scope = Scope::new(&Value::Null, &state, &memo);
-            if let Ok(value) = op.render(&scope) {
-                return Some(Expr::Literal(value));
-            }
-        }
-        Some(Expr::Collection(Box::new(op)))
-    }
-
-    fn append(&mut self, operand: &Value, at: &str) -> Option<CollectionOp> {
-        let Value::Object(fields) = operand else {
-            self.diagnostics.push(
-                DiagnosticCode::WrongType,
-                at,
-                format!(
-                    "$append takes an object {{to, value}}, not {}",
-                    json_kind(operand)
-                ),
-            );
-            return None;
-        };
-        let before = self.diagnostics.len();
-        for key in fields.keys() {
-            if !matches!(key.as_str(), "to" | "value") {
-                self.diagnostics.push(
-                    DiagnosticCode::UnknownField,
-                    pointer_push(at, key),
-                    format!("$append has no field {key:?}; its fields are to and value"),
-                );
-            }
-        }
-        for name in ["to", "value"] {
-            if !fields.contains_key(name) {
-                self.diagnostics.push(
-                    DiagnosticCode::MissingField,
-                    at,
-                    format!("$append needs {name}"),
-                );
-            }
-        }
-        let to = fields.get("to").map(|v| {
-            let to_at = pointer_push(at, "to");
-            let to = self.node(v, &to_at);
-            self.expect_shape(&to, Shape::Array, "$append's to", "an array", &to_at);
-            to
-        });
-        let value = fields
-            .get("value")
-            .map(|v| self.node(v, &pointer_push(at, "value")));
-        match (to, value) {
-            (Some(to), Some(value)) if self.diagnostics.len() == before => {
-                Some(CollectionOp::Append { to, value })
-            }
-            _ => None,
+/// `$append` or `$merge` (`key`) with its operand, the object being at `at`.
+pub(crate) fn compile(c: &mut Checker, key: &str, operand: &Value, at: &str) -> Option<Expr> {
+    c.feature(at, Feature::Operator(key));
+    let operand_at = pointer_push(at, key);
+    let op = if key == "$append" {
+        append(c, operand, &operand_at)?
+    } else {
+        merge(c, operand, &operand_at)?
+    };
+    let literal = |e: &Expr| matches!(e, Expr::Literal(_));
+    let foldable = match &op {
+        CollectionOp::Append { to, value } => literal(to) && literal(value),
+        CollectionOp::Merge { objects } => objects.iter().all(literal),
+    };
+    if foldable {
+        // Nothing here reads the call, so an empty scope serves.
+        let state = Map::new();
+        let memo = Memo::new();
+        let scope = Scope::new(&Value::Null, &state, &memo);
+        if let Ok(value) = op.render(&scope) {
+            return Some(Expr::Literal(value));
         }
     }
+    Some(Expr::Op(Box::new(op)))
+}
 
-    fn merge(&mut self, operand: &Value, at: &str) -> Option<CollectionOp> {
-        let list = match operand {
-            Value::Array(list) if (2..=MAX_MERGED).contains(&list.len()) => list,
-            other => {
-                let found = match other {
-                    Value::Array(list) => format!("{} objects", list.len()),
-                    _ => json_kind(other).to_owned(),
-                };
-                self.diagnostics.push(
-                    DiagnosticCode::WrongType,
-                    at,
-                    format!("$merge takes an array of 2 to {MAX_MERGED} objects, not {found}"),
-                );
-                return None;
-            }
-        };
-        let before = self.diagnostics.len();
-        let objects: Vec<Expr> = list
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let item_at = pointer_index(at, i);
-                let object = self.node(v, &item_at);
-                self.expect_shape(
-                    &object,
-                    Shape::Object,
-                    "$merge's operand",
-                    "an object",
-                    &item_at,
-                );
-                object
-            })
-            .collect();
-        (self.diagnostics.len() == before).then(|| CollectionOp::Merge {
-            objects: objects.into_boxed_slice(),
-        })
-    }
-
-    /// An operand whose kind is known at check time must be `wanted`.
-    fn expect_shape(&mut self, expr: &Expr, wanted: Shape, what: &str, kind: &str, at: &str) {
-        let found = shape(expr);
-        if found == wanted || found == Shape::Reference {
-            return;
-        }
-        let found = match found {
-            Shape::Array => "an array",
-            Shape::Object => "an object",
-            Shape::Other(kind) => kind,
-            Shape::Reference => return,
-        };
-        self.diagnostics.push(
+fn append(c: &mut Checker, operand: &Value, at: &str) -> Option<CollectionOp> {
+    let Value::Object(fields) = operand else {
+        c.diagnostics.push(
             DiagnosticCode::WrongType,
             at,
-            format!("{what} is {kind} (a literal, one $input/$state reference or an operator that gives one), not {found}"),
+            format!(
+                "$append takes an object {{to, value}}, not {}",
+                json_kind(operand)
+            ),
         );
+        return None;
+    };
+    let before = c.diagnostics.len();
+    for key in fields.keys() {
+        if !matches!(key.as_str(), "to" | "value") {
+            c.diagnostics.push(
+                DiagnosticCode::UnknownField,
+                pointer_push(at, key),
+                format!("$append has no field {key:?}; its fields are to and value"),
+            );
+        }
     }
+    for name in ["to", "value"] {
+        if !fields.contains_key(name) {
+            c.diagnostics.push(
+                DiagnosticCode::MissingField,
+                at,
+                format!("$append needs {name}"),
+            );
+        }
+    }
+    let to = fields.get("to").map(|v| {
+        let to_at = pointer_push(at, "to");
+        let to = c.node(v, &to_at);
+        expect_shape(c, &to, Shape::Array, "$append's to", "an array", &to_at);
+        to
+    });
+    let value = fields
+        .get("value")
+        .map(|v| c.node(v, &pointer_push(at, "value")));
+    match (to, value) {
+        (Some(to), Some(value)) if c.diagnostics.len() == before => {
+            Some(CollectionOp::Append { to, value })
+        }
+        _ => None,
+    }
+}
+
+fn merge(c: &mut Checker, operand: &Value, at: &str) -> Option<CollectionOp> {
+    let list = match operand {
+        Value::Array(list) if (2..=MAX_MERGED).contains(&list.len()) => list,
+        other => {
+            let found = match other {
+                Value::Array(list) => format!("{} objects", list.len()),
+                _ => json_kind(other).to_owned(),
+            };
+            c.diagnostics.push(
+                DiagnosticCode::WrongType,
+                at,
+                format!("$merge takes an array of 2 to {MAX_MERGED} objects, not {found}"),
+            );
+            return None;
+        }
+    };
+    let before = c.diagnostics.len();
+    let objects: Vec<Expr> = list
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let item_at = pointer_index(at, i);
+            let object = c.node(v, &item_at);
+            expect_shape(
+                c,
+                &object,
+                Shape::Object,
+                "$merge's operand",
+                "an object",
+                &item_at,
+            );
+            object
+        })
+        .collect();
+    (c.diagnostics.len() == before).then(|| CollectionOp::Merge {
+        objects: objects.into_boxed_slice(),
+    })
+}
+
+/// An operand whose kind is known at check time must be `wanted`.
+fn expect_shape(c: &mut Checker, expr: &Expr, wanted: Shape, what: &str, kind: &str, at: &str) {
+    let found = shape(expr);
+    if found == wanted || found == Shape::Reference {
+        return;
+    }
+    let found = match found {
+        Shape::Array => "an array",
+        Shape::Object => "an object",
+        Shape::Other(kind) => kind,
+        Shape::Reference => return,
+    };
+    c.diagnostics.push(
+        DiagnosticCode::WrongType,
+        at,
+        format!("{what} is {kind} (a literal, one $input/$state reference or an operator that gives one), not {found}"),
+    );
 }

@@ -1,19 +1,19 @@
-//! Compiling an expression: every problem of the definition is collected, not just the first.
+//! The expression compiler: every expression of a definition is compiled
+//! here into the tree of `crate::expr::tree`, every problem collected, not
+//! just the first. References are read by the paths room
+//! (`crate::paths::parse`); every other operator by the room of its family,
+//! found in the checker's operator table (`crate::expr::OPERATORS`), so
+//! this core names none of them.
 
-use super::{Expr, Fields, Items, NO_SLOT, Operand, Reference, Source, Template};
-use crate::computed::{ComputedPath, Language};
-use crate::diagnostics::{DiagnosticCode, Diagnostics, pointer_push};
-use crate::operators::{self, DateAddError, OperandFault, Rejection, json_kind};
-use crate::path::Path;
+use crate::check::context::Checker;
+use crate::check::diagnostics::{DiagnosticCode, pointer_push};
+use crate::error::{OperandFault, Rejection};
+use crate::expr::tree::{Expr, Fields, Items, Operand, Template};
+use crate::language::{core_operators, core_operators_listed};
+use crate::scope::Source;
 use serde_json::{Map, Value};
 
-/// Compiles expressions, collecting every problem.
-pub(crate) struct ExprCompiler<'d> {
-    pub(crate) diagnostics: &'d mut Diagnostics,
-    pub(crate) language: &'d mut Language,
-}
-
-impl ExprCompiler<'_> {
+impl Checker {
     /// Compiles the root expression at `at` (a JSON pointer into the definition).
     pub(crate) fn compile(&mut self, value: &Value, at: &str) -> Expr {
         Template::wrap(self.node(value, at))
@@ -21,7 +21,9 @@ impl ExprCompiler<'_> {
 
     pub(crate) fn node(&mut self, value: &Value, at: &str) -> Expr {
         match value {
-            Value::Object(map) if map.keys().any(|k| k.starts_with('$')) => self.operator(map, at),
+            Value::Object(map) if map.keys().any(|k| k.starts_with('$')) => {
+                self.operator_node(map, at)
+            }
             Value::Object(map) => {
                 let fields: Vec<(Box<str>, Expr)> = map
                     .iter()
@@ -58,7 +60,8 @@ impl ExprCompiler<'_> {
         }
     }
 
-    fn operator(&mut self, map: &Map<String, Value>, at: &str) -> Expr {
+    /// An object with `$` keys: exactly one operator.
+    fn operator_node(&mut self, map: &Map<String, Value>, at: &str) -> Expr {
         let placeholder = Expr::Literal(Value::Null);
         if map.len() != 1 {
             let keys: Vec<&str> = map.keys().map(String::as_str).collect();
@@ -66,7 +69,8 @@ impl ExprCompiler<'_> {
                 DiagnosticCode::UnknownOperator,
                 at,
                 format!(
-                    "an object with '$' keys must be exactly one operator ($input, $state, $number, $dateAdd) with one key; found keys {keys:?}"
+                    "an object with '$' keys must be exactly one operator ({}) with one key; found keys {keys:?}",
+                    core_operators().join(", ")
                 ),
             );
             return placeholder;
@@ -82,90 +86,33 @@ impl ExprCompiler<'_> {
             "$state" => self
                 .reference(Source::State, operand, &operand_at, true)
                 .map_or(placeholder, Expr::Reference),
-            "$number" => match self.operand(operand, &operand_at, "$number") {
-                Some(Operand::Literal(literal)) => match operators::to_number(&literal) {
-                    Ok(number) => Expr::Literal(number),
-                    Err(rejection) => {
-                        self.invalid_literal(&operand_at, rejection);
-                        placeholder
-                    }
-                },
-                Some(reference) => Expr::Number(reference),
-                None => placeholder,
+            other => match self.compiler_of(other) {
+                Some(compile) => compile(self, other, operand, at).unwrap_or(placeholder),
+                None => {
+                    self.diagnostics.push(
+                        DiagnosticCode::UnknownOperator,
+                        &operand_at,
+                        format!(
+                            "unknown operator {other:?}; the operators are {} (definitions never execute code or templates)",
+                            core_operators_listed()
+                        ),
+                    );
+                    placeholder
+                }
             },
-            "$dateAdd" => self.date_add(operand, &operand_at).unwrap_or(placeholder),
-            key if super::decimal::OPERATORS.contains(&key) => {
-                self.decimal(key, operand, at).unwrap_or(placeholder)
-            }
-            key if super::collections::OPERATORS.contains(&key) => {
-                self.collection(key, operand, at).unwrap_or(placeholder)
-            }
-            "$find" => self.find(operand, at).unwrap_or(placeholder),
-            key if super::lists::OPERATORS.contains(&key) => {
-                self.list(key, operand, at).unwrap_or(placeholder)
-            }
-            other => {
-                self.diagnostics.push(
-                    DiagnosticCode::UnknownOperator,
-                    &operand_at,
-                    format!(
-                        "unknown operator {other:?}; the operators are $input, $state, $number and $dateAdd (definitions never execute code or templates)"
-                    ),
-                );
-                placeholder
-            }
         }
     }
 
-    pub(crate) fn reference(
-        &mut self,
-        source: Source,
-        operand: &Value,
-        at: &str,
-        computed: bool,
-    ) -> Option<Reference> {
-        if let (Value::Array(items), true) = (operand, computed) {
-            self.language
-                .feature(self.diagnostics, at, "a path written as an array");
-            let path = ComputedPath::compile(items, at, self.diagnostics)?;
-            return Some(Reference {
-                source,
-                path: Path::whole(),
-                computed: Some(Box::new(path)),
-                at: at.into(),
-                slot: NO_SLOT,
-            });
-        }
-        let Value::String(raw) = operand else {
-            self.diagnostics.push(
-                DiagnosticCode::WrongType,
-                at,
-                format!(
-                    "{} takes a path string, not {}",
-                    source.operator(),
-                    json_kind(operand)
-                ),
-            );
-            return None;
-        };
-        match Path::parse(raw) {
-            Ok(path) => Some(Reference {
-                source,
-                path,
-                computed: None,
-                at: at.into(),
-                slot: NO_SLOT,
-            }),
-            Err(e) => {
-                self.diagnostics
-                    .push(DiagnosticCode::InvalidPath, at, e.message);
-                None
-            }
-        }
+    /// The root expression at `at`, or `None` when it has a problem (which
+    /// is reported).
+    pub(crate) fn expression(&mut self, value: &Value, at: &str) -> Option<Expr> {
+        let before = self.diagnostics.len();
+        let expr = self.compile(value, at);
+        (self.diagnostics.len() == before).then_some(expr)
     }
 
     /// A literal or a single `$input`/`$state` reference.
-    fn operand(&mut self, value: &Value, at: &str, operator: &str) -> Option<Operand> {
+    pub(crate) fn operand(&mut self, value: &Value, at: &str, operator: &str) -> Option<Operand> {
         match value {
             Value::Object(map) if map.keys().any(|k| k.starts_with('$')) => {
                 let mut entries = map.iter();
@@ -195,93 +142,7 @@ impl ExprCompiler<'_> {
         }
     }
 
-    fn date_add(&mut self, operand: &Value, at: &str) -> Option<Expr> {
-        let Value::Object(fields) = operand else {
-            self.diagnostics.push(
-                DiagnosticCode::WrongType,
-                at,
-                format!(
-                    "$dateAdd takes an object {{value, days, hours}}, not {}",
-                    json_kind(operand)
-                ),
-            );
-            return None;
-        };
-        let mut ok = true;
-        for key in fields.keys() {
-            if !matches!(key.as_str(), "value" | "days" | "hours") {
-                self.diagnostics.push(
-                    DiagnosticCode::UnknownField,
-                    pointer_push(at, key),
-                    format!("$dateAdd has no field {key:?}; its fields are value, days and hours"),
-                );
-                ok = false;
-            }
-        }
-        if !fields.contains_key("value") {
-            self.diagnostics
-                .push(DiagnosticCode::MissingField, at, "$dateAdd needs a value");
-            ok = false;
-        }
-        let mut operands: [Option<Operand>; 3] = [None, None, None];
-        for (slot, name) in operands.iter_mut().zip(["value", "days", "hours"]) {
-            if let Some(v) = fields.get(name) {
-                match self.operand(v, &pointer_push(at, name), "$dateAdd") {
-                    Some(operand) => *slot = Some(operand),
-                    None => ok = false,
-                }
-            }
-        }
-        if !ok {
-            return None;
-        }
-        let literal = |o: &Option<Operand>| match o {
-            None => Some(None),
-            Some(Operand::Literal(v)) => Some(Some(v.clone())),
-            Some(Operand::Reference(_)) => None,
-        };
-        // Check each literal operand on its own, so a reference elsewhere cannot hide it.
-        let probe = [
-            Value::String("2000-01-01".into()),
-            Value::from(0),
-            Value::from(0),
-        ];
-        for (index, name) in ["value", "days", "hours"].iter().enumerate() {
-            if let Some(Operand::Literal(v)) = &operands[index] {
-                let mut args: [&Value; 3] = [&probe[0], &probe[1], &probe[2]];
-                args[index] = v;
-                if let Err(DateAddError::Operand { rejection, .. }) =
-                    operators::date_add(args[0], Some(args[1]), Some(args[2]))
-                {
-                    self.invalid_literal(&pointer_push(at, name), rejection);
-                    ok = false;
-                }
-            }
-        }
-        if !ok {
-            return None;
-        }
-        match (
-            literal(&operands[0]),
-            literal(&operands[1]),
-            literal(&operands[2]),
-        ) {
-            (Some(Some(value)), Some(days), Some(hours)) => {
-                match operators::date_add(&value, days.as_ref(), hours.as_ref()) {
-                    Ok(text) => Some(Expr::Literal(Value::String(text))),
-                    Err(
-                        DateAddError::Operand { rejection, .. } | DateAddError::Result(rejection),
-                    ) => {
-                        self.invalid_literal(at, rejection);
-                        None
-                    }
-                }
-            }
-            _ => Some(Expr::DateAdd(Box::new(operands))),
-        }
-    }
-
-    pub(super) fn invalid_literal(&mut self, at: &str, rejection: Rejection) {
+    pub(crate) fn invalid_literal(&mut self, at: &str, rejection: Rejection) {
         let Rejection { fault, message } = rejection;
         let fault: OperandFault = fault;
         self.diagnostics.push(

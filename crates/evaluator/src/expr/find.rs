@@ -1,15 +1,18 @@
-//! Version 2's `$find`: the key or element of a collection whose fields
+//! `$find` (version 2): the key or element of a collection whose fields
 //! equal given values (docs/mock-language.md, "Finding a record").
 
-use super::{Expr, ExprCompiler, Origin, Scope, Source, blame};
-use crate::conditions_v2::equal_folded;
-use crate::diagnostics::{DiagnosticCode, pointer_push};
-use crate::error::CallError;
-use crate::eval::json_equal;
-use crate::operators::{OperandFault, json_kind, reject};
-use crate::path::Path;
+use crate::check::context::Checker;
+use crate::check::diagnostics::{DiagnosticCode, pointer_push};
+use crate::error::{CallError, OperandFault, reject};
+use crate::expr::tree::{Expr, Operator};
+use crate::json::{equal_folded, json_equal};
+use crate::language::Feature;
+use crate::paths::dotted::Path;
+use crate::paths::reference::Reference;
+use crate::scope::{Render, Scope};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
+use toolmock_contract::json_kind;
 
 /// At most this many fields in one `$find`'s `where`.
 pub(crate) const MAX_FIELDS: usize = 8;
@@ -32,10 +35,9 @@ pub(crate) struct FindOp {
     give: Give,
 }
 
-impl FindOp {
+impl Render for FindOp {
     /// The first match's key or element for this call; `null` when none matches.
-    #[inline(never)]
-    pub(crate) fn render(&self, scope: &Scope<'_>) -> Result<Value, CallError> {
+    fn render(&self, scope: &Scope<'_>) -> Result<Value, CallError> {
         let collection: Cow<'_, Value> = match &self.collection {
             Expr::Reference(r) => r.resolve(scope)?,
             other => Cow::Owned(other.render(scope)?),
@@ -72,10 +74,6 @@ impl FindOp {
                     // The check admits only literal objects and arrays.
                     return Ok(Value::Null);
                 };
-                let origin = match r.source {
-                    Source::Input => Origin::Input,
-                    Source::State => Origin::State,
-                };
                 let rejection = reject(
                     OperandFault::InvalidOperand,
                     format!(
@@ -83,7 +81,7 @@ impl FindOp {
                         json_kind(other)
                     ),
                 );
-                return Err(blame(origin, Some(r.data_pointer()), rejection, &r.at));
+                return Err(r.blame(rejection));
             }
         };
         Ok(match (found, self.give) {
@@ -93,179 +91,188 @@ impl FindOp {
         })
     }
 
-    /// Whether it gives the key (not the element) of what it finds.
-    pub(crate) fn gives_key(&self) -> bool {
-        matches!(self.give, Give::Key)
+    fn clone_render(&self) -> Box<dyn Render> {
+        Box::new(self.clone())
+    }
+}
+
+impl Operator for FindOp {
+    fn name(&self) -> &'static str {
+        "$find"
     }
 
-    pub(crate) fn for_each_reference(&mut self, f: &mut impl FnMut(&mut super::Reference)) {
+    fn for_each_reference(&mut self, f: &mut dyn FnMut(&mut Reference)) {
         self.collection.for_each_reference(f);
         for (_, expr, _) in self.fields.iter_mut() {
             expr.for_each_reference(f);
         }
     }
+
+    fn clone_operator(&self) -> Box<dyn Operator> {
+        Box::new(self.clone())
+    }
+
+    /// It names a segment when it gives the key (not the element) of what it finds.
+    fn names_segment(&self) -> bool {
+        matches!(self.give, Give::Key)
+    }
 }
 
-impl ExprCompiler<'_> {
-    /// `{"$find": {"in": …, "where": {…}, "give": "key" | "element"}}` at `at`.
-    pub(crate) fn find(&mut self, operand: &Value, at: &str) -> Option<Expr> {
-        self.language
-            .feature(self.diagnostics, at, "the $find operator");
-        let at = pointer_push(at, "$find");
-        let Value::Object(fields) = operand else {
-            self.diagnostics.push(
-                DiagnosticCode::WrongType,
+/// `{"$find": {"in": …, "where": {…}, "give": "key" | "element"}}` at `at`.
+pub(crate) fn compile(c: &mut Checker, _key: &str, operand: &Value, at: &str) -> Option<Expr> {
+    c.feature(at, Feature::Operator("$find"));
+    let at = pointer_push(at, "$find");
+    let Value::Object(fields) = operand else {
+        c.diagnostics.push(
+            DiagnosticCode::WrongType,
+            &at,
+            format!(
+                "$find takes an object {{in, where, give}}, not {}",
+                json_kind(operand)
+            ),
+        );
+        return None;
+    };
+    let before = c.diagnostics.len();
+    for key in fields.keys() {
+        if !matches!(key.as_str(), "in" | "where" | "where_ci" | "give") {
+            c.diagnostics.push(
+                DiagnosticCode::UnknownField,
+                pointer_push(&at, key),
+                format!("$find has no field {key:?}; its fields are in, where, where_ci and give"),
+            );
+        }
+    }
+    if !fields.contains_key("where") && !fields.contains_key("where_ci") {
+        c.diagnostics.push(
+            DiagnosticCode::MissingField,
+            &at,
+            "$find needs where or where_ci",
+        );
+    }
+    for name in ["in", "give"] {
+        if !fields.contains_key(name) {
+            c.diagnostics.push(
+                DiagnosticCode::MissingField,
                 &at,
+                format!("$find needs {name}"),
+            );
+        }
+    }
+    let collection = fields.get("in").map(|v| {
+        let in_at = pointer_push(&at, "in");
+        let expr = c.node(v, &in_at);
+        match &expr {
+            Expr::Reference(_)
+            | Expr::Literal(Value::Object(_) | Value::Array(_))
+            | Expr::Object(_)
+            | Expr::Array(_) => {}
+            Expr::Literal(other) => c.diagnostics.push(
+                DiagnosticCode::WrongType,
+                &in_at,
                 format!(
-                    "$find takes an object {{in, where, give}}, not {}",
-                    json_kind(operand)
+                    "$find's in is an object, an array or one $input/$state reference, not {}",
+                    json_kind(other)
+                ),
+            ),
+            _ => c.diagnostics.push(
+                DiagnosticCode::WrongType,
+                &in_at,
+                "$find's in is an object, an array or one $input/$state reference, not another operator",
+            ),
+        }
+        expr
+    });
+    let give = match fields.get("give") {
+        Some(Value::String(s)) if s == "key" => Some(Give::Key),
+        Some(Value::String(s)) if s == "element" => Some(Give::Element),
+        Some(other) => {
+            c.diagnostics.push(
+                DiagnosticCode::WrongType,
+                pointer_push(&at, "give"),
+                format!("$find's give is \"key\" or \"element\", not {other}"),
+            );
+            None
+        }
+        None => None,
+    };
+    let exact = match fields.get("where") {
+        Some(w) => find_where(c, w, &pointer_push(&at, "where"), false),
+        None => Some(Vec::new()),
+    };
+    let folded = match fields.get("where_ci") {
+        Some(w) => find_where(c, w, &pointer_push(&at, "where_ci"), true),
+        None => Some(Vec::new()),
+    };
+    let wanted = match (exact, folded) {
+        (Some(mut exact), Some(folded)) => {
+            exact.extend(folded);
+            if exact.len() > MAX_FIELDS {
+                c.diagnostics.push(
+                    DiagnosticCode::WrongType,
+                    &at,
+                    format!(
+                        "$find's where and where_ci have {} fields together; at most {MAX_FIELDS}",
+                        exact.len()
+                    ),
+                );
+            }
+            Some(exact.into_boxed_slice())
+        }
+        _ => None,
+    };
+    match (collection, wanted, give) {
+        (Some(collection), Some(fields), Some(give)) if c.diagnostics.len() == before => {
+            Some(Expr::Op(Box::new(FindOp {
+                collection,
+                fields,
+                give,
+            })))
+        }
+        _ => None,
+    }
+}
+
+fn find_where(
+    c: &mut Checker,
+    value: &Value,
+    at: &str,
+    fold: bool,
+) -> Option<Vec<(Path, Expr, bool)>> {
+    let members: &Map<String, Value> = match value {
+        Value::Object(m)
+            if (1..=MAX_FIELDS).contains(&m.len()) && !m.keys().any(|k| k.starts_with('$')) =>
+        {
+            m
+        }
+        other => {
+            c.diagnostics.push(
+                DiagnosticCode::WrongType,
+                at,
+                format!(
+                    "$find's where is an object of 1 to {MAX_FIELDS} members, each a field path (keys without '$') and the value it must equal; not {}",
+                    match other {
+                        Value::Object(m) => format!("an object of {} members", m.len()),
+                        _ => json_kind(other).to_owned(),
+                    }
                 ),
             );
             return None;
-        };
-        let before = self.diagnostics.len();
-        for key in fields.keys() {
-            if !matches!(key.as_str(), "in" | "where" | "where_ci" | "give") {
-                self.diagnostics.push(
-                    DiagnosticCode::UnknownField,
-                    pointer_push(&at, key),
-                    format!(
-                        "$find has no field {key:?}; its fields are in, where, where_ci and give"
-                    ),
-                );
-            }
         }
-        if !fields.contains_key("where") && !fields.contains_key("where_ci") {
-            self.diagnostics.push(
-                DiagnosticCode::MissingField,
-                &at,
-                "$find needs where or where_ci",
-            );
-        }
-        for name in ["in", "give"] {
-            if !fields.contains_key(name) {
-                self.diagnostics.push(
-                    DiagnosticCode::MissingField,
-                    &at,
-                    format!("$find needs {name}"),
-                );
+    };
+    let before = c.diagnostics.len();
+    let mut fields = Vec::with_capacity(members.len());
+    for (raw, want) in members {
+        let field_at = pointer_push(at, raw);
+        let path = match Path::parse(raw) {
+            Ok(path) => path,
+            Err(e) => {
+                c.diagnostics
+                    .push(DiagnosticCode::InvalidPath, &field_at, e.message);
+                continue;
             }
-        }
-        let collection = fields.get("in").map(|v| {
-            let in_at = pointer_push(&at, "in");
-            let expr = self.node(v, &in_at);
-            match &expr {
-                Expr::Reference(_)
-                | Expr::Literal(Value::Object(_) | Value::Array(_))
-                | Expr::Object(_)
-                | Expr::Array(_) => {}
-                Expr::Literal(other) => self.diagnostics.push(
-                    DiagnosticCode::WrongType,
-                    &in_at,
-                    format!(
-                        "$find's in is an object, an array or one $input/$state reference, not {}",
-                        json_kind(other)
-                    ),
-                ),
-                _ => self.diagnostics.push(
-                    DiagnosticCode::WrongType,
-                    &in_at,
-                    "$find's in is an object, an array or one $input/$state reference, not another operator",
-                ),
-            }
-            expr
-        });
-        let give = match fields.get("give") {
-            Some(Value::String(s)) if s == "key" => Some(Give::Key),
-            Some(Value::String(s)) if s == "element" => Some(Give::Element),
-            Some(other) => {
-                self.diagnostics.push(
-                    DiagnosticCode::WrongType,
-                    pointer_push(&at, "give"),
-                    format!("$find's give is \"key\" or \"element\", not {other}"),
-                );
-                None
-            }
-            None => None,
         };
-        let exact = match fields.get("where") {
-            Some(w) => self.find_where(w, &pointer_push(&at, "where"), false),
-            None => Some(Vec::new()),
-        };
-        let folded = match fields.get("where_ci") {
-            Some(w) => self.find_where(w, &pointer_push(&at, "where_ci"), true),
-            None => Some(Vec::new()),
-        };
-        let wanted = match (exact, folded) {
-            (Some(mut exact), Some(folded)) => {
-                exact.extend(folded);
-                if exact.len() > MAX_FIELDS {
-                    self.diagnostics.push(
-                        DiagnosticCode::WrongType,
-                        &at,
-                        format!(
-                            "$find's where and where_ci have {} fields together; at most {MAX_FIELDS}",
-                            exact.len()
-                        ),
-                    );
-                }
-                Some(exact.into_boxed_slice())
-            }
-            _ => None,
-        };
-        match (collection, wanted, give) {
-            (Some(collection), Some(fields), Some(give)) if self.diagnostics.len() == before => {
-                Some(Expr::Find(Box::new(FindOp {
-                    collection,
-                    fields,
-                    give,
-                })))
-            }
-            _ => None,
-        }
+        fields.push((path, c.node(want, &field_at), fold));
     }
-
-    fn find_where(
-        &mut self,
-        value: &Value,
-        at: &str,
-        fold: bool,
-    ) -> Option<Vec<(Path, Expr, bool)>> {
-        let members: &Map<String, Value> = match value {
-            Value::Object(m)
-                if (1..=MAX_FIELDS).contains(&m.len()) && !m.keys().any(|k| k.starts_with('$')) =>
-            {
-                m
-            }
-            other => {
-                self.diagnostics.push(
-                    DiagnosticCode::WrongType,
-                    at,
-                    format!(
-                        "$find's where is an object of 1 to {MAX_FIELDS} members, each a field path (keys without '$') and the value it must equal; not {}",
-                        match other {
-                            Value::Object(m) => format!("an object of {} members", m.len()),
-                            _ => json_kind(other).to_owned(),
-                        }
-                    ),
-                );
-                return None;
-            }
-        };
-        let before = self.diagnostics.len();
-        let mut fields = Vec::with_capacity(members.len());
-        for (raw, want) in members {
-            let field_at = pointer_push(at, raw);
-            let path = match Path::parse(raw) {
-                Ok(path) => path,
-                Err(e) => {
-                    self.diagnostics
-                        .push(DiagnosticCode::InvalidPath, &field_at, e.message);
-                    continue;
-                }
-            };
-            fields.push((path, self.node(want, &field_at), fold));
-        }
-        (self.diagnostics.len() == before).then_some(fields)
-    }
+    (c.diagnostics.len() == before).then_some(fields)
 }

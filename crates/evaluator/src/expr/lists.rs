@@ -1,18 +1,19 @@
-//! Version 2's list operators: `$sort` (an array of strings or of numbers in
+//! The list operators (version 2): `$sort` (an array of strings or of numbers in
 //! ascending order) and `$pluck` (each element's value at a path);
 //! docs/mock-language.md, "Sorting and plucking".
 
-use super::{Expr, ExprCompiler, Origin, Scope, Source, blame};
-use crate::diagnostics::{DiagnosticCode, pointer_push};
-use crate::error::CallError;
-use crate::operators::{OperandFault, json_kind, reject};
-use crate::path::Path;
+use crate::check::context::Checker;
+use crate::check::diagnostics::{DiagnosticCode, pointer_push};
+use crate::error::{CallError, OperandFault, Origin, reject};
+use crate::expr::tree::{Expr, Operator};
+use crate::language::Feature;
+use crate::paths::dotted::Path;
+use crate::paths::reference::Reference;
+use crate::scope::{Render, Scope};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::cmp::Ordering;
-
-/// The two operator names.
-pub(crate) const OPERATORS: [&str; 2] = ["$sort", "$pluck"];
+use toolmock_contract::json_kind;
 
 /// A compiled `$sort` or `$pluck` (over a literal array it is folded).
 #[derive(Debug, Clone)]
@@ -70,10 +71,9 @@ fn pluck(items: &[Value], path: &Path) -> Vec<Value> {
         .collect()
 }
 
-impl ListOp {
+impl Render for ListOp {
     /// The operator's value for this call.
-    #[inline(never)]
-    pub(crate) fn render(&self, scope: &Scope<'_>) -> Result<Value, CallError> {
+    fn render(&self, scope: &Scope<'_>) -> Result<Value, CallError> {
         let (array, name) = match self {
             ListOp::Sort { array } => (array, "$sort"),
             ListOp::Pluck { array, .. } => (array, "$pluck"),
@@ -83,21 +83,10 @@ impl ListOp {
             other => (Cow::Owned(other.render(scope)?), None),
         };
         let fault = |message: String| match reference {
-            Some(r) => {
-                let origin = match r.source {
-                    Source::Input => Origin::Input,
-                    Source::State => Origin::State,
-                };
-                blame(
-                    origin,
-                    Some(r.data_pointer()),
-                    reject(OperandFault::InvalidOperand, message),
-                    &r.at,
-                )
-            }
+            Some(r) => r.blame(reject(OperandFault::InvalidOperand, message)),
             // An operator below gave the array; its values came from the
             // state or the input it read, which the harness vouches for.
-            None => blame(
+            None => CallError::refused_operand(
                 Origin::State,
                 None,
                 reject(OperandFault::InvalidOperand, message),
@@ -121,129 +110,141 @@ impl ListOp {
         }
     }
 
-    pub(crate) fn for_each_reference(&mut self, f: &mut impl FnMut(&mut super::Reference)) {
+    fn clone_render(&self) -> Box<dyn Render> {
+        Box::new(self.clone())
+    }
+}
+
+impl Operator for ListOp {
+    fn name(&self) -> &'static str {
+        match self {
+            ListOp::Sort { .. } => "$sort",
+            ListOp::Pluck { .. } => "$pluck",
+        }
+    }
+
+    fn for_each_reference(&mut self, f: &mut dyn FnMut(&mut Reference)) {
         match self {
             ListOp::Sort { array } | ListOp::Pluck { array, .. } => array.for_each_reference(f),
         }
     }
+
+    fn clone_operator(&self) -> Box<dyn Operator> {
+        Box::new(self.clone())
+    }
 }
 
-impl ExprCompiler<'_> {
-    /// `{"$sort": array}` or `{"$pluck": {"from": array, "path": "dotted.path"}}` at `at`.
-    pub(super) fn list(&mut self, key: &str, operand: &Value, at: &str) -> Option<Expr> {
-        self.language
-            .feature(self.diagnostics, at, &format!("the {key} operator"));
-        let at = pointer_push(at, key);
-        let before = self.diagnostics.len();
-        let (array_value, array_at, path) = if key == "$sort" {
-            (Some(operand), at.clone(), None)
-        } else {
-            let Value::Object(fields) = operand else {
-                self.diagnostics.push(
-                    DiagnosticCode::WrongType,
+/// `{"$sort": array}` or `{"$pluck": {"from": array, "path": "dotted.path"}}` at `at`.
+pub(crate) fn compile(c: &mut Checker, key: &str, operand: &Value, at: &str) -> Option<Expr> {
+    c.feature(at, Feature::Operator(key));
+    let at = pointer_push(at, key);
+    let before = c.diagnostics.len();
+    let (array_value, array_at, path) = if key == "$sort" {
+        (Some(operand), at.clone(), None)
+    } else {
+        let Value::Object(fields) = operand else {
+            c.diagnostics.push(
+                DiagnosticCode::WrongType,
+                &at,
+                format!(
+                    "$pluck takes an object {{from, path}}, not {}",
+                    json_kind(operand)
+                ),
+            );
+            return None;
+        };
+        for field in fields.keys() {
+            if !matches!(field.as_str(), "from" | "path") {
+                c.diagnostics.push(
+                    DiagnosticCode::UnknownField,
+                    pointer_push(&at, field),
+                    format!("$pluck has no field {field:?}; its fields are from and path"),
+                );
+            }
+        }
+        for name in ["from", "path"] {
+            if !fields.contains_key(name) {
+                c.diagnostics.push(
+                    DiagnosticCode::MissingField,
                     &at,
+                    format!("$pluck needs {name}"),
+                );
+            }
+        }
+        let path = match fields.get("path") {
+            Some(Value::String(raw)) => match Path::parse(raw) {
+                Ok(path) => Some(path),
+                Err(e) => {
+                    c.diagnostics.push(
+                        DiagnosticCode::InvalidPath,
+                        pointer_push(&at, "path"),
+                        e.message,
+                    );
+                    None
+                }
+            },
+            Some(other) => {
+                c.diagnostics.push(
+                    DiagnosticCode::WrongType,
+                    pointer_push(&at, "path"),
                     format!(
-                        "$pluck takes an object {{from, path}}, not {}",
-                        json_kind(operand)
+                        "$pluck's path is a dot-separated path string, not {}",
+                        json_kind(other)
                     ),
                 );
-                return None;
-            };
-            for field in fields.keys() {
-                if !matches!(field.as_str(), "from" | "path") {
-                    self.diagnostics.push(
-                        DiagnosticCode::UnknownField,
-                        pointer_push(&at, field),
-                        format!("$pluck has no field {field:?}; its fields are from and path"),
-                    );
-                }
+                None
             }
-            for name in ["from", "path"] {
-                if !fields.contains_key(name) {
-                    self.diagnostics.push(
-                        DiagnosticCode::MissingField,
-                        &at,
-                        format!("$pluck needs {name}"),
-                    );
-                }
-            }
-            let path = match fields.get("path") {
-                Some(Value::String(raw)) => match Path::parse(raw) {
-                    Ok(path) => Some(path),
-                    Err(e) => {
-                        self.diagnostics.push(
-                            DiagnosticCode::InvalidPath,
-                            pointer_push(&at, "path"),
-                            e.message,
-                        );
-                        None
-                    }
-                },
-                Some(other) => {
-                    self.diagnostics.push(
-                        DiagnosticCode::WrongType,
-                        pointer_push(&at, "path"),
-                        format!(
-                            "$pluck's path is a dot-separated path string, not {}",
-                            json_kind(other)
-                        ),
-                    );
-                    None
-                }
-                None => None,
-            };
-            (fields.get("from"), pointer_push(&at, "from"), path)
+            None => None,
         };
-        let array = array_value.map(|v| self.node(v, &array_at));
-        match &array {
-            Some(Expr::Literal(Value::Array(_)) | Expr::Array(_) | Expr::Reference(_))
-            | Some(Expr::List(_))
-            | None => {}
-            Some(Expr::Literal(other)) => self.diagnostics.push(
-                DiagnosticCode::WrongType,
-                &array_at,
-                format!(
-                    "{key} takes an array or one $input/$state reference, not {}",
-                    json_kind(other)
-                ),
+        (fields.get("from"), pointer_push(&at, "from"), path)
+    };
+    let array = array_value.map(|v| c.node(v, &array_at));
+    match &array {
+        Some(Expr::Literal(Value::Array(_)) | Expr::Array(_) | Expr::Reference(_)) | None => {}
+        // The operators known to give an array.
+        Some(Expr::Op(op)) if matches!(op.name(), "$sort" | "$pluck" | "$append") => {}
+        Some(Expr::Literal(other)) => c.diagnostics.push(
+            DiagnosticCode::WrongType,
+            &array_at,
+            format!(
+                "{key} takes an array or one $input/$state reference, not {}",
+                json_kind(other)
             ),
-            Some(Expr::Collection(op)) if op.gives_array() => {}
-            Some(_) => self.diagnostics.push(
-                DiagnosticCode::WrongType,
-                &array_at,
-                format!("{key} takes an array or one $input/$state reference, not an operator that gives no array"),
-            ),
-        }
-        if self.diagnostics.len() != before {
-            return None;
-        }
-        let array = array?;
-        let op = if key == "$sort" {
-            ListOp::Sort { array }
-        } else {
-            ListOp::Pluck { array, path: path? }
-        };
-        // Over a literal array the value is known now.
-        if let ListOp::Sort {
-            array: Expr::Literal(Value::Array(items)),
-        } = &op
-        {
-            return match unsortable(items) {
-                Some(why) => {
-                    self.diagnostics
-                        .push(DiagnosticCode::InvalidLiteral, &at, why);
-                    None
-                }
-                None => Some(Expr::Literal(Value::Array(sort(items.clone())))),
-            };
-        }
-        if let ListOp::Pluck {
-            array: Expr::Literal(Value::Array(items)),
-            path,
-        } = &op
-        {
-            return Some(Expr::Literal(Value::Array(pluck(items, path))));
-        }
-        Some(Expr::List(Box::new(op)))
+        ),
+        Some(_) => c.diagnostics.push(
+            DiagnosticCode::WrongType,
+            &array_at,
+            format!("{key} takes an array or one $input/$state reference, not an operator that gives no array"),
+        ),
     }
+    if c.diagnostics.len() != before {
+        return None;
+    }
+    let array = array?;
+    let op = if key == "$sort" {
+        ListOp::Sort { array }
+    } else {
+        ListOp::Pluck { array, path: path? }
+    };
+    // Over a literal array the value is known now.
+    if let ListOp::Sort {
+        array: Expr::Literal(Value::Array(items)),
+    } = &op
+    {
+        return match unsortable(items) {
+            Some(why) => {
+                c.diagnostics.push(DiagnosticCode::InvalidLiteral, &at, why);
+                None
+            }
+            None => Some(Expr::Literal(Value::Array(sort(items.clone())))),
+        };
+    }
+    if let ListOp::Pluck {
+        array: Expr::Literal(Value::Array(items)),
+        path,
+    } = &op
+    {
+        return Some(Expr::Literal(Value::Array(pluck(items, path))));
+    }
+    Some(Expr::Op(Box::new(op)))
 }

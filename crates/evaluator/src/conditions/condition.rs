@@ -1,0 +1,95 @@
+//! A compiled condition (docs/spec.md §6 step 2: `{source, path, op,
+//! value}`) and whether it holds for a call. Version 1's ops are variants
+//! of [`Test`]; every later op is a [`ConditionOp`] of its own room
+//! (`crate::conditions::membership`, `folding`), so a new op adds a room and
+//! a row of `crate::conditions::when`'s table, not a variant here.
+
+use crate::error::CallError;
+use crate::json::json_equal;
+use crate::paths::dotted::{Path, Resolved};
+use crate::paths::reference::{ComputedPath, Reference};
+use crate::paths::steps::Found;
+use crate::scope::{Scope, Source};
+use serde_json::Value;
+
+#[derive(Debug, Clone)]
+pub(crate) struct CompiledCondition {
+    pub(crate) source: Source,
+    pub(crate) path: Path,
+    /// A version-2 path written as an array (then `path` is empty and
+    /// unused, and the condition has no memo slot).
+    pub(crate) computed: Option<Box<ComputedPath>>,
+    pub(crate) test: Test,
+    /// Conditions of one variant that read the same source and path share a
+    /// slot, so one call resolves each distinct path once.
+    pub(crate) slot: usize,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Test {
+    Eq(Value),
+    Ne(Value),
+    In(Box<[Value]>),
+    Exists(bool),
+    /// Version 2: `eq` (true) or `ne` (false) against a reference's value.
+    Ref(bool, Box<Reference>),
+    /// An op of a later version (see [`ConditionOp`]).
+    Op(Box<dyn ConditionOp>),
+}
+
+/// A condition op beyond version 1's.
+pub(crate) trait ConditionOp: std::fmt::Debug + Send + Sync {
+    /// Whether it holds of `found` (the condition's path's value, if it
+    /// resolves). A value it reads that is not what it compares with ends
+    /// the call with an error, even when `found` is `None`.
+    fn holds(&self, found: Option<&Value>, scope: &Scope<'_>) -> Result<bool, CallError>;
+
+    /// A copy (compiled definitions are `Clone`).
+    fn clone_op(&self) -> Box<dyn ConditionOp>;
+}
+
+impl Clone for Box<dyn ConditionOp> {
+    fn clone(&self) -> Self {
+        self.clone_op()
+    }
+}
+
+/// Whether `condition` holds for this call; a condition that cannot be
+/// decided (a computed path's segment that fails) ends the call with its error.
+pub(crate) fn holds(condition: &CompiledCondition, scope: &Scope<'_>) -> Result<bool, CallError> {
+    let state_whole;
+    let resolved = match &condition.computed {
+        None => scope.lookup(condition.source, &condition.path, condition.slot),
+        Some(computed) => match computed.resolve(condition.source, scope)? {
+            Found::Whole => Resolved::Whole,
+            Found::Value(v) => Resolved::Found(v),
+            Found::Built(v) => Resolved::Built(v),
+            Found::Missing { .. } => Resolved::Missing,
+        },
+    };
+    let built;
+    let found = match resolved {
+        Resolved::Found(v) => Some(v),
+        Resolved::Built(v) => {
+            built = v;
+            Some(&built)
+        }
+        Resolved::Missing => None,
+        // Rebuilt each time: a rare condition (`exists` on state "").
+        Resolved::Whole => {
+            state_whole = Value::Object(scope.state.whole());
+            Some(&state_whole)
+        }
+    };
+    Ok(match &condition.test {
+        Test::Eq(want) => found.is_some_and(|v| json_equal(v, want)),
+        Test::Ne(want) => !found.is_some_and(|v| json_equal(v, want)),
+        Test::In(options) => found.is_some_and(|v| options.iter().any(|o| json_equal(v, o))),
+        Test::Exists(want) => found.is_some() == *want,
+        Test::Ref(eq, reference) => {
+            let want = reference.resolve(scope)?;
+            found.is_some_and(|v| json_equal(v, &want)) == *eq
+        }
+        Test::Op(op) => op.holds(found, scope)?,
+    })
+}

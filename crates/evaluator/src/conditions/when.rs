@@ -1,0 +1,167 @@
+//! Reading a rule's conditions from a definition (`{source, path, op,
+//! value}`): the source, the path (dotted, or written as an array), and the
+//! op with its value — version 1's ops here, every later op in its own room
+//! through [`OPS`].
+
+use crate::check::context::{Checker, Shape};
+use crate::check::diagnostics::{DiagnosticCode as Code, pointer_push};
+use crate::conditions::condition::{CompiledCondition, Test};
+use crate::conditions::folding;
+use crate::conditions::membership;
+use crate::language::{Feature, core_ops, core_ops_quoted};
+use crate::paths::dotted::Path;
+use crate::paths::parse::reference_like;
+use crate::scope::{NO_SLOT, Source};
+use serde_json::Value;
+use toolmock_contract::json_kind;
+
+/// Compiles one later op with its `value`: the checker, the op, the value
+/// and where the value is.
+type CompileOp = fn(&mut Checker, &str, &Value, &str) -> Option<Test>;
+
+/// The condition ops beyond version 1's, and the room that compiles each
+/// (the version that has each is in `crate::language`).
+const OPS: &[(&str, CompileOp)] = &[
+    ("contains", membership::contains),
+    ("subset_of", membership::subset_of),
+    ("eq_ci", folding::eq_ci),
+];
+
+fn compiler_of(op: &str) -> Option<CompileOp> {
+    OPS.iter().find(|(name, _)| *name == op).map(|(_, c)| *c)
+}
+
+const CONDITION: Shape = Shape {
+    allowed: &["source", "path", "op", "value"],
+    required: &["source", "path", "op", "value"],
+    what: "a condition",
+};
+
+impl Checker {
+    /// One condition of a rule's `when`, at `at`.
+    pub(crate) fn condition(&mut self, value: &Value, at: &str) -> Option<CompiledCondition> {
+        let map = self.object(value, at, "a condition")?;
+        let mut ok = self.shape(map, at, &CONDITION);
+        let source = match map.get("source") {
+            Some(Value::String(s)) if s == "input" => Some(Source::Input),
+            Some(Value::String(s)) if s == "state" => Some(Source::State),
+            Some(other) => {
+                self.push(
+                    Code::InvalidCondition,
+                    pointer_push(at, "source"),
+                    format!("a condition's source is \"input\" or \"state\", not {other}"),
+                );
+                None
+            }
+            None => None,
+        };
+        let mut computed = None;
+        let path = match map.get("path") {
+            Some(Value::String(raw)) => match Path::parse(raw) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    self.push(Code::InvalidPath, pointer_push(at, "path"), e.message);
+                    None
+                }
+            },
+            Some(Value::Array(items)) => {
+                let path_at = pointer_push(at, "path");
+                self.feature(&path_at, Feature::ArrayPath);
+                computed = self.array_path(items, &path_at);
+                computed.as_ref().map(|_| Path::whole())
+            }
+            Some(other) => {
+                self.wrong_type(&pointer_push(at, "path"), "a path string", other);
+                None
+            }
+            None => None,
+        };
+        let value = map.get("value");
+        let test = match (map.get("op"), value) {
+            (Some(Value::String(op)), Some(v)) => match op.as_str() {
+                "eq" | "ne" if self.is_reference_value(v) => {
+                    self.reference_test(op == "eq", v, &pointer_push(at, "value"))
+                }
+                "eq" => Some(Test::Eq(v.clone())),
+                // Version 1 has always called a later version's ops unknown ops; it still does.
+                op if self.language.admits(Feature::Op(op)) && compiler_of(op).is_some() => {
+                    self.feature(&pointer_push(at, "op"), Feature::Op(op));
+                    let compile = compiler_of(op)?;
+                    compile(self, op, v, &pointer_push(at, "value"))
+                }
+                "ne" => Some(Test::Ne(v.clone())),
+                "in" => match v {
+                    Value::Array(items) => Some(Test::In(items.clone().into_boxed_slice())),
+                    other => {
+                        self.push(
+                            Code::InvalidCondition,
+                            pointer_push(at, "value"),
+                            format!("op \"in\" needs an array value, not {}", json_kind(other)),
+                        );
+                        None
+                    }
+                },
+                "exists" => match v {
+                    Value::Bool(b) => Some(Test::Exists(*b)),
+                    other => {
+                        self.push(
+                            Code::InvalidCondition,
+                            pointer_push(at, "value"),
+                            format!(
+                                "op \"exists\" needs a boolean value, not {}",
+                                json_kind(other)
+                            ),
+                        );
+                        None
+                    }
+                },
+                other => {
+                    self.push(
+                        Code::InvalidCondition,
+                        pointer_push(at, "op"),
+                        format!("unknown op {other:?}; the ops are {}", core_ops()),
+                    );
+                    None
+                }
+            },
+            (Some(other), _) if !other.is_string() => {
+                self.push(
+                    Code::InvalidCondition,
+                    pointer_push(at, "op"),
+                    format!(
+                        "a condition's op is one of {}, not {other}",
+                        core_ops_quoted()
+                    ),
+                );
+                None
+            }
+            _ => None,
+        };
+        ok &= source.is_some() && path.is_some() && test.is_some();
+        if !ok {
+            return None;
+        }
+        Some(CompiledCondition {
+            slot: NO_SLOT,
+            source: source?,
+            path: path?,
+            computed: computed.map(Box::new),
+            test: test?,
+        })
+    }
+
+    /// In version 2, a condition's `value` that is exactly one `$input` or
+    /// `$state` reference is read per call; in version 1 it is a literal
+    /// (and the warnings say so).
+    fn is_reference_value(&self, value: &Value) -> bool {
+        self.language.admits(Feature::ReferenceValue) && reference_like(value).is_some()
+    }
+
+    /// The test of an `eq` (`eq` true) or `ne` condition against a reference.
+    fn reference_test(&mut self, eq: bool, value: &Value, at: &str) -> Option<Test> {
+        let (source, path) = reference_like(value)?;
+        self.feature(at, Feature::ReferenceValue);
+        let reference = self.reference(source, path, &pointer_push(at, source.operator()), true)?;
+        Some(Test::Ref(eq, Box::new(reference)))
+    }
+}

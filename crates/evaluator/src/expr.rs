@@ -1,0 +1,77 @@
+//! Expressions (docs/spec.md §4, docs/mock-language.md): the compiled tree
+//! ([`tree`]), the compiler that builds it ([`compiler`]), and one room per
+//! operator family, each owning its syntax, its check and its evaluation
+//! (and, for the arithmetic ones, the operator as a pure function):
+//!
+//! - `$number` in [`numbers`], `$dateAdd` in [`dates`];
+//! - money arithmetic (`$add`, `$sub`, `$mul`, `$round`) in [`decimals`];
+//! - `$append` and `$merge` in [`collections`];
+//! - `$sort` and `$pluck` in [`lists`];
+//! - `$find` in [`find`].
+//!
+//! [`OPERATORS`] is the table the compiler reads: a family is a room and
+//! its rows here (with the version that has each operator in
+//! `crate::language`). `$input` and `$state` are references, read by the
+//! paths room (`crate::paths`).
+
+use crate::check::context::OperatorRow;
+
+pub(crate) mod collections;
+pub(crate) mod compiler;
+#[cfg_attr(not(feature = "operators"), allow(unreachable_pub, dead_code))]
+pub(crate) mod dates;
+#[cfg_attr(not(feature = "operators"), allow(unreachable_pub, dead_code))]
+pub(crate) mod decimals;
+pub(crate) mod find;
+pub(crate) mod lists;
+#[cfg_attr(not(feature = "operators"), allow(unreachable_pub, dead_code))]
+pub(crate) mod numbers;
+pub(crate) mod tree;
+
+/// Every expression operator but the references, and the room that compiles it.
+pub(crate) const OPERATORS: &[OperatorRow] = &[
+    OperatorRow {
+        name: "$number",
+        compile: numbers::compile,
+    },
+    OperatorRow {
+        name: "$dateAdd",
+        compile: dates::compile,
+    },
+    OperatorRow {
+        name: "$add",
+        compile: decimals::compile,
+    },
+    OperatorRow {
+        name: "$sub",
+        compile: decimals::compile,
+    },
+    OperatorRow {
+        name: "$mul",
+        compile: decimals::compile,
+    },
+    OperatorRow {
+        name: "$round",
+        compile: decimals::compile,
+    },
+    OperatorRow {
+        name: "$append",
+        compile: collections::compile,
+    },
+    OperatorRow {
+        name: "$merge",
+        compile: collections::compile,
+    },
+    OperatorRow {
+        name: "$find",
+        compile: find::compile,
+    },
+    OperatorRow {
+        name: "$sort",
+        compile: lists::compile,
+    },
+    OperatorRow {
+        name: "$pluck",
+        compile: lists::compile,
+    },
+];

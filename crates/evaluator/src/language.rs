@@ -1,0 +1,283 @@
+//! Which version of the mock language has which feature: the one table
+//! ([`FEATURES`]) every version check reads, and the version a document
+//! declares ([`Language`]), checked against it where a feature is met.
+//!
+//! A feature is a row: what it is (a field, a condition op, an operator, a
+//! form a member may take), the first version that has it, and how the
+//! check names it. A version-1 document keeps the exact meaning and the
+//! exact messages it always had: a later version's op is an unknown op
+//! there, a later version's operator, field or form is refused as a
+//! feature of that version, and its unknown-field messages list only
+//! version 1's fields (docs/mock-language.md, "Version 2"). The ops and
+//! operators a message lists are version 1's in every document, as they
+//! always were. A new version adds its rows here and its rooms beside the
+//! others.
+
+use crate::check::diagnostics::{DiagnosticCode as Code, Diagnostics};
+
+/// A version of the language, as a document declares it (`schema_version`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Version {
+    /// The core: references, `$number`, `$dateAdd`, four condition ops.
+    V1 = 1,
+    /// Computed paths, nested writes, domain errors, the bounded operators.
+    V2 = 2,
+}
+
+impl Version {
+    /// Every version, oldest first.
+    pub(crate) const ALL: [Version; 2] = [Version::V1, Version::V2];
+
+    /// The version a `schema_version` number names.
+    pub(crate) fn declared(number: u64) -> Option<Version> {
+        Version::ALL.into_iter().find(|v| *v as u64 == number)
+    }
+
+    /// Its `schema_version` number.
+    pub(crate) fn number(self) -> u8 {
+        self as u8
+    }
+}
+
+/// A feature some version of the language has: a row of [`FEATURES`],
+/// named as a document writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Feature<'n> {
+    /// A member of a variant, rule or example (`error`, `expected_error`).
+    Field(&'n str),
+    /// A condition op (`eq`, `contains`, …).
+    Op(&'n str),
+    /// An expression operator (`$input`, `$add`, …).
+    Operator(&'n str),
+    /// A path written as an array of segments.
+    ArrayPath,
+    /// The list form of `set_state`: `[{path, value}, …]`.
+    WriteList,
+    /// A condition value that is exactly one `$input`/`$state` reference.
+    ReferenceValue,
+}
+
+/// One feature, the first version that has it, and how messages name it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Row {
+    pub(crate) feature: Feature<'static>,
+    pub(crate) since: Version,
+    pub(crate) what: &'static str,
+}
+
+const fn row(feature: Feature<'static>, since: Version, what: &'static str) -> Row {
+    Row {
+        feature,
+        since,
+        what,
+    }
+}
+
+use Feature::{ArrayPath, Field, Op, Operator, ReferenceValue, WriteList};
+use Version::{V1, V2};
+
+/// Which feature needs which version. The version-1 rows are listed too,
+/// in the order messages list them.
+pub(crate) const FEATURES: &[Row] = &[
+    row(Op("eq"), V1, "the condition op eq"),
+    row(Op("ne"), V1, "the condition op ne"),
+    row(Op("in"), V1, "the condition op in"),
+    row(Op("exists"), V1, "the condition op exists"),
+    row(Operator("$input"), V1, "the $input operator"),
+    row(Operator("$state"), V1, "the $state operator"),
+    row(Operator("$number"), V1, "the $number operator"),
+    row(Operator("$dateAdd"), V1, "the $dateAdd operator"),
+    row(Field("error"), V2, "an error answer"),
+    row(Field("expected_error"), V2, "expected_error"),
+    row(ArrayPath, V2, "a path written as an array"),
+    row(WriteList, V2, "the list form of set_state"),
+    row(ReferenceValue, V2, "a condition value that is a reference"),
+    row(Op("contains"), V2, "the condition op contains"),
+    row(Op("subset_of"), V2, "the condition op subset_of"),
+    row(Op("eq_ci"), V2, "the condition op eq_ci"),
+    row(Operator("$add"), V2, "the $add operator (money arithmetic)"),
+    row(Operator("$sub"), V2, "the $sub operator (money arithmetic)"),
+    row(Operator("$mul"), V2, "the $mul operator (money arithmetic)"),
+    row(
+        Operator("$round"),
+        V2,
+        "the $round operator (money arithmetic)",
+    ),
+    row(Operator("$append"), V2, "the $append operator"),
+    row(Operator("$merge"), V2, "the $merge operator"),
+    row(Operator("$find"), V2, "the $find operator"),
+    row(Operator("$sort"), V2, "the $sort operator"),
+    row(Operator("$pluck"), V2, "the $pluck operator"),
+];
+
+/// The row of a feature; `None` for one no version has.
+fn row_of(feature: Feature<'_>) -> Option<&'static Row> {
+    FEATURES.iter().find(|r| r.feature == feature)
+}
+
+/// The names of the rows of one version that `pick` selects, in the table's order.
+fn names_of(
+    version: Version,
+    pick: fn(Feature<'static>) -> Option<&'static str>,
+) -> Vec<&'static str> {
+    FEATURES
+        .iter()
+        .filter(|r| r.since == version)
+        .filter_map(|r| pick(r.feature))
+        .collect()
+}
+
+/// `a, b, c and d`.
+fn and_list(items: &[&str]) -> String {
+    match items.split_last() {
+        None => String::new(),
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The version a document declares and the latest version whose features
+/// it used, as its check goes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Language {
+    /// What `schema_version` says; version 1 also while it is missing or
+    /// broken (which is reported on its own).
+    declared: Version,
+    /// The latest `since` of the features met so far.
+    used: Version,
+}
+
+impl Language {
+    /// A document not yet read: version 1, nothing used.
+    pub(crate) fn new() -> Language {
+        Language {
+            declared: V1,
+            used: V1,
+        }
+    }
+
+    /// A language in which every feature is admitted and already counted:
+    /// for a part whose feature was noted where the part begins (a `$find`
+    /// inside a path written as an array).
+    pub(crate) fn counted() -> Language {
+        let latest = Version::ALL[Version::ALL.len() - 1];
+        Language {
+            declared: latest,
+            used: latest,
+        }
+    }
+
+    /// Notes the document's `schema_version`.
+    pub(crate) fn declare(&mut self, version: Version) {
+        self.declared = version;
+    }
+
+    /// Whether the declared version has `feature`.
+    pub(crate) fn admits(&self, feature: Feature<'_>) -> bool {
+        row_of(feature).is_some_and(|r| r.since <= self.declared)
+    }
+
+    /// Notes `feature` met at `at`; in a document that declares an earlier
+    /// version than the feature's, it is a diagnostic there.
+    pub(crate) fn feature(
+        &mut self,
+        diagnostics: &mut Diagnostics,
+        at: &str,
+        feature: Feature<'_>,
+    ) {
+        let Some(row) = row_of(feature) else {
+            return;
+        };
+        self.used = self.used.max(row.since);
+        if self.declared < row.since {
+            diagnostics.push(
+                // Version 2 is the only later version so far.
+                Code::Version2Feature,
+                at,
+                format!(
+                    "{} is a version-{since} feature, and this document says \"schema_version\": {declared}; write \"schema_version\": {since} to use it",
+                    row.what,
+                    since = row.since.number(),
+                    declared = self.declared.number(),
+                ),
+            );
+        }
+    }
+
+    /// A declared version none of whose own features the document uses:
+    /// such a document is written as the version before, so that it has
+    /// one spelling (and one hash).
+    pub(crate) fn unused_declaration(&self, diagnostics: &mut Diagnostics) {
+        if self.declared == V2 && self.used < V2 {
+            diagnostics.push(
+                Code::UnsupportedSchemaVersion,
+                "/schema_version",
+                "schema_version 2 is for documents that use a version-2 feature (a path written as an array, the list form of set_state, a condition value that is a reference); this one uses none: write \"schema_version\": 1",
+            );
+        }
+    }
+
+    /// The fields an unknown-field message lists: those of `allowed` the
+    /// declared version has, so that a version-1 document's messages stay
+    /// as they were before version 2 added its fields.
+    pub(crate) fn listed(&self, allowed: &[&str]) -> String {
+        let shown: Vec<&str> = allowed
+            .iter()
+            .copied()
+            .filter(|f| {
+                FEATURES
+                    .iter()
+                    .find(|r| r.feature == Field(f))
+                    .is_none_or(|r| r.since <= self.declared)
+            })
+            .collect();
+        shown.join(", ")
+    }
+}
+
+/// `schema_version` naming no version.
+pub(crate) fn unsupported(number: &serde_json::Number) -> String {
+    let versions: Vec<String> = Version::ALL
+        .iter()
+        .map(|v| v.number().to_string())
+        .collect();
+    let versions: Vec<&str> = versions.iter().map(String::as_str).collect();
+    format!(
+        "schema_version {number} is not supported; the versions are {}",
+        and_list(&versions)
+    )
+}
+
+/// Version 1's condition ops, as an unknown op's message lists them
+/// (`eq, ne, in and exists`).
+pub(crate) fn core_ops() -> String {
+    and_list(&names_of(V1, |f| match f {
+        Op(name) => Some(name),
+        _ => None,
+    }))
+}
+
+/// Version 1's condition ops quoted (`"eq", "ne", "in", "exists"`).
+pub(crate) fn core_ops_quoted() -> String {
+    let quoted: Vec<String> = names_of(V1, |f| match f {
+        Op(name) => Some(name),
+        _ => None,
+    })
+    .iter()
+    .map(|op| format!("{op:?}"))
+    .collect();
+    quoted.join(", ")
+}
+
+/// Version 1's operators (`$input, $state, $number and $dateAdd`).
+pub(crate) fn core_operators() -> Vec<&'static str> {
+    names_of(V1, |f| match f {
+        Operator(name) => Some(name),
+        _ => None,
+    })
+}
+
+/// Version 1's operators in a sentence: `$input, $state, $number and $dateAdd`.
+pub(crate) fn core_operators_listed() -> String {
+    and_list(&core_operators())
+}

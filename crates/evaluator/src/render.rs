@@ -1,0 +1,9 @@
+//! Rendering a compiled expression for one call: as a value ([`value`]),
+//! as JSON text ([`text`]) from the literal runs a [`template`] cut when
+//! the definition was compiled, and the operators that read the input alone
+//! rendered ahead of the state ([`ahead`]).
+
+pub(crate) mod ahead;
+pub(crate) mod template;
+pub(crate) mod text;
+pub(crate) mod value;

@@ -1,0 +1,179 @@
+//! What one call reads: its input, its pre-call state (whole or layered),
+//! the paths already resolved in them, and the input operators rendered
+//! ahead of it — and [`Render`], what renders against that.
+
+use crate::error::{CallError, Origin};
+use crate::paths::dotted::{Path, Resolved};
+use crate::state::view::StateView;
+use serde_json::{Map, Value};
+use std::cell::{Cell, RefCell};
+
+/// Where a reference reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    Input,
+    State,
+}
+
+impl Source {
+    /// `$input` or `$state`.
+    pub(crate) fn operator(self) -> &'static str {
+        match self {
+            Source::Input => "$input",
+            Source::State => "$state",
+        }
+    }
+
+    /// What it reads, for messages: `input` or `pre-call state`.
+    pub(crate) fn place(self) -> &'static str {
+        match self {
+            Source::Input => "input",
+            Source::State => "pre-call state",
+        }
+    }
+
+    /// Who supplied what it reads.
+    pub(crate) fn origin(self) -> Origin {
+        match self {
+            Source::Input => Origin::Input,
+            Source::State => Origin::State,
+        }
+    }
+}
+
+/// What renders to a value against one call (an expression, or a part
+/// of a path that an expression gives).
+pub(crate) trait Render: std::fmt::Debug + Send + Sync {
+    /// Its value for this call.
+    fn render(&self, scope: &Scope<'_>) -> Result<Value, CallError>;
+
+    /// A copy (compiled definitions are `Clone`).
+    fn clone_render(&self) -> Box<dyn Render>;
+}
+
+impl Clone for Box<dyn Render> {
+    fn clone(&self) -> Self {
+        self.clone_render()
+    }
+}
+
+/// How many distinct paths of one variant (read by its conditions and
+/// references) are remembered per call; paths beyond that are resolved each
+/// time they are read.
+const PATH_MEMO: usize = 16;
+
+/// The slot of a path that has none.
+pub(crate) const NO_SLOT: usize = usize::MAX;
+
+/// One call's remembered lookups, one slot per distinct source and path of
+/// the variant (slots are assigned when the definition is compiled): `None`
+/// not yet resolved, `Some(found)` resolved. The input and state do not change
+/// during a call, so a path resolved once serves every condition and
+/// reference that reads it.
+pub(crate) struct Memo<'a>([Cell<Option<Option<&'a Value>>>; PATH_MEMO]);
+
+impl<'a> Memo<'a> {
+    pub(crate) fn new() -> Memo<'a> {
+        Memo([const { Cell::new(None) }; PATH_MEMO])
+    }
+}
+
+/// One call's input operators rendered ahead (by `crate::render::ahead`),
+/// by input-hole id, as JSON text, as values, or both; `None` where there
+/// is nothing ahead: the operator failed (its error is then met by
+/// rendering it in place, with its own location), or it is a plain
+/// reference among texts rendered without values, which costs no more to
+/// write in place than to copy from here. A value is moved out, not copied,
+/// by the first rendering that uses it; a second use of the same operator
+/// renders it in place.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Ahead {
+    pub(crate) text: Vec<u8>,
+    /// The range of each operator's text in `text`.
+    pub(crate) spans: Vec<Option<(u32, u32)>>,
+    pub(crate) values: Vec<RefCell<Option<Value>>>,
+}
+
+impl Ahead {
+    /// The text rendered ahead for input hole `id`.
+    pub(crate) fn text(&self, id: usize) -> Option<&[u8]> {
+        let (start, end) = (*self.spans.get(id)?)?;
+        self.text.get(start as usize..end as usize)
+    }
+
+    /// The value rendered ahead for input hole `id`, moved out.
+    pub(crate) fn take_value(&self, id: usize) -> Option<Value> {
+        self.values.get(id)?.take()
+    }
+}
+
+/// What one call reads: the input, the pre-call state, and the memo of paths
+/// already resolved in them.
+#[derive(Clone, Copy)]
+pub(crate) struct Scope<'a> {
+    pub(crate) input: &'a Value,
+    pub(crate) state: StateView<'a>,
+    memo: &'a [Cell<Option<Option<&'a Value>>>],
+    /// The input operators already rendered for this call, if any.
+    pub(crate) ahead: Option<&'a Ahead>,
+}
+
+impl<'a> Scope<'a> {
+    pub(crate) fn new(input: &'a Value, state: &'a Map<String, Value>, memo: &'a Memo<'a>) -> Self {
+        Scope {
+            input,
+            state: StateView::plain(state),
+            memo: &memo.0,
+            ahead: None,
+        }
+    }
+
+    pub(crate) fn with_ahead(
+        input: &'a Value,
+        state: &'a Map<String, Value>,
+        memo: &'a Memo<'a>,
+        ahead: &'a Ahead,
+    ) -> Self {
+        Scope {
+            input,
+            state: StateView::plain(state),
+            memo: &memo.0,
+            ahead: Some(ahead),
+        }
+    }
+
+    /// A scope over a layered state (a shared base and an attempt's overlay).
+    pub(crate) fn layered(input: &'a Value, state: StateView<'a>, memo: &'a Memo<'a>) -> Self {
+        Scope {
+            input,
+            state,
+            memo: &memo.0,
+            ahead: None,
+        }
+    }
+
+    /// The value at `path` of `source`, through the memo.
+    pub(crate) fn lookup(&self, source: Source, path: &Path, slot: usize) -> Resolved<'a> {
+        let memo = self.memo.get(slot);
+        if let Some(found) = memo.and_then(Cell::get) {
+            return found.map_or(Resolved::Missing, Resolved::Found);
+        }
+        let resolved = match source {
+            Source::Input => path
+                .resolve(self.input)
+                .map_or(Resolved::Missing, Resolved::Found),
+            Source::State => self.state.resolve(path.segments()),
+        };
+        let found = match resolved {
+            // The whole state is not a borrowed value; it is not remembered.
+            Resolved::Whole => return Resolved::Whole,
+            Resolved::Built(v) => return Resolved::Built(v),
+            Resolved::Found(v) => Some(v),
+            Resolved::Missing => None,
+        };
+        if let Some(cell) = memo {
+            cell.set(Some(found));
+        }
+        resolved
+    }
+}

@@ -1,0 +1,249 @@
+//! Writes (`set_state`, docs/spec.md §6 and, for its list form,
+//! docs/mock-language.md "Nested writes"): what a call changes, rendered
+//! against the pre-call input and state — into copies of the top-level
+//! members of a plain state, or into an attempt's overlay patches over a
+//! shared base. The checks are the same for both: a missing object member
+//! on the way is created as an object; a missing array index, or a step
+//! into a scalar, is an error blamed on the segment that named it.
+
+use crate::error::{CallError, Origin};
+use crate::expr::tree::Expr;
+use crate::paths::dotted::step;
+use crate::paths::reference::ComputedPath;
+use crate::paths::steps::{Step, Steps, pointer_of};
+use crate::scope::Scope;
+use crate::state::overlay::{Patch, Slot, slot_mut};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use toolmock_contract::json_kind;
+
+/// Compiled `set_state` in its object form: each top-level key with its expression.
+pub(crate) type StateUpdates = Box<[(Box<str>, Expr)]>;
+
+/// One write of the list form of `set_state`: a path whose first segment is
+/// a literal key (the top-level member it changes), and an expression.
+#[derive(Debug, Clone)]
+pub(crate) struct Write {
+    pub(crate) top: Box<str>,
+    pub(crate) path: ComputedPath,
+    pub(crate) value: Expr,
+}
+
+impl Write {
+    /// The write's path for this call; a `$find` segment that finds nothing
+    /// is a `missing_reference`: a write needs a place.
+    pub(crate) fn steps(&self, scope: &Scope<'_>) -> Result<Vec<Step>, CallError> {
+        match self.path.steps(scope)? {
+            Steps::All(steps) => Ok(steps),
+            Steps::Unfound { pointer } => Err(CallError::MissingReference {
+                path: pointer,
+                message: format!(
+                    "the write at {} cannot be made: a $find segment of its path finds nothing",
+                    self.path.at()
+                ),
+            }),
+        }
+    }
+}
+
+/// Renders the writes in order against the pre-call input and state and
+/// applies them, each at its nested path, to copies of the top-level members
+/// they change; the answer is those members' new values, in the order first
+/// written. A missing object member on the way is created as an object; a
+/// missing array index, or a step into a string, number, boolean or `null`,
+/// is an error blamed on the segment that named it.
+pub(crate) fn render_writes<'d>(
+    writes: &'d [Write],
+    scope: &Scope<'_>,
+) -> Result<Vec<(&'d str, Value)>, CallError> {
+    let mut members: Vec<(&'d str, Value)> = Vec::new();
+    for write in writes {
+        let steps = write.steps(scope)?;
+        let value = write.value.render(scope)?;
+        let position = match members.iter().position(|(k, _)| *k == &*write.top) {
+            Some(i) => i,
+            None => {
+                // A member the state lacks starts as an object when the
+                // write goes deeper, and is simply set when it does not.
+                let current = match scope.state.base.get(&*write.top) {
+                    Some(value) => value.clone(),
+                    None if steps.len() > 1 => Value::Object(Map::new()),
+                    None => Value::Null,
+                };
+                members.push((&write.top, current));
+                members.len() - 1
+            }
+        };
+        let Some((_, member)) = members.get_mut(position) else {
+            continue;
+        };
+        write_at(
+            member,
+            steps.get(1..).unwrap_or(&[]),
+            value,
+            &write.path,
+            &steps,
+        )?;
+    }
+    Ok(members)
+}
+
+pub(crate) fn write_at(
+    target: &mut Value,
+    rest: &[Step],
+    value: Value,
+    path: &ComputedPath,
+    all: &[Step],
+) -> Result<(), CallError> {
+    let Some((first, rest)) = rest.split_first() else {
+        *target = value;
+        return Ok(());
+    };
+    let next = match slot_mut(target, &first.segment.key, first.segment.index) {
+        Slot::Found(next) => next,
+        Slot::NoElement { len } => {
+            return Err(write_error(
+                first,
+                path,
+                all,
+                format!(
+                    "has no element {:?} (an array of {len}): a write never adds array elements",
+                    &*first.segment.key
+                ),
+            ));
+        }
+        Slot::NotContainer { kind } => {
+            return Err(write_error(
+                first,
+                path,
+                all,
+                format!(
+                    "cannot take the segment {:?}: it is {kind}",
+                    &*first.segment.key
+                ),
+            ));
+        }
+    };
+    write_at(next, rest, value, path, all)
+}
+
+pub(crate) fn write_error(
+    failed: &Step,
+    path: &ComputedPath,
+    all: &[Step],
+    what: String,
+) -> CallError {
+    let upto = all
+        .iter()
+        .position(|s| std::ptr::eq(s, failed))
+        .unwrap_or(all.len());
+    let parent = pointer_of(all.get(..upto).unwrap_or(all));
+    let shown = if parent.is_empty() { "/" } else { &parent };
+    let message = format!(
+        "the write at {} cannot be made: the state at {shown} {what}{}",
+        path.at(),
+        match &failed.from {
+            Some(from) => format!(" (the segment came from {from})"),
+            None => String::new(),
+        }
+    );
+    let pointer = match failed.origin {
+        Origin::Input => failed.from.clone().unwrap_or_default(),
+        Origin::State | Origin::Literal => parent,
+    };
+    CallError::refused_segment(failed.origin, pointer, message)
+}
+
+/// The writes of one call against a layered state: each write's path and
+/// value, rendered against the pre-call state, applied in order to the
+/// top-level members' patches; the answer is the new patch of each member
+/// written. The checks are the plain form's (docs/mock-language.md): a
+/// missing object member on the way is created as an object; a missing
+/// array index, or a step into a scalar, is an error.
+pub(crate) fn write_patches<'d>(
+    writes: &'d [Write],
+    scope: &Scope<'_>,
+) -> Result<Vec<(&'d str, Patch)>, CallError> {
+    let view = &scope.state;
+    let mut members: Vec<(&'d str, Option<Patch>)> = Vec::new();
+    for write in writes {
+        let steps = write.steps(scope)?;
+        let value = write.value.render(scope)?;
+        let top: &'d str = &write.top;
+        let position = match members.iter().position(|(k, _)| *k == top) {
+            Some(p) => p,
+            None => {
+                let current = view.overlay.and_then(|o| o.members.get(top)).cloned();
+                members.push((top, current));
+                members.len() - 1
+            }
+        };
+        let base = view.base.get(top);
+        let Some((_, slot)) = members.get_mut(position) else {
+            continue;
+        };
+        let rest = steps.get(1..).unwrap_or(&[]);
+        let patch = slot.take();
+        *slot = Some(write_into(patch, base, rest, value, &write.path, &steps)?);
+    }
+    Ok(members
+        .into_iter()
+        .filter_map(|(k, p)| p.map(|p| (k, p)))
+        .collect())
+}
+
+fn write_into(
+    patch: Option<Patch>,
+    base: Option<&Value>,
+    rest: &[Step],
+    value: Value,
+    path: &ComputedPath,
+    all: &[Step],
+) -> Result<Patch, CallError> {
+    let Some((first, deeper)) = rest.split_first() else {
+        return Ok(Patch::Value(value));
+    };
+    let mut members = match patch {
+        Some(Patch::Value(mut whole)) => {
+            // A replaced value is the attempt's own: written in place.
+            write_at(&mut whole, rest, value, path, all)?;
+            return Ok(Patch::Value(whole));
+        }
+        Some(Patch::Members(members)) => members,
+        None => BTreeMap::new(),
+    };
+    let child_base = match base {
+        None | Some(Value::Object(_)) => base.and_then(|b| step(b, &first.segment)),
+        Some(Value::Array(items)) => match first.segment.index.and_then(|i| items.get(i)) {
+            Some(item) => Some(item),
+            None => {
+                return Err(write_error(
+                    first,
+                    path,
+                    all,
+                    format!(
+                        "has no element {:?} (an array of {}): a write never adds array elements",
+                        &*first.segment.key,
+                        items.len()
+                    ),
+                ));
+            }
+        },
+        Some(other) => {
+            return Err(write_error(
+                first,
+                path,
+                all,
+                format!(
+                    "cannot take the segment {:?}: it is {}",
+                    &*first.segment.key,
+                    json_kind(other)
+                ),
+            ));
+        }
+    };
+    let child = members.remove(&*first.segment.key);
+    let written = write_into(child, child_base, deeper, value, path, all)?;
+    members.insert(first.segment.key.to_string(), written);
+    Ok(Patch::Members(members))
+}
