@@ -68,6 +68,17 @@ for name, args, _ in invocations:
         open(f"{files}/expected/{name}.{stream}", "wb").write(data)
 PY
 
+# The wheel carries the licence it declares (LICENSE, Apache-2.0).
+python3 - "$wheel" "$root/LICENSE" <<'PY' || { say "the wheel does not carry the repository's LICENSE"; exit 1; }
+import sys, zipfile
+wheel = zipfile.ZipFile(sys.argv[1])
+names = [n for n in wheel.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
+assert len(names) == 1, names
+assert wheel.read(names[0]) == open(sys.argv[2], "rb").read()
+meta = wheel.read(next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+assert "License-Expression: Apache-2.0" in meta and "License-File: LICENSE" in meta, meta[:400]
+PY
+
 # Installed, used, uninstalled: twice. First everything but pytest, after
 # which the environment must be exactly as before the install. Then the
 # pytest sessions: pytest caches the modules of every plugin's distribution
