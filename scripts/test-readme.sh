@@ -44,24 +44,7 @@ fi
 readme="${1:-$work/repo/README.md}"
 
 # 2. The command and the expected output, from the README.
-python3 - "$readme" "$work" <<'PY'
-import re, sys
-readme, work = sys.argv[1], sys.argv[2]
-text = open(readme, encoding="utf-8").read()
-row = re.search(r"^\|\s*\*\*the main job\*\*.*\|\s*`([^`]+)`\s*\|\s*$", text, re.M)
-if not row:
-    sys.exit("test-readme: README.md has no Quick start row '| **the main job**: … | `COMMAND` |'")
-command = row.group(1)
-section = re.search(r"^## The main job.*?^```[a-z]*\n(.*?)^```", text, re.M | re.S)
-if not section:
-    sys.exit("test-readme: README.md has no code block under '## The main job'")
-lines = section.group(1).split("\n")
-first = re.sub(r"\s+#.*$", "", lines[0])
-if first != "$ " + command:
-    sys.exit(f"test-readme: the main job's block starts with {lines[0]!r}, not '$ {command}' (the Quick start's command)")
-open(f"{work}/command", "w").write(command + "\n")
-open(f"{work}/expected", "w").write("\n".join(lines[1:]))
-PY
+python3 "$root/scripts/readme-main-job.py" "$readme" "$work"
 command="$(cat "$work/command")"
 
 # 3. The command, as written, in the clone.

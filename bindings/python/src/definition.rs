@@ -10,8 +10,10 @@ use toolmock_contract::{OperationContract, ProblemCode};
 use toolmock_evaluator::{Call, CompiledContract, Diagnostics, Outcome as EvalOutcome};
 
 /// One problem of a definition, a manifest or a simulation: `code`, `path`
-/// (a JSON pointer, `""` for the whole document), `message`, and `severity`
-/// (`"error"`, or `"warning"` for the warnings of a passing check).
+/// (a JSON pointer, `""` for the whole document), `message`, `severity`
+/// (`"error"`, or `"warning"` for the warnings of a passing check), and
+/// `file`: for a simulation's problems, the file the pointer is in (the
+/// simulation file or a file it names), else None.
 #[pyclass(frozen, module = "toolmock", name = "Problem", get_all)]
 #[derive(Debug, Clone)]
 pub(crate) struct Problem {
@@ -19,6 +21,7 @@ pub(crate) struct Problem {
     path: String,
     message: String,
     severity: &'static str,
+    file: Option<String>,
 }
 
 impl Problem {
@@ -31,6 +34,18 @@ impl Problem {
             path: p.path.clone(),
             message: p.message.clone(),
             severity,
+            file: None,
+        }
+    }
+
+    /// A simulation file's problem, in its file.
+    pub(crate) fn in_file(p: &toolmock_simulation::FileProblem) -> Self {
+        Problem {
+            code: p.code.to_owned(),
+            path: p.path.clone(),
+            message: p.message.clone(),
+            severity: "error",
+            file: Some(p.file.clone()),
         }
     }
 }
@@ -38,29 +53,45 @@ impl Problem {
 #[pymethods]
 impl Problem {
     fn __repr__(&self) -> String {
+        let file = self
+            .file
+            .as_ref()
+            .map_or(String::new(), |f| format!(", file={f:?}"));
         format!(
-            "Problem(code={:?}, path={:?}, message={:?}, severity={:?})",
+            "Problem(code={:?}, path={:?}, message={:?}, severity={:?}{file})",
             self.code, self.path, self.message, self.severity
         )
     }
 
+    /// `PATH: code: message` (`PATH: warning: …` for a warning), after
+    /// `FILE: ` for a simulation's problem: what the CLI prints.
     fn __str__(&self) -> String {
         let path = if self.path.is_empty() {
             "/"
         } else {
             &self.path
         };
+        let file = self
+            .file
+            .as_ref()
+            .map_or(String::new(), |f| format!("{f}: "));
         match self.severity {
-            "warning" => format!("{path}: warning: {}: {}", self.code, self.message),
-            _ => format!("{path}: {}: {}", self.code, self.message),
+            "warning" => format!("{file}{path}: warning: {}: {}", self.code, self.message),
+            _ => format!("{file}{path}: {}: {}", self.code, self.message),
         }
     }
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
         other.cast::<Problem>().is_ok_and(|o| {
             let o = o.get();
-            (&o.code, &o.path, &o.message, o.severity)
-                == (&self.code, &self.path, &self.message, self.severity)
+            (&o.code, &o.path, &o.message, o.severity, &o.file)
+                == (
+                    &self.code,
+                    &self.path,
+                    &self.message,
+                    self.severity,
+                    &self.file,
+                )
         })
     }
 }

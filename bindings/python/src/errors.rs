@@ -100,6 +100,14 @@ problem_codes! {
         WrongType => "wrong_type",
         /// A contracts entry's `contract_hash` is not its contract's hash.
         ContractHashMismatch => "contract_hash_mismatch",
+        /// `toolmock.run` or `toolmock.serve` was given a file that cannot be used (its `problems` hold the simulation codes).
+        InvalidSimulation => "invalid_simulation",
+        /// `toolmock.run` or `toolmock.serve` was given options that are not the command's flags.
+        InvalidOption => "invalid_option",
+        /// `toolmock.run` or `toolmock.serve` failed otherwise, without a code of its own.
+        CommandFailed => "command_failed",
+        /// A `toolmock.Server` was used after it stopped.
+        ServerStopped => "server_stopped",
     }
 }
 

@@ -1,18 +1,24 @@
-//! toolmock's evaluator, definition check and contract hashing as the Python
-//! extension module `toolmock._toolmock` (pyo3, the stable ABI).
+//! toolmock as the Python extension module `toolmock._toolmock` (pyo3, the
+//! stable ABI): the evaluator, definition check and contract hashing; the
+//! runner and the MCP server of the embedded runtime; and the `toolmock`
+//! command itself.
 //!
 //! Python harnesses — pytest suites, agent frameworks' tool sources,
 //! tau-bench-style environments — call the very code `toolmock eval`,
 //! `check` and `hash` run, in-process: the same answers, errors and hashes
 //! by construction. Values cross as Python objects, converted directly to
 //! and from `serde_json::Value` (no JSON text in between), with the
-//! project's number rules (`convert`).
+//! project's number rules (`convert`). `toolmock.run`, `toolmock.serve` and
+//! the wheel's console script call the CLI's own crate (`runner`:
+//! `toolmock_cli::run_results`, `Background`, `main`), with the command's
+//! arguments.
 //!
-//! This crate is not a runtime: it keeps no state beyond the objects the
-//! caller holds (an `Attempt` is one such object), does no I/O and starts no
-//! thread. It is only glue: every rule lives in `toolmock-evaluator`,
-//! `toolmock-contract` and `toolmock-schema`. The Python side (the
-//! `toolmock` package, its type stubs and the pytest plugin) is in
+//! It is only glue: every rule lives in `toolmock-evaluator`,
+//! `toolmock-contract`, `toolmock-schema` and the CLI's crate. The
+//! evaluator's side keeps no state beyond the objects the caller holds (an
+//! `Attempt` is one such object), does no I/O and starts no thread; `run`
+//! and `serve` start a runtime of their own, as the command does. The Python
+//! side (the `toolmock` package, its type stubs and the pytest plugin) is in
 //! `python/toolmock/`; the tests are Python tests in `tests/`, run by
 //! `scripts/python-tests.sh`. The main path, from Python:
 //!
@@ -38,6 +44,7 @@ mod attempt;
 mod convert;
 mod definition;
 mod errors;
+mod runner;
 
 use convert::Ints;
 use definition::{CompiledDefinition, Contract, Outcome, Problem};
@@ -205,6 +212,13 @@ fn _toolmock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(contract_hash, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_manifest, m)?)?;
     m.add_function(wrap_pyfunction!(_check_documented_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(runner::_main, m)?)?;
+    m.add_function(wrap_pyfunction!(runner::_run, m)?)?;
+    m.add_function(wrap_pyfunction!(runner::_plan, m)?)?;
+    m.add_class::<runner::Server>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // What `toolmock --version` prints after `toolmock `.
+    m.add("_version_line", toolmock_cli::VERSION)?;
     m.add_class::<CompiledDefinition>()?;
     m.add_class::<Contract>()?;
     m.add_class::<Outcome>()?;

@@ -159,5 +159,5 @@ def test_an_attempt_with_a_harness_error_never_passes(pytester: pytest.Pytester)
 def test_without_a_simulation_file_the_fixture_says_how_to_give_one(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_it(toolmock_attempt):\n    pass\n")
     result = pytester.runpytest("-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines(["*toolmock_attempt needs a simulation file*"])
+    result.stdout.fnmatch_lines(["*the toolmock fixtures need a simulation file*"])
     assert result.ret != 0

@@ -325,3 +325,26 @@ fn every_new_command_documents_itself_with_an_example() {
         );
     }
 }
+
+#[test]
+fn version_names_the_package_version_and_the_commit() {
+    let out = toolmock(&["--version"]);
+    assert_eq!(code(&out), 0);
+    let printed = stdout(&out);
+    // Built in a git checkout: its HEAD, as `git rev-parse --short=12` names it.
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or_else(
+            || "unknown".to_owned(),
+            |o| String::from_utf8_lossy(&o.stdout).trim().to_owned(),
+        );
+    let commit = std::env::var("TOOLMOCK_COMMIT").unwrap_or(head);
+    assert_eq!(
+        printed,
+        format!("toolmock {} (commit {commit})\n", env!("CARGO_PKG_VERSION"))
+    );
+}

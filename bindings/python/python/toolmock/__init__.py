@@ -1,9 +1,11 @@
 """toolmock's checked tool mocks, in-process.
 
 The functions and classes here are the very code the ``toolmock`` command
-runs (``eval``, ``check``, ``hash``, ``normalize``), compiled into this
-package: a Python harness gets the same answers, errors and hashes as the
-CLI and toolmock's dispatcher, by construction.
+runs (``eval``, ``check``, ``hash``, ``normalize``, ``run``, ``serve``),
+compiled into this package: a Python harness gets the same answers, errors,
+hashes and results documents as the CLI and toolmock's dispatcher, by
+construction. The package also installs the command itself (``toolmock``,
+``python -m toolmock``).
 
 >>> import toolmock
 >>> mock = toolmock.compile({
@@ -14,7 +16,7 @@ CLI and toolmock's dispatcher, by construction.
 >>> mock.evaluate({"id": 7}, {})
 ({'id': 7}, {'seen': True}, 0)
 
-See ``docs/python.md`` for the whole API and the pytest plugin.
+``docs/python.md`` describes the whole API and the pytest plugin.
 """
 
 from toolmock._toolmock import (
@@ -33,11 +35,13 @@ from toolmock._toolmock import (
     Problem,
     ToolInputError,
     ToolmockError,
+    __version__,
     check,
     compile,
     contract_hash,
     normalize_manifest,
 )
+from toolmock.runner import Server, run, serve
 from toolmock.simulation import Simulation, SimulationError, load_simulation
 
 __all__ = [
@@ -54,6 +58,7 @@ __all__ = [
     "NotJsonError",
     "Outcome",
     "Problem",
+    "Server",
     "Simulation",
     "SimulationError",
     "ToolInputError",
@@ -63,4 +68,6 @@ __all__ = [
     "contract_hash",
     "load_simulation",
     "normalize_manifest",
+    "run",
+    "serve",
 ]

@@ -65,6 +65,8 @@ class Problem:
     path: str
     message: str
     severity: Literal["error", "warning"]
+    file: str | None
+    """For a simulation's problem, the file ``path`` points into; else None."""
 
 @final
 class Contract:
@@ -146,3 +148,31 @@ def normalize_manifest(manifest: Mapping[str, JSON] | str | bytes) -> list[dict[
     """``toolmock normalize``: one ``{"contract", "contract_hash"}`` per operation."""
 
 def _check_documented_codes(markdown: str) -> None: ...
+
+__version__: str
+_version_line: str
+
+def _main(argv: Sequence[str]) -> int:
+    """The ``toolmock`` command with ``argv`` (``argv[0]`` is the program); its exit status."""
+
+def _run(args: Sequence[str]) -> dict[str, JSON]:
+    """``toolmock run ARGS --json``'s results document."""
+
+def _plan(path: str) -> list[tuple[str, int]]:
+    """``(case, attempts)`` per case of a simulation file, as ``toolmock run`` plays them."""
+
+@final
+class _Server:
+    """``toolmock serve ARGS`` (with ``--http``) in the background."""
+
+    def __init__(self, args: Sequence[str]) -> None: ...
+    @property
+    def address(self) -> str: ...
+    @property
+    def case(self) -> str: ...
+    @property
+    def running(self) -> bool: ...
+    def new_attempt(self) -> int: ...
+    def finish(self, number: int) -> dict[str, JSON]: ...
+    def results(self) -> dict[str, JSON]: ...
+    def stop(self) -> dict[str, JSON] | None: ...

@@ -13,9 +13,12 @@ a case's variant choices).
 
 from __future__ import annotations
 
-import json
 import os
-from typing import Any, Mapping
+# Annotations are never evaluated here (`from __future__ import annotations`),
+# and importing `typing` would be most of `import toolmock`'s time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
 from toolmock._toolmock import (
     Attempt,
@@ -53,6 +56,8 @@ class Simulation:
     """
 
     def __init__(self, path: str) -> None:
+        import json  # here, not at the top: `import toolmock` stays cheap
+
         self.path = os.fspath(path)
         self._base = os.path.dirname(os.path.abspath(self.path))
         with open(self.path, "rb") as fh:
@@ -127,6 +132,8 @@ class Simulation:
             self.definitions[f"{name}/{operation}"] = compile(definition, by_name[operation])
 
     def _contract_entries(self, tool: Mapping[str, Any], at: str) -> list[dict[str, Any]]:
+        import json
+
         raw, file = self._read(tool["contracts"], at + "/contracts")
         entries = json.loads(raw) if isinstance(raw, bytes) else raw
         if not isinstance(entries, list):

@@ -99,103 +99,36 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
         min_pass_rate: args.min_pass_rate,
     }
     .validate()?;
-    let toolmock_agent::Models { model, judge } = args
-        .models
-        .models()
-        .map_err(|e| Failure::usage(e.to_string()))?;
     let file = args.simulation.display().to_string();
-    let loaded = match simulation::read_file(&args.simulation) {
-        Ok(loaded) => loaded,
-        Err(problems) => {
+    let (results, jobs, elapsed) = match execute(args, true)? {
+        Executed::Ran {
+            results,
+            jobs,
+            elapsed,
+        } => (results, jobs, elapsed),
+        Executed::Checked { cases, pinned } => {
+            crate::output::written(
+                writeln!(
+                    std::io::stdout(),
+                    "{file}: ok: {cases} case{}, {pinned} operation{} pinned",
+                    if cases == 1 { "" } else { "s" },
+                    if pinned == 1 { "" } else { "s" }
+                ),
+                "cannot write the output",
+            )?;
+            return Ok(0);
+        }
+        Executed::Refused(problems) => {
             print_problems(&file, &problems);
             return Ok(2);
         }
-    };
-    let jobs = args.jobs.map_or_else(
-        || std::thread::available_parallelism().map_or(1, |n| n.get()),
-        |j| j as usize,
-    );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(jobs)
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::usage(format!("cannot start the runtime: {e}")))?;
-    let store = MemoryStore::new();
-    let mut dispatcher = Dispatcher::new(store).with_clock(Arc::new(SequenceClock::default()));
-    // The dispatcher sleeps for real unless told otherwise.
-    if !args.real_delays && !loaded.simulation.document.real_delays {
-        dispatcher = dispatcher.with_sleeper(Arc::new(VirtualSleeper));
-    }
-    // Only an explicit real_tools simulation executes anything real.
-    if loaded.simulation.document.mode == SimulationMode::RealTools {
-        dispatcher = dispatcher.with_executor(Arc::new(RealExecutor::new(
-            simulation::real_handlers(&loaded.simulation).operations,
-            REAL_CALL_TIMEOUT,
-        )));
-    }
-    let dispatcher = Arc::new(dispatcher);
-    // A file with problems is checked whole, so that every problem (the
-    // loader's, the definitions', the start's) is listed at once.
-    if args.check || !loaded.problems.is_empty() {
-        let checked = runtime.block_on(async {
-            let tenant = dispatcher.backend().create_tenant("toolmock-run").await?;
-            simulation::check(&dispatcher, tenant, &loaded).await
-        });
-        let pinned = match checked {
-            Ok(pinned) => pinned,
-            Err(error) => return fail(&file, error),
-        };
-        let cases = loaded.simulation.document.cases.len();
-        crate::output::written(
-            writeln!(
-                std::io::stdout(),
-                "{file}: ok: {cases} case{}, {pinned} operation{} pinned",
-                if cases == 1 { "" } else { "s" },
-                if pinned == 1 { "" } else { "s" }
-            ),
-            "cannot write the output",
-        )?;
-        return Ok(0);
-    }
-    let loaded = Arc::new(loaded.simulation);
-    let began = Instant::now();
-    let outcome: Result<RunResults, RunError> = runtime.block_on(async {
-        let tenant = dispatcher.backend().create_tenant("toolmock-run").await?;
-        let total: u64 = loaded
-            .document
-            .cases
-            .iter()
-            .map(|c| u64::from(c.attempts.unwrap_or(loaded.document.attempts)))
-            .sum();
-        let bar = progress_bar(total);
-        let tick = bar.clone();
-        let results = simulation::run(
-            dispatcher.clone(),
-            tenant,
-            loaded.clone(),
-            &RunOptions {
-                jobs,
-                keep_raw: args.evidence.is_some(),
-                model,
-                judge,
-            },
-            Arc::new(move || {
-                if let Some(bar) = &tick {
-                    bar.inc(1);
-                }
-            }),
-        )
-        .await;
-        if let Some(bar) = bar {
-            bar.finish_and_clear();
+        Executed::Failed(error) => {
+            return Err(Failure {
+                message: format!("{file}: {}: {error}", error.code()),
+                exit: 1,
+            });
         }
-        results
-    });
-    let results = match outcome {
-        Ok(results) => results,
-        Err(error) => return fail(&file, error),
     };
-    let elapsed = began.elapsed();
     let report = Report {
         json: args.json,
         junit: args.junit.as_deref(),
@@ -219,6 +152,178 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
         evidence::write(dir, &results)?;
     }
     Ok(report.exit_code(&results))
+}
+
+/// `toolmock run`'s results document for a caller that is not the command
+/// (the Python package's `toolmock.run`): `args` are the command's
+/// arguments after `run` (the file, then flags), parsed by the same clap
+/// definition; the same load, runtime, dispatcher and runner; `--junit`
+/// and `--evidence` written as the command writes them. Nothing is printed.
+/// `--json`, `--check` and `--min-pass-rate` are refused: they choose what
+/// the command prints and how it exits.
+pub fn run_results<I, T>(args: I) -> Result<RunResults, crate::Refusal>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let args = crate::parse_args::<RunOnly, _, _>("run", args)?.args;
+    if args.json || args.check || args.min_pass_rate.is_some() {
+        return Err(crate::Refusal::Options(
+            "--json, --check and --min-pass-rate choose what `toolmock run` prints and how it exits; the results document is returned whole".into(),
+        ));
+    }
+    let results = match execute(&args, false)? {
+        Executed::Ran { results, .. } => results,
+        Executed::Refused(problems) => return Err(crate::Refusal::Problems(problems)),
+        Executed::Failed(error) => {
+            return Err(crate::Refusal::Failed {
+                code: Some(error.code()),
+                message: format!("{}: {}: {error}", args.simulation.display(), error.code()),
+            });
+        }
+        // Only `--check` checks without running, and it was refused above.
+        Executed::Checked { .. } => {
+            return Err(crate::Refusal::Options("--check does not run".into()));
+        }
+    };
+    let report = Report {
+        json: true,
+        junit: args.junit.as_deref(),
+        min_pass_rate: None,
+    };
+    report.write_junit(&results)?;
+    if let Some(dir) = &args.evidence {
+        evidence::write(dir, &results)?;
+    }
+    Ok(results)
+}
+
+/// `toolmock run`'s flags alone, for [`run_results`].
+#[derive(Debug, clap::Parser)]
+#[command(name = "toolmock run", no_binary_name = true)]
+struct RunOnly {
+    #[command(flatten)]
+    args: RunArgs,
+}
+
+/// What a run came to, before anything is reported.
+enum Executed {
+    /// The attempts ran, with so many jobs, in so much wall time.
+    Ran {
+        results: RunResults,
+        jobs: usize,
+        elapsed: Duration,
+    },
+    /// `--check` passed: so many cases, so many operations pinned.
+    Checked { cases: usize, pinned: usize },
+    /// The file cannot run: every problem (exit 2).
+    Refused(Vec<FileProblem>),
+    /// The run failed otherwise (exit 1).
+    Failed(RunError),
+}
+
+/// Loads the file, sets up the embedded runtime and runs it (or, for
+/// `--check` or a file with problems, checks it whole, so that every
+/// problem — the loader's, the definitions', the start's — is listed at
+/// once). `progress`: a progress bar when on terminals.
+fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
+    let toolmock_agent::Models { model, judge } = args
+        .models
+        .models()
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    let loaded = match simulation::read_file(&args.simulation) {
+        Ok(loaded) => loaded,
+        Err(problems) => return Ok(Executed::Refused(problems)),
+    };
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(jobs)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::usage(format!("cannot start the runtime: {e}")))?;
+    let real_delays = args.real_delays || loaded.simulation.document.real_delays;
+    let dispatcher = embedded_dispatcher(&loaded.simulation, real_delays);
+    if args.check || !loaded.problems.is_empty() {
+        let checked = runtime.block_on(async {
+            let tenant = dispatcher.backend().create_tenant("toolmock-run").await?;
+            simulation::check(&dispatcher, tenant, &loaded).await
+        });
+        return match checked {
+            Ok(pinned) => Ok(Executed::Checked {
+                cases: loaded.simulation.document.cases.len(),
+                pinned,
+            }),
+            Err(error) => Ok(ended(error)),
+        };
+    }
+    let loaded = Arc::new(loaded.simulation);
+    let began = Instant::now();
+    let outcome: Result<RunResults, RunError> = runtime.block_on(async {
+        let tenant = dispatcher.backend().create_tenant("toolmock-run").await?;
+        let total: u64 = loaded
+            .document
+            .cases
+            .iter()
+            .map(|c| u64::from(c.attempts.unwrap_or(loaded.document.attempts)))
+            .sum();
+        let bar = if progress { progress_bar(total) } else { None };
+        let tick = bar.clone();
+        let results = simulation::run(
+            dispatcher.clone(),
+            tenant,
+            loaded.clone(),
+            &RunOptions {
+                jobs,
+                keep_raw: args.evidence.is_some(),
+                model,
+                judge,
+            },
+            Arc::new(move || {
+                if let Some(bar) = &tick {
+                    bar.inc(1);
+                }
+            }),
+        )
+        .await;
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        results
+    });
+    match outcome {
+        Ok(results) => Ok(Executed::Ran {
+            results,
+            jobs,
+            elapsed: began.elapsed(),
+        }),
+        Err(error) => Ok(ended(error)),
+    }
+}
+
+/// The embedded runtime's dispatcher for a loaded simulation, as `run` and
+/// `serve` set it up: in memory, the sequence clock, delays on the virtual
+/// clock unless `real_delays`, and — only for an explicit `real_tools`
+/// simulation — the real handlers.
+pub(crate) fn embedded_dispatcher(
+    loaded: &simulation::LoadedSimulation,
+    real_delays: bool,
+) -> Arc<Dispatcher<MemoryStore>> {
+    let mut dispatcher =
+        Dispatcher::new(MemoryStore::new()).with_clock(Arc::new(SequenceClock::default()));
+    // The dispatcher sleeps for real unless told otherwise.
+    if !real_delays {
+        dispatcher = dispatcher.with_sleeper(Arc::new(VirtualSleeper));
+    }
+    if loaded.document.mode == SimulationMode::RealTools {
+        dispatcher = dispatcher.with_executor(Arc::new(RealExecutor::new(
+            simulation::real_handlers(loaded).operations,
+            REAL_CALL_TIMEOUT,
+        )));
+    }
+    Arc::new(dispatcher)
 }
 
 /// How a results document is reported: by `toolmock run` and, for a run on
@@ -279,18 +384,11 @@ impl Report<'_> {
     }
 }
 
-/// A run that produced no results: its problems listed (exit 2), or why it
-/// failed (exit 1).
-fn fail(file: &str, error: RunError) -> Result<u8, Failure> {
+/// A run that produced no results: its problems, or why it failed.
+fn ended(error: RunError) -> Executed {
     match error {
-        RunError::Problems(problems) => {
-            print_problems(file, &problems);
-            Ok(2)
-        }
-        other => Err(Failure {
-            message: format!("{file}: {}: {other}", other.code()),
-            exit: 1,
-        }),
+        RunError::Problems(problems) => Executed::Refused(problems),
+        other => Executed::Failed(other),
     }
 }
 

@@ -1,6 +1,10 @@
 //! `toolmock serve`: a simulation's case served to MCP clients on the
 //! embedded in-memory runtime; each attempt judged when it ends.
 
+mod background;
+
+pub use background::Background;
+
 use crate::Failure;
 use crate::run::{evidence, junit, print_problems, table};
 use clap::Args;
@@ -13,7 +17,7 @@ use toolmock_mcp::{CancellationToken, Embedded, Limits, ServeError};
 use toolmock_runtime::backend::Catalog;
 use toolmock_runtime::{Dispatcher, MemoryStore};
 use toolmock_simulation::{
-    self as simulation, LoadCode, RunResults, SequenceClock, VirtualSleeper,
+    self as simulation, FileProblem, LoadCode, RunResults, SequenceClock, VirtualSleeper,
 };
 
 /// Serve a simulation's pinned mocks to MCP clients (an agent under test),
@@ -78,53 +82,18 @@ pub(crate) struct ServeArgs {
 
 pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
     let file = args.simulation.display().to_string();
-    let mut loaded = match simulation::read_file(&args.simulation) {
-        Ok(loaded) => loaded,
-        Err(problems) => {
-            print_problems(&file, &problems);
-            return Ok(2);
-        }
-    };
-    // An external case is what serve plays.
-    loaded
-        .problems
-        .retain(|p| p.code != LoadCode::ExternalDriverNotEmbedded.as_str());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::usage(format!("cannot start the runtime: {e}")))?;
-    let mut dispatcher =
-        Dispatcher::new(MemoryStore::new()).with_clock(Arc::new(SequenceClock::default()));
-    if !args.real_delays {
-        dispatcher = dispatcher.with_sleeper(Arc::new(VirtualSleeper));
-    }
-    let dispatcher = Arc::new(dispatcher);
-    if !loaded.problems.is_empty() {
-        let checked = runtime.block_on(async {
-            let tenant = dispatcher.backend().create_tenant("toolmock-serve").await?;
-            simulation::check(&dispatcher, tenant, &loaded).await
-        });
-        return match checked {
-            Err(simulation::RunError::Problems(problems)) => {
-                print_problems(&file, &problems);
-                Ok(2)
-            }
-            Err(other) => Err(Failure {
-                message: format!("{file}: {}: {other}", other.code()),
-                exit: 1,
-            }),
-            Ok(_) => {
-                print_problems(&file, &loaded.problems);
-                Ok(2)
-            }
-        };
-    }
-    let limits = Limits {
-        max_calls: args.max_calls,
-        idle: args.idle_timeout.map(Duration::from_secs),
-        keep_raw: args.evidence.is_some(),
+    let (dispatcher, loaded) = match prepare(args, &runtime)? {
+        Prepared::Ready(dispatcher, loaded) => (dispatcher, loaded),
+        Prepared::Refused(problems) => {
+            print_problems(&file, &problems);
+            return Ok(2);
+        }
     };
-    let outcome = runtime.block_on(serve(args, &file, dispatcher, loaded.simulation, limits));
+    let outcome = runtime.block_on(serve(args, &file, dispatcher, loaded, limits(args)));
     // A stdin read cannot be cancelled: do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));
     let results = match outcome {
@@ -151,36 +120,82 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
     Ok(if results.ok { 0 } else { 1 })
 }
 
+fn limits(args: &ServeArgs) -> Limits {
+    Limits {
+        max_calls: args.max_calls,
+        idle: args.idle_timeout.map(Duration::from_secs),
+        keep_raw: args.evidence.is_some(),
+    }
+}
+
+/// A file ready to serve, or its problems.
+enum Prepared {
+    Ready(
+        Arc<Dispatcher<MemoryStore>>,
+        Box<simulation::LoadedSimulation>,
+    ),
+    Refused(Vec<FileProblem>),
+}
+
+/// Loads the file and sets up the embedded runtime's dispatcher; a file
+/// with problems is checked whole, so that every problem is listed at once.
+fn prepare(args: &ServeArgs, runtime: &tokio::runtime::Runtime) -> Result<Prepared, Failure> {
+    let file = args.simulation.display().to_string();
+    let mut loaded = match simulation::read_file(&args.simulation) {
+        Ok(loaded) => loaded,
+        Err(problems) => return Ok(Prepared::Refused(problems)),
+    };
+    // An external case is what serve plays.
+    loaded
+        .problems
+        .retain(|p| p.code != LoadCode::ExternalDriverNotEmbedded.as_str());
+    let mut dispatcher =
+        Dispatcher::new(MemoryStore::new()).with_clock(Arc::new(SequenceClock::default()));
+    if !args.real_delays {
+        dispatcher = dispatcher.with_sleeper(Arc::new(VirtualSleeper));
+    }
+    let dispatcher = Arc::new(dispatcher);
+    if !loaded.problems.is_empty() {
+        let checked = runtime.block_on(async {
+            let tenant = dispatcher.backend().create_tenant("toolmock-serve").await?;
+            simulation::check(&dispatcher, tenant, &loaded).await
+        });
+        return match checked {
+            Err(simulation::RunError::Problems(problems)) => Ok(Prepared::Refused(problems)),
+            Err(other) => Err(Failure {
+                message: format!("{file}: {}: {other}", other.code()),
+                exit: 1,
+            }),
+            Ok(_) => Ok(Prepared::Refused(loaded.problems)),
+        };
+    }
+    Ok(Prepared::Ready(dispatcher, Box::new(loaded.simulation)))
+}
+
+/// Ends the attempts idle for `idle` (checked a few times per period)
+/// until `stop`.
+fn watch_idle(embedded: &Arc<Embedded<MemoryStore>>, stop: &CancellationToken, idle: Duration) {
+    let (embedded, stop) = (embedded.clone(), stop.clone());
+    let tick = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+    tokio::spawn(async move {
+        while !stop.is_cancelled() {
+            tokio::time::sleep(tick).await;
+            embedded.finish_idle().await;
+        }
+    });
+}
+
 async fn serve(
     args: &ServeArgs,
     file: &str,
     dispatcher: Arc<Dispatcher<MemoryStore>>,
-    loaded: simulation::LoadedSimulation,
+    loaded: Box<simulation::LoadedSimulation>,
     limits: Limits,
 ) -> Result<RunResults, ServeError> {
-    let tenant = dispatcher
-        .backend()
-        .create_tenant("toolmock-serve")
-        .await
-        .map_err(|e| ServeError::Storage(e.to_string()))?;
-    let embedded = Embedded::prepare(
-        dispatcher,
-        tenant,
-        Arc::new(loaded),
-        args.case.as_deref(),
-        limits,
-    )
-    .await?;
+    let embedded = embed(dispatcher, loaded, args.case.as_deref(), limits).await?;
     let stop = CancellationToken::new();
     if let Some(idle) = limits.idle {
-        let (embedded, stop) = (embedded.clone(), stop.clone());
-        let tick = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
-        tokio::spawn(async move {
-            while !stop.is_cancelled() {
-                tokio::time::sleep(tick).await;
-                embedded.finish_idle().await;
-            }
-        });
+        watch_idle(&embedded, &stop, idle);
     }
     // Stop once enough attempts have ended: the process's one (stdio), or
     // --attempts of them.
@@ -208,21 +223,13 @@ async fn serve(
         });
     }
     if let Some(addr) = args.http {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| ServeError::Storage(format!("cannot listen on {addr}: {e}")))?;
-        let bound = listener
-            .local_addr()
-            .map_err(|e| ServeError::Storage(e.to_string()))?;
+        let (listener, bound) = listen(addr).await?;
         let _ = writeln!(
             std::io::stderr(),
             "toolmock: serving {file} (case {}) at http://{bound}/attempts/{{n}}/mcp; POST http://{bound}/attempts for a new attempt",
             embedded.case().name
         );
-        let app = toolmock_mcp::router(embedded.clone(), !bound.ip().is_loopback());
-        let stopped = stop.clone();
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move { stopped.cancelled().await })
+        serve_http(embedded.clone(), listener, bound, stop.clone())
             .await
             .map_err(|e| ServeError::Storage(e.to_string()))?;
     } else {
@@ -231,6 +238,47 @@ async fn serve(
     stop.cancel();
     embedded.finish_all().await?;
     Ok(embedded.results().await)
+}
+
+/// The case (`case`, or the only one) of `loaded` installed in a tenant of
+/// the dispatcher's store, ready to serve.
+async fn embed(
+    dispatcher: Arc<Dispatcher<MemoryStore>>,
+    loaded: Box<simulation::LoadedSimulation>,
+    case: Option<&str>,
+    limits: Limits,
+) -> Result<Arc<Embedded<MemoryStore>>, ServeError> {
+    let tenant = dispatcher
+        .backend()
+        .create_tenant("toolmock-serve")
+        .await
+        .map_err(|e| ServeError::Storage(e.to_string()))?;
+    Embedded::prepare(dispatcher, tenant, Arc::from(loaded), case, limits).await
+}
+
+/// A listener on `addr`, and the address it got (port 0 picks one).
+async fn listen(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr), ServeError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| ServeError::Storage(format!("cannot listen on {addr}: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| ServeError::Storage(e.to_string()))?;
+    Ok((listener, bound))
+}
+
+/// The HTTP routes of `serve --http` until `stop` (a request being answered
+/// is answered first); any `Host` header when listening beyond loopback.
+async fn serve_http(
+    embedded: Arc<Embedded<MemoryStore>>,
+    listener: tokio::net::TcpListener,
+    bound: SocketAddr,
+    stop: CancellationToken,
+) -> std::io::Result<()> {
+    let app = toolmock_mcp::router(embedded, !bound.ip().is_loopback());
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { stop.cancelled().await })
+        .await
 }
 
 async fn shutdown_signal() {
@@ -264,6 +312,11 @@ fn report(args: &ServeArgs, results: &RunResults) -> Result<(), Failure> {
         out.write_all(text.as_bytes()).map_err(out_error)?;
         out.flush().map_err(out_error)?;
     }
+    write_files(args, results)
+}
+
+/// Writes --json, --junit and --evidence, when asked for.
+fn write_files(args: &ServeArgs, results: &RunResults) -> Result<(), Failure> {
     if let Some(path) = &args.json {
         let mut body = serde_json::to_vec_pretty(results)
             .map_err(|e| Failure::usage(format!("cannot write the results: {e}")))?;
