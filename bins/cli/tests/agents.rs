@@ -506,6 +506,33 @@ fn a_judge_grades_the_recorded_conversation() {
     assert_eq!(counts["judge_pass"], 1, "{counts}");
 }
 
+/// The judge's answer is read strictly (docs/agents.md): a verdict object
+/// that repeats `verdict` (fail, then pass — serde_json alone keeps the
+/// last) and one inside a Markdown code fence are `judge_failed`, never a
+/// verdict; and what the judge answered never reaches the message.
+#[test]
+fn a_judge_answer_with_a_repeated_key_or_a_fence_is_judge_failed() {
+    let server = server();
+    for (judge, why) in [
+        ("judge_duplicate", "repeats the key at /verdict"),
+        ("judge_fenced", "Markdown code fence"),
+        ("judge_garbage", "is not JSON"),
+    ] {
+        let attempt = judged(&server, "correct", judge, "harness_error");
+        let error = &attempt["harness_errors"][0];
+        assert_eq!(error["code"], "judge_failed", "{judge}: {attempt:#}");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(why), "{judge}: {message}");
+        assert!(
+            !message.contains("ECHOED")
+                && !message.contains("fenced")
+                && !message.contains("looks fine"),
+            "{judge}: {message}"
+        );
+        assert!(attempt.get("judge").is_none(), "{judge}");
+    }
+}
+
 /// However many attempts run at once (`--jobs`), the model requests in
 /// flight stay within `--model-concurrency`, and the bound is used.
 #[test]
