@@ -366,6 +366,35 @@ fn five_500s_end_the_attempt_agent_unavailable_never_failed() {
     assert_eq!(counts["unavailable"], 5, "one request and four retries");
 }
 
+/// A refused request is `model_failed`, described by its status class: what
+/// the endpoint answered (its message, the model name it echoes, a
+/// secret-looking string) reaches neither the results nor the evidence.
+#[test]
+fn model_failed_never_carries_what_the_endpoint_answered() {
+    let server = server();
+    let (code, results, evidence) = run(
+        &server,
+        "echo_secret",
+        json!([model_case("c", json!({}))]),
+        &[],
+    );
+    assert_eq!(code, 1);
+    let a = attempt(&results);
+    assert_eq!(a["harness_errors"][0]["code"], "model_failed", "{a:#}");
+    let message = a["harness_errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("HTTP 400 (the request was refused)"),
+        "{message}"
+    );
+    let everything = format!(
+        "{results}{}",
+        std::fs::read_to_string(evidence.join("01-c/attempt-1.jsonl")).unwrap()
+    );
+    assert!(!everything.contains("ECHOED-SECRET"), "{everything}");
+    assert!(!everything.contains("refused: "), "{everything}");
+    secret_free(&evidence);
+}
+
 #[test]
 fn a_harness_error_stops_the_loop_and_is_never_shown_to_the_model() {
     let server = server();
