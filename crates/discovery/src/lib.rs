@@ -51,10 +51,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod body;
 mod command_line;
 mod failure;
 mod real;
 
+pub use body::{BodyError, DEFAULT_MAX_RESPONSE_BYTES, read_body};
 pub use command_line::split_command_line;
 pub use failure::FailureClass;
 pub use real::{RealAnswer, RealExecutor};

@@ -34,6 +34,9 @@ pub struct RealExecutor {
     operations: BTreeMap<(String, String), RealHandler>,
     http: reqwest::Client,
     timeout: Duration,
+    /// The longest answer body of an HTTP handler read
+    /// (`crate::DEFAULT_MAX_RESPONSE_BYTES` unless set).
+    max_response_bytes: u64,
     sessions: tokio::sync::Mutex<HashMap<String, Arc<Client>>>,
     /// MCP servers named by a key rather than reached at it as a URL.
     servers: HashMap<String, Endpoint>,
@@ -68,9 +71,19 @@ impl RealExecutor {
             operations,
             http: reqwest::Client::new(),
             timeout,
+            max_response_bytes: crate::DEFAULT_MAX_RESPONSE_BYTES,
             sessions: tokio::sync::Mutex::default(),
             servers: HashMap::new(),
         }
+    }
+
+    /// An HTTP handler's (or `http_request` node's) answer longer than
+    /// `limit` bytes is not read on: the call fails `response_too_large`.
+    /// (An MCP server's answers are bounded by rmcp: 16 MiB per JSON
+    /// response or SSE event, and per line over stdio.)
+    pub fn with_max_response_bytes(mut self, limit: u64) -> Self {
+        self.max_response_bytes = limit;
+        self
     }
 
     /// Sessions for the MCP handler whose `url` is `key` are opened at
@@ -166,11 +179,15 @@ impl RealExecutor {
             .await
             .map_err(|e| format!("POST {url} failed: {}", chain(&e)))?;
         let status = response.status().as_u16();
-        let bytes = response
-            .bytes()
+        let bytes = crate::read_body(response, self.max_response_bytes)
             .await
-            .map_err(|e| format!("reading the answer of POST {url} failed: {}", chain(&e)))?;
-        Ok((status, bytes.to_vec()))
+            .map_err(|e| match e {
+                crate::BodyError::TooLarge { .. } => format!("POST {url}: {e}"),
+                crate::BodyError::Read(e) => {
+                    format!("reading the answer of POST {url} failed: {}", chain(&e))
+                }
+            })?;
+        Ok((status, bytes))
     }
 
     async fn call_http(&self, url: &str, input: &Value) -> Result<RealAnswer, String> {
