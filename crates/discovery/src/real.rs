@@ -37,6 +37,9 @@ pub struct RealExecutor {
     /// The longest answer body of an HTTP handler read
     /// (`crate::DEFAULT_MAX_RESPONSE_BYTES` unless set).
     max_response_bytes: u64,
+    /// The addresses its URLs may resolve to (every one, unless a
+    /// multi-tenant process says otherwise).
+    targets: crate::TargetPolicy,
     sessions: tokio::sync::Mutex<HashMap<String, Arc<Client>>>,
     /// MCP servers named by a key rather than reached at it as a URL.
     servers: HashMap<String, Endpoint>,
@@ -72,6 +75,7 @@ impl RealExecutor {
             http: reqwest::Client::new(),
             timeout,
             max_response_bytes: crate::DEFAULT_MAX_RESPONSE_BYTES,
+            targets: crate::TargetPolicy::open(),
             sessions: tokio::sync::Mutex::default(),
             servers: HashMap::new(),
         }
@@ -83,6 +87,16 @@ impl RealExecutor {
     /// response or SSE event, and per line over stdio.)
     pub fn with_max_response_bytes(mut self, limit: u64) -> Self {
         self.max_response_bytes = limit;
+        self
+    }
+
+    /// Every URL it is about to reach — an MCP server's, an HTTP handler's,
+    /// an `http_request` node's — is checked against `targets` first (its
+    /// name resolved now); a refused one fails the call with the class of
+    /// its address, and nothing is sent. How `toolmock-worker` keeps its
+    /// tenants out of its own network (docs/operations.md).
+    pub fn with_targets(mut self, targets: crate::TargetPolicy) -> Self {
+        self.targets = targets;
         self
     }
 
@@ -123,7 +137,10 @@ impl RealExecutor {
         }
         let endpoint = match self.servers.get(url) {
             Some(endpoint) => endpoint.clone(),
-            None => Endpoint::http(url).map_err(|e| e.to_string())?,
+            None => {
+                self.reachable(url).await?;
+                Endpoint::http(url).map_err(|e| e.to_string())?
+            }
         };
         let client = open_untimed(&endpoint)
             .await
@@ -169,8 +186,17 @@ impl RealExecutor {
         })
     }
 
+    /// `Ok` when the policy lets it reach `url`.
+    async fn reachable(&self, url: &str) -> Result<(), String> {
+        self.targets
+            .check(url)
+            .await
+            .map_err(|e| format!("{url} is not reached ({}): {e}", e.code()))
+    }
+
     /// `POST`s `body` to `url`; the response's status and body.
     async fn post(&self, url: &str, body: &Value) -> Result<(u16, Vec<u8>), String> {
+        self.reachable(url).await?;
         let response = self
             .http
             .post(url)

@@ -99,3 +99,47 @@ async fn an_endless_or_overlong_answer_is_response_too_large() {
         RealAnswer::Result(json!({"ok": true}))
     );
 }
+
+/// A multi-tenant process's executor (issue 32, item 6) refuses an HTTP
+/// handler or MCP server whose host is loopback, naming the class only and
+/// sending nothing; the operator's host allow-list lets it through.
+#[tokio::test]
+async fn a_private_target_is_refused_unless_allowed() {
+    use toolmock_discovery::TargetPolicy;
+    let base = server().await;
+    let operations = BTreeMap::from([
+        (
+            ("crm".to_owned(), "find".to_owned()),
+            RealHandler::Http {
+                url: format!("{base}/find"),
+            },
+        ),
+        (
+            ("crm".to_owned(), "lookup".to_owned()),
+            RealHandler::Mcp {
+                url: format!("{base}/mcp"),
+            },
+        ),
+    ]);
+    let closed = RealExecutor::new(operations.clone(), Duration::from_secs(10))
+        .with_targets(TargetPolicy::default());
+    for operation in ["find", "lookup"] {
+        let error = closed
+            .answer("crm", operation, &json!({}))
+            .await
+            .expect_err(operation);
+        assert!(
+            error.contains("private_target") && error.contains("loopback address"),
+            "{operation}: {error}"
+        );
+    }
+    let listed =
+        RealExecutor::new(operations, Duration::from_secs(10)).with_targets(TargetPolicy {
+            allow_private: false,
+            allowed_hosts: vec!["127.0.0.1".into()],
+        });
+    assert_eq!(
+        listed.answer("crm", "find", &json!({})).await.unwrap(),
+        RealAnswer::Result(json!({"ok": true}))
+    );
+}

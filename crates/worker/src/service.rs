@@ -42,6 +42,22 @@ pub(crate) async fn hand_over(
         )
         .await;
     };
+    // The tenant names the URL: never one of the service's own network
+    // unless the operator allows it (docs/operations.md).
+    if let Err(e) = shared.agents.targets.check(url).await {
+        let why = format!(
+            "the agent service at {url} was not contacted ({}): {e}",
+            e.code()
+        );
+        return end(
+            shared,
+            claimed,
+            (case, position),
+            HarnessCode::AgentServiceUnreachable,
+            why,
+        )
+        .await;
+    }
     let id = attempt.id.as_uuid();
     let body = json!({
         "attempt": id,
@@ -80,9 +96,18 @@ pub(crate) async fn hand_over(
         )),
         // It took the attempt but did not answer in time: it may still finish.
         Err(e) if e.is_timeout() => None,
+        // The failure's class, never the error's text (it can carry what
+        // an address answered).
         Err(e) => Some((
             HarnessCode::AgentServiceUnreachable,
-            format!("the agent service at {url} could not be reached: {e}"),
+            format!(
+                "the agent service at {url} could not be reached ({})",
+                if e.is_connect() {
+                    "the connection failed"
+                } else {
+                    "the request failed"
+                }
+            ),
         )),
     };
     if let Some((code, why)) = failure {
