@@ -402,6 +402,25 @@ mod tests {
         );
     }
 
+    /// What a request to the endpoint at `url` (4 KiB answers at most)
+    /// fails with.
+    async fn failure_of(url: String) -> ModelError {
+        let mut e = endpoint();
+        e.base_url = url;
+        e.timeout = Duration::from_secs(30);
+        let model = OpenAiChat::new(&e).expect("client");
+        let messages = [Message::User {
+            content: "hi".into(),
+        }];
+        model
+            .complete(ModelRequest {
+                messages: &messages,
+                tools: &[],
+            })
+            .await
+            .expect_err("a failure")
+    }
+
     /// An HTTP server answering every request with `status` (the whole
     /// status line after the version) and `body`; its `/v1` URL.
     async fn answering(status: &'static str, body: &'static str) -> String {
@@ -472,19 +491,7 @@ mod tests {
             ),
         ];
         for (status, body, said, unavailable) in cases {
-            let mut e = endpoint();
-            e.base_url = answering(status, body).await;
-            let model = OpenAiChat::new(&e).expect("client");
-            let messages = [Message::User {
-                content: "hi".into(),
-            }];
-            let error = model
-                .complete(ModelRequest {
-                    messages: &messages,
-                    tools: &[],
-                })
-                .await
-                .expect_err("an unusable answer");
+            let error = failure_of(answering(status, body).await).await;
             let text = error.to_string();
             assert!(!text.contains(SECRET), "{text}");
             assert!(text.contains(&said), "{text}");
@@ -526,20 +533,7 @@ mod tests {
     async fn an_answer_past_the_limit_is_too_large() {
         let long = Box::leak("y".repeat(5000).into_boxed_str());
         for url in [endless().await, answering("200 OK", long).await] {
-            let mut e = endpoint();
-            e.base_url = url;
-            e.timeout = Duration::from_secs(30);
-            let model = OpenAiChat::new(&e).expect("client");
-            let messages = [Message::User {
-                content: "hi".into(),
-            }];
-            let error = model
-                .complete(ModelRequest {
-                    messages: &messages,
-                    tools: &[],
-                })
-                .await
-                .expect_err("too large");
+            let error = failure_of(url).await;
             assert_eq!(error, ModelError::TooLarge { limit_bytes: 4096 });
             assert_eq!(
                 error.detail(),

@@ -31,33 +31,29 @@ pub(crate) async fn hand_over(
     };
     let timeout = shared.agents.service_timeout;
     let deadline = Instant::now() + timeout;
-    let Some(api) = &shared.agents.api_url else {
-        let why = "the worker has no --api-url, so it cannot tell an agent service where the attempt's tool-call endpoint is".to_owned();
-        return end(
-            shared,
-            claimed,
-            (case, position),
-            HarnessCode::AgentServiceUnreachable,
-            why,
-        )
-        .await;
-    };
     // The tenant names the URL: never one of the service's own network
     // unless the operator allows it (docs/operations.md).
-    if let Err(e) = shared.agents.targets.check(url).await {
-        let why = format!(
+    let api = match (&shared.agents.api_url, shared.agents.targets.check(url).await) {
+        (None, _) => Err("the worker has no --api-url, so it cannot tell an agent service where the attempt's tool-call endpoint is".to_owned()),
+        (Some(_), Err(e)) => Err(format!(
             "the agent service at {url} was not contacted ({}): {e}",
             e.code()
-        );
-        return end(
-            shared,
-            claimed,
-            (case, position),
-            HarnessCode::AgentServiceUnreachable,
-            why,
-        )
-        .await;
-    }
+        )),
+        (Some(api), Ok(())) => Ok(api),
+    };
+    let api = match api {
+        Ok(api) => api,
+        Err(why) => {
+            return end(
+                shared,
+                claimed,
+                (case, position),
+                HarnessCode::AgentServiceUnreachable,
+                why,
+            )
+            .await;
+        }
+    };
     let id = attempt.id.as_uuid();
     let body = json!({
         "attempt": id,

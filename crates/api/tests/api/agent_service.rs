@@ -250,12 +250,7 @@ async fn a_redirect_from_an_agent_service_is_refused_never_followed(pool: PgPool
     assert_eq!(attempts[0]["outcome"], "harness_error", "{:#}", attempts[0]);
     assert_eq!(attempts[0]["codes"], json!(["agent_service_refused"]));
     assert_eq!(attempts[0]["calls"], 0);
-    let message: String =
-        sqlx::query_scalar("SELECT message FROM harness_errors WHERE attempt_id = $1")
-            .bind(Uuid::parse_str(attempts[0]["id"].as_str().unwrap()).unwrap())
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let message = first_message(&pool, &attempts[0]).await;
     assert!(message.contains("redirect (HTTP 307)"), "{message}");
     let received = get(&format!("{}/received", service.url)).await;
     let paths: Vec<&str> = received
@@ -284,12 +279,7 @@ async fn a_private_agent_service_is_refused_unless_the_operator_allows_it(pool: 
     let (attempts, _) = run_through_a_worker(&pool, json!([case.clone()]), closed).await;
     assert_eq!(attempts[0]["outcome"], "harness_error", "{:#}", attempts[0]);
     assert_eq!(attempts[0]["codes"], json!(["agent_service_unreachable"]));
-    let message: String =
-        sqlx::query_scalar("SELECT message FROM harness_errors WHERE attempt_id = $1")
-            .bind(Uuid::parse_str(attempts[0]["id"].as_str().unwrap()).unwrap())
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let message = first_message(&pool, &attempts[0]).await;
     assert!(
         message.contains("private_target") && message.contains("loopback address"),
         "{message}"
@@ -306,4 +296,13 @@ async fn a_private_agent_service_is_refused_unless_the_operator_allows_it(pool: 
     };
     let (attempts, _) = run_through_a_worker(&pool, json!([case]), listed).await;
     assert_eq!(attempts[0]["outcome"], "passed", "{:#}", attempts[0]);
+}
+
+/// The message of the attempt's first harness error.
+async fn first_message(pool: &PgPool, attempt: &Value) -> String {
+    sqlx::query_scalar("SELECT message FROM harness_errors WHERE attempt_id = $1 ORDER BY id")
+        .bind(Uuid::parse_str(attempt["id"].as_str().unwrap()).unwrap())
+        .fetch_one(pool)
+        .await
+        .unwrap()
 }
