@@ -62,6 +62,7 @@ const LAYERS: &[&[&str]] = &[
         "conditions::membership",
         "conditions::folding",
         "domain::answer",
+        "state::removal",
         "state::writes",
     ],
     // Reading those rooms from a definition.
@@ -127,6 +128,7 @@ const FORM_AND_EVALUATION: &[&str] = &[
     "paths::reference",
     "state::overlay",
     "state::view",
+    "state::removal",
     "state::writes",
     "scope",
     "expr::tree",

@@ -228,7 +228,7 @@ fn each_expr(
         .result_mut()
         .into_iter()
         .chain(set_state.iter_mut().map(|(_, e)| e))
-        .chain(writes.iter_mut().map(|w| &mut w.value));
+        .chain(writes.iter_mut().flat_map(Write::exprs_mut));
     let rules = rules.iter_mut().flat_map(|r| {
         let updates = r.set_state.iter_mut().flat_map(|u| u.iter_mut());
         let writes = r.writes.iter_mut().flat_map(|w| w.iter_mut());
@@ -236,7 +236,7 @@ fn each_expr(
             .iter_mut()
             .filter_map(Answer::result_mut)
             .chain(updates.map(|(_, e)| e))
-            .chain(writes.map(|w| &mut w.value))
+            .chain(writes.flat_map(Write::exprs_mut))
     });
     own.chain(rules).for_each(f);
 }
