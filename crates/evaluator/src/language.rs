@@ -22,7 +22,7 @@ pub(crate) enum Version {
     V1 = 1,
     /// Computed paths, nested writes, domain errors, the bounded operators.
     V2 = 2,
-    /// Removal from state.
+    /// Removal from state, ordering conditions.
     V3 = 3,
 }
 
@@ -113,6 +113,10 @@ pub(crate) const FEATURES: &[Row] = &[
     row(Operator("$sort"), V2, "the $sort operator"),
     row(Operator("$pluck"), V2, "the $pluck operator"),
     row(Removal, V3, "a removal (a write {\"remove\": path})"),
+    row(Op("lt"), V3, "the condition op lt"),
+    row(Op("le"), V3, "the condition op le"),
+    row(Op("gt"), V3, "the condition op gt"),
+    row(Op("ge"), V3, "the condition op ge"),
 ];
 
 /// The row of a feature; `None` for one no version has.

@@ -61,6 +61,7 @@ const LAYERS: &[&[&str]] = &[
         "conditions::want",
         "conditions::membership",
         "conditions::folding",
+        "conditions::ordering",
         "domain::answer",
         "state::removal",
         "state::writes",

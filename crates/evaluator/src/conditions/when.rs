@@ -8,6 +8,7 @@ use crate::check::diagnostics::{DiagnosticCode as Code, pointer_push};
 use crate::conditions::condition::{CompiledCondition, Test};
 use crate::conditions::folding;
 use crate::conditions::membership;
+use crate::conditions::ordering;
 use crate::language::{Feature, core_ops, core_ops_quoted};
 use crate::paths::dotted::Path;
 use crate::paths::parse::reference_like;
@@ -25,6 +26,10 @@ const OPS: &[(&str, CompileOp)] = &[
     ("contains", membership::contains),
     ("subset_of", membership::subset_of),
     ("eq_ci", folding::eq_ci),
+    ("lt", ordering::compare),
+    ("le", ordering::compare),
+    ("gt", ordering::compare),
+    ("ge", ordering::compare),
 ];
 
 fn compiler_of(op: &str) -> Option<CompileOp> {
