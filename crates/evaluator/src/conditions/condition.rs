@@ -40,15 +40,10 @@ pub(crate) enum Test {
 /// A condition op beyond version 1's.
 pub(crate) trait ConditionOp: std::fmt::Debug + Send + Sync {
     /// Whether it holds of `found` (the condition's path's value, if it
-    /// resolves; `subject` says where it came from). A value it reads that
+    /// resolves; `subject` says where it came from, and for which call). A value it reads that
     /// is not what it compares with ends the call with an error, even when
     /// `found` is `None`.
-    fn holds(
-        &self,
-        found: Option<&Value>,
-        subject: &Subject<'_>,
-        scope: &Scope<'_>,
-    ) -> Result<bool, CallError>;
+    fn holds(&self, found: Option<&Value>, subject: &Subject<'_, '_>) -> Result<bool, CallError>;
 
     /// A copy (compiled definitions are `Clone`).
     fn clone_op(&self) -> Box<dyn ConditionOp>;
@@ -63,11 +58,13 @@ impl Clone for Box<dyn ConditionOp> {
 /// The condition's own side of a comparison: its path's value, read from
 /// the input or the state — who is blamed when that value cannot be
 /// compared.
-pub(crate) struct Subject<'c> {
+pub(crate) struct Subject<'c, 's> {
     condition: &'c CompiledCondition,
+    /// The call the condition is tried for.
+    pub(crate) scope: &'c Scope<'s>,
 }
 
-impl Subject<'_> {
+impl Subject<'_, '_> {
     /// Where the path's value came from.
     pub(crate) fn source(&self) -> Source {
         self.condition.source
@@ -75,10 +72,10 @@ impl Subject<'_> {
 
     /// The path's JSON pointer into its source for this call (computed
     /// again: it is needed only for an error).
-    pub(crate) fn pointer(&self, scope: &Scope<'_>) -> String {
+    pub(crate) fn pointer(&self) -> String {
         match &self.condition.computed {
             None => self.condition.path.to_pointer(),
-            Some(computed) => match computed.steps(scope) {
+            Some(computed) => match computed.steps(self.scope) {
                 Ok(Steps::All(steps)) => pointer_of(&steps),
                 _ => String::new(),
             },
@@ -122,6 +119,6 @@ pub(crate) fn holds(condition: &CompiledCondition, scope: &Scope<'_>) -> Result<
             let want = reference.resolve(scope)?;
             found.is_some_and(|v| json_equal(v, &want)) == *eq
         }
-        Test::Op(op) => op.holds(found, &Subject { condition }, scope)?,
+        Test::Op(op) => op.holds(found, &Subject { condition, scope })?,
     })
 }

@@ -9,7 +9,7 @@ use crate::conditions::want::{Needs, Want};
 use crate::error::{CallError, OperandFault};
 use crate::expr::dates::{Instant, parse_utc_instant};
 use crate::expr::decimals::to_decimal;
-use crate::scope::{Scope, Source};
+use crate::scope::Source;
 use serde_json::Value;
 use std::cmp::Ordering;
 use toolmock_contract::json_kind;
@@ -101,23 +101,18 @@ fn texts(a: &str, b: &str) -> Ordering {
 }
 
 impl ConditionOp for Compare {
-    fn holds(
-        &self,
-        found: Option<&Value>,
-        subject: &Subject<'_>,
-        scope: &Scope<'_>,
-    ) -> Result<bool, CallError> {
+    fn holds(&self, found: Option<&Value>, subject: &Subject<'_, '_>) -> Result<bool, CallError> {
         let op = self.order.name();
         // The value is read (and its kind checked) even when the path does
         // not resolve, so a broken reference is never hidden.
-        let want = self.want.read(scope, op, Needs::Ordered)?;
+        let want = self.want.read(subject.scope, op, Needs::Ordered)?;
         let Some(found) = found else {
             return Ok(false);
         };
         let ordering = match (key(found), key(&want)) {
             (Some(Key::Number(a)), Some(Key::Number(b))) => numbers(a, b),
             (Some(Key::Text(a)), Some(Key::Text(b))) => texts(a, b),
-            _ => return Err(self.mismatch(found, &want, subject, scope)),
+            _ => return Err(self.mismatch(found, &want, subject)),
         };
         Ok(self.order.admits(ordering))
     }
@@ -130,13 +125,7 @@ impl ConditionOp for Compare {
 impl Compare {
     /// A path value that cannot be compared with the value: blamed on the
     /// input when either side came from it, else on the state.
-    fn mismatch(
-        &self,
-        found: &Value,
-        want: &Value,
-        subject: &Subject<'_>,
-        scope: &Scope<'_>,
-    ) -> CallError {
+    fn mismatch(&self, found: &Value, want: &Value, subject: &Subject<'_, '_>) -> CallError {
         let message = format!(
             "the condition op {} compares a number with a number or a string with a string; the path's value is {} and the value is {}",
             self.order.name(),
@@ -149,7 +138,7 @@ impl Compare {
         };
         let (source, pointer) = match (subject.source(), value_source) {
             (Source::State, Some((Source::Input, pointer))) => (Source::Input, pointer),
-            (source, _) => (source, subject.pointer(scope)),
+            (source, _) => (source, subject.pointer()),
         };
         match source {
             Source::Input => {
