@@ -4,6 +4,7 @@
 //! (`contains`, `subset_of`), [`folding`] (`eq_ci`) and [`ordering`] (`lt`,
 //! `le`, `gt`, `ge`) — sharing how their value is read ([`want`]).
 
+pub(crate) mod choice;
 pub(crate) mod condition;
 pub(crate) mod folding;
 pub(crate) mod membership;

@@ -22,7 +22,7 @@ pub(crate) enum Version {
     V1 = 1,
     /// Computed paths, nested writes, domain errors, the bounded operators.
     V2 = 2,
-    /// Removal from state, ordering conditions.
+    /// Removal from state, ordering conditions, `$if`.
     V3 = 3,
 }
 
@@ -117,6 +117,7 @@ pub(crate) const FEATURES: &[Row] = &[
     row(Op("le"), V3, "the condition op le"),
     row(Op("gt"), V3, "the condition op gt"),
     row(Op("ge"), V3, "the condition op ge"),
+    row(Operator("$if"), V3, "the $if operator"),
 ];
 
 /// The row of a feature; `None` for one no version has.

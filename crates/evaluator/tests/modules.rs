@@ -69,6 +69,7 @@ const LAYERS: &[&[&str]] = &[
     // Reading those rooms from a definition.
     &[
         "conditions::when",
+        "conditions::choice",
         "domain::error_field",
         "state::set_state",
     ],

@@ -19,7 +19,7 @@ problem_codes! {
         TooManyWrites => "too_many_writes",
         /// A version-2 feature in a `schema_version: 1` document.
         Version2Feature => "version_2_feature",
-        /// A version-3 feature (a removal) in a document that declares an
+        /// A version-3 feature (a removal, `$if`) in a document that declares an
         /// earlier version.
         Version3Feature => "version_3_feature",
         /// A string or object key contains U+0000, which no store can keep.

@@ -157,20 +157,10 @@ impl Checker {
         let before = self.diagnostics.len();
         self.shape(map, at, &RULE);
         self.description(map, at);
-        let mut when = Vec::new();
-        if let Some(v) = map.get("when") {
-            let when_at = pointer_push(at, "when");
-            match v {
-                Value::Array(items) => {
-                    for (i, condition) in items.iter().enumerate() {
-                        if let Some(c) = self.condition(condition, &pointer_index(&when_at, i)) {
-                            when.push(c);
-                        }
-                    }
-                }
-                other => self.wrong_type(&when_at, "an array of conditions", other),
-            }
-        }
+        let when = match map.get("when") {
+            Some(v) => self.when_list(v, &pointer_push(at, "when")),
+            None => Vec::new(),
+        };
         let result = self.answer(map, at);
         self.rule_set_state_beside_error(map, at, result.as_ref(), variant_errs);
         let set_state = map

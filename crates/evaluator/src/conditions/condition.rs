@@ -55,6 +55,29 @@ impl Clone for Box<dyn ConditionOp> {
     }
 }
 
+/// One of two things, chosen per call by conditions (version 3's `$if`,
+/// docs/mock-language.md "Conditional expressions"): `then` when every
+/// condition of `when` holds (in order, the first that fails ending the
+/// test, as a rule's), else `otherwise`.
+#[derive(Debug, Clone)]
+pub(crate) struct Choice<T> {
+    pub(crate) when: Box<[CompiledCondition]>,
+    pub(crate) then: T,
+    pub(crate) otherwise: T,
+}
+
+impl<T> Choice<T> {
+    /// The branch this call takes.
+    pub(crate) fn pick(&self, scope: &Scope<'_>) -> Result<&T, CallError> {
+        for condition in self.when.iter() {
+            if !holds(condition, scope)? {
+                return Ok(&self.otherwise);
+            }
+        }
+        Ok(&self.then)
+    }
+}
+
 /// The condition's own side of a comparison: its path's value, read from
 /// the input or the state — who is blamed when that value cannot be
 /// compared.

@@ -4,7 +4,7 @@
 //! through [`OPS`].
 
 use crate::check::context::{Checker, Shape};
-use crate::check::diagnostics::{DiagnosticCode as Code, pointer_push};
+use crate::check::diagnostics::{DiagnosticCode as Code, pointer_index, pointer_push};
 use crate::conditions::condition::{CompiledCondition, Test};
 use crate::conditions::folding;
 use crate::conditions::membership;
@@ -43,6 +43,23 @@ const CONDITION: Shape = Shape {
 };
 
 impl Checker {
+    /// A `when` (of a rule or of `$if`) at `at`: an array of conditions,
+    /// each compiled (the ones with problems reported and left out).
+    pub(crate) fn when_list(&mut self, value: &Value, at: &str) -> Vec<CompiledCondition> {
+        let mut when = Vec::new();
+        match value {
+            Value::Array(items) => {
+                for (i, condition) in items.iter().enumerate() {
+                    if let Some(c) = self.condition(condition, &pointer_index(at, i)) {
+                        when.push(c);
+                    }
+                }
+            }
+            other => self.wrong_type(at, "an array of conditions", other),
+        }
+        when
+    }
+
     /// One condition of a rule's `when`, at `at`.
     pub(crate) fn condition(&mut self, value: &Value, at: &str) -> Option<CompiledCondition> {
         let map = self.object(value, at, "a condition")?;
