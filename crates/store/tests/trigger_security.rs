@@ -354,3 +354,64 @@ async fn the_migrations_revoke_a_create_granted_before_them(pool: PgPool) {
     assert_eq!(sqlstate(&error).as_deref(), Some("42501"), "{error}");
     conn.close().await.unwrap();
 }
+
+/// One decision of an attempt's outcome: every function of the schema that
+/// writes an outcome, and every statement of the store that does, calls
+/// `toolmock_attempt_outcome`; and that function decides `harness_error`
+/// exactly when the attempt has a harness error, whatever the verdict.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn the_outcome_is_decided_by_one_function(pool: PgPool) {
+    let writers: Vec<(String, String)> = sqlx::query_as(
+        "SELECT p.proname, p.prosrc FROM pg_proc p \
+           JOIN pg_namespace n ON n.oid = p.pronamespace \
+          WHERE n.nspname = 'public' AND p.prosrc ~ 'SET[^;]*outcome\\s*='",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert!(
+        !writers.is_empty(),
+        "the harness-error trigger writes outcomes"
+    );
+    for (name, source) in &writers {
+        assert!(
+            source.contains("toolmock_attempt_outcome("),
+            "{name} writes an outcome without toolmock_attempt_outcome: {source}"
+        );
+    }
+    let sources = concat!(
+        include_str!("../src/pg/attempts.rs"),
+        include_str!("../src/pg/queue.rs"),
+        include_str!("../src/pg/simulations.rs"),
+    );
+    let assignments: Vec<&str> = sources
+        .match_indices("outcome = ")
+        .map(|(at, _)| &sources[at..])
+        .filter(|rest| !rest.starts_with("outcome = self") && !rest.starts_with("outcome = '"))
+        .collect();
+    assert_eq!(assignments.len(), 2, "the finish's two statements");
+    for rest in assignments {
+        assert!(
+            rest.starts_with("outcome = toolmock_attempt_outcome($1, $2, $4)"),
+            "{}",
+            &rest[..60]
+        );
+    }
+
+    let (tenant, faulty, clean) = attempts(&pool).await;
+    for (attempt, verdict, expected) in [
+        (faulty, "passed", "harness_error"),
+        (faulty, "failed", "harness_error"),
+        (clean, "passed", "passed"),
+        (clean, "failed", "failed"),
+    ] {
+        let decided: String = sqlx::query_scalar("SELECT toolmock_attempt_outcome($1, $2, $3)")
+            .bind(tenant)
+            .bind(attempt)
+            .bind(verdict)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(decided, expected, "{verdict}");
+    }
+}
