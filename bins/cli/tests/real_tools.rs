@@ -212,3 +212,86 @@ fn a_real_tools_case_played_through_the_api_refuses_the_run() {
     );
     assert!(http.received.lock().unwrap().is_empty());
 }
+
+/// A real tool's answer past `--real-max-response-bytes` (issue 32, item
+/// 4): the HTTP handler's answer (its echo of a 2,000-character text) is
+/// longer than the 1 KiB limit, so the call fails `external_failed` with
+/// `response_too_large` and only its attempt ends; the next attempt's
+/// short answer is read whole, and the process exits normally. Without
+/// the flag the same answer is read (the default is 16 MiB).
+#[test]
+fn a_real_answer_past_the_limit_is_response_too_large() {
+    let mcp = McpFixture::start();
+    let http = HttpFixture::start();
+    let contracts = clinic_contracts(toolmock(), &mcp.url);
+    let mut doc = document(contracts, &mcp.url, &http.url);
+    let add = |text: String| {
+        json!({"type": "scripted", "steps": [
+            {"tool": "notes", "operation": "add", "arguments": {"text": text}}
+        ]})
+    };
+    doc["cases"] = json!([
+        {"name": "long", "driver": add("x".repeat(2000))},
+        {"name": "short", "driver": add("hello".into())}
+    ]);
+    let dir = scratch("too-large");
+    let file = dir.join("simulation.json");
+    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let outcomes = |out: &Output| -> Vec<(String, Value)> {
+        let results: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+        });
+        results["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().to_owned(),
+                    c["attempts"][0].clone(),
+                )
+            })
+            .collect()
+    };
+
+    let out = Command::new(toolmock())
+        .args(["run", "--json", "--real-max-response-bytes", "1024"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let attempts = outcomes(&out);
+    let long = &attempts[0].1;
+    assert_eq!(long["outcome"], "harness_error", "{long:#}");
+    let error = &long["harness_errors"][0];
+    assert_eq!(error["code"], "external_failed", "{long:#}");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("response_too_large") && message.contains("1024-byte limit"),
+        "{message}"
+    );
+    assert_eq!(attempts[1].1["outcome"], "passed", "{:#}", attempts[1].1);
+
+    // The same through the environment variable; and without a limit set
+    // the long answer is read whole.
+    let out = Command::new(toolmock())
+        .args(["run", "--json"])
+        .arg(&file)
+        .env("TOOLMOCK_REAL_MAX_RESPONSE_BYTES", "1024")
+        .output()
+        .unwrap();
+    assert_eq!(outcomes(&out)[0].1["outcome"], "harness_error");
+    let out = run(&file);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(outcomes(&out).iter().all(|(_, a)| a["outcome"] == "passed"));
+}
