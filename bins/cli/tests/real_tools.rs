@@ -26,6 +26,35 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// The fixture servers (alive while they are held) and the real-tools
+/// document over them.
+fn started() -> (McpFixture, HttpFixture, Value) {
+    let mcp = McpFixture::start();
+    let http = HttpFixture::start();
+    let contracts = clinic_contracts(toolmock(), &mcp.url);
+    let doc = document(contracts, &mcp.url, &http.url);
+    (mcp, http, doc)
+}
+
+/// `doc` written as `simulation.json` in a scratch folder of its own.
+fn written(name: &str, doc: &Value) -> PathBuf {
+    let file = scratch(name).join("simulation.json");
+    std::fs::write(&file, serde_json::to_vec(doc).unwrap()).unwrap();
+    file
+}
+
+/// `toolmock run --json FILE`, which must exit 0: its results document.
+fn passed(file: &Path) -> Value {
+    let out = run(file);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn run(file: &Path) -> Output {
     Command::new(toolmock())
         .args(["run", "--json"])
@@ -110,10 +139,7 @@ fn a_real_tools_run_executes_mcp_tools_http_operations_and_effects_for_real() {
 
 #[test]
 fn a_sandbox_run_of_the_same_document_executes_nothing_real() {
-    let mcp = McpFixture::start();
-    let http = HttpFixture::start();
-    let contracts = clinic_contracts(toolmock(), &mcp.url);
-    let mut doc = document(contracts, &mcp.url, &http.url);
+    let (_mcp, http, mut doc) = started();
     doc["mode"] = json!("sandbox");
     // A sandbox start refuses effect nodes: leave the workflow out.
     doc["agent"]["tools"] = json!(["clinic", "notes"]);
@@ -123,17 +149,8 @@ fn a_sandbox_run_of_the_same_document_executes_nothing_real() {
         .unwrap()
         .pop();
     doc["cases"][1]["expect"] = json!({});
-    let dir = scratch("sandbox");
-    let file = dir.join("simulation.json");
-    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
-    let out = run(&file);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let results: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let file = written("sandbox", &doc);
+    let results = passed(&file);
     let calls = &results["cases"][0]["attempts"][0]["calls"];
     assert_eq!(calls[0]["result"]["first_name"], "Mock");
     assert!(calls[0].get("executor").is_none(), "the mock answered");
@@ -192,15 +209,10 @@ fn a_real_tools_run_refuses_operations_without_a_real_handler() {
 /// refusal of an external driver), and nothing real is reached.
 #[test]
 fn a_real_tools_case_played_through_the_api_refuses_the_run() {
-    let mcp = McpFixture::start();
-    let http = HttpFixture::start();
-    let contracts = clinic_contracts(toolmock(), &mcp.url);
-    let mut doc = document(contracts, &mcp.url, &http.url);
+    let (_mcp, http, mut doc) = started();
     let name = doc["cases"][1]["name"].as_str().unwrap().to_owned();
     doc["cases"][1]["driver"] = json!({"type": "external"});
-    let dir = scratch("outside");
-    let file = dir.join("simulation.json");
-    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let file = written("outside", &doc);
     let out = run(&file);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -221,10 +233,7 @@ fn a_real_tools_case_played_through_the_api_refuses_the_run() {
 /// the flag the same answer is read (the default is 16 MiB).
 #[test]
 fn a_real_answer_past_the_limit_is_response_too_large() {
-    let mcp = McpFixture::start();
-    let http = HttpFixture::start();
-    let contracts = clinic_contracts(toolmock(), &mcp.url);
-    let mut doc = document(contracts, &mcp.url, &http.url);
+    let (_mcp, _http, mut doc) = started();
     let add = |text: String| {
         json!({"type": "scripted", "steps": [
             {"tool": "notes", "operation": "add", "arguments": {"text": text}}
@@ -234,24 +243,14 @@ fn a_real_answer_past_the_limit_is_response_too_large() {
         {"name": "long", "driver": add("x".repeat(2000))},
         {"name": "short", "driver": add("hello".into())}
     ]);
-    let dir = scratch("too-large");
-    let file = dir.join("simulation.json");
-    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
-    let outcomes = |out: &Output| -> Vec<(String, Value)> {
+    let file = written("too-large", &doc);
+    // Each case's (one) attempt.
+    let outcomes = |out: &Output| -> Vec<Value> {
         let results: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
         });
-        results["cases"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| {
-                (
-                    c["name"].as_str().unwrap().to_owned(),
-                    c["attempts"][0].clone(),
-                )
-            })
-            .collect()
+        let cases = results["cases"].as_array().unwrap();
+        cases.iter().map(|c| c["attempts"][0].clone()).collect()
     };
 
     let out = Command::new(toolmock())
@@ -266,7 +265,7 @@ fn a_real_answer_past_the_limit_is_response_too_large() {
         String::from_utf8_lossy(&out.stderr)
     );
     let attempts = outcomes(&out);
-    let long = &attempts[0].1;
+    let long = &attempts[0];
     assert_eq!(long["outcome"], "harness_error", "{long:#}");
     let error = &long["harness_errors"][0];
     assert_eq!(error["code"], "external_failed", "{long:#}");
@@ -275,7 +274,7 @@ fn a_real_answer_past_the_limit_is_response_too_large() {
         message.contains("response_too_large") && message.contains("1024-byte limit"),
         "{message}"
     );
-    assert_eq!(attempts[1].1["outcome"], "passed", "{:#}", attempts[1].1);
+    assert_eq!(attempts[1]["outcome"], "passed", "{:#}", attempts[1]);
 
     // The same through the environment variable; and without a limit set
     // the long answer is read whole.
@@ -285,13 +284,12 @@ fn a_real_answer_past_the_limit_is_response_too_large() {
         .env("TOOLMOCK_REAL_MAX_RESPONSE_BYTES", "1024")
         .output()
         .unwrap();
-    assert_eq!(outcomes(&out)[0].1["outcome"], "harness_error");
-    let out = run(&file);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    assert_eq!(outcomes(&out)[0]["outcome"], "harness_error");
+    let results = passed(&file);
+    let cases = results["cases"].as_array().unwrap();
+    assert!(
+        cases
+            .iter()
+            .all(|c| c["attempts"][0]["outcome"] == "passed")
     );
-    assert!(outcomes(&out).iter().all(|(_, a)| a["outcome"] == "passed"));
 }
