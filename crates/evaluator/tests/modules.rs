@@ -54,6 +54,7 @@ const LAYERS: &[&[&str]] = &[
         "expr::collections",
         "expr::lists",
         "expr::find",
+        "expr::strings",
     ],
     // The rooms built on expressions: conditions, domain errors, writes.
     &[

@@ -156,8 +156,8 @@ pub fn to_json(value: Decimal) -> Result<Value, Rejection> {
 /// At most this many operands of one `$add` or `$mul`.
 pub(crate) const MAX_OPERANDS: usize = 16;
 
-/// The four operator names.
-pub(crate) const OPERATORS: [&str; 4] = ["$add", "$sub", "$mul", "$round"];
+/// The operator names: version 2's four, and version 3's `$abs` and `$neg`.
+pub(crate) const OPERATORS: [&str; 6] = ["$add", "$sub", "$mul", "$round", "$abs", "$neg"];
 
 #[derive(Debug, Clone, Copy)]
 enum Kind {
@@ -165,6 +165,10 @@ enum Kind {
     Sub,
     Mul,
     Round(u32),
+    /// (Version 3) the absolute value of one operand.
+    Abs,
+    /// (Version 3) one operand negated.
+    Neg,
 }
 
 impl Kind {
@@ -174,6 +178,8 @@ impl Kind {
             Kind::Sub => "$sub",
             Kind::Mul => "$mul",
             Kind::Round(_) => "$round",
+            Kind::Abs => "$abs",
+            Kind::Neg => "$neg",
         }
     }
 }
@@ -231,12 +237,14 @@ impl DecimalOp {
             acc = match self.kind {
                 Kind::Add => add(acc, next),
                 Kind::Sub => sub(acc, next),
-                Kind::Mul | Kind::Round(_) => mul(acc, next),
+                Kind::Mul | Kind::Round(_) | Kind::Abs | Kind::Neg => mul(acc, next),
             }
             .map_err(|rejection| self.blame_result(rejection))?;
         }
         Ok(match self.kind {
             Kind::Round(places) => round(acc, places),
+            Kind::Abs => acc.abs(),
+            Kind::Neg => -acc,
             _ => acc,
         })
     }
@@ -322,6 +330,10 @@ fn decimal_op(c: &mut Checker, key: &str, operand: &Value, at: &str) -> Option<C
                 Kind::Round(places),
                 vec![(value, pointer_push(&operand_at, "value"))],
             )
+        }
+        "$abs" | "$neg" => {
+            let kind = if key == "$abs" { Kind::Abs } else { Kind::Neg };
+            (kind, vec![(operand, operand_at.clone())])
         }
         _ => {
             let (kind, min, max) = match key {
@@ -480,7 +492,7 @@ fn decimal_arg(c: &mut Checker, value: &Value, at: &str, operator: &str) -> Opti
                 DiagnosticCode::WrongType,
                 at,
                 format!(
-                    "an operand of {operator} is a number, a decimal string, one $input/$state reference or one of $add, $sub, $mul, $round; not an object"
+                    "an operand of {operator} is a number, a decimal string, one $input/$state reference or one of $add, $sub, $mul, $round, $abs, $neg; not an object"
                 ),
             );
             return None;
