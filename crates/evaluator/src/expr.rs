@@ -10,6 +10,7 @@
 //! - `$sort` and `$pluck` in [`lists`];
 //! - `$find` in [`find`];
 //! - `$concat` and `$format` (version 3) in [`strings`];
+//! - `$object` and `$json` (version 3) in [`projection`];
 //! - `$if` in `crate::conditions::choice` (it is written with conditions).
 //!
 //! [`OPERATORS`] is the table the compiler reads: a family is a room and
@@ -29,6 +30,7 @@ pub(crate) mod find;
 pub(crate) mod lists;
 #[cfg_attr(not(feature = "operators"), allow(unreachable_pub, dead_code))]
 pub(crate) mod numbers;
+pub(crate) mod projection;
 pub(crate) mod strings;
 pub(crate) mod tree;
 
@@ -93,6 +95,14 @@ pub(crate) const OPERATORS: &[OperatorRow] = &[
     OperatorRow {
         name: "$format",
         compile: strings::compile,
+    },
+    OperatorRow {
+        name: "$object",
+        compile: projection::compile,
+    },
+    OperatorRow {
+        name: "$json",
+        compile: projection::compile,
     },
     OperatorRow {
         name: "$if",

@@ -122,6 +122,8 @@ pub(crate) const FEATURES: &[Row] = &[
     row(Operator("$neg"), V3, "the $neg operator (money arithmetic)"),
     row(Operator("$concat"), V3, "the $concat operator"),
     row(Operator("$format"), V3, "the $format operator"),
+    row(Operator("$object"), V3, "the $object operator"),
+    row(Operator("$json"), V3, "the $json operator"),
 ];
 
 /// The row of a feature; `None` for one no version has.

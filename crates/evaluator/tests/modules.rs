@@ -55,6 +55,7 @@ const LAYERS: &[&[&str]] = &[
         "expr::lists",
         "expr::find",
         "expr::strings",
+        "expr::projection",
     ],
     // The rooms built on expressions: conditions, domain errors, writes.
     &[

@@ -68,7 +68,7 @@ pub(crate) enum Message {
     DateAdd(Expr),
     /// (Version 3) `$if` between two messages.
     Choice(Box<Choice<Message>>),
-    /// (Version 3) `$concat` or `$format`, which always give a string.
+    /// (Version 3) `$concat`, `$format` or `$json`, which always give a string.
     Text(Expr),
 }
 

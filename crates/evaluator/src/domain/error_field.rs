@@ -123,7 +123,9 @@ fn compile_message(c: &mut Checker, value: &Value, at: &str) -> Option<Message> 
         Expr::Literal(Value::String(text)) => Message::Literal(text.into_boxed_str()),
         expr @ Expr::Reference(_) => Message::Reference(expr),
         expr @ Expr::DateAdd(_) => Message::DateAdd(expr),
-        Expr::Op(op) if matches!(op.name(), "$concat" | "$format") => Message::Text(Expr::Op(op)),
+        Expr::Op(op) if matches!(op.name(), "$concat" | "$format" | "$json") => {
+            Message::Text(Expr::Op(op))
+        }
         Expr::Literal(other) => {
             c.diagnostics.push(
                 Code::WrongType,
