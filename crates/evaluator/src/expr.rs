@@ -11,6 +11,7 @@
 //! - `$find` in [`find`];
 //! - `$concat` and `$format` (version 3) in [`strings`];
 //! - `$object` and `$json` (version 3) in [`projection`];
+//! - `$let` (version 3, with the `let` blocks) in [`naming`];
 //! - `$if` in `crate::conditions::choice` (it is written with conditions).
 //!
 //! [`OPERATORS`] is the table the compiler reads: a family is a room and
@@ -28,6 +29,7 @@ pub(crate) mod dates;
 pub(crate) mod decimals;
 pub(crate) mod find;
 pub(crate) mod lists;
+pub(crate) mod naming;
 #[cfg_attr(not(feature = "operators"), allow(unreachable_pub, dead_code))]
 pub(crate) mod numbers;
 pub(crate) mod projection;
@@ -103,6 +105,10 @@ pub(crate) const OPERATORS: &[OperatorRow] = &[
     OperatorRow {
         name: "$json",
         compile: projection::compile,
+    },
+    OperatorRow {
+        name: "$let",
+        compile: naming::compile,
     },
     OperatorRow {
         name: "$if",

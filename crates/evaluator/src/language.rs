@@ -124,6 +124,8 @@ pub(crate) const FEATURES: &[Row] = &[
     row(Operator("$format"), V3, "the $format operator"),
     row(Operator("$object"), V3, "the $object operator"),
     row(Operator("$json"), V3, "the $json operator"),
+    row(Field("let"), V3, "a let block"),
+    row(Operator("$let"), V3, "the $let operator"),
 ];
 
 /// The row of a feature; `None` for one no version has.

@@ -56,6 +56,7 @@ const LAYERS: &[&[&str]] = &[
         "expr::find",
         "expr::strings",
         "expr::projection",
+        "expr::naming",
     ],
     // The rooms built on expressions: conditions, domain errors, writes.
     &[
@@ -64,6 +65,7 @@ const LAYERS: &[&[&str]] = &[
         "conditions::membership",
         "conditions::folding",
         "conditions::ordering",
+        "conditions::equality",
         "domain::answer",
         "state::removal",
         "state::writes",

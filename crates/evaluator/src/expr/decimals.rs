@@ -190,6 +190,9 @@ enum Arg {
     Literal(Decimal),
     Reference(Reference),
     Op(Box<DecimalOp>),
+    /// (Version 3) a `$let`, rendered per call: a value it gives that is
+    /// not a decimal is the fixture's fault (the definition computed it).
+    Named(Box<Expr>),
 }
 
 /// A compiled `$add`, `$sub`, `$mul` or `$round` with at least one
@@ -210,6 +213,12 @@ impl Arg {
                 to_decimal(&value, operator).map_err(|rejection| r.blame(rejection))
             }
             Arg::Op(op) => op.eval(scope),
+            Arg::Named(expr) => {
+                let value = expr.render(scope)?;
+                to_decimal(&value, operator).map_err(|rejection| {
+                    CallError::refused_operand(Origin::State, None, rejection, operator)
+                })
+            }
         }
     }
 
@@ -218,6 +227,7 @@ impl Arg {
     fn culprit(&self) -> (Origin, Option<String>) {
         match self {
             Arg::Literal(_) => (Origin::Literal, None),
+            Arg::Named(_) => (Origin::State, None),
             Arg::Reference(r) => (r.source.origin(), Some(r.data_pointer())),
             Arg::Op(op) => op.culprit(),
         }
@@ -286,7 +296,7 @@ impl Operator for DecimalOp {
     fn for_each_reference(&mut self, f: &mut dyn FnMut(&mut Reference)) {
         for arg in self.args.iter_mut() {
             match arg {
-                Arg::Literal(_) => {}
+                Arg::Literal(_) | Arg::Named(_) => {}
                 Arg::Reference(r) => f(r),
                 Arg::Op(op) => Operator::for_each_reference(&mut **op, f),
             }
@@ -510,12 +520,31 @@ fn decimal_arg(c: &mut Checker, value: &Value, at: &str, operator: &str) -> Opti
             Compiled::Folded(d) => Some(Arg::Literal(d)),
             Compiled::Op(op) => Some(Arg::Op(Box::new(op))),
         },
+        // (Version 3) a named sub-expression: its value read per call.
+        "$let" => match c.node(value, at) {
+            Expr::Literal(v) => match to_decimal(&v, operator) {
+                Ok(d) => Some(Arg::Literal(d)),
+                Err(rejection) => {
+                    c.invalid_literal(at, rejection);
+                    None
+                }
+            },
+            Expr::Reference(r) => Some(Arg::Reference(r)),
+            Expr::Op(op) => Some(Arg::Named(Box::new(Expr::Op(op)))),
+            // The compiler gives one of those three, or a problem.
+            _ => None,
+        },
         other => {
             c.diagnostics.push(
                 DiagnosticCode::UnknownOperator,
                 &key_at,
                 format!(
-                    "{other:?} cannot be an operand of {operator}: its operands are numbers, decimal strings, $input/$state references and $add, $sub, $mul, $round"
+                    "{other:?} cannot be an operand of {operator}: its operands are numbers, decimal strings, $input/$state references and $add, $sub, $mul, $round{}",
+                    if c.language.admits(Feature::Operator("$let")) {
+                        ", $abs, $neg, $let"
+                    } else {
+                        ""
+                    }
                 ),
             );
             None
