@@ -20,6 +20,7 @@ use crate::model::{
     AgentId, AttemptBinding, AttemptId, AttemptOutcome, Capability, PinRecord, SimulationId,
     SimulationMode, TenantId, TestCaseId, TestCaseSpec, TokenHash, Verdict,
 };
+use chrono::{DateTime, Utc};
 use pins::{DefinitionKey, PinSet};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -196,6 +197,13 @@ impl<B: Backend> Dispatcher<B> {
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
+    }
+
+    /// The injected clock's now: what a driver stamps its own records with
+    /// (a model-driven attempt's messages), so that they and the evidence
+    /// are read on one clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
     }
 
     /// Replaces the sleeper that applies `delay_ms` (tests record instead of waiting).
