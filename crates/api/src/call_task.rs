@@ -14,21 +14,22 @@ use crate::AppState;
 use crate::error::ApiError;
 use serde_json::{Value, json};
 use toolmock_runtime::ToolCall;
+use toolmock_runtime::dispatcher::ResolvedCapability;
 use toolmock_runtime::error::{HarnessCode, HarnessFault};
-use toolmock_runtime::model::{AttemptId, Capability, TenantId};
+use toolmock_runtime::model::{AttemptId, TenantId};
 
-/// Runs `call` under `capability` in its own task and waits for its answer.
+/// Runs `call` under its resolved capability in its own task and waits
+/// for its answer.
 pub(crate) async fn call_to_its_end(
     state: &AppState,
-    tenant: TenantId,
-    attempt: AttemptId,
-    capability: Capability,
+    capability: ResolvedCapability,
     call: ToolCall,
 ) -> Result<Value, ApiError> {
     let (answer, answered) = tokio::sync::oneshot::channel();
     let state = state.clone();
+    let (tenant, attempt) = (capability.tenant(), capability.attempt());
     tokio::spawn(async move {
-        let result = state.dispatcher().call(tenant, &capability, &call).await;
+        let result = state.dispatcher().call_resolved(&capability, &call).await;
         let outcome = match &result {
             Ok(_) => "answered".to_owned(),
             Err(e) => format!("ended with {}", e.code()),
@@ -63,10 +64,11 @@ async fn record_lost_answer(
     };
     let recorded = state
         .dispatcher()
-        .record_harness_fault(
+        .record_fault(
             tenant,
             attempt,
             Some(call),
+            None,
             fault,
             json!({ "call": outcome }),
         )

@@ -757,7 +757,7 @@ async fn finish_judged<B: Backend>(
                     path: None,
                 };
                 dispatcher
-                    .record_harness_fault(tenant, attempt, None, fault, serde_json::json!({}))
+                    .record_fault(tenant, attempt, None, None, fault, serde_json::json!({}))
                     .await?;
                 harness_errors = store.harness_errors(tenant, attempt).await?;
             }

@@ -175,7 +175,7 @@ pub(crate) async fn run_claimed(shared: &Shared, claimed: &Claimed, capability: 
     // (the reaper or the next holder decides the outcome then).
     if let Err(e) = shared
         .dispatcher
-        .record_harness_fault(tenant, claimed.attempt, None, fault, Value::Null)
+        .record_fault(tenant, claimed.attempt, None, None, fault, Value::Null)
         .await
     {
         tracing::warn!(attempt = %claimed.attempt.as_uuid(), error = %e,

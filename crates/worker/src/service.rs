@@ -125,7 +125,14 @@ async fn end(
     };
     shared
         .dispatcher
-        .record_harness_fault(claimed.tenant, claimed.attempt, None, fault, Value::Null)
+        .record_fault(
+            claimed.tenant,
+            claimed.attempt,
+            None,
+            None,
+            fault,
+            Value::Null,
+        )
         .await
         .map_err(|e| format!("recording the agent service's failure failed: {e}"))?;
     let judged = judge_and_finish(
