@@ -13,7 +13,7 @@ use toolmock_runtime::dispatcher::StartedAttempt;
 use toolmock_runtime::error::{HarnessCode, HarnessFault};
 use toolmock_runtime::model::AttemptOutcome;
 use toolmock_simulation::document::{CaseDoc, DriverDoc};
-use toolmock_simulation::{RunError, judge_and_finish};
+use toolmock_simulation::{RunError, conclude_attempt};
 use toolmock_store::Claimed;
 
 /// How often the worker looks whether the service finished the attempt.
@@ -135,7 +135,7 @@ async fn end(
         )
         .await
         .map_err(|e| format!("recording the agent service's failure failed: {e}"))?;
-    let judged = judge_and_finish(
+    let judged = conclude_attempt(
         &shared.dispatcher,
         claimed.tenant,
         case,

@@ -21,7 +21,7 @@ use toolmock_runtime::backend::{AttemptStore, FixtureStore, PinStore};
 use toolmock_runtime::dispatcher::ResolvedCapability;
 use toolmock_runtime::model::{AttemptId, Capability, TenantId};
 use toolmock_simulation::document::{CaseDoc, DriverDoc};
-use toolmock_simulation::{RunError, judge_and_finish};
+use toolmock_simulation::{RunError, conclude_attempt};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -239,7 +239,7 @@ pub(crate) async fn finish_attempt(
             expect: Default::default(),
         },
     };
-    let result = judge_and_finish(
+    let result = conclude_attempt(
         state.dispatcher(),
         tenant,
         &case,
