@@ -5,7 +5,7 @@
 //! finishes ends the attempt `harness_error` (`agent_service_unreachable`,
 //! `agent_service_refused`, `agent_service_timeout`); see docs/agents.md.
 
-use crate::Shared;
+use crate::shared::Shared;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use toolmock_contract::pointer;
