@@ -259,6 +259,31 @@ async fn health(pool: &sqlx::PgPool) -> (StatusCode, axum::Json<serde_json::Valu
     )
 }
 
+/// Resolves on SIGTERM or Ctrl-C (logging which): what stops both binaries —
+/// the API then lets requests in flight finish, a worker its held attempts.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("Ctrl-C: shutting down"),
+        () = terminate => tracing::info!("SIGTERM: shutting down"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// A database that refuses the connection: 503, and nothing of the
@@ -282,30 +307,5 @@ mod tests {
             !text.contains("secret") && !text.contains("127.0.0.1"),
             "{text}"
         );
-    }
-}
-
-/// Resolves on SIGTERM or Ctrl-C (logging which): what stops both binaries —
-/// the API then lets requests in flight finish, a worker its held attempts.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("Ctrl-C: shutting down"),
-        () = terminate => tracing::info!("SIGTERM: shutting down"),
     }
 }
