@@ -10,7 +10,9 @@
 mod serve_common;
 
 use serde_json::{Value, json};
-use serve_common::{Served, calendar, discover, post, rpc, scratch, text};
+use serve_common::{
+    Served, StdioServed, calendar, discover, post, read_results, rpc, scratch, text,
+};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -284,112 +286,6 @@ fn a_case_must_be_chosen_when_there_are_several() {
     );
 }
 
-/// A `toolmock serve --stdio` process driven by hand over its pipes
-/// (newline-delimited JSON-RPC, as the stdio transport frames it): stdin
-/// stays open, so only the server itself can end the attempt.
-struct StdioServed {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    stdout: std::io::BufReader<std::process::ChildStdout>,
-}
-
-impl StdioServed {
-    fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolmock"))
-            .arg("serve")
-            .arg(calendar())
-            .args(["--case", "books_a_day", "--stdio"])
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("toolmock serve starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-        let mut served = StdioServed {
-            child,
-            stdin,
-            stdout,
-        };
-        let hello = served.request(
-            0,
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "serve-test", "version": "1"}}),
-        );
-        assert!(hello["result"]["serverInfo"].is_object(), "{hello}");
-        served.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        served
-    }
-
-    fn send(&mut self, message: &Value) {
-        use std::io::Write;
-        writeln!(self.stdin, "{message}").expect("write a request");
-        self.stdin.flush().expect("flush");
-    }
-
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
-        use std::io::BufRead;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let mut line = String::new();
-            let n = self.stdout.read_line(&mut line).expect("read an answer");
-            assert!(n > 0, "the server closed stdout before answering {method}");
-            let message: Value = serde_json::from_str(&line).expect("a JSON-RPC message");
-            if message["id"] == json!(id) {
-                return message;
-            }
-        }
-    }
-
-    fn call(&mut self, id: u64, name: &str, arguments: Value) -> Value {
-        self.request(
-            id,
-            "tools/call",
-            json!({"name": name, "arguments": arguments}),
-        )
-    }
-
-    /// Every message the server writes until it closes stdout.
-    fn rest(&mut self) -> Vec<Value> {
-        use std::io::BufRead;
-        let mut messages = Vec::new();
-        let mut line = String::new();
-        while self.stdout.read_line(&mut line).expect("read") > 0 {
-            messages.push(serde_json::from_str(&line).expect("a JSON-RPC message"));
-            line.clear();
-        }
-        messages
-    }
-
-    /// Waits for the process to exit on its own (stdin still open).
-    fn exits_within(&mut self, limit: Duration) -> i32 {
-        let began = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return status.code().unwrap_or(-1);
-            }
-            assert!(
-                began.elapsed() < limit,
-                "serve --stdio did not end its attempt with stdin open"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for StdioServed {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn read_results(path: &std::path::Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).expect("results written")).expect("JSON")
-}
-
 /// `--stdio --max-calls 2`: the second call is answered, then the attempt
 /// ends while the client still holds stdin open; the process judges it,
 /// writes the report and exits (0: the case's expectations hold). A third
@@ -419,8 +315,9 @@ fn stdio_max_calls_ends_the_attempt_and_writes_the_report() {
     // The process may have exited already: a closed pipe is one outcome.
     let late = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                       "params": {"name": "book", "arguments": {"day": "2026-12-05"}}});
-    let _ = std::io::Write::write_all(&mut served.stdin, format!("{late}\n").as_bytes());
-    let _ = std::io::Write::flush(&mut served.stdin);
+    let stdin = served.stdin.as_mut().expect("stdin open");
+    let _ = std::io::Write::write_all(stdin, format!("{late}\n").as_bytes());
+    let _ = std::io::Write::flush(stdin);
     for late in served.rest() {
         if late["id"] == 3 {
             assert_eq!(late["error"]["data"]["code"], "attempt_finished", "{late}");

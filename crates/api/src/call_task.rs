@@ -7,16 +7,15 @@
 //! before recording a harness error it had found — and the attempt could
 //! pass with a fault lost. So the call runs in a task of its own, which the
 //! request only waits for. When that wait is abandoned, the task, once the
-//! call has ended, records the harness error `answer_lost`: the agent never
-//! saw the answer, so the attempt cannot pass.
+//! call has ended, records the harness error `answer_lost`
+//! (`Dispatcher::record_lost_answer`, shared with the MCP surfaces): the
+//! agent never saw the answer, so the attempt cannot pass.
 
 use crate::AppState;
 use crate::error::ApiError;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolmock_runtime::ToolCall;
 use toolmock_runtime::dispatcher::ResolvedCapability;
-use toolmock_runtime::error::{HarnessCode, HarnessFault};
-use toolmock_runtime::model::{AttemptId, TenantId};
 
 /// Runs `call` under its resolved capability in its own task and waits
 /// for its answer.
@@ -30,12 +29,12 @@ pub(crate) async fn call_to_its_end(
     let (tenant, attempt) = (capability.tenant(), capability.attempt());
     tokio::spawn(async move {
         let result = state.dispatcher().call_resolved(&capability, &call).await;
-        let outcome = match &result {
-            Ok(_) => "answered".to_owned(),
-            Err(e) => format!("ended with {}", e.code()),
-        };
+        let ended_with = result.as_ref().err().map(|e| e.code());
         if answer.send(result).is_err() {
-            record_lost_answer(&state, tenant, attempt, &call, &outcome).await;
+            state
+                .dispatcher()
+                .record_lost_answer(tenant, attempt, Some(&call), ended_with)
+                .await;
         }
     });
     match answered.await {
@@ -44,40 +43,5 @@ pub(crate) async fn call_to_its_end(
         Err(_) => Err(ApiError::Internal(
             "the tool call's task ended without an answer".into(),
         )),
-    }
-}
-
-async fn record_lost_answer(
-    state: &AppState,
-    tenant: TenantId,
-    attempt: AttemptId,
-    call: &ToolCall,
-    outcome: &str,
-) {
-    let fault = HarnessFault {
-        code: HarnessCode::AnswerLost,
-        message: format!(
-            "the call {outcome}, but its answer never reached the caller \
-             (the request timed out or the connection closed)"
-        ),
-        path: None,
-    };
-    let recorded = state
-        .dispatcher()
-        .record_fault(
-            tenant,
-            attempt,
-            Some(call),
-            None,
-            fault,
-            json!({ "call": outcome }),
-        )
-        .await;
-    if let Err(e) = recorded {
-        tracing::error!(attempt = %attempt.as_uuid(), error = %e,
-            "a tool call whose answer was lost could not be recorded as a harness error");
-    } else {
-        tracing::warn!(attempt = %attempt.as_uuid(), tool = %call.tool, operation = %call.operation,
-            "a tool call's answer was lost: recorded as harness error answer_lost");
     }
 }

@@ -100,16 +100,18 @@ pub async fn serve_with(
     Ok(())
 }
 
-/// Whether `path` is the dispatcher endpoint, whose calls may sleep for a
-/// definition's delay and so get [`crate::ApiConfig::tool_call_timeout`].
+/// Whether `path` answers tool calls — the dispatcher endpoint or an
+/// attempt's MCP endpoint —, whose calls may sleep for a definition's delay
+/// and so get [`crate::ApiConfig::tool_call_timeout`].
 fn is_tool_call(path: &str) -> bool {
-    path.starts_with("/api/attempts/") && path.ends_with("/tool-calls")
+    path.starts_with("/api/attempts/") && (path.ends_with("/tool-calls") || path.ends_with("/mcp"))
 }
 
 /// Answers 503 `timeout` when a request runs past its budget: the tool-call
 /// budget on the dispatcher endpoint, the request time-out elsewhere. A
-/// tool call itself is not cancelled by this (it runs in a task of its own,
-/// see `routes::attempts`); only its answer is.
+/// tool call itself is not cancelled by this (it runs in a task of its own:
+/// `call_task`, and `toolmock_mcp::ToolServer` for MCP); only its answer is,
+/// and the lost answer is recorded as `answer_lost`.
 pub(crate) async fn request_budget(
     State(state): State<AppState>,
     request: Request,

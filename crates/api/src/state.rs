@@ -29,7 +29,8 @@ pub struct ApiConfig {
     /// How long one request may take (longer: 503 `timeout`), except a
     /// tool call.
     pub request_timeout: Duration,
-    /// How long a tool call's request may take. It should exceed
+    /// How long a tool call's request may take (`tool-calls` and `mcp`). It
+    /// should exceed
     /// [`MAX_DEFINITION_DELAY`] (the binary refuses less), so that a delay a
     /// definition asks for is served inside it; a call still running when it
     /// ends runs on to its recorded end and is recorded as `answer_lost`.

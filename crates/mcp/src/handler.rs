@@ -2,6 +2,7 @@
 //! `tools/call` goes through the dispatcher (or the workflow engine, whose
 //! tool nodes go through it) for the attempt the request belongs to.
 
+use crate::delivery::Receipt;
 use crate::error::McpCode;
 use crate::tools::{ServedTools, Target};
 use axum::http::request::Parts;
@@ -15,6 +16,7 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 use toolmock_runtime::Dispatcher;
 use toolmock_runtime::ToolCall;
 use toolmock_runtime::backend::Backend;
@@ -42,7 +44,7 @@ pub struct Entered<T> {
 /// API) — never by `Mcp-Session-Id`.
 pub trait Attempts: Send + Sync + 'static {
     /// Held while a call runs.
-    type Ticket: Send;
+    type Ticket: Send + 'static;
 
     /// The attempt of a request; `parts` are the HTTP request's (none over
     /// stdio). An error is answered as a JSON-RPC error, and nothing is
@@ -112,57 +114,136 @@ impl<B: Backend + 'static, A: Attempts> ToolServer<B, A> {
         &self.inner.attempts
     }
 
-    /// One `tools/call`: enter the attempt, call, answer, leave.
+    /// One `tools/call`: enter the attempt, call, answer, leave. The call
+    /// runs to its end in a task of its own whatever happens to this
+    /// future; when this future is dropped before the answer, the answer is
+    /// recorded as lost (`answer_lost`) before the attempt can end.
     pub async fn call(
         &self,
         parts: Option<&Parts>,
         name: &str,
         arguments: Value,
     ) -> Result<CallToolResult, ErrorData> {
+        self.call_delivered(parts, name, arguments, None, None)
+            .await
+    }
+
+    /// [`call`](Self::call), whose answer is lost as well when `gone` is
+    /// cancelled (the caller went away) by the time the call ends, or when
+    /// the transport settles `receipt` as not delivered.
+    async fn call_delivered(
+        &self,
+        parts: Option<&Parts>,
+        name: &str,
+        arguments: Value,
+        gone: Option<CancellationToken>,
+        receipt: Option<Arc<Receipt>>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let entered = self.inner.attempts.enter(parts).await?;
+        let (reply, answered) = tokio::sync::oneshot::channel();
+        let server = self.clone();
+        let name = name.to_owned();
+        tokio::spawn(async move {
+            let (outcome, call) = server
+                .dispatch(
+                    (entered.tenant, entered.attempt),
+                    &entered.capability,
+                    &name,
+                    arguments,
+                )
+                .await;
+            let ended_with = outcome.as_ref().err().map(Failure::code);
+            let transport_settles = receipt.is_some();
+            let receipt = receipt.unwrap_or_default();
+            let dispatcher = server.inner.dispatcher.clone();
+            let (tenant, attempt) = (entered.tenant, entered.attempt);
+            receipt
+                .answered(Box::new(move || {
+                    Box::pin(async move {
+                        dispatcher
+                            .record_lost_answer(
+                                tenant,
+                                attempt,
+                                call.as_ref(),
+                                ended_with.as_deref(),
+                            )
+                            .await;
+                    })
+                }))
+                .await;
+            // Recorded before the attempt may end (leaving can end it).
+            if reply.is_closed() || gone.as_ref().is_some_and(CancellationToken::is_cancelled) {
+                receipt.settle(false).await;
+            }
+            server.inner.attempts.leave(entered).await;
+            let handed = reply.send(outcome).is_ok();
+            if !handed || !transport_settles {
+                receipt.settle(handed).await;
+            }
+        });
+        match answered.await {
+            Ok(outcome) => answer(outcome),
+            // The call's task panicked: nothing says it was recorded.
+            Err(_) => Err(server_error(
+                McpCode::StorageFailed,
+                "the tool call's task ended without an answer",
+            )),
+        }
+    }
+
+    /// Runs the call `name` of the attempt; with the operation call it made
+    /// (none for a workflow), for the record of a lost answer.
+    async fn dispatch(
+        &self,
+        (tenant, attempt): (TenantId, AttemptId),
+        capability: &Capability,
+        name: &str,
+        arguments: Value,
+    ) -> (Result<Value, Failure>, Option<ToolCall>) {
         let inner = &self.inner;
-        let entered = inner.attempts.enter(parts).await?;
-        let outcome = match inner.tools.target(name) {
+        let call = match inner.tools.target(name) {
             Some(Target::Workflow { name }) => {
                 let ctx = AttemptContext {
                     dispatcher: &*inner.dispatcher,
-                    tenant: entered.tenant,
-                    attempt: entered.attempt,
-                    capability: &entered.capability,
+                    tenant,
+                    attempt,
+                    capability,
                     workflows: &inner.workflows,
                 };
-                ctx.run_workflow(name, arguments, None)
+                let outcome = ctx
+                    .run_workflow(name, arguments, None)
                     .await
-                    .map_err(Failure::Workflow)
+                    .map_err(Failure::Workflow);
+                return (outcome, None);
             }
-            Some(Target::Operation { tool, operation }) => inner
-                .dispatcher
-                .call(
-                    entered.tenant,
-                    &entered.capability,
-                    &ToolCall::new(tool.as_str(), operation.as_str(), arguments),
-                )
-                .await
-                .map_err(Failure::Dispatch),
+            Some(Target::Operation { tool, operation }) => {
+                ToolCall::new(tool.as_str(), operation.as_str(), arguments)
+            }
             // A name the agent was never shown: the dispatcher records it
             // (`unknown_tool`, a harness error) like any unknown operation.
-            None => inner
-                .dispatcher
-                .call(
-                    entered.tenant,
-                    &entered.capability,
-                    &ToolCall::new(name, name, arguments),
-                )
-                .await
-                .map_err(Failure::Dispatch),
+            None => ToolCall::new(name, name, arguments),
         };
-        inner.attempts.leave(entered).await;
-        answer(outcome)
+        let outcome = inner
+            .dispatcher
+            .call(tenant, capability, &call)
+            .await
+            .map_err(Failure::Dispatch);
+        (outcome, Some(call))
     }
 }
 
 enum Failure {
     Dispatch(DispatchError),
     Workflow(CallFailure),
+}
+
+impl Failure {
+    fn code(&self) -> String {
+        match self {
+            Failure::Dispatch(e) | Failure::Workflow(CallFailure::Fatal(e)) => e.code().to_owned(),
+            Failure::Workflow(CallFailure::Recorded { code, .. }) => code.clone(),
+        }
+    }
 }
 
 /// A success: the rendered result as `structuredContent`, and the same JSON
@@ -319,9 +400,18 @@ impl<B: Backend + 'static, A: Attempts> rmcp::ServerHandler for ToolServer<B, A>
     ) -> Result<CallToolResponse, ErrorData> {
         let parts = context.extensions.get::<Parts>();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        self.call(parts, &request.name, arguments)
-            .await
-            .map(CallToolResponse::from)
+        // Over stdio the transport left a receipt (`Delivering`); over
+        // HTTP, rmcp cancels the request's token when its client goes away.
+        let receipt = context.extensions.get::<Arc<Receipt>>().cloned();
+        self.call_delivered(
+            parts,
+            &request.name,
+            arguments,
+            Some(context.ct.clone()),
+            receipt,
+        )
+        .await
+        .map(CallToolResponse::from)
     }
 }
 

@@ -66,6 +66,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod delivery;
 mod embedded;
 mod error;
 mod handler;

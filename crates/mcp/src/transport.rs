@@ -1,6 +1,7 @@
 //! The two transports of `toolmock serve`: stdio (one attempt for the
 //! process) and streamable HTTP (one path per attempt).
 
+use crate::delivery::Delivering;
 use crate::embedded::{AttemptNumber, Embedded, PathAttempts, ProcessAttempt};
 use crate::error::{McpCode, ServeError};
 use crate::handler::{Attempts, ToolServer};
@@ -11,6 +12,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, post};
 use rmcp::ServiceExt;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
@@ -30,11 +32,12 @@ pub async fn serve_stdio<B: Backend + 'static>(
 ) -> Result<(), ServeError> {
     embedded.open(number).await?;
     let server = embedded.server(ProcessAttempt::new(embedded.clone(), number));
+    // Each call's answer counts as delivered once written to stdout; one the
+    // session could not write is recorded as lost before this returns.
+    let (stdin, stdout) = rmcp::transport::stdio();
+    let transport = Delivering::new(AsyncRwTransport::new_server(stdin, stdout));
     // A client that closes stdin before its `initialize` ends the session too.
-    let Ok(running) = server
-        .serve_with_ct(rmcp::transport::stdio(), stop.child_token())
-        .await
-    else {
+    let Ok(running) = server.serve_with_ct(transport, stop.child_token()).await else {
         return Ok(());
     };
     let _ = running.waiting().await;

@@ -28,7 +28,8 @@ pub(crate) struct Played {
     pub unmet: Vec<Unmet>,
     /// Every message, in order.
     pub conversation: Vec<Message>,
-    /// When each was added (wall clock), to place it among the records.
+    /// When each was added (the dispatcher's injected clock, the evidence's
+    /// clock), to place it among the records.
     pub times: Vec<DateTime<Utc>>,
 }
 
@@ -37,11 +38,14 @@ pub(crate) struct Played {
 struct Recorder<'s> {
     played: Played,
     sink: Option<&'s dyn ConversationSink>,
+    /// The dispatcher's clock (never the wall clock: under a virtual clock
+    /// the conversation and the evidence must agree).
+    now: &'s (dyn Fn() -> DateTime<Utc> + Sync),
 }
 
 impl Recorder<'_> {
     async fn push(&mut self, message: Message) -> Result<(), DispatchError> {
-        let at = Utc::now();
+        let at = (self.now)();
         if let Some(sink) = self.sink {
             let position = u32::try_from(self.played.conversation.len()).unwrap_or(u32::MAX);
             sink.keep(position, &message, at)
@@ -94,9 +98,11 @@ pub(crate) async fn run_model<B: Backend + 'static>(
     (model, sink): (&dyn ChatModel, Option<&dyn ConversationSink>),
     case_at: &str,
 ) -> Result<Played, DispatchError> {
+    let now = || ctx.dispatcher.now();
     let mut recorder = Recorder {
         played: Played::default(),
         sink,
+        now: &now,
     };
     recorder.push(Message::System { content: system }).await?;
     let mut turns = 0u32;

@@ -238,8 +238,9 @@ pub struct RawAttempt {
     pub harness_errors: Vec<HarnessErrorRecord>,
     /// The state after the last call.
     pub final_state: Map<String, Value>,
-    /// When each message of the conversation was added (wall clock, to
-    /// place it among the records), in the conversation's order.
+    /// When each message of the conversation was added (the dispatcher's
+    /// injected clock, the evidence's, to place it among the records), in
+    /// the conversation's order.
     pub message_times: Vec<DateTime<Utc>>,
 }
 

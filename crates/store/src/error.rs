@@ -15,6 +15,13 @@ pub enum SqlState {
     /// change (only a later harness error may turn its outcome into
     /// `harness_error`).
     FinalAttempt,
+    /// `TM011`: a finished attempt's state row would be written, or its
+    /// conversation, evidence or tool input errors added to (a harness
+    /// error may still be recorded).
+    SealedAttempt,
+    /// `TM012`: a capability's revocation would be cleared or moved, or the
+    /// capability moved to another attempt, tenant or token.
+    FinalRevocation,
 }
 
 impl SqlState {
@@ -23,6 +30,8 @@ impl SqlState {
         SqlState::AppendOnly,
         SqlState::RevisionGap,
         SqlState::FinalAttempt,
+        SqlState::SealedAttempt,
+        SqlState::FinalRevocation,
     ];
 
     /// The five-character SQLSTATE.
@@ -31,6 +40,8 @@ impl SqlState {
             SqlState::AppendOnly => "TM001",
             SqlState::RevisionGap => "TM002",
             SqlState::FinalAttempt => "TM010",
+            SqlState::SealedAttempt => "TM011",
+            SqlState::FinalRevocation => "TM012",
         }
     }
 

@@ -147,6 +147,123 @@ async fn a_finished_attempt_is_final(pool: PgPool) {
     conn.close().await.unwrap();
 }
 
+/// A finished attempt is sealed (issue 32, items 7 and 8): as the
+/// application role, its state row cannot be rewritten, and nothing can be
+/// added to its conversation, evidence or tool input errors (TM011) — while
+/// the same writes to a running attempt still go through.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_finished_attempt_is_sealed(pool: PgPool) {
+    let (tenant, running, finished) = attempts(&pool).await;
+    let mut conn = app_connection(&pool).await;
+    let writes = [
+        "UPDATE attempt_state SET state = '{\"forged\": true}' WHERE attempt_id = $2 AND tenant_id = $1",
+        "UPDATE attempt_state SET version = version + 1 WHERE attempt_id = $2 AND tenant_id = $1",
+        "INSERT INTO attempt_messages (tenant_id, attempt_id, position, message, at) \
+         VALUES ($1, $2, 1000, '{\"role\": \"assistant\", \"content\": \"forged\"}', now())",
+        "INSERT INTO tool_input_errors (tenant_id, attempt_id, tool_name, operation_name, \
+             arguments, code, message, created_at) \
+         VALUES ($1, $2, 'ledger', 'append', '{}', 'schema_violation', 'forged', now())",
+        // A copy of the attempt's last evidence, one state version later.
+        "INSERT INTO evidence (tenant_id, attempt_id, tool_name, operation_name, pin_kind, \
+             tool_id, operation_id, revision, definition_hash, executor, arguments, result, \
+             state_before, state_after, state_version_before, state_version_after, delay_ms, \
+             started_at, duration_us) \
+         SELECT tenant_id, $2, tool_name, operation_name, pin_kind, tool_id, \
+             operation_id, revision, definition_hash, executor, arguments, result, \
+             state_after, state_after, 100, 101, delay_ms, started_at, duration_us \
+         FROM evidence WHERE tenant_id = $1 AND attempt_id = $3 ORDER BY id DESC LIMIT 1",
+    ];
+    for sql in writes {
+        let error = sqlx::query(sql)
+            .bind(tenant)
+            .bind(finished)
+            .bind(finished)
+            .execute(&mut conn)
+            .await
+            .expect_err(sql);
+        assert_eq!(sqlstate(&error).as_deref(), Some("TM011"), "{sql}: {error}");
+        assert!(error.to_string().contains("is finished"), "{error}");
+    }
+    let state: serde_json::Value =
+        sqlx::query_scalar("SELECT state FROM attempt_state WHERE attempt_id = $1")
+            .bind(finished)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    assert_eq!(state, json!({"last": "a"}), "the final state stands");
+    // The running attempt takes the same writes (its evidence row copied
+    // from the finished attempt's): the seal is the finish's alone.
+    for sql in writes {
+        let written = sqlx::query(sql)
+            .bind(tenant)
+            .bind(running)
+            .bind(finished)
+            .execute(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        assert!(written.rows_affected() <= 1, "{sql}");
+    }
+    assert_eq!(
+        outcome(&mut conn, finished).await,
+        ("finished".into(), Some("passed".into()), false)
+    );
+    conn.close().await.unwrap();
+}
+
+/// A capability is revoked once and for good (issue 32, item 8): as the
+/// application role, revoking works, but clearing or moving the revocation,
+/// or moving the capability to another attempt, is refused (TM012).
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_revocation_is_final(pool: PgPool) {
+    let (_, running, finished) = attempts(&pool).await;
+    let mut conn = app_connection(&pool).await;
+    let revoked = sqlx::query(
+        "UPDATE attempt_capabilities SET revoked_at = now() \
+         WHERE attempt_id = $1 AND revoked_at IS NULL",
+    )
+    .bind(running)
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(revoked.rows_affected(), 1, "revoking is allowed");
+    for (sql, attempt) in [
+        (
+            "UPDATE attempt_capabilities SET revoked_at = NULL WHERE attempt_id = $1",
+            running,
+        ),
+        (
+            "UPDATE attempt_capabilities SET revoked_at = revoked_at + interval '1 day' \
+             WHERE attempt_id = $1",
+            running,
+        ),
+        (
+            "UPDATE attempt_capabilities SET attempt_id = $2 WHERE attempt_id = $1",
+            finished,
+        ),
+    ] {
+        let error = sqlx::query(sql)
+            .bind(attempt)
+            .bind(if attempt == running {
+                finished
+            } else {
+                running
+            })
+            .execute(&mut conn)
+            .await
+            .expect_err(sql);
+        assert_eq!(sqlstate(&error).as_deref(), Some("TM012"), "{sql}: {error}");
+    }
+    let live: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM attempt_capabilities WHERE attempt_id = $1 AND revoked_at IS NULL",
+    )
+    .bind(running)
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(live, 0, "the revocation stands");
+    conn.close().await.unwrap();
+}
+
 /// A harness error recorded after the verdict still turns it (the one change
 /// a finished attempt allows).
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]

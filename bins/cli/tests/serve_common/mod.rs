@@ -181,3 +181,140 @@ pub fn discover(url: &str) -> Value {
     );
     serde_json::from_slice(&out.stdout).expect("discover prints JSON")
 }
+
+/// A `toolmock serve --stdio` process driven by hand over its pipes
+/// (newline-delimited JSON-RPC, as the stdio transport frames it): stdin
+/// stays open, so only the server itself can end the attempt.
+pub struct StdioServed {
+    pub child: std::process::Child,
+    /// `None` once the client hung up.
+    pub stdin: Option<std::process::ChildStdin>,
+    /// `None` once the client hung up.
+    pub stdout: Option<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl StdioServed {
+    /// The calendar fixture's `books_a_day` case.
+    pub fn start(args: &[&str]) -> Self {
+        let mut all = vec!["--case", "books_a_day"];
+        all.extend_from_slice(args);
+        Self::serve(&calendar(), &all)
+    }
+
+    /// `simulation` served over stdio with `args`, initialized.
+    pub fn serve(simulation: &Path, args: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolmock"))
+            .arg("serve")
+            .arg(simulation)
+            .arg("--stdio")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("toolmock serve starts");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().map(std::io::BufReader::new);
+        let mut served = StdioServed {
+            child,
+            stdin,
+            stdout,
+        };
+        let hello = served.request(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "serve-test", "version": "1"}}),
+        );
+        assert!(hello["result"]["serverInfo"].is_object(), "{hello}");
+        served.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        served
+    }
+
+    pub fn send(&mut self, message: &Value) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{message}").expect("write a request");
+        stdin.flush().expect("flush");
+    }
+
+    pub fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        use std::io::BufRead;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            let stdout = self.stdout.as_mut().expect("stdout open");
+            let n = stdout.read_line(&mut line).expect("read an answer");
+            assert!(n > 0, "the server closed stdout before answering {method}");
+            let message: Value = serde_json::from_str(&line).expect("a JSON-RPC message");
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+
+    pub fn call(&mut self, id: u64, name: &str, arguments: Value) -> Value {
+        self.request(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        )
+    }
+
+    /// The client goes away: it closes both its pipes (the server can
+    /// neither read from it nor write to it).
+    pub fn hang_up(&mut self) {
+        self.stdin = None;
+        self.stdout = None;
+    }
+
+    /// The client closes stdin (and keeps reading).
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Waits for the process to exit; its exit code.
+    pub fn exit_code(&mut self) -> i32 {
+        self.child.wait().expect("wait").code().unwrap_or(-1)
+    }
+
+    /// Every message the server writes until it closes stdout.
+    pub fn rest(&mut self) -> Vec<Value> {
+        use std::io::BufRead;
+        let mut messages = Vec::new();
+        let mut line = String::new();
+        let stdout = self.stdout.as_mut().expect("stdout open");
+        while stdout.read_line(&mut line).expect("read") > 0 {
+            messages.push(serde_json::from_str(&line).expect("a JSON-RPC message"));
+            line.clear();
+        }
+        messages
+    }
+
+    /// Waits for the process to exit on its own (stdin still open).
+    pub fn exits_within(&mut self, limit: Duration) -> i32 {
+        let began = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(
+                began.elapsed() < limit,
+                "serve --stdio did not end its attempt with stdin open"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for StdioServed {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The results document `--json` wrote.
+pub fn read_results(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).expect("results written")).expect("JSON")
+}

@@ -15,7 +15,7 @@ use toolmock_api::{ApiConfig, McpAllowList};
 
 /// A document with one inline operation `slow/wait` that answers after
 /// `delay_ms`, and one external case.
-fn slow_document(delay_ms: u64) -> Value {
+pub(crate) fn slow_document(delay_ms: u64) -> Value {
     json!({
         "simulation_version": 1,
         "name": "slow",
@@ -37,7 +37,7 @@ fn slow_document(delay_ms: u64) -> Value {
 }
 
 /// Starts the slow document; returns (attempt id, capability).
-async fn start_slow(app: &axum::Router, delay_ms: u64) -> (String, String) {
+pub(crate) async fn start_slow(app: &axum::Router, delay_ms: u64) -> (String, String) {
     let started = start(app, &token("acme", &[RUN]), &slow_document(delay_ms)).await;
     assert_eq!(started.status, StatusCode::CREATED, "{}", started.json);
     let attempt = &started.json["attempts"][0];
@@ -47,7 +47,7 @@ async fn start_slow(app: &axum::Router, delay_ms: u64) -> (String, String) {
     )
 }
 
-async fn harness_codes(app: &axum::Router, attempt: &str) -> Vec<String> {
+pub(crate) async fn harness_codes(app: &axum::Router, attempt: &str) -> Vec<String> {
     let read = send(
         app,
         Method::GET,
@@ -67,7 +67,11 @@ async fn harness_codes(app: &axum::Router, attempt: &str) -> Vec<String> {
 
 /// Waits until the attempt has recorded `code` (the call's task ends after
 /// the request was answered).
-async fn wait_for_harness_error(app: &axum::Router, attempt: &str, code: &str) -> Vec<String> {
+pub(crate) async fn wait_for_harness_error(
+    app: &axum::Router,
+    attempt: &str,
+    code: &str,
+) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let codes = harness_codes(app, attempt).await;
@@ -78,7 +82,7 @@ async fn wait_for_harness_error(app: &axum::Router, attempt: &str, code: &str) -
     }
 }
 
-async fn finish(app: &axum::Router, attempt: &str, capability: &str) -> Reply {
+pub(crate) async fn finish(app: &axum::Router, attempt: &str, capability: &str) -> Reply {
     send(
         app,
         Method::POST,

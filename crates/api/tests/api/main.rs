@@ -13,6 +13,7 @@ mod errors;
 mod fail_closed;
 mod generator;
 mod hardening;
+mod lost_answers;
 mod matrix;
 mod mcp;
 mod modules;

@@ -16,8 +16,8 @@ use crate::error::{
     ApplyError, CallFault, DispatchError, HarnessCode, HarnessFault, StoreError, ToolInputFault,
 };
 use crate::model::{
-    Applied, Capability, Executor, PinRef, SimulationMode, Step, TenantId, TokenHash, has_nul,
-    sanitize, sanitize_text,
+    Applied, AttemptId, Capability, Executor, PinRef, SimulationMode, Step, TenantId, TokenHash,
+    has_nul, sanitize, sanitize_text,
 };
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -499,6 +499,44 @@ impl<B: Backend> Dispatcher<B> {
             format!("storage failed during the call ({}): {cause}", cause.code()),
         );
         self.fail_call(bound, call, pin, fault, detail).await
+    }
+
+    /// Records that a call of `attempt` ran to its end but its answer never
+    /// reached the caller — the request timed out, the client hung up, the
+    /// transport could not write it: the harness error `answer_lost`, so
+    /// that the attempt cannot pass (its evidence shows an answer the agent
+    /// never saw). `ended_with` is the code the call ended with (`None`: it
+    /// was answered). Every surface that answers tool calls (the API's
+    /// `tool-calls` and `mcp`, `toolmock serve`) records a lost answer
+    /// through here; a failure to record is logged, and the begun-calls
+    /// ledger still stands.
+    pub async fn record_lost_answer(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        call: Option<&ToolCall>,
+        ended_with: Option<&str>,
+    ) {
+        let outcome =
+            ended_with.map_or_else(|| "answered".to_owned(), |c| format!("ended with {c}"));
+        let fault = HarnessFault {
+            code: HarnessCode::AnswerLost,
+            message: format!(
+                "the call {outcome}, but its answer never reached the caller \
+                 (the request timed out, the connection closed or the answer could not be written)"
+            ),
+            path: None,
+        };
+        let detail = json!({ "call": outcome });
+        match self
+            .record_fault(tenant, attempt, call, None, fault, detail)
+            .await
+        {
+            Ok(_) => tracing::warn!(attempt = %attempt.as_uuid(),
+                "a tool call's answer was lost: recorded as harness error answer_lost"),
+            Err(e) => tracing::error!(attempt = %attempt.as_uuid(), error = %e,
+                "a tool call whose answer was lost could not be recorded as a harness error"),
+        }
     }
 
     pub(super) async fn call_error(

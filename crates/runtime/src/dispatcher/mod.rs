@@ -225,6 +225,13 @@ impl<B: Backend> Dispatcher<B> {
         self
     }
 
+    /// The injected clock's now: what a driver stamps its own records with
+    /// (a model-driven attempt's messages), so that they and the evidence
+    /// are read on one clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
     /// Replaces the sleeper that applies `delay_ms` (tests record instead of waiting).
     pub fn with_sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
         self.sleeper = sleeper;
@@ -282,11 +289,6 @@ impl<B: Backend> Dispatcher<B> {
             token,
             live: Some(check.live),
         }
-    }
-
-    /// The time of the dispatcher's injected clock.
-    pub fn now(&self) -> DateTime<Utc> {
-        self.clock.now()
     }
 
     /// Ends an attempt. Its outcome is `harness_error` whenever any harness
