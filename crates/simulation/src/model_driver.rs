@@ -131,9 +131,11 @@ pub(crate) async fn run_model<B: Backend + 'static>(
                 Err(error) => {
                     let code = match error {
                         ModelError::Unavailable(_) => HarnessCode::AgentUnavailable,
-                        ModelError::Failed(_) => HarnessCode::ModelFailed,
+                        ModelError::Failed(_) | ModelError::TooLarge { .. } => {
+                            HarnessCode::ModelFailed
+                        }
                     };
-                    record(ctx, code, error.to_string()).await?;
+                    record(ctx, code, error.to_string(), error.detail()).await?;
                     return Ok(recorder.played);
                 }
             };
@@ -200,6 +202,7 @@ async fn record<B: Backend>(
     ctx: &AttemptContext<'_, B>,
     code: HarnessCode,
     message: String,
+    detail: serde_json::Value,
 ) -> Result<(), DispatchError> {
     let fault = HarnessFault {
         code,
@@ -207,7 +210,7 @@ async fn record<B: Backend>(
         path: None,
     };
     ctx.dispatcher
-        .record_fault(ctx.tenant, ctx.attempt, None, None, fault, json!({}))
+        .record_fault(ctx.tenant, ctx.attempt, None, None, fault, detail)
         .await
         .map(|_| ())
         .map_err(DispatchError::Store)

@@ -8,6 +8,7 @@ use crate::setup::WorkerError;
 use std::sync::Arc;
 use std::time::Duration;
 use toolmock_agent::{ModelFlags, Models};
+use toolmock_discovery::TargetPolicy;
 use toolmock_runtime::model::{AttemptId, TenantId};
 use toolmock_simulation::{ChatModel, ConversationSink, Message, SinkFuture};
 use toolmock_store::PgStore;
@@ -29,10 +30,19 @@ pub struct Agents {
     pub service_timeout: Duration,
     /// The client that hands attempts to agent services.
     pub http: reqwest::Client,
+    /// The addresses tenants' URLs may reach: agent services, real tools'
+    /// MCP servers and HTTP endpoints, verification targets. No loopback,
+    /// private or link-local address unless the operator allows it.
+    pub targets: TargetPolicy,
+    /// The longest answer read from a tenant's real tool (an HTTP handler,
+    /// an MCP server over streamable HTTP, an OpenAPI document); a longer
+    /// one fails the call `response_too_large`.
+    pub real_max_response_bytes: u64,
 }
 
 impl Agents {
-    /// No model, no judge, no API URL; a 300 s service time-out.
+    /// No model, no judge, no API URL; a 300 s service time-out; no
+    /// private target; real tools' answers up to 16 MiB.
     pub fn none() -> Self {
         Self {
             model: None,
@@ -40,6 +50,8 @@ impl Agents {
             api_url: None,
             service_timeout: Duration::from_secs(300),
             http: handover_client(),
+            targets: TargetPolicy::default(),
+            real_max_response_bytes: toolmock_discovery::DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 }
@@ -82,6 +94,24 @@ pub struct AgentFlags {
     #[arg(long, value_name = "SECS", env = "TOOLMOCK_AGENT_SERVICE_TIMEOUT_SECS",
           default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub agent_service_timeout_secs: u64,
+    /// Let tenants' URLs (agent services, real tools, verification targets)
+    /// reach loopback, private and link-local addresses: only where every
+    /// tenant may reach the service's own network.
+    #[arg(long, env = "TOOLMOCK_ALLOW_PRIVATE_TARGETS",
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub allow_private_targets: bool,
+    /// A host tenants' URLs may reach whatever it resolves to (repeatable;
+    /// the variable takes a comma-separated list).
+    #[arg(
+        long = "allow-target-host",
+        value_name = "HOST",
+        env = "TOOLMOCK_ALLOW_TARGET_HOSTS",
+        value_delimiter = ','
+    )]
+    pub allow_target_hosts: Vec<String>,
+    /// How much of a tenant's real tool's answer is read.
+    #[command(flatten)]
+    pub real: toolmock_discovery::RealToolFlags,
 }
 
 impl AgentFlags {
@@ -106,6 +136,11 @@ impl AgentFlags {
             api_url: api_url.map(|u| u.trim_end_matches('/').to_owned()),
             service_timeout: Duration::from_secs(self.agent_service_timeout_secs),
             http: handover_client(),
+            targets: TargetPolicy {
+                allow_private: self.allow_private_targets,
+                allowed_hosts: self.allow_target_hosts.clone(),
+            },
+            real_max_response_bytes: self.real.real_max_response_bytes,
         })
     }
 }

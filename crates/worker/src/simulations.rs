@@ -94,10 +94,11 @@ impl Simulations {
         let own = (real_tools || real_delays).then(|| {
             let mut dispatcher = dispatcher(store.clone(), real_delays_flag || real_delays);
             let executor = real_tools.then(|| {
-                Arc::new(RealExecutor::new(
-                    real_handlers(&loaded).operations,
-                    REAL_CALL_TIMEOUT,
-                ))
+                Arc::new(
+                    RealExecutor::new(real_handlers(&loaded).operations, REAL_CALL_TIMEOUT)
+                        .with_targets(agents.targets.clone())
+                        .with_max_response_bytes(agents.real_max_response_bytes),
+                )
             });
             if let Some(executor) = &executor {
                 dispatcher = dispatcher.with_executor(executor.clone());

@@ -6,9 +6,10 @@
 //! worker stopped) is claimed again when its lease runs out.
 
 use std::time::Duration;
+use toolmock_discovery::{Endpoint, TargetPolicy};
 use toolmock_runtime::backend::Catalog;
 use toolmock_store::{ClaimedVerification, PgStore, VerificationResult};
-use toolmock_verify::{ToolSettings, VerifyOptions};
+use toolmock_verify::{OpenApiSource, Subject, ToolSettings, VerifyOptions};
 
 /// How much longer than its time budget a verification's lease lasts, so
 /// that the worker's own finish comes before anyone else's claim.
@@ -16,7 +17,12 @@ const LEASE_MARGIN: Duration = Duration::from_secs(30);
 
 /// Runs verifications until the task is aborted: schedules first, then
 /// the oldest queued verification, else a `poll`'s sleep.
-pub(crate) async fn run(store: PgStore, owner: String, poll: Duration, budget: Duration) {
+pub(crate) async fn run(
+    store: PgStore,
+    owner: String,
+    (poll, budget): (Duration, Duration),
+    (targets, max_response_bytes): (TargetPolicy, u64),
+) {
     loop {
         match store.queue_due_verifications().await {
             Ok(0) => {}
@@ -29,7 +35,13 @@ pub(crate) async fn run(store: PgStore, owner: String, poll: Duration, budget: D
         {
             Ok(Some(claimed)) => {
                 metrics::counter!(crate::telemetry::VERIFICATIONS, "how" => "claimed").increment(1);
-                verify_one(&store, &owner, claimed, budget).await;
+                verify_one(
+                    &store,
+                    &owner,
+                    claimed,
+                    (budget, &targets, max_response_bytes),
+                )
+                .await;
             }
             Ok(None) => tokio::time::sleep(poll).await,
             Err(e) => {
@@ -40,9 +52,14 @@ pub(crate) async fn run(store: PgStore, owner: String, poll: Duration, budget: D
     }
 }
 
-async fn verify_one(store: &PgStore, owner: &str, claimed: ClaimedVerification, budget: Duration) {
+async fn verify_one(
+    store: &PgStore,
+    owner: &str,
+    claimed: ClaimedVerification,
+    (budget, targets, max_response_bytes): (Duration, &TargetPolicy, u64),
+) {
     let id = claimed.id;
-    let outcome = verified(store, &claimed, budget).await;
+    let outcome = verified(store, &claimed, (budget, max_response_bytes), targets).await;
     let written = match outcome {
         Ok((ok, summary, results)) => {
             store
@@ -75,7 +92,8 @@ type Found = (bool, serde_json::Value, Vec<VerificationResult>);
 async fn verified(
     store: &PgStore,
     claimed: &ClaimedVerification,
-    budget: Duration,
+    (budget, max_response_bytes): (Duration, u64),
+    targets: &TargetPolicy,
 ) -> Result<Found, String> {
     let settings: ToolSettings = serde_json::from_value(claimed.settings.clone())
         .map_err(|e| format!("its settings do not parse: {e}"))?;
@@ -90,9 +108,16 @@ async fn verified(
             .collect::<Vec<_>>()
             .join("; ")
     })?;
+    reachable(&subject, targets).await?;
     let report = tokio::time::timeout(
         budget,
-        toolmock_verify::verify(std::slice::from_ref(&subject), &VerifyOptions::default()),
+        toolmock_verify::verify(
+            std::slice::from_ref(&subject),
+            &VerifyOptions {
+                max_response_bytes,
+                ..VerifyOptions::default()
+            },
+        ),
     )
     .await
     .map_err(|_| format!("it did not finish within {} s", budget.as_secs()))?;
@@ -118,4 +143,29 @@ async fn verified(
     }
     let summary = serde_json::to_value(report.summary).map_err(|e| e.to_string())?;
     Ok((report.ok, summary, results))
+}
+
+/// `Ok` when every URL the verification would reach — the MCP server, the
+/// OpenAPI document, each operation's HTTP endpoint — is one `targets`
+/// allows (the tenant names them; docs/operations.md).
+async fn reachable(subject: &Subject, targets: &TargetPolicy) -> Result<(), String> {
+    let server = match &subject.server {
+        Some(Endpoint::Http { url }) => Some(url.as_str()),
+        _ => None,
+    };
+    let openapi = match &subject.openapi {
+        Some(OpenApiSource::Url(url)) => Some(url.as_str()),
+        _ => None,
+    };
+    let endpoints = subject
+        .operations
+        .iter()
+        .filter_map(|o| o.endpoint.as_deref());
+    for url in server.into_iter().chain(openapi).chain(endpoints) {
+        targets
+            .check(url)
+            .await
+            .map_err(|e| format!("{url} is not reached ({}): {e}", e.code()))?;
+    }
+    Ok(())
 }

@@ -86,6 +86,7 @@ fn model(server: &Server, name: &str) -> Arc<dyn ChatModel> {
             timeout: Duration::from_secs(20),
             max_retries: 1,
             concurrency: 4,
+            max_response_bytes: toolmock_agent::DEFAULT_MAX_RESPONSE_BYTES,
         })
         .unwrap(),
     )

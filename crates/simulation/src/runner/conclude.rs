@@ -96,7 +96,10 @@ pub(super) async fn conclude_played<B: Backend>(
         let graded = match judge {
             Some(judge) => grade(judge, expect, &conversation, &calls).await,
             // A rubric nobody can grade never passes unread.
-            None => Err("no judge model is configured here to grade the rubric".to_owned()),
+            None => Err((
+                "no judge model is configured here to grade the rubric".to_owned(),
+                serde_json::json!({}),
+            )),
         };
         match graded {
             Ok(report) => {
@@ -112,14 +115,14 @@ pub(super) async fn conclude_played<B: Backend>(
                 }
                 judged = Some(report);
             }
-            Err(why) => {
+            Err((why, detail)) => {
                 let fault = toolmock_runtime::error::HarnessFault {
                     code: toolmock_runtime::error::HarnessCode::JudgeFailed,
                     message: why,
                     path: None,
                 };
                 dispatcher
-                    .record_fault(tenant, attempt, None, None, fault, serde_json::json!({}))
+                    .record_fault(tenant, attempt, None, None, fault, detail)
                     .await?;
                 harness_errors = store.harness_errors(tenant, attempt).await?;
             }
