@@ -2,7 +2,7 @@
 //! (`docs/simulations.md`) and its JSON Schema, the loader that reports
 //! every problem of a file at once ([`read_file`], [`FileProblem`]), the
 //! scripted driver, expectations judged over what an attempt recorded
-//! ([`judge_attempt`]: a worker that plays a real agent judges its attempts
+//! ([`unmet_expectations`]: a worker that plays a real agent judges its attempts
 //! with the same code), the workflow engine, and the runner that installs a
 //! document's tools, starts it through `Dispatcher::start`, runs its
 //! attempts concurrently and reports them ([`RunResults`], [`coverage`]).
@@ -78,7 +78,7 @@ pub use conversation::{
     Message, ModelError, ModelFuture, ModelReply, ModelRequest, SinkFuture, ToolCallRequest,
     system_message,
 };
-pub use expect::{RecordedCall, Unmet, judge_attempt, recorded_calls};
+pub use expect::{RecordedCall, Unmet, recorded_calls, unmet_expectations};
 pub use load::real::{RealHandlers, real_handlers};
 pub use load::{
     Files, Loaded, LoadedDefinition, LoadedSimulation, LoadedTool, Origin, SIMULATION_SCHEMA,
@@ -92,7 +92,7 @@ pub use results::{
 };
 pub use runner::{
     Installed, Keeping, Players, RunError, RunOptions, assemble_results, attempt_result, check,
-    install, install_inline, judge_and_finish, play_attempt, run, run_attempt, start,
+    conclude_attempt, install, install_inline, play_attempt, run, run_attempt, start,
     start_request, unknown_library_tools,
 };
 pub use starting::start_problems;
