@@ -34,11 +34,15 @@ pub struct Agents {
     /// MCP servers and HTTP endpoints, verification targets. No loopback,
     /// private or link-local address unless the operator allows it.
     pub targets: TargetPolicy,
+    /// The longest answer read from a tenant's real tool (an HTTP handler,
+    /// an MCP server over streamable HTTP, an OpenAPI document); a longer
+    /// one fails the call `response_too_large`.
+    pub real_max_response_bytes: u64,
 }
 
 impl Agents {
     /// No model, no judge, no API URL; a 300 s service time-out; no
-    /// private target.
+    /// private target; real tools' answers up to 16 MiB.
     pub fn none() -> Self {
         Self {
             model: None,
@@ -47,6 +51,7 @@ impl Agents {
             service_timeout: Duration::from_secs(300),
             http: handover_client(),
             targets: TargetPolicy::default(),
+            real_max_response_bytes: toolmock_discovery::DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 }
@@ -104,6 +109,9 @@ pub struct AgentFlags {
         value_delimiter = ','
     )]
     pub allow_target_hosts: Vec<String>,
+    /// How much of a tenant's real tool's answer is read.
+    #[command(flatten)]
+    pub real: toolmock_discovery::RealToolFlags,
 }
 
 impl AgentFlags {
@@ -132,6 +140,7 @@ impl AgentFlags {
                 allow_private: self.allow_private_targets,
                 allowed_hosts: self.allow_target_hosts.clone(),
             },
+            real_max_response_bytes: self.real.real_max_response_bytes,
         })
     }
 }
