@@ -145,15 +145,6 @@ fn names_of(
         .collect()
 }
 
-/// How messages name the features `version` added, in the table's order.
-fn features_of(version: Version) -> Vec<&'static str> {
-    FEATURES
-        .iter()
-        .filter(|r| r.since == version)
-        .map(|r| r.what)
-        .collect()
-}
-
 /// `a, b, c and d`.
 fn and_list(items: &[&str]) -> String {
     match items.split_last() {
@@ -163,35 +154,29 @@ fn and_list(items: &[&str]) -> String {
     }
 }
 
-/// The version a document declares and the latest version whose features
-/// it used, as its check goes.
+/// The version a document declares, as its check goes. A document may
+/// declare a later version than its features need (`"schema_version": 3`
+/// with version-1 features only): that is accepted, and it means what the
+/// earlier version means.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Language {
     /// What `schema_version` says; version 1 also while it is missing or
     /// broken (which is reported on its own).
     declared: Version,
-    /// The latest `since` of the features met so far.
-    used: Version,
 }
 
 impl Language {
-    /// A document not yet read: version 1, nothing used.
+    /// A document not yet read: version 1.
     pub(crate) fn new() -> Language {
-        Language {
-            declared: V1,
-            used: V1,
-        }
+        Language { declared: V1 }
     }
 
-    /// A language in which every feature is admitted and already counted:
-    /// for a part whose feature was noted where the part begins (a `$find`
+    /// A language in which every feature is admitted: for a part whose
+    /// feature was noted where the part begins (a `$find`
     /// inside a path written as an array).
     pub(crate) fn counted() -> Language {
         let latest = Version::ALL[Version::ALL.len() - 1];
-        Language {
-            declared: latest,
-            used: latest,
-        }
+        Language { declared: latest }
     }
 
     /// Notes the document's `schema_version`.
@@ -206,16 +191,10 @@ impl Language {
 
     /// Notes `feature` met at `at`; in a document that declares an earlier
     /// version than the feature's, it is a diagnostic there.
-    pub(crate) fn feature(
-        &mut self,
-        diagnostics: &mut Diagnostics,
-        at: &str,
-        feature: Feature<'_>,
-    ) {
+    pub(crate) fn feature(&self, diagnostics: &mut Diagnostics, at: &str, feature: Feature<'_>) {
         let Some(row) = row_of(feature) else {
             return;
         };
-        self.used = self.used.max(row.since);
         if self.declared < row.since {
             diagnostics.push(
                 match row.since {
@@ -230,32 +209,6 @@ impl Language {
                     declared = self.declared.number(),
                 ),
             );
-        }
-    }
-
-    /// A declared version none of whose own features the document uses:
-    /// such a document is written as the version before, so that it has
-    /// one spelling (and one hash).
-    pub(crate) fn unused_declaration(&self, diagnostics: &mut Diagnostics) {
-        if self.used >= self.declared {
-            return;
-        }
-        match self.declared {
-            V1 => {}
-            V2 => diagnostics.push(
-                Code::UnsupportedSchemaVersion,
-                "/schema_version",
-                "schema_version 2 is for documents that use a version-2 feature (a path written as an array, the list form of set_state, a condition value that is a reference); this one uses none: write \"schema_version\": 1",
-            ),
-            V3 => diagnostics.push(
-                Code::UnsupportedSchemaVersion,
-                "/schema_version",
-                format!(
-                    "schema_version 3 is for documents that use a version-3 feature ({}); this one uses none: write \"schema_version\": {}",
-                    and_list(&features_of(V3)),
-                    self.used.number(),
-                ),
-            ),
         }
     }
 

@@ -12,8 +12,7 @@ problem_codes! {
         DuplicateKey => "duplicate_key",
         /// The compact document exceeds 102,400 bytes.
         TooLarge => "too_large",
-        /// `schema_version` is a number other than `1`, `2` and `3`, or a
-        /// version in a document that uses none of that version's features.
+        /// `schema_version` is a number other than `1`, `2` and `3`.
         UnsupportedSchemaVersion => "unsupported_schema_version",
         /// A list-form `set_state` with more than 100 writes.
         TooManyWrites => "too_many_writes",

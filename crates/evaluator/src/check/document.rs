@@ -214,7 +214,6 @@ impl Checker {
             }
         }
 
-        self.language.unused_declaration(&mut self.diagnostics);
         Some(Structure {
             default_variant: default_variant.map(Box::from),
             variants,
