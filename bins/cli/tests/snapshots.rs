@@ -124,7 +124,7 @@ fn invalid_literals() {
 fn limits_and_variants() {
     let rules: Vec<Value> = (0..101).map(|_| json!({"when": []})).collect();
     let doc = json!({
-        "schema_version": 2,
+        "schema_version": 4,
         "default_variant": "missing",
         "variants": {
             "found": {"result": {"name": "a", "greeting": "b"}, "delay_ms": 30001, "rules": rules},
