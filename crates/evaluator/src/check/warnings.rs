@@ -10,7 +10,11 @@
 //!   the failure of an earlier rule whose only condition is `exists: false`
 //!   or `ne` on it; a variant's own `result` or `set_state` must be safe in
 //!   every case it is rendered (no rule matched, or a matching rule left it
-//!   out).
+//!   out). One warning per input path: its pointer is the first place
+//!   that reads the path unproven, and its message counts and lists the
+//!   places (a port that reads one optional member in forty rules gets one
+//!   warning, not forty). These warnings come first, in the order their
+//!   first places are met.
 //! - `unreachable_rule`: a rule whose conditions include every condition of
 //!   an earlier rule of its variant: whenever it could hold, the earlier one
 //!   holds first, so it never answers.
@@ -58,6 +62,8 @@ pub fn warnings(definition: &Value, contract: Option<&CompiledContract>) -> Warn
         return out;
     };
     let input_schema = contract.map(|c| &c.contract().input_schema);
+    let mut unproven = Unproven::default();
+    let mut rest = Warnings::new();
     for (name, variant) in variants {
         let at = pointer_push("/variants", name);
         let rules: &[Value] = variant
@@ -86,7 +92,7 @@ pub fn warnings(definition: &Value, contract: Option<&CompiledContract>) -> Warn
                             &pointer_push(&rule_at, member),
                             schema,
                             &scenarios,
-                            &mut out,
+                            &mut unproven,
                         );
                     }
                 }
@@ -116,16 +122,64 @@ pub fn warnings(definition: &Value, contract: Option<&CompiledContract>) -> Warn
                     &pointer_push(&at, member),
                     schema,
                     &scenarios,
-                    &mut out,
+                    &mut unproven,
                 );
             }
         }
-        unreachable_rules(rules, &pointer_push(&at, "rules"), &mut out);
+        unreachable_rules(rules, &pointer_push(&at, "rules"), &mut rest);
         if definition.get("schema_version").and_then(Value::as_u64) == Some(1) {
-            reference_like_values(rules, &pointer_push(&at, "rules"), &mut out);
+            reference_like_values(rules, &pointer_push(&at, "rules"), &mut rest);
         }
     }
+    unproven.warn(&mut out);
+    out.extend(rest);
     out
+}
+
+/// How many places a grouped `optional_input_reference` message lists.
+const PLACES_LISTED: usize = 10;
+
+/// The places reading each input path the schema does not guarantee,
+/// unproven: input paths in the order first met, each with its pointers.
+#[derive(Default)]
+struct Unproven {
+    paths: Vec<(String, Vec<String>)>,
+}
+
+impl Unproven {
+    fn note(&mut self, path: &str, at: String) {
+        match self.paths.iter_mut().find(|(p, _)| p == path) {
+            Some((_, places)) => places.push(at),
+            None => self.paths.push((path.to_owned(), vec![at])),
+        }
+    }
+
+    /// One warning per input path, at its first place.
+    fn warn(self, out: &mut Warnings) {
+        for (path, places) in self.paths {
+            let mut message = format!(
+                "the input schema does not guarantee {path:?}, so a valid call without it ends as harness error missing_reference; make it required, or read it only in a rule that tests it (\"op\": \"exists\", \"value\": true)"
+            );
+            if places.len() > 1 {
+                let listed = places[..places.len().min(PLACES_LISTED)].join(", ");
+                let more = places.len().saturating_sub(PLACES_LISTED);
+                message.push_str(&format!(
+                    "; it is read so at {} places: {listed}{}",
+                    places.len(),
+                    if more > 0 {
+                        format!(" and {more} more")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            out.push(
+                WarningCode::OptionalInputReference,
+                places[0].clone(),
+                message,
+            );
+        }
+    }
 }
 
 /// The input path a rule's failure proves present: its only condition is
@@ -173,7 +227,7 @@ fn proves(guard: &str, path: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('.'))
 }
 
-/// Walks an expression, warning at each `$input` reference the schema does
+/// Walks an expression, noting each `$input` reference the schema does
 /// not guarantee and the guards of some scenario in which the expression is
 /// rendered do not prove.
 fn optional_references(
@@ -181,7 +235,7 @@ fn optional_references(
     at: &str,
     schema: &Value,
     scenarios: &[Vec<&str>],
-    out: &mut Warnings,
+    out: &mut Unproven,
 ) {
     match value {
         Value::Object(map) => {
@@ -195,13 +249,7 @@ fn optional_references(
                     .iter()
                     .all(|guards| guards.iter().any(|g| proves(g, path)));
                 if !proven && guaranteed(schema, schema, &segments, 0) == Some(false) {
-                    out.push(
-                        WarningCode::OptionalInputReference,
-                        pointer_push(at, "$input"),
-                        format!(
-                            "the input schema does not guarantee {path:?}, so a valid call without it ends as harness error missing_reference; make it required, or read it only in a rule that tests it (\"op\": \"exists\", \"value\": true)"
-                        ),
-                    );
+                    out.note(path, pointer_push(at, "$input"));
                 }
                 return;
             }
@@ -449,6 +497,50 @@ mod tests {
             "e": {"type": "array", "minItems": 2, "items": {"required": ["z"]}}}});
         assert_eq!(guaranteed(&array, &array, &["e", "1", "z"], 0), Some(true));
         assert_eq!(guaranteed(&array, &array, &["e", "2", "z"], 0), Some(false));
+    }
+
+    #[test]
+    fn repeated_unproven_reads_are_one_warning_per_input_path() {
+        let schema = json!({"type": "object", "properties": {"a": {}, "b": {}}});
+        let result = json!({"x": {"$input": "a"}, "y": [{"$input": "b"}, {"$input": "a"}],
+                            "z": {"$input": "a"}});
+        let mut unproven = Unproven::default();
+        optional_references(
+            &result,
+            "/variants/v/result",
+            &schema,
+            &[Vec::new()],
+            &mut unproven,
+        );
+        let mut out = Warnings::new();
+        unproven.warn(&mut out);
+        let found: Vec<(&str, &str)> = out
+            .iter()
+            .map(|w| (w.path.as_str(), w.message.as_str()))
+            .collect();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[0].0, "/variants/v/result/x/$input");
+        assert!(found[0].1.ends_with(
+            "; it is read so at 3 places: /variants/v/result/x/$input, /variants/v/result/y/1/$input, /variants/v/result/z/$input"
+        ), "{}", found[0].1);
+        assert_eq!(found[1].0, "/variants/v/result/y/0/$input");
+        assert!(
+            found[1]
+                .1
+                .ends_with("(\"op\": \"exists\", \"value\": true)"),
+            "one place: the message as it was"
+        );
+        let many = Value::Array(vec![json!({"$input": "a"}); 12]);
+        let mut unproven = Unproven::default();
+        optional_references(&many, "", &schema, &[Vec::new()], &mut unproven);
+        let mut out = Warnings::new();
+        unproven.warn(&mut out);
+        assert_eq!(out.len(), 1);
+        assert!(
+            out.iter()
+                .all(|w| w.message.contains("at 12 places: /0/$input, ")
+                    && w.message.ends_with("/9/$input and 2 more"))
+        );
     }
 
     #[test]
