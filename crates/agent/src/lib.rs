@@ -41,6 +41,7 @@
 #![warn(missing_docs)]
 
 mod flags;
+mod retry_after;
 
 pub use flags::{FlagsError, ModelFlags, Models};
 
@@ -158,9 +159,10 @@ impl OpenAiChat {
             .timeout(endpoint.timeout)
             .build()
             .map_err(|e| EndpointError::Client(e.to_string()))?;
-        // 429 (honouring Retry-After), 5xx and connection errors are
-        // retried by async-openai's layer; time-outs by `complete`.
-        let service = tower_stack(endpoint.max_retries, http);
+        // 429 (honouring Retry-After, up to the time-out), 5xx and
+        // connection errors are retried by async-openai's layer; time-outs
+        // by `complete`.
+        let service = tower_stack(endpoint.max_retries, endpoint.timeout, http);
         let config = OpenAIConfig::new()
             .with_api_base(url)
             .with_api_key(endpoint.api_key.clone().unwrap_or_default());
@@ -204,10 +206,12 @@ impl OpenAiChat {
 
 fn tower_stack(
     max_retries: u32,
+    longest_wait: Duration,
     http: reqwest::Client,
-) -> async_openai::middleware::retry::OpenAIRetry<ReqwestService> {
+) -> async_openai::middleware::retry::OpenAIRetry<retry_after::BoundedRetryAfter<ReqwestService>> {
     use tower::Layer;
-    OpenAIRetryLayer::new(max_retries as usize).layer(ReqwestService::new(http))
+    let bounded = retry_after::BoundedRetryAfter::new(ReqwestService::new(http), longest_wait);
+    OpenAIRetryLayer::new(max_retries as usize).layer(bounded)
 }
 
 /// A conversation message in the protocol's types.
@@ -276,6 +280,9 @@ fn classify(error: &OpenAIError) -> (bool, ModelError) {
         }
         // The retry layer already retried connection errors; time-outs are
         // retried here.
+        OpenAIError::Boxed(_) if retry_after::is_too_long(error) => {
+            (false, ModelError::Unavailable(text))
+        }
         OpenAIError::Reqwest(e) if e.is_timeout() => (true, ModelError::Unavailable(text)),
         OpenAIError::Reqwest(e) if e.is_connect() || e.is_request() => {
             (false, ModelError::Unavailable(text))

@@ -496,17 +496,39 @@ pub struct RunOptions {
     pub model: Option<Arc<dyn ChatModel>>,
     /// The judge model that grades `judge` rubrics (none: they cannot run).
     pub judge: Option<Arc<dyn ChatModel>>,
+    /// How long a model-driven attempt may run (none:
+    /// [`DEFAULT_ATTEMPT_TIMEOUT`]); past it, it ends `harness_error`
+    /// (`attempt_timeout`).
+    pub attempt_timeout: Option<Duration>,
 }
+
+/// How long a model-driven attempt may run by default
+/// (`--attempt-timeout-secs`): past it the attempt ends `harness_error`
+/// (`attempt_timeout`), however long its model keeps it waiting.
+pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// What plays a simulation's model cases besides its document: the model
 /// and the judge (each `None` where none is configured), the agent's
 /// functions and its system message. Built once per simulation.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Players {
     model: Option<Arc<dyn ChatModel>>,
     judge: Option<Arc<dyn ChatModel>>,
     functions: FunctionMap,
     system: String,
+    attempt_timeout: Duration,
+}
+
+impl Default for Players {
+    fn default() -> Self {
+        Self {
+            model: None,
+            judge: None,
+            functions: FunctionMap::default(),
+            system: String::new(),
+            attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
+        }
+    }
 }
 
 impl Players {
@@ -521,7 +543,16 @@ impl Players {
             judge,
             functions: FunctionMap::of_agent(loaded),
             system: system_message(&loaded.document.agent),
+            attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
         }
+    }
+
+    /// With each model-driven attempt's deadline `limit` (default
+    /// [`DEFAULT_ATTEMPT_TIMEOUT`]).
+    #[must_use]
+    pub fn with_attempt_timeout(mut self, limit: Duration) -> Self {
+        self.attempt_timeout = limit;
+        self
     }
 }
 
@@ -589,7 +620,7 @@ pub async fn play_attempt<B: Backend + 'static>(
         &ctx,
         (players.system.clone(), messages, *max_turns),
         &players.functions,
-        (model.as_ref(), keeping.sink),
+        (model.as_ref(), keeping.sink, players.attempt_timeout),
         case_at,
     )
     .await?;
@@ -840,11 +871,10 @@ pub async fn run<B: Backend + 'static>(
     }
     let started = prepare(&dispatcher, tenant, &loaded, Vec::new()).await?;
     let workflows = Arc::new(loaded.workflows());
-    let players = Arc::new(Players::new(
-        &loaded,
-        options.model.clone(),
-        options.judge.clone(),
-    ));
+    let players = Arc::new(
+        Players::new(&loaded, options.model.clone(), options.judge.clone())
+            .with_attempt_timeout(options.attempt_timeout.unwrap_or(DEFAULT_ATTEMPT_TIMEOUT)),
+    );
     let attempts = Arc::new(started.attempts.clone());
     let case_index: Arc<HashMap<String, usize>> = Arc::new(
         loaded

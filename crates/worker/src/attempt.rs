@@ -135,7 +135,8 @@ impl Simulations {
                 &loaded,
                 shared.agents.model.clone(),
                 shared.agents.judge.clone(),
-            ),
+            )
+            .with_attempt_timeout(shared.agents.attempt_timeout),
             loaded,
             own,
         });
