@@ -65,6 +65,7 @@ mod expect;
 mod judge;
 mod load;
 mod model_driver;
+mod players;
 mod problem;
 mod reference;
 mod results;
@@ -85,15 +86,15 @@ pub use load::{
     inline_file, load_file, load_slice, load_value, read_file, read_slice, read_value,
     schema_problems,
 };
+pub use players::{DEFAULT_ATTEMPT_TIMEOUT, Players, RunOptions};
 pub use problem::{FileProblem, LoadCode};
 pub use results::{
     AttemptResult, CallReport, CaseResult, DivergedMock, ErrorEntry, JudgeReport,
     OperationCoverage, PassK, RawAttempt, RunResults, Summary, VariantCoverage, coverage,
 };
 pub use runner::{
-    DEFAULT_ATTEMPT_TIMEOUT, Installed, Keeping, Players, RunError, RunOptions, assemble_results,
-    attempt_result, check, install, install_inline, judge_and_finish, play_attempt, run,
-    run_attempt, start, start_request, unknown_library_tools,
+    Installed, Keeping, RunError, assemble_results, attempt_result, check, install, install_inline,
+    judge_and_finish, play_attempt, run, run_attempt, start, start_request, unknown_library_tools,
 };
 pub use starting::start_problems;
 pub use workflow::{AttemptContext, CallFailure};

@@ -34,7 +34,14 @@ const SIMULATION: &[&[&str]] = &[
     &["expect", "workflow", "load", "conversation"],
     // The results document and coverage; the scripted and model drivers and
     // the judging of conversations.
-    &["results", "driver", "model_driver", "judge", "starting"],
+    &[
+        "results",
+        "driver",
+        "model_driver",
+        "judge",
+        "starting",
+        "players",
+    ],
     // Installing, starting, running and judging attempts.
     &["runner"],
     &["crate"],
@@ -125,6 +132,7 @@ fn the_graphs_see_the_imports_they_check() {
                     "judge",
                     "clock",
                     "starting",
+                    "players",
                     "crate"
                 ]
             ]
