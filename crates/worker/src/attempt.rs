@@ -117,6 +117,7 @@ impl Simulations {
             let mut dispatcher = crate::dispatcher(
                 shared.store.clone(),
                 shared.config.real_delays || real_delays,
+                shared.config.clock_offset,
             );
             let executor = real_tools.then(|| {
                 Arc::new(RealExecutor::new(
