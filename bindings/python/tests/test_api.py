@@ -255,3 +255,36 @@ def test_the_new_state_holds_what_the_evaluator_read(tmp_path: Path) -> None:
     (tmp_path / "calls.jsonl").write_text(json.dumps({"input": call}) + "\n")
     ran = run_cli("eval", BOOK / "mock.json", "--calls", tmp_path / "calls.jsonl", "--state", write_json(tmp_path / "s.json", state))
     assert json.loads(ran.stdout)["ok"]["state"] == new_state
+
+
+def test_an_attempt_removes_what_a_version_3_removal_names() -> None:
+    """docs/mock-language.md "Removing from state": a saved payment method
+    taken out by key, gift cards by a where, nothing for what is not there."""
+    wallet = {"users": {"u1": {"methods": {"gc_1": {"kind": "gift_card"}, "cc_2": {"kind": "card"},
+                                           "gc_3": {"kind": "GIFT_CARD"}}}}}
+    methods = ["users", {"$input": "user_id"}, "methods"]
+    delete = {
+        "schema_version": 3, "default_variant": "one", "initial_state": wallet,
+        "variants": {
+            "one": {"result": "deleted", "set_state": [{"remove": [*methods, {"$input": "id"}]}]},
+            "cards": {"result": "deleted", "set_state": [{"remove": methods, "where_ci": {"kind": "gift_card"}}]},
+        },
+        "examples": [{"variant": "one", "input": {"user_id": "u1", "id": "zz"}, "expected": "deleted",
+                      "expected_state": wallet},
+                     {"variant": "cards", "input": {"user_id": "u1"}, "expected": "deleted",
+                      "expected_state": {"users": {"u1": {"methods": {"cc_2": {"kind": "card"}}}}}}],
+    }
+    contract = {"operation": {"source": "custom", "name": "delete"}, "description": "",
+                "input_schema": {"type": "object"}, "output_schema": {"type": "string"}}
+    attempt = toolmock.Attempt({"delete": delete}, {"delete": contract})
+    assert attempt.call("delete", {"user_id": "u1", "id": "cc_2"}) == "deleted"
+    assert attempt.state["users"]["u1"]["methods"] == {"gc_1": {"kind": "gift_card"}, "gc_3": {"kind": "GIFT_CARD"}}
+    attempt.call("delete", {"user_id": "u9", "id": "cc_2"})
+    attempt.call("delete", {"user_id": "u1"}, variant="cards")
+    assert attempt.state == {"users": {"u1": {"methods": {}}}}
+    with pytest.raises(toolmock.ToolInputError) as raised:
+        attempt.call("delete", {"user_id": ["u1"], "id": "x"})
+    assert (raised.value.code, raised.value.path) == ("invalid_path_segment", "/user_id")
+    with pytest.raises(toolmock.DefinitionError) as refused:
+        toolmock.compile({**delete, "schema_version": 2})
+    assert [p.code for p in refused.value.problems] == ["version_3_feature", "version_3_feature"]

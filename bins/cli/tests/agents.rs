@@ -431,6 +431,35 @@ fn five_500s_end_the_attempt_agent_unavailable_never_failed() {
     assert_eq!(counts["unavailable"], 5, "one request and four retries");
 }
 
+/// A refused request is `model_failed`, described by its status class: what
+/// the endpoint answered (its message, the model name it echoes, a
+/// secret-looking string) reaches neither the results nor the evidence.
+#[test]
+fn model_failed_never_carries_what_the_endpoint_answered() {
+    let server = server();
+    let (code, results, evidence) = run(
+        &server,
+        "echo_secret",
+        json!([model_case("c", json!({}))]),
+        &[],
+    );
+    assert_eq!(code, 1);
+    let a = attempt(&results);
+    assert_eq!(a["harness_errors"][0]["code"], "model_failed", "{a:#}");
+    let message = a["harness_errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("HTTP 400 (the request was refused)"),
+        "{message}"
+    );
+    let everything = format!(
+        "{results}{}",
+        std::fs::read_to_string(evidence.join("01-c/attempt-1.jsonl")).unwrap()
+    );
+    assert!(!everything.contains("ECHOED-SECRET"), "{everything}");
+    assert!(!everything.contains("refused: "), "{everything}");
+    secret_free(&evidence);
+}
+
 #[test]
 fn a_harness_error_stops_the_loop_and_is_never_shown_to_the_model() {
     let server = server();
@@ -569,6 +598,33 @@ fn a_judge_grades_the_recorded_conversation() {
     assert!(broken.get("judge").is_none());
     let counts = reqwest_get(&format!("{}/../counts", server.url));
     assert_eq!(counts["judge_pass"], 1, "{counts}");
+}
+
+/// The judge's answer is read strictly (docs/agents.md): a verdict object
+/// that repeats `verdict` (fail, then pass — serde_json alone keeps the
+/// last) and one inside a Markdown code fence are `judge_failed`, never a
+/// verdict; and what the judge answered never reaches the message.
+#[test]
+fn a_judge_answer_with_a_repeated_key_or_a_fence_is_judge_failed() {
+    let server = server();
+    for (judge, why) in [
+        ("judge_duplicate", "repeats the key at /verdict"),
+        ("judge_fenced", "Markdown code fence"),
+        ("judge_garbage", "is not JSON"),
+    ] {
+        let attempt = judged(&server, "correct", judge, "harness_error");
+        let error = &attempt["harness_errors"][0];
+        assert_eq!(error["code"], "judge_failed", "{judge}: {attempt:#}");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(why), "{judge}: {message}");
+        assert!(
+            !message.contains("ECHOED")
+                && !message.contains("fenced")
+                && !message.contains("looks fine"),
+            "{judge}: {message}"
+        );
+        assert!(attempt.get("judge").is_none(), "{judge}");
+    }
 }
 
 /// However many attempts run at once (`--jobs`), the model requests in

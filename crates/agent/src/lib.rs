@@ -42,12 +42,12 @@
 
 mod flags;
 mod retry_after;
+mod transport;
 
 pub use flags::{FlagsError, ModelFlags, Models};
 
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
-use async_openai::error::OpenAIError;
 use async_openai::middleware::ReqwestService;
 use async_openai::middleware::retry::OpenAIRetryLayer;
 use async_openai::types::chat::{
@@ -134,6 +134,7 @@ pub struct OpenAiChat {
     temperature: Option<f32>,
     seed: Option<i64>,
     max_retries: u32,
+    timeout: Duration,
     permits: Semaphore,
 }
 
@@ -172,6 +173,7 @@ impl OpenAiChat {
             temperature: endpoint.temperature,
             seed: endpoint.seed,
             max_retries: endpoint.max_retries,
+            timeout: endpoint.timeout,
             permits: Semaphore::new(endpoint.concurrency.max(1)),
         })
     }
@@ -204,14 +206,23 @@ impl OpenAiChat {
     }
 }
 
+/// The retry layer over reqwest (under it, the bound on `Retry-After`:
+/// `retry_after`), and above it the refusal of a final non-2xx answer by
+/// its status alone (`transport::refuse_non_success`).
 fn tower_stack(
     max_retries: u32,
     longest_wait: Duration,
     http: reqwest::Client,
-) -> async_openai::middleware::retry::OpenAIRetry<retry_after::BoundedRetryAfter<ReqwestService>> {
-    use tower::Layer;
+) -> tower::util::MapResult<
+    async_openai::middleware::retry::OpenAIRetry<retry_after::BoundedRetryAfter<ReqwestService>>,
+    transport::Refusal,
+> {
+    use tower::{Layer, ServiceExt};
+    let refuse: transport::Refusal = transport::refuse_non_success;
     let bounded = retry_after::BoundedRetryAfter::new(ReqwestService::new(http), longest_wait);
-    OpenAIRetryLayer::new(max_retries as usize).layer(bounded)
+    OpenAIRetryLayer::new(max_retries as usize)
+        .layer(bounded)
+        .map_result(refuse)
 }
 
 /// A conversation message in the protocol's types.
@@ -263,34 +274,6 @@ fn wire_message(message: &Message) -> ChatCompletionRequestMessage {
     }
 }
 
-/// Whether an error is transient (worth another request), and its class.
-fn classify(error: &OpenAIError) -> (bool, ModelError) {
-    let text = error.to_string();
-    match error {
-        OpenAIError::ApiError(api) => {
-            let status = api.status_code.as_u16();
-            if status == 429 || api.status_code.is_server_error() {
-                (
-                    false,
-                    ModelError::Unavailable(format!("HTTP {status}: {text}")),
-                )
-            } else {
-                (false, ModelError::Failed(format!("HTTP {status}: {text}")))
-            }
-        }
-        // The retry layer already retried connection errors; time-outs are
-        // retried here.
-        OpenAIError::Boxed(_) if retry_after::is_too_long(error) => {
-            (false, ModelError::Unavailable(text))
-        }
-        OpenAIError::Reqwest(e) if e.is_timeout() => (true, ModelError::Unavailable(text)),
-        OpenAIError::Reqwest(e) if e.is_connect() || e.is_request() => {
-            (false, ModelError::Unavailable(text))
-        }
-        _ => (false, ModelError::Failed(text)),
-    }
-}
-
 impl ChatModel for OpenAiChat {
     fn complete<'a>(&'a self, request: ModelRequest<'a>) -> ModelFuture<'a> {
         Box::pin(async move {
@@ -305,7 +288,7 @@ impl ChatModel for OpenAiChat {
                 match self.client.chat().create(body.clone()).await {
                     Ok(response) => break response,
                     Err(error) => {
-                        let (again, failure) = classify(&error);
+                        let (again, failure) = transport::classify(&error, self.timeout);
                         if !again || tries >= self.max_retries {
                             return Err(failure);
                         }
@@ -405,5 +388,99 @@ mod tests {
             matches!(reply, Err(ModelError::Unavailable(_))),
             "{reply:?}"
         );
+    }
+
+    /// An HTTP server answering every request with `status` (the whole
+    /// status line after the version) and `body`; its `/v1` URL.
+    async fn answering(status: &'static str, body: &'static str) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let response = format!(
+            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 4096];
+                // The head and the JSON body (whose end is its closing brace).
+                while let Ok(n) = socket.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    seen.extend_from_slice(&buf[..n]);
+                    if seen.ends_with(b"}") {
+                        break;
+                    }
+                }
+                let _ = socket.write_all(response.as_bytes()).await;
+                let _ = socket.shutdown().await;
+            }
+        });
+        format!("http://127.0.0.1:{port}/v1")
+    }
+
+    /// What the endpoint answers never reaches a `ModelError` (issue 32,
+    /// item 10): a secret it echoes — in the reason phrase, an error body or
+    /// an unusable answer — is absent; the message names the status class
+    /// or what is wrong, and the size.
+    #[tokio::test]
+    async fn a_failure_never_quotes_the_endpoint() {
+        const SECRET: &str = "ECHOED-SECRET-0123456789";
+        let error_body = r#"{"error": {"message": "model m unknown ECHOED-SECRET-0123456789", "type": "invalid_request_error", "param": null, "code": null}}"#;
+        let not_a_completion = r#"{"choices": "ECHOED-SECRET-0123456789"}"#;
+        let cases = [
+            (
+                "400 Bad ECHOED-SECRET-0123456789",
+                error_body,
+                "HTTP 400 (the request was refused)".to_owned(),
+                false,
+            ),
+            (
+                "503 ECHOED-SECRET-0123456789",
+                SECRET,
+                "HTTP 503 (a server error)".to_owned(),
+                true,
+            ),
+            (
+                "200 OK",
+                not_a_completion,
+                format!(
+                    "({} bytes) is not a chat completion",
+                    not_a_completion.len()
+                ),
+                false,
+            ),
+            (
+                "200 OK",
+                SECRET,
+                format!("({} bytes) is not a chat completion", SECRET.len()),
+                false,
+            ),
+        ];
+        for (status, body, said, unavailable) in cases {
+            let mut e = endpoint();
+            e.base_url = answering(status, body).await;
+            let model = OpenAiChat::new(&e).expect("client");
+            let messages = [Message::User {
+                content: "hi".into(),
+            }];
+            let error = model
+                .complete(ModelRequest {
+                    messages: &messages,
+                    tools: &[],
+                })
+                .await
+                .expect_err("an unusable answer");
+            let text = error.to_string();
+            assert!(!text.contains(SECRET), "{text}");
+            assert!(text.contains(&said), "{text}");
+            assert_eq!(
+                matches!(error, ModelError::Unavailable(_)),
+                unavailable,
+                "{text}"
+            );
+        }
     }
 }

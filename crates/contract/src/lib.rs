@@ -49,8 +49,8 @@ pub use definition::{
 };
 pub use duplicates::duplicate_keys;
 pub use problem::{
-    Problem, ProblemCode, Problems, check_documented_codes, code_strings, documented_codes,
-    json_kind,
+    DocumentedCode, Problem, ProblemCode, Problems, check_documented_classes,
+    check_documented_codes, code_strings, documented_codes, documented_rows, json_kind,
 };
 
 // For `problem_codes!` in other crates: they need not name serde themselves.

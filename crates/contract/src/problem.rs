@@ -271,8 +271,44 @@ impl<C: ProblemCode> fmt::Display for Problems<C> {
 
 impl<C: ProblemCode> std::error::Error for Problems<C> {}
 
+/// One row of a crate's table in `docs/error-codes.md`: the code (without
+/// its backticks) and its class column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DocumentedCode<'d> {
+    /// The code, e.g. `unknown_field`.
+    pub code: &'d str,
+    /// The class column, e.g. `tool_input_error` or `sqlstate`.
+    pub class: &'d str,
+}
+
+/// The rows of the table under `## {crate_name}` in `docs/error-codes.md`,
+/// in the order written (a row written twice appears twice). The one reader
+/// of that table: every crate's documented-codes test goes through it.
+///
+/// ```
+/// let doc = "# Error codes\n\n## toolmock-x\n\n| code | class | meaning | example |\n|---|---|---|---|\n| `a` | c | m | e |\n\n## toolmock-y\n\n| `b` | c | m | e |\n";
+/// let rows = toolmock_contract::documented_rows(doc, "toolmock-x");
+/// assert_eq!(rows, [toolmock_contract::DocumentedCode { code: "a", class: "c" }]);
+/// ```
+pub fn documented_rows<'d>(markdown: &'d str, crate_name: &str) -> Vec<DocumentedCode<'d>> {
+    let heading = format!("## {crate_name}");
+    markdown
+        .lines()
+        .skip_while(|line| line.trim_end() != heading)
+        .skip(1)
+        .take_while(|line| !line.starts_with("## "))
+        .filter(|line| line.starts_with('|') && !line.starts_with("|---"))
+        .filter_map(|line| {
+            let mut cells = line.split('|').skip(1).map(str::trim);
+            let code = cells.next()?.trim_matches('`');
+            let class = cells.next().unwrap_or("");
+            (code != "code").then_some(DocumentedCode { code, class })
+        })
+        .collect()
+}
+
 /// The codes `docs/error-codes.md` lists for one crate: the first column of
-/// the table under `## {crate_name}`, without its backticks. Each crate's
+/// the table under `## {crate_name}` ([`documented_rows`]). Each crate's
 /// test compares them with its code enums, both ways.
 ///
 /// ```
@@ -281,14 +317,9 @@ impl<C: ProblemCode> std::error::Error for Problems<C> {}
 /// assert_eq!(codes.into_iter().collect::<Vec<_>>(), ["a"]);
 /// ```
 pub fn documented_codes<'d>(markdown: &'d str, crate_name: &str) -> BTreeSet<&'d str> {
-    let heading = format!("## {crate_name}");
-    markdown
-        .lines()
-        .skip_while(|line| line.trim_end() != heading)
-        .skip(1)
-        .take_while(|line| !line.starts_with("## "))
-        .filter_map(|line| line.strip_prefix("| `"))
-        .filter_map(|rest| rest.split_once('`').map(|(code, _)| code))
+    documented_rows(markdown, crate_name)
+        .into_iter()
+        .map(|row| row.code)
         .collect()
 }
 
@@ -300,10 +331,40 @@ pub fn check_documented_codes(
     crate_name: &str,
     codes: &[&str],
 ) -> Result<(), String> {
-    let documented = documented_codes(markdown, crate_name);
-    let actual: BTreeSet<&str> = codes.iter().copied().collect();
-    let missing: Vec<&str> = actual.difference(&documented).copied().collect();
-    let extra: Vec<&str> = documented.difference(&actual).copied().collect();
+    compare(
+        crate_name,
+        documented_codes(markdown, crate_name),
+        codes.iter().copied().collect(),
+    )
+}
+
+/// [`check_documented_codes`] for a crate whose table's class column is
+/// checked too: `rows` are its `(code, class)` pairs, and a pair the table
+/// writes twice is an error as well.
+pub fn check_documented_classes(
+    markdown: &str,
+    crate_name: &str,
+    rows: &[(&str, &str)],
+) -> Result<(), String> {
+    let mut documented = BTreeSet::new();
+    for row in documented_rows(markdown, crate_name) {
+        if !documented.insert((row.code, row.class)) {
+            return Err(format!(
+                "docs/error-codes.md, section {crate_name}: {} ({}) is listed twice",
+                row.code, row.class
+            ));
+        }
+    }
+    compare(crate_name, documented, rows.iter().copied().collect())
+}
+
+fn compare<T: Ord + fmt::Debug>(
+    crate_name: &str,
+    documented: BTreeSet<T>,
+    actual: BTreeSet<T>,
+) -> Result<(), String> {
+    let missing: Vec<&T> = actual.difference(&documented).collect();
+    let extra: Vec<&T> = documented.difference(&actual).collect();
     if missing.is_empty() && extra.is_empty() {
         Ok(())
     } else {

@@ -7,7 +7,8 @@
 //! - money arithmetic (`$add`, `$sub`, `$mul`, `$round`) in [`decimals`];
 //! - `$append` and `$merge` in [`collections`];
 //! - `$sort` and `$pluck` in [`lists`];
-//! - `$find` in [`find`].
+//! - `$find` in [`find`];
+//! - `$if` in `crate::conditions::choice` (it is written with conditions).
 //!
 //! [`OPERATORS`] is the table the compiler reads: a family is a room and
 //! its rows here (with the version that has each operator in
@@ -73,5 +74,9 @@ pub(crate) const OPERATORS: &[OperatorRow] = &[
     OperatorRow {
         name: "$pluck",
         compile: lists::compile,
+    },
+    OperatorRow {
+        name: "$if",
+        compile: crate::conditions::choice::compile,
     },
 ];

@@ -22,11 +22,13 @@ pub(crate) enum Version {
     V1 = 1,
     /// Computed paths, nested writes, domain errors, the bounded operators.
     V2 = 2,
+    /// Removal from state, ordering conditions, `$if`.
+    V3 = 3,
 }
 
 impl Version {
     /// Every version, oldest first.
-    pub(crate) const ALL: [Version; 2] = [Version::V1, Version::V2];
+    pub(crate) const ALL: [Version; 3] = [Version::V1, Version::V2, Version::V3];
 
     /// The version a `schema_version` number names.
     pub(crate) fn declared(number: u64) -> Option<Version> {
@@ -55,6 +57,8 @@ pub(crate) enum Feature<'n> {
     WriteList,
     /// A condition value that is exactly one `$input`/`$state` reference.
     ReferenceValue,
+    /// A write of the list form of `set_state` that removes (`{"remove": …}`).
+    Removal,
 }
 
 /// One feature, the first version that has it, and how messages name it.
@@ -73,8 +77,8 @@ const fn row(feature: Feature<'static>, since: Version, what: &'static str) -> R
     }
 }
 
-use Feature::{ArrayPath, Field, Op, Operator, ReferenceValue, WriteList};
-use Version::{V1, V2};
+use Feature::{ArrayPath, Field, Op, Operator, ReferenceValue, Removal, WriteList};
+use Version::{V1, V2, V3};
 
 /// Which feature needs which version. The version-1 rows are listed too,
 /// in the order messages list them.
@@ -108,6 +112,12 @@ pub(crate) const FEATURES: &[Row] = &[
     row(Operator("$find"), V2, "the $find operator"),
     row(Operator("$sort"), V2, "the $sort operator"),
     row(Operator("$pluck"), V2, "the $pluck operator"),
+    row(Removal, V3, "a removal (a write {\"remove\": path})"),
+    row(Op("lt"), V3, "the condition op lt"),
+    row(Op("le"), V3, "the condition op le"),
+    row(Op("gt"), V3, "the condition op gt"),
+    row(Op("ge"), V3, "the condition op ge"),
+    row(Operator("$if"), V3, "the $if operator"),
 ];
 
 /// The row of a feature; `None` for one no version has.
@@ -124,6 +134,15 @@ fn names_of(
         .iter()
         .filter(|r| r.since == version)
         .filter_map(|r| pick(r.feature))
+        .collect()
+}
+
+/// How messages name the features `version` added, in the table's order.
+fn features_of(version: Version) -> Vec<&'static str> {
+    FEATURES
+        .iter()
+        .filter(|r| r.since == version)
+        .map(|r| r.what)
         .collect()
 }
 
@@ -191,8 +210,10 @@ impl Language {
         self.used = self.used.max(row.since);
         if self.declared < row.since {
             diagnostics.push(
-                // Version 2 is the only later version so far.
-                Code::Version2Feature,
+                match row.since {
+                    V3 => Code::Version3Feature,
+                    _ => Code::Version2Feature,
+                },
                 at,
                 format!(
                     "{} is a version-{since} feature, and this document says \"schema_version\": {declared}; write \"schema_version\": {since} to use it",
@@ -208,12 +229,25 @@ impl Language {
     /// such a document is written as the version before, so that it has
     /// one spelling (and one hash).
     pub(crate) fn unused_declaration(&self, diagnostics: &mut Diagnostics) {
-        if self.declared == V2 && self.used < V2 {
-            diagnostics.push(
+        if self.used >= self.declared {
+            return;
+        }
+        match self.declared {
+            V1 => {}
+            V2 => diagnostics.push(
                 Code::UnsupportedSchemaVersion,
                 "/schema_version",
                 "schema_version 2 is for documents that use a version-2 feature (a path written as an array, the list form of set_state, a condition value that is a reference); this one uses none: write \"schema_version\": 1",
-            );
+            ),
+            V3 => diagnostics.push(
+                Code::UnsupportedSchemaVersion,
+                "/schema_version",
+                format!(
+                    "schema_version 3 is for documents that use a version-3 feature ({}); this one uses none: write \"schema_version\": {}",
+                    and_list(&features_of(V3)),
+                    self.used.number(),
+                ),
+            ),
         }
     }
 

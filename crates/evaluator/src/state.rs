@@ -4,6 +4,7 @@
 //! as a call renders it ([`writes`]).
 
 pub(crate) mod overlay;
+pub(crate) mod removal;
 pub(crate) mod set_state;
 pub(crate) mod view;
 pub(crate) mod writes;

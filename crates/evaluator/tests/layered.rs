@@ -2,10 +2,12 @@
 //! call exactly as the same state held whole: the same result, the same
 //! error, and the same post-call state — while the base is never copied.
 //!
-//! A property test plays random call sequences of a version-2 definition
-//! with reads (whole records, `$find`, conditions, the whole state) and
-//! writes (nested, into array elements, at missing members, top-level)
-//! against both and compares after every call.
+//! A property test plays random call sequences of a version-3 definition
+//! with reads (whole records, `$find`, conditions, the whole state),
+//! writes (nested, into array elements, at missing members, top-level) and
+//! removals (a record, an array element, the members a `where` selects, a
+//! removal then a write at the same place) against both and compares after
+//! every call.
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -16,7 +18,7 @@ use toolmock_evaluator::{
 fn definition() -> CompiledDefinition {
     let id = json!({"$input": "id"});
     let mut doc = json!({
-        "schema_version": 2,
+        "schema_version": 3,
         "default_variant": "get",
         "initial_state": {"n": 0},
         "variants": {
@@ -41,6 +43,19 @@ fn definition() -> CompiledDefinition {
             "record": {"result": {"ok": true}, "set_state": [{"path": ["orders", id], "value": {"status": {"$input": "s"}, "items": ["a"]}}]},
             "find": {"result": {"k": {"$find": {"in": {"$state": "orders"}, "where": {"status": {"$input": "s"}}, "give": "key"}}}},
             "whole": {"result": {"$state": ""}},
+            "drop": {"result": {"ok": true}, "set_state": [{"remove": ["orders", id]}]},
+            "drop_item": {"result": {"ok": true}, "set_state": [{"remove": ["orders", id, "items", {"$input": "i"}]}]},
+            "drop_where": {"result": {"ok": true}, "set_state": [{"remove": "orders", "where": {"status": {"$input": "s"}}}]},
+            "drop_items_where": {"result": {"ok": true}, "set_state": [{"remove": ["orders", id, "items"], "where": {"": "a"}}]},
+            "drop_then_write": {"result": {"ok": true}, "set_state": [
+                {"remove": ["orders", id]},
+                {"path": ["orders", id, "status"], "value": {"$input": "s"}}
+            ]},
+            "write_then_drop": {"result": {"ok": true}, "set_state": [
+                {"path": ["fresh", id, "deep"], "value": {"$input": "i"}},
+                {"remove": ["fresh", id, "deep"]},
+                {"remove": ["n", "x"]}
+            ]},
             "cond": {
                 "result": "different",
                 "rules": [{"when": [{"source": "state", "path": ["orders", id, "status"], "op": "eq", "value": {"$input": "s"}}],
@@ -75,8 +90,22 @@ fn base() -> Map<String, Value> {
         .unwrap_or_default()
 }
 
-const VARIANTS: [&str; 9] = [
-    "get", "status", "item", "two", "top", "record", "find", "whole", "cond",
+const VARIANTS: [&str; 15] = [
+    "get",
+    "status",
+    "item",
+    "two",
+    "top",
+    "record",
+    "find",
+    "whole",
+    "cond",
+    "drop",
+    "drop_item",
+    "drop_where",
+    "drop_items_where",
+    "drop_then_write",
+    "write_then_drop",
 ];
 
 fn calls() -> impl Strategy<Value = Vec<(usize, u8, u8, u8)>> {
@@ -120,6 +149,43 @@ proptest! {
         // The base itself is never written.
         prop_assert_eq!(&base, &self::base());
     }
+}
+
+/// Removing a record marks it removed in the overlay, never copying the
+/// rest of the collection; a read no longer finds it, and the stored form
+/// keeps the removal.
+#[test]
+fn a_removal_keeps_only_the_mark() {
+    let definition = definition();
+    let base = base();
+    let mut a = Overlay::new();
+    let input = input(1, 0, 0);
+    let Ok(outcome) = evaluate_layered(
+        &definition,
+        &input,
+        StateView::layered(&base, &a),
+        Some("drop"),
+    ) else {
+        panic!("the removal answers")
+    };
+    for (key, patch) in outcome.patches {
+        a.set(key, patch);
+    }
+    assert_eq!(Value::Object(a.changes()), json!({"orders": {"o1": null}}));
+    assert_eq!(a.to_stored(), json!({"orders": {"+": {"o1": {"-": true}}}}));
+    let whole = StateView::layered(&base, &a).whole();
+    assert_eq!(whole["orders"].as_object().map(|o| o.len()), Some(3));
+    assert!(whole["orders"].get("o1").is_none());
+    let read = evaluate_layered(
+        &definition,
+        &input,
+        StateView::layered(&base, &a),
+        Some("get"),
+    );
+    assert!(matches!(
+        read,
+        Err(toolmock_evaluator::CallError::MissingReference { .. })
+    ));
 }
 
 /// A nested write leaves the rest of the collection out of the overlay, and

@@ -61,12 +61,15 @@ const LAYERS: &[&[&str]] = &[
         "conditions::want",
         "conditions::membership",
         "conditions::folding",
+        "conditions::ordering",
         "domain::answer",
+        "state::removal",
         "state::writes",
     ],
     // Reading those rooms from a definition.
     &[
         "conditions::when",
+        "conditions::choice",
         "domain::error_field",
         "state::set_state",
     ],
@@ -127,6 +130,7 @@ const FORM_AND_EVALUATION: &[&str] = &[
     "paths::reference",
     "state::overlay",
     "state::view",
+    "state::removal",
     "state::writes",
     "scope",
     "expr::tree",

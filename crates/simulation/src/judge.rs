@@ -75,33 +75,56 @@ Grade only what the transcript shows against the rubric. \
 Answer with one JSON object and nothing else: \
 {\"verdict\": \"pass\" or \"fail\", \"score\": a number from 0 to 1, \"reasoning\": \"one or two sentences\"}.";
 
-/// The judge's answer, read strictly: one JSON object (optionally inside a
-/// ```json fence) with `verdict` `pass`/`fail`, `score` in 0…1 and
-/// `reasoning`; anything else is `Err` (a harness error, never a verdict).
+/// The judge's answer, read strictly: exactly one JSON object — no
+/// Markdown code fence around it, no repeated key anywhere in it (another
+/// reader could keep the other value) — with `verdict` `pass`/`fail`,
+/// `score` in 0…1 and `reasoning`; anything else is `Err` (a harness error,
+/// never a verdict). The error describes what is wrong with the answer and
+/// its size, never its text: the judge's endpoint is not ours, and what it
+/// echoes must not reach results or evidence.
 pub(crate) fn read_verdict(text: &str) -> Result<JudgeReport, String> {
-    let trimmed = text.trim();
-    let body = trimmed
-        .strip_prefix("```json")
-        .or_else(|| trimmed.strip_prefix("```"))
-        .and_then(|rest| rest.strip_suffix("```"))
-        .unwrap_or(trimmed)
-        .trim();
-    let value: Value = serde_json::from_str(body)
-        .map_err(|e| format!("the judge's answer is not a JSON object ({e}): {text:?}"))?;
-    let verdict = match value.get("verdict").and_then(Value::as_str) {
+    let size = text.len();
+    let value: Value = serde_json::from_str(text.trim()).map_err(|e| {
+        let what = if text.trim_start().starts_with("```") {
+            "is wrapped in a Markdown code fence"
+        } else {
+            "is not JSON"
+        };
+        format!(
+            "the judge's answer ({size} bytes) {what} (line {}, column {}): it must be one JSON object",
+            e.line(),
+            e.column()
+        )
+    })?;
+    let Value::Object(object) = value else {
+        return Err(format!(
+            "the judge's answer ({size} bytes) is JSON but not an object"
+        ));
+    };
+    if let Some(first) = toolmock_contract::duplicate_keys(text.trim().as_bytes()).first() {
+        // Only a key of the verdict's own is named: any other is the judge's text.
+        let which = match first.as_str() {
+            known @ ("/verdict" | "/score" | "/reasoning") => format!("the key at {known}"),
+            _ => "a key".to_owned(),
+        };
+        return Err(format!(
+            "the judge's answer ({size} bytes) repeats {which}: its verdict is ambiguous"
+        ));
+    }
+    let verdict = match object.get("verdict").and_then(Value::as_str) {
         Some(v @ ("pass" | "fail")) => v.to_owned(),
         _ => {
             return Err(format!(
-                "the judge's answer has no verdict pass or fail: {text:?}"
+                "the judge's answer ({size} bytes) has no verdict \"pass\" or \"fail\""
             ));
         }
     };
-    let score = value
+    let score = object
         .get("score")
         .and_then(Value::as_f64)
         .filter(|s| (0.0..=1.0).contains(s))
-        .ok_or_else(|| format!("the judge's answer has no score from 0 to 1: {text:?}"))?;
-    let reasoning = value
+        .ok_or_else(|| format!("the judge's answer ({size} bytes) has no score from 0 to 1"))?;
+    let reasoning = object
         .get("reasoning")
         .and_then(Value::as_str)
         .unwrap_or_default()
@@ -163,18 +186,58 @@ mod tests {
 
     #[test]
     fn verdicts_are_read_strictly() {
-        let ok = read_verdict(
-            "```json\n{\"verdict\": \"pass\", \"score\": 0.9, \"reasoning\": \"fine\"}\n```",
-        );
+        let ok =
+            read_verdict(" {\"verdict\": \"pass\", \"score\": 0.9, \"reasoning\": \"fine\"}\n");
         assert_eq!(ok.map(|r| (r.verdict, r.score)), Ok(("pass".into(), 0.9)));
-        for garbage in [
-            "looks fine to me",
-            "{\"verdict\": \"maybe\", \"score\": 0.5}",
-            "{\"verdict\": \"pass\", \"score\": 7}",
-            "{\"verdict\": \"pass\"}",
-            "",
+        for (garbage, why) in [
+            ("looks fine to me", "is not JSON"),
+            ("{\"verdict\": \"maybe\", \"score\": 0.5}", "no verdict"),
+            ("{\"verdict\": \"pass\", \"score\": 7}", "no score"),
+            ("{\"verdict\": \"pass\"}", "no score"),
+            ("[\"pass\"]", "not an object"),
+            ("", "is not JSON"),
+            // The last key would win in serde_json: a fail read as a pass.
+            (
+                "{\"verdict\": \"fail\", \"score\": 0.1, \"verdict\": \"pass\"}",
+                "repeats the key at /verdict",
+            ),
+            (
+                "{\"verdict\": \"pass\", \"score\": 1, \"x\": {\"a\": 1, \"a\": 2}}",
+                "repeats a key",
+            ),
+            // docs/agents.md: one JSON object, nothing around it.
+            (
+                "```json\n{\"verdict\": \"pass\", \"score\": 0.9, \"reasoning\": \"fine\"}\n```",
+                "Markdown code fence",
+            ),
+            (
+                "Sure! {\"verdict\": \"pass\", \"score\": 0.9}",
+                "is not JSON",
+            ),
         ] {
-            assert!(read_verdict(garbage).is_err(), "{garbage}");
+            let error = read_verdict(garbage).expect_err(garbage);
+            assert!(error.contains(why), "{garbage}: {error}");
+        }
+    }
+
+    /// What the judge answers never reaches the message (item 10 of issue
+    /// 32): only what is wrong with it and its size.
+    #[test]
+    fn a_refused_verdict_never_quotes_the_answer() {
+        let secret = "sk-live-ECHOED-0123456789";
+        for answer in [
+            format!("I refuse. {secret}"),
+            format!("{{\"verdict\": \"{secret}\", \"score\": 1}}"),
+            format!("{{\"verdict\": \"pass\", \"score\": \"{secret}\"}}"),
+            format!("```\n{{\"reasoning\": \"{secret}\"}}\n```"),
+            format!("{{\"{secret}\": 1, \"{secret}\": 2}}"),
+        ] {
+            let error = read_verdict(&answer).expect_err(&answer);
+            assert!(!error.contains("ECHOED"), "{error}");
+            assert!(
+                error.contains(&format!("({} bytes)", answer.len())),
+                "{error}"
+            );
         }
     }
 

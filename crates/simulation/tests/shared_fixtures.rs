@@ -288,3 +288,51 @@ fn a_document_whose_fixture_file_was_never_loaded_does_not_start() {
         other => panic!("expected FixtureNotLoaded, got {other:?}"),
     }
 }
+
+/// A version-3 removal in an attempt over shared fixtures: the order is
+/// gone for that attempt (a read answers "not found", `final_state` is
+/// judged on the merged state) and still there for the case beside it.
+#[tokio::test]
+async fn a_removal_takes_a_record_out_of_one_attempt_only() {
+    let folder = Folder::new("removal");
+    folder.write("db.json", &orders(20));
+    let mut doc = document(json!([{"file": "db.json"}]), json!({"audit": []}), 2);
+    let tool = &mut doc["tools"][0];
+    if let Some(operations) = tool["operations"].as_array_mut() {
+        operations.push(json!({"name": "delete", "input_schema": {"type": "object"}, "output_schema": {"type": "object"}}));
+    }
+    tool["definitions"]["delete"] = json!({
+        "schema_version": 3, "default_variant": "ok",
+        "variants": {"ok": {
+            "result": {"deleted": {"$input": "order_id"}},
+            "set_state": [{"remove": ["orders", {"$input": "order_id"}]},
+                          {"remove": "orders", "where": {"status": "cancelled"}}]
+        }},
+        "examples": [{"variant": "ok", "input": {"order_id": "#W1"},
+                      "state": {"orders": {"#W1": {}, "#W2": {"status": "cancelled"}, "#W3": {"status": "pending"}}},
+                      "expected": {"deleted": "#W1"},
+                      "expected_state": {"orders": {"#W3": {"status": "pending"}}}}]
+    });
+    let step = |operation: &str, id: &str, result: Value| json!({"tool": "shop", "operation": operation, "arguments": {"order_id": id}, "expect": {"result": result}});
+    doc["cases"] = json!([
+        {"name": "deletes", "driver": {"type": "scripted", "steps": [
+            step("cancel", "#W2", json!({"was": "pending"})),
+            step("delete", "#W1", json!({"deleted": "#W1"})),
+            step("get_order", "#W1", json!({"error": "not found"})),
+            step("get_order", "#W2", json!({"error": "not found"})),
+            step("delete", "#W1", json!({"deleted": "#W1"}))
+        ]},
+         "expect": {"final_state": {"subset": {"orders": {"#W3": {"status": "pending"}}}}}},
+        {"name": "reads", "driver": {"type": "scripted", "steps": [
+            step("get_order", "#W1", json!({"order": {"status": "pending", "items": [{"id": 1, "price": "10.00"}]}}))
+        ]}}
+    ]);
+    let path = folder.write("sim.json", &doc);
+    let results = run_file(&path).await.expect("runs");
+    assert!(
+        results.ok,
+        "{}",
+        serde_json::to_string(&results.cases).unwrap_or_default()
+    );
+    assert_eq!(results.summary.attempts, 4);
+}

@@ -15,6 +15,7 @@ use shop::{app_pool, call, orders, start};
 use sqlx::PgPool;
 use toolmock_runtime::MemoryStore;
 use toolmock_runtime::backend::{Backend, EvidenceSink, FixtureStore};
+use toolmock_runtime::model::Verdict;
 use toolmock_runtime::testkit::Rig;
 use toolmock_store::PgStore;
 
@@ -266,4 +267,39 @@ async fn concurrent_nested_writes_to_one_overlay_all_land(pool: PgPool) {
             .all(|o| o["status"] == "pending")
     );
     rig.backend().pool().close().await;
+}
+
+/// A finished fixture-backed attempt's overlay row is sealed like a whole
+/// state row (issue 32, item 7): as the application role, forging its
+/// overlay is refused (TM011) and the merged final state stands.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_finished_attempts_overlay_is_sealed(pool: PgPool) {
+    let app = app_pool(&pool).await;
+    let rig = Rig::new(PgStore::new(app.clone()));
+    let (tenant, started) = start(&rig, "acme", orders(3, 8), 2).await;
+    call(&rig, tenant, &started, 0, "cancel", "#W1").await;
+    let attempt = started.attempts[0].id;
+    rig.dispatcher
+        .finish_attempt(tenant, attempt, Verdict::Passed)
+        .await
+        .unwrap();
+    let forged = json!({"orders": {"+": {"#W1": {"+": {"status": {"=": "refunded"}}}}}});
+    let error = sqlx::query("UPDATE attempt_state SET state = $2 WHERE attempt_id = $1")
+        .bind(attempt.as_uuid())
+        .bind(&forged)
+        .execute(&app)
+        .await
+        .expect_err("a finished attempt's overlay is sealed");
+    let code = error.as_database_error().and_then(|e| e.code());
+    assert_eq!(code.as_deref(), Some("TM011"), "{error}");
+    let state = rig.backend().state(tenant, attempt).await.unwrap();
+    assert_eq!(state.state["orders"]["#W1"]["status"], json!("cancelled"));
+    // The running attempt's overlay is still the application's to write.
+    sqlx::query("UPDATE attempt_state SET state = $2 WHERE attempt_id = $1")
+        .bind(started.attempts[1].id.as_uuid())
+        .bind(&forged)
+        .execute(&app)
+        .await
+        .unwrap();
+    app.close().await;
 }

@@ -732,8 +732,9 @@ async fn a_real_call_stored_as_external_reads_as_real_after_the_upgrade(pool: Pg
              operation_id, revision, definition_hash, $2, arguments, result, state_before, \
              state_after, 1, 2, 0, started_at, duration_us FROM evidence WHERE attempt_id = $1",
     );
+    // On the running attempt: the finished one's evidence is sealed (TM011).
     let refused = external
-        .bind(finished)
+        .bind(uuid::Uuid::from_u128(7))
         .bind("external")
         .execute(&pool)
         .await

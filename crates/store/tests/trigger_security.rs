@@ -147,6 +147,123 @@ async fn a_finished_attempt_is_final(pool: PgPool) {
     conn.close().await.unwrap();
 }
 
+/// A finished attempt is sealed (issue 32, items 7 and 8): as the
+/// application role, its state row cannot be rewritten, and nothing can be
+/// added to its conversation, evidence or tool input errors (TM011) — while
+/// the same writes to a running attempt still go through.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_finished_attempt_is_sealed(pool: PgPool) {
+    let (tenant, running, finished) = attempts(&pool).await;
+    let mut conn = app_connection(&pool).await;
+    let writes = [
+        "UPDATE attempt_state SET state = '{\"forged\": true}' WHERE attempt_id = $2 AND tenant_id = $1",
+        "UPDATE attempt_state SET version = version + 1 WHERE attempt_id = $2 AND tenant_id = $1",
+        "INSERT INTO attempt_messages (tenant_id, attempt_id, position, message, at) \
+         VALUES ($1, $2, 1000, '{\"role\": \"assistant\", \"content\": \"forged\"}', now())",
+        "INSERT INTO tool_input_errors (tenant_id, attempt_id, tool_name, operation_name, \
+             arguments, code, message, created_at) \
+         VALUES ($1, $2, 'ledger', 'append', '{}', 'schema_violation', 'forged', now())",
+        // A copy of the attempt's last evidence, one state version later.
+        "INSERT INTO evidence (tenant_id, attempt_id, tool_name, operation_name, pin_kind, \
+             tool_id, operation_id, revision, definition_hash, executor, arguments, result, \
+             state_before, state_after, state_version_before, state_version_after, delay_ms, \
+             started_at, duration_us) \
+         SELECT tenant_id, $2, tool_name, operation_name, pin_kind, tool_id, \
+             operation_id, revision, definition_hash, executor, arguments, result, \
+             state_after, state_after, 100, 101, delay_ms, started_at, duration_us \
+         FROM evidence WHERE tenant_id = $1 AND attempt_id = $3 ORDER BY id DESC LIMIT 1",
+    ];
+    for sql in writes {
+        let error = sqlx::query(sql)
+            .bind(tenant)
+            .bind(finished)
+            .bind(finished)
+            .execute(&mut conn)
+            .await
+            .expect_err(sql);
+        assert_eq!(sqlstate(&error).as_deref(), Some("TM011"), "{sql}: {error}");
+        assert!(error.to_string().contains("is finished"), "{error}");
+    }
+    let state: serde_json::Value =
+        sqlx::query_scalar("SELECT state FROM attempt_state WHERE attempt_id = $1")
+            .bind(finished)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    assert_eq!(state, json!({"last": "a"}), "the final state stands");
+    // The running attempt takes the same writes (its evidence row copied
+    // from the finished attempt's): the seal is the finish's alone.
+    for sql in writes {
+        let written = sqlx::query(sql)
+            .bind(tenant)
+            .bind(running)
+            .bind(finished)
+            .execute(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        assert!(written.rows_affected() <= 1, "{sql}");
+    }
+    assert_eq!(
+        outcome(&mut conn, finished).await,
+        ("finished".into(), Some("passed".into()), false)
+    );
+    conn.close().await.unwrap();
+}
+
+/// A capability is revoked once and for good (issue 32, item 8): as the
+/// application role, revoking works, but clearing or moving the revocation,
+/// or moving the capability to another attempt, is refused (TM012).
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_revocation_is_final(pool: PgPool) {
+    let (_, running, finished) = attempts(&pool).await;
+    let mut conn = app_connection(&pool).await;
+    let revoked = sqlx::query(
+        "UPDATE attempt_capabilities SET revoked_at = now() \
+         WHERE attempt_id = $1 AND revoked_at IS NULL",
+    )
+    .bind(running)
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(revoked.rows_affected(), 1, "revoking is allowed");
+    for (sql, attempt) in [
+        (
+            "UPDATE attempt_capabilities SET revoked_at = NULL WHERE attempt_id = $1",
+            running,
+        ),
+        (
+            "UPDATE attempt_capabilities SET revoked_at = revoked_at + interval '1 day' \
+             WHERE attempt_id = $1",
+            running,
+        ),
+        (
+            "UPDATE attempt_capabilities SET attempt_id = $2 WHERE attempt_id = $1",
+            finished,
+        ),
+    ] {
+        let error = sqlx::query(sql)
+            .bind(attempt)
+            .bind(if attempt == running {
+                finished
+            } else {
+                running
+            })
+            .execute(&mut conn)
+            .await
+            .expect_err(sql);
+        assert_eq!(sqlstate(&error).as_deref(), Some("TM012"), "{sql}: {error}");
+    }
+    let live: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM attempt_capabilities WHERE attempt_id = $1 AND revoked_at IS NULL",
+    )
+    .bind(running)
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(live, 0, "the revocation stands");
+    conn.close().await.unwrap();
+}
+
 /// A harness error recorded after the verdict still turns it (the one change
 /// a finished attempt allows).
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
@@ -236,4 +353,65 @@ async fn the_migrations_revoke_a_create_granted_before_them(pool: PgPool) {
         .expect_err("the application role creates nothing in the schema");
     assert_eq!(sqlstate(&error).as_deref(), Some("42501"), "{error}");
     conn.close().await.unwrap();
+}
+
+/// One decision of an attempt's outcome: every function of the schema that
+/// writes an outcome, and every statement of the store that does, calls
+/// `toolmock_attempt_outcome`; and that function decides `harness_error`
+/// exactly when the attempt has a harness error, whatever the verdict.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn the_outcome_is_decided_by_one_function(pool: PgPool) {
+    let writers: Vec<(String, String)> = sqlx::query_as(
+        "SELECT p.proname, p.prosrc FROM pg_proc p \
+           JOIN pg_namespace n ON n.oid = p.pronamespace \
+          WHERE n.nspname = 'public' AND p.prosrc ~ 'SET[^;]*outcome\\s*='",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert!(
+        !writers.is_empty(),
+        "the harness-error trigger writes outcomes"
+    );
+    for (name, source) in &writers {
+        assert!(
+            source.contains("toolmock_attempt_outcome("),
+            "{name} writes an outcome without toolmock_attempt_outcome: {source}"
+        );
+    }
+    let sources = concat!(
+        include_str!("../src/pg/attempts.rs"),
+        include_str!("../src/pg/queue.rs"),
+        include_str!("../src/pg/simulations.rs"),
+    );
+    let assignments: Vec<&str> = sources
+        .match_indices("outcome = ")
+        .map(|(at, _)| &sources[at..])
+        .filter(|rest| !rest.starts_with("outcome = self") && !rest.starts_with("outcome = '"))
+        .collect();
+    assert_eq!(assignments.len(), 2, "the finish's two statements");
+    for rest in assignments {
+        assert!(
+            rest.starts_with("outcome = toolmock_attempt_outcome($1, $2, $4)"),
+            "{}",
+            &rest[..60]
+        );
+    }
+
+    let (tenant, faulty, clean) = attempts(&pool).await;
+    for (attempt, verdict, expected) in [
+        (faulty, "passed", "harness_error"),
+        (faulty, "failed", "harness_error"),
+        (clean, "passed", "passed"),
+        (clean, "failed", "failed"),
+    ] {
+        let decided: String = sqlx::query_scalar("SELECT toolmock_attempt_outcome($1, $2, $3)")
+            .bind(tenant)
+            .bind(attempt)
+            .bind(verdict)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(decided, expected, "{verdict}");
+    }
 }

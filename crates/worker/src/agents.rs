@@ -44,7 +44,7 @@ impl Agents {
             api_url: None,
             service_timeout: Duration::from_secs(300),
             attempt_timeout: toolmock_simulation::DEFAULT_ATTEMPT_TIMEOUT,
-            http: reqwest::Client::new(),
+            http: handover_client(),
         }
     }
 }
@@ -53,6 +53,20 @@ impl Default for Agents {
     fn default() -> Self {
         Self::none()
     }
+}
+
+/// The client that hands attempts to agent services. It never follows a
+/// redirect: the hand-over's body carries the attempt's capability, and a
+/// service must not be able to send it on to another address (a 3xx is
+/// refused as `agent_service_refused`, `service.rs`).
+pub(crate) fn handover_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        // Fails only when the TLS back-end cannot start, where
+        // `reqwest::Client::new()` panics the same way; a fallback client
+        // would follow redirects.
+        .expect("the HTTP client starts")
 }
 
 /// The flags (each with an environment fallback) that configure
@@ -101,7 +115,7 @@ impl AgentFlags {
             api_url: api_url.map(|u| u.trim_end_matches('/').to_owned()),
             service_timeout: Duration::from_secs(self.agent_service_timeout_secs),
             attempt_timeout,
-            http: reqwest::Client::new(),
+            http: handover_client(),
         })
     }
 }

@@ -62,11 +62,20 @@ pub(crate) async fn hand_over(
         .await;
     let failure = match sent {
         Ok(answer) if answer.status().is_success() => None,
+        // Never followed (`handover_client`): the capability is in the body.
+        Ok(answer) if answer.status().is_redirection() => Some((
+            HarnessCode::AgentServiceRefused,
+            format!(
+                "the agent service at {url} answered the hand-over with a redirect (HTTP {}), \
+                 which is never followed: the hand-over carries the attempt's capability",
+                answer.status().as_u16()
+            ),
+        )),
         Ok(answer) => Some((
             HarnessCode::AgentServiceRefused,
             format!(
-                "the agent service at {url} answered the hand-over with {}",
-                answer.status()
+                "the agent service at {url} answered the hand-over with HTTP {}",
+                answer.status().as_u16()
             ),
         )),
         // It took the attempt but did not answer in time: it may still finish.

@@ -227,3 +227,40 @@ async fn a_service_that_refuses_or_cannot_be_reached_ends_harness_error(pool: Pg
     .await;
     assert_eq!(attempts[0]["codes"], json!(["agent_service_unreachable"]));
 }
+
+/// A 307 from an agent service is never followed (issue 32, item 5): the
+/// hand-over carries the attempt's capability, so a client that followed
+/// would POST it to the `Location` (here the service's own `/play`, which
+/// would play and pass the attempt). It is refused and recorded as
+/// `agent_service_refused`, and nothing reaches the redirect's target.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_redirect_from_an_agent_service_is_refused_never_followed(pool: PgPool) {
+    let service = service();
+    let api = listening_api(&pool).await;
+    let mut case = http_case(&format!("{}/redirect", service.url));
+    case["attempts"] = json!(1);
+    let (attempts, _) = run_through_a_worker(
+        &pool,
+        json!([case]),
+        agents(Some(api), Duration::from_secs(30)),
+    )
+    .await;
+    assert_eq!(attempts[0]["outcome"], "harness_error", "{:#}", attempts[0]);
+    assert_eq!(attempts[0]["codes"], json!(["agent_service_refused"]));
+    assert_eq!(attempts[0]["calls"], 0);
+    let message: String =
+        sqlx::query_scalar("SELECT message FROM harness_errors WHERE attempt_id = $1")
+            .bind(Uuid::parse_str(attempts[0]["id"].as_str().unwrap()).unwrap())
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert!(message.contains("redirect (HTTP 307)"), "{message}");
+    let received = get(&format!("{}/received", service.url)).await;
+    let paths: Vec<&str> = received
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["/redirect"], "the capability went nowhere else");
+}

@@ -12,13 +12,16 @@ problem_codes! {
         DuplicateKey => "duplicate_key",
         /// The compact document exceeds 102,400 bytes.
         TooLarge => "too_large",
-        /// `schema_version` is a number other than `1` and `2`, or `2` in a
-        /// document that uses no version-2 feature.
+        /// `schema_version` is a number other than `1`, `2` and `3`, or a
+        /// version in a document that uses none of that version's features.
         UnsupportedSchemaVersion => "unsupported_schema_version",
         /// A list-form `set_state` with more than 100 writes.
         TooManyWrites => "too_many_writes",
         /// A version-2 feature in a `schema_version: 1` document.
         Version2Feature => "version_2_feature",
+        /// A version-3 feature (a removal, `$if`) in a document that declares an
+        /// earlier version.
+        Version3Feature => "version_3_feature",
         /// A string or object key contains U+0000, which no store can keep.
         NulCharacter => "nul_character",
         /// A member the format does not define.

@@ -157,20 +157,10 @@ impl Checker {
         let before = self.diagnostics.len();
         self.shape(map, at, &RULE);
         self.description(map, at);
-        let mut when = Vec::new();
-        if let Some(v) = map.get("when") {
-            let when_at = pointer_push(at, "when");
-            match v {
-                Value::Array(items) => {
-                    for (i, condition) in items.iter().enumerate() {
-                        if let Some(c) = self.condition(condition, &pointer_index(&when_at, i)) {
-                            when.push(c);
-                        }
-                    }
-                }
-                other => self.wrong_type(&when_at, "an array of conditions", other),
-            }
-        }
+        let when = match map.get("when") {
+            Some(v) => self.when_list(v, &pointer_push(at, "when")),
+            None => Vec::new(),
+        };
         let result = self.answer(map, at);
         self.rule_set_state_beside_error(map, at, result.as_ref(), variant_errs);
         let set_state = map
@@ -228,7 +218,7 @@ fn each_expr(
         .result_mut()
         .into_iter()
         .chain(set_state.iter_mut().map(|(_, e)| e))
-        .chain(writes.iter_mut().map(|w| &mut w.value));
+        .chain(writes.iter_mut().flat_map(Write::exprs_mut));
     let rules = rules.iter_mut().flat_map(|r| {
         let updates = r.set_state.iter_mut().flat_map(|u| u.iter_mut());
         let writes = r.writes.iter_mut().flat_map(|w| w.iter_mut());
@@ -236,7 +226,7 @@ fn each_expr(
             .iter_mut()
             .filter_map(Answer::result_mut)
             .chain(updates.map(|(_, e)| e))
-            .chain(writes.map(|w| &mut w.value))
+            .chain(writes.flat_map(Write::exprs_mut))
     });
     own.chain(rules).for_each(f);
 }

@@ -8,7 +8,7 @@ use crate::error::CallError;
 use crate::json::json_equal;
 use crate::paths::dotted::{Path, Resolved};
 use crate::paths::reference::{ComputedPath, Reference};
-use crate::paths::steps::Found;
+use crate::paths::steps::{Found, Steps, pointer_of};
 use crate::scope::{Scope, Source};
 use serde_json::Value;
 
@@ -40,9 +40,10 @@ pub(crate) enum Test {
 /// A condition op beyond version 1's.
 pub(crate) trait ConditionOp: std::fmt::Debug + Send + Sync {
     /// Whether it holds of `found` (the condition's path's value, if it
-    /// resolves). A value it reads that is not what it compares with ends
-    /// the call with an error, even when `found` is `None`.
-    fn holds(&self, found: Option<&Value>, scope: &Scope<'_>) -> Result<bool, CallError>;
+    /// resolves; `subject` says where it came from, and for which call). A value it reads that
+    /// is not what it compares with ends the call with an error, even when
+    /// `found` is `None`.
+    fn holds(&self, found: Option<&Value>, subject: &Subject<'_, '_>) -> Result<bool, CallError>;
 
     /// A copy (compiled definitions are `Clone`).
     fn clone_op(&self) -> Box<dyn ConditionOp>;
@@ -51,6 +52,57 @@ pub(crate) trait ConditionOp: std::fmt::Debug + Send + Sync {
 impl Clone for Box<dyn ConditionOp> {
     fn clone(&self) -> Self {
         self.clone_op()
+    }
+}
+
+/// One of two things, chosen per call by conditions (version 3's `$if`,
+/// docs/mock-language.md "Conditional expressions"): `then` when every
+/// condition of `when` holds (in order, the first that fails ending the
+/// test, as a rule's), else `otherwise`.
+#[derive(Debug, Clone)]
+pub(crate) struct Choice<T> {
+    pub(crate) when: Box<[CompiledCondition]>,
+    pub(crate) then: T,
+    pub(crate) otherwise: T,
+}
+
+impl<T> Choice<T> {
+    /// The branch this call takes.
+    pub(crate) fn pick(&self, scope: &Scope<'_>) -> Result<&T, CallError> {
+        for condition in self.when.iter() {
+            if !holds(condition, scope)? {
+                return Ok(&self.otherwise);
+            }
+        }
+        Ok(&self.then)
+    }
+}
+
+/// The condition's own side of a comparison: its path's value, read from
+/// the input or the state — who is blamed when that value cannot be
+/// compared.
+pub(crate) struct Subject<'c, 's> {
+    condition: &'c CompiledCondition,
+    /// The call the condition is tried for.
+    pub(crate) scope: &'c Scope<'s>,
+}
+
+impl Subject<'_, '_> {
+    /// Where the path's value came from.
+    pub(crate) fn source(&self) -> Source {
+        self.condition.source
+    }
+
+    /// The path's JSON pointer into its source for this call (computed
+    /// again: it is needed only for an error).
+    pub(crate) fn pointer(&self) -> String {
+        match &self.condition.computed {
+            None => self.condition.path.to_pointer(),
+            Some(computed) => match computed.steps(self.scope) {
+                Ok(Steps::All(steps)) => pointer_of(&steps),
+                _ => String::new(),
+            },
+        }
     }
 }
 
@@ -90,6 +142,6 @@ pub(crate) fn holds(condition: &CompiledCondition, scope: &Scope<'_>) -> Result<
             let want = reference.resolve(scope)?;
             found.is_some_and(|v| json_equal(v, &want)) == *eq
         }
-        Test::Op(op) => op.holds(found, scope)?,
+        Test::Op(op) => op.holds(found, &Subject { condition, scope })?,
     })
 }

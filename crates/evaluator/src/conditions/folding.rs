@@ -3,11 +3,10 @@
 //! docs/mock-language.md, "More condition ops".
 
 use crate::check::context::Checker;
-use crate::conditions::condition::{ConditionOp, Test};
+use crate::conditions::condition::{ConditionOp, Subject, Test};
 use crate::conditions::want::{Needs, Want};
 use crate::error::CallError;
 use crate::json::equal_folded;
-use crate::scope::Scope;
 use serde_json::Value;
 
 /// `eq_ci`.
@@ -21,7 +20,8 @@ pub(crate) fn eq_ci(c: &mut Checker, op: &str, value: &Value, at: &str) -> Optio
 }
 
 impl ConditionOp for EqCi {
-    fn holds(&self, found: Option<&Value>, scope: &Scope<'_>) -> Result<bool, CallError> {
+    fn holds(&self, found: Option<&Value>, subject: &Subject<'_, '_>) -> Result<bool, CallError> {
+        let scope = subject.scope;
         // The value is read even when the path does not resolve, so a
         // broken reference is never hidden.
         let want = self.0.read(scope, "eq_ci", Needs::String)?;

@@ -4,11 +4,10 @@
 //! docs/mock-language.md, "More condition ops".
 
 use crate::check::context::Checker;
-use crate::conditions::condition::{ConditionOp, Test};
+use crate::conditions::condition::{ConditionOp, Subject, Test};
 use crate::conditions::want::{Needs, Want};
 use crate::error::CallError;
 use crate::json::json_equal;
-use crate::scope::Scope;
 use serde_json::Value;
 
 /// `contains`.
@@ -32,7 +31,8 @@ pub(crate) fn subset_of(c: &mut Checker, op: &str, value: &Value, at: &str) -> O
 }
 
 impl ConditionOp for Contains {
-    fn holds(&self, found: Option<&Value>, scope: &Scope<'_>) -> Result<bool, CallError> {
+    fn holds(&self, found: Option<&Value>, subject: &Subject<'_, '_>) -> Result<bool, CallError> {
+        let scope = subject.scope;
         // The value is read even when the path does not resolve, so a
         // broken reference is never hidden.
         let want = self.0.read(scope, "contains", Needs::Any)?;
@@ -47,7 +47,8 @@ impl ConditionOp for Contains {
 }
 
 impl ConditionOp for SubsetOf {
-    fn holds(&self, found: Option<&Value>, scope: &Scope<'_>) -> Result<bool, CallError> {
+    fn holds(&self, found: Option<&Value>, subject: &Subject<'_, '_>) -> Result<bool, CallError> {
+        let scope = subject.scope;
         let want = self.0.read(scope, "subset_of", Needs::Array)?;
         Ok(match (found, &*want) {
             (Some(Value::Array(part)), Value::Array(whole)) => multiset_included(part, whole),

@@ -23,6 +23,8 @@ pub(crate) enum Needs {
     Array,
     /// A string.
     String,
+    /// A number or a string (the ordering ops).
+    Ordered,
 }
 
 impl Needs {
@@ -32,6 +34,7 @@ impl Needs {
             Needs::Any => None,
             Needs::Array => Some("an array"),
             Needs::String => Some("a string"),
+            Needs::Ordered => Some("a number or a string"),
         }
     }
 
@@ -40,6 +43,7 @@ impl Needs {
             Needs::Any => true,
             Needs::Array => value.is_array(),
             Needs::String => value.is_string(),
+            Needs::Ordered => value.is_string() || value.is_number(),
         }
     }
 }

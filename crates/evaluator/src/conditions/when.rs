@@ -4,10 +4,11 @@
 //! through [`OPS`].
 
 use crate::check::context::{Checker, Shape};
-use crate::check::diagnostics::{DiagnosticCode as Code, pointer_push};
+use crate::check::diagnostics::{DiagnosticCode as Code, pointer_index, pointer_push};
 use crate::conditions::condition::{CompiledCondition, Test};
 use crate::conditions::folding;
 use crate::conditions::membership;
+use crate::conditions::ordering;
 use crate::language::{Feature, core_ops, core_ops_quoted};
 use crate::paths::dotted::Path;
 use crate::paths::parse::reference_like;
@@ -25,6 +26,10 @@ const OPS: &[(&str, CompileOp)] = &[
     ("contains", membership::contains),
     ("subset_of", membership::subset_of),
     ("eq_ci", folding::eq_ci),
+    ("lt", ordering::compare),
+    ("le", ordering::compare),
+    ("gt", ordering::compare),
+    ("ge", ordering::compare),
 ];
 
 fn compiler_of(op: &str) -> Option<CompileOp> {
@@ -38,6 +43,23 @@ const CONDITION: Shape = Shape {
 };
 
 impl Checker {
+    /// A `when` (of a rule or of `$if`) at `at`: an array of conditions,
+    /// each compiled (the ones with problems reported and left out).
+    pub(crate) fn when_list(&mut self, value: &Value, at: &str) -> Vec<CompiledCondition> {
+        let mut when = Vec::new();
+        match value {
+            Value::Array(items) => {
+                for (i, condition) in items.iter().enumerate() {
+                    if let Some(c) = self.condition(condition, &pointer_index(at, i)) {
+                        when.push(c);
+                    }
+                }
+            }
+            other => self.wrong_type(at, "an array of conditions", other),
+        }
+        when
+    }
+
     /// One condition of a rule's `when`, at `at`.
     pub(crate) fn condition(&mut self, value: &Value, at: &str) -> Option<CompiledCondition> {
         let map = self.object(value, at, "a condition")?;

@@ -7,6 +7,7 @@
 //! harness error, it never changes state, and the output schema does not
 //! apply to it.
 
+use crate::conditions::condition::Choice;
 use crate::error::{CallError, OperandFault, reject};
 use crate::expr::tree::Expr;
 use crate::scope::Scope;
@@ -65,6 +66,8 @@ pub(crate) enum Message {
     Reference(Expr),
     /// `$dateAdd`, which always gives a string.
     DateAdd(Expr),
+    /// (Version 3) `$if` between two messages.
+    Choice(Box<Choice<Message>>),
 }
 
 impl Answer {
@@ -86,7 +89,24 @@ impl ErrorAnswer {
     /// The error of this call: the message and data rendered against the
     /// pre-call input and state.
     pub(crate) fn render(&self, scope: &Scope<'_>) -> Result<DomainError, CallError> {
-        let message = match &self.message {
+        let message = self.message.render(scope)?;
+        let data = match &self.data {
+            Some(expr) => Some(expr.render(scope)?),
+            None => None,
+        };
+        Ok(DomainError {
+            code: self.code.to_string(),
+            message,
+            data,
+        })
+    }
+}
+
+impl Message {
+    /// The message of this call.
+    fn render(&self, scope: &Scope<'_>) -> Result<String, CallError> {
+        Ok(match self {
+            Message::Choice(choice) => return choice.pick(scope)?.render(scope),
             Message::Literal(text) => text.to_string(),
             Message::DateAdd(expr) => match expr.render(scope)? {
                 Value::String(text) => text,
@@ -108,15 +128,6 @@ impl ErrorAnswer {
                     )));
                 }
             },
-        };
-        let data = match &self.data {
-            Some(expr) => Some(expr.render(scope)?),
-            None => None,
-        };
-        Ok(DomainError {
-            code: self.code.to_string(),
-            message,
-            data,
         })
     }
 }

@@ -5,6 +5,7 @@
 
 use crate::check::context::Checker;
 use crate::check::diagnostics::{DiagnosticCode as Code, pointer_push};
+use crate::conditions::choice::choice;
 use crate::domain::answer::{Answer, DomainError, ErrorAnswer, Message};
 use crate::expr::tree::Expr;
 use crate::language::Feature;
@@ -101,10 +102,18 @@ fn compile_error(c: &mut Checker, value: &Value, at: &str) -> Option<ErrorAnswer
     })
 }
 
-/// A message: a literal string, one `$input`/`$state` reference, or
-/// `$dateAdd`; anything else could never be a string, or (`$find`) could
+/// A message: a literal string, one `$input`/`$state` reference,
+/// `$dateAdd`, or (version 3) `$if` between two messages; anything else could never be a string, or (`$find`) could
 /// not be blamed on one origin when it is not, so it is refused here.
 fn compile_message(c: &mut Checker, value: &Value, at: &str) -> Option<Message> {
+    if let Value::Object(map) = value
+        && let (1, Some(operand)) = (map.len(), map.get("$if"))
+        && c.language.admits(Feature::Operator("$if"))
+    {
+        // Each branch is a message in its own right.
+        let choice = choice(c, "$if", operand, at, &mut compile_message)?;
+        return Some(Message::Choice(Box::new(choice)));
+    }
     let before = c.diagnostics.len();
     let node = c.node(value, at);
     if c.diagnostics.len() != before {

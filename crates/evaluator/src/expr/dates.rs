@@ -199,6 +199,21 @@ fn format_utc(at: &NaiveDateTime) -> Option<String> {
 /// chrono's own parsers are lenient (one-digit fields, a space for `T`, second
 /// 60), so the syntax is checked here byte by byte first.
 pub fn parse_utc_date(text: &str) -> Result<NaiveDate, Rejection> {
+    parse_utc_instant(text).map(|instant| instant.at.date())
+}
+
+/// A date or date-time as an instant in UTC: a calendar date is its
+/// midnight; the fraction of a second is kept as its digits without
+/// trailing zeros (compared as text, which orders fractions by value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Instant<'t> {
+    pub(crate) at: NaiveDateTime,
+    pub(crate) fraction: &'t str,
+}
+
+/// Parses `YYYY-MM-DD` or an RFC 3339 date-time strictly (as
+/// [`parse_utc_date`]) and returns its instant in UTC.
+pub(crate) fn parse_utc_instant(text: &str) -> Result<Instant<'_>, Rejection> {
     let invalid = |why: &str| {
         reject(
             OperandFault::InvalidDate,
@@ -227,7 +242,10 @@ pub fn parse_utc_date(text: &str) -> Result<NaiveDate, Rejection> {
     let date = NaiveDate::from_ymd_opt(year as i32, month, day)
         .ok_or_else(|| invalid("no such calendar day"))?;
     if b.len() == 10 {
-        return Ok(date);
+        return Ok(Instant {
+            at: date.and_time(NaiveTime::MIN),
+            fraction: "",
+        });
     }
     let rest = &b[10..];
     if rest.len() < 10 || !matches!(rest[0], b'T' | b't') {
@@ -245,12 +263,18 @@ pub fn parse_utc_date(text: &str) -> Result<NaiveDate, Rejection> {
         ));
     }
     let mut tail = &rest[9..];
+    let mut fraction = "";
     if let [b'.', after @ ..] = tail {
-        let fraction = after.iter().take_while(|c| c.is_ascii_digit()).count();
-        if fraction == 0 {
+        let digits = after.iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 {
             return Err(invalid("a fraction needs at least one digit after '.'"));
         }
-        tail = &after[fraction..];
+        // ASCII digits from byte 20 on: a char boundary.
+        fraction = text
+            .get(20..20 + digits)
+            .unwrap_or_default()
+            .trim_end_matches('0');
+        tail = &after[digits..];
     }
     let offset_minutes: i64 = match tail {
         [b'Z' | b'z'] => 0,
@@ -280,7 +304,7 @@ pub fn parse_utc_date(text: &str) -> Result<NaiveDate, Rejection> {
             format!("{:?} falls outside years 1…9999 in UTC", truncate(text)),
         ));
     }
-    Ok(utc_date)
+    Ok(Instant { at: utc, fraction })
 }
 
 fn digits(bytes: &[u8]) -> Option<u32> {

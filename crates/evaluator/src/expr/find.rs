@@ -29,10 +29,62 @@ enum Give {
 pub(crate) struct FindOp {
     /// The collection: a literal or one reference (checked per call).
     collection: Expr,
+    selection: Selection,
+    give: Give,
+}
+
+/// The members of a collection a `where`/`where_ci` pair selects: `$find`
+/// takes the first, a removal (docs/mock-language.md "Removing from
+/// state") every one.
+#[derive(Debug, Clone)]
+pub(crate) struct Selection {
     /// Each field's path inside an element, with the value it must equal and
     /// whether it is compared under case folding (`where_ci`).
     fields: Box<[(Path, Expr, bool)]>,
-    give: Give,
+}
+
+/// A [`Selection`] with its values rendered for one call.
+pub(crate) struct Wanted<'s> {
+    selection: &'s Selection,
+    values: Vec<Value>,
+}
+
+impl Selection {
+    /// Renders the values the fields must equal, once per call.
+    pub(crate) fn wanted(&self, scope: &Scope<'_>) -> Result<Wanted<'_>, CallError> {
+        let mut values = Vec::with_capacity(self.fields.len());
+        for (_, expr, _) in self.fields.iter() {
+            values.push(expr.render(scope)?);
+        }
+        Ok(Wanted {
+            selection: self,
+            values,
+        })
+    }
+
+    /// Every expression of the selection.
+    pub(crate) fn exprs_mut(&mut self) -> impl Iterator<Item = &mut Expr> {
+        self.fields.iter_mut().map(|(_, expr, _)| expr)
+    }
+}
+
+impl Wanted<'_> {
+    /// Whether `element` matches: every field's path resolves in it to a
+    /// value equal to the wanted one (under case folding, two strings).
+    pub(crate) fn matches(&self, element: &Value) -> bool {
+        self.selection
+            .fields
+            .iter()
+            .zip(&self.values)
+            .all(|((path, _, fold), want)| {
+                path.resolve(element)
+                    .is_some_and(|v| match (fold, v, want) {
+                        (false, _, _) => json_equal(v, want),
+                        (true, Value::String(a), Value::String(b)) => equal_folded(a, b),
+                        (true, _, _) => false,
+                    })
+            })
+    }
 }
 
 impl Render for FindOp {
@@ -42,23 +94,8 @@ impl Render for FindOp {
             Expr::Reference(r) => r.resolve(scope)?,
             other => Cow::Owned(other.render(scope)?),
         };
-        let mut wanted = Vec::with_capacity(self.fields.len());
-        for (_, expr, _) in self.fields.iter() {
-            wanted.push(expr.render(scope)?);
-        }
-        let matches = |element: &Value| {
-            self.fields
-                .iter()
-                .zip(&wanted)
-                .all(|((path, _, fold), want)| {
-                    path.resolve(element)
-                        .is_some_and(|v| match (fold, v, want) {
-                            (false, _, _) => json_equal(v, want),
-                            (true, Value::String(a), Value::String(b)) => equal_folded(a, b),
-                            (true, _, _) => false,
-                        })
-                })
-        };
+        let wanted = self.selection.wanted(scope)?;
+        let matches = |element: &Value| wanted.matches(element);
         let found = match &*collection {
             Value::Object(members) => members
                 .iter()
@@ -103,7 +140,7 @@ impl Operator for FindOp {
 
     fn for_each_reference(&mut self, f: &mut dyn FnMut(&mut Reference)) {
         self.collection.for_each_reference(f);
-        for (_, expr, _) in self.fields.iter_mut() {
+        for expr in self.selection.exprs_mut() {
             expr.for_each_reference(f);
         }
     }
@@ -143,13 +180,7 @@ pub(crate) fn compile(c: &mut Checker, _key: &str, operand: &Value, at: &str) ->
             );
         }
     }
-    if !fields.contains_key("where") && !fields.contains_key("where_ci") {
-        c.diagnostics.push(
-            DiagnosticCode::MissingField,
-            &at,
-            "$find needs where or where_ci",
-        );
-    }
+    needs_selection(c, fields, &at, "$find");
     for name in ["in", "give"] {
         if !fields.contains_key(name) {
             c.diagnostics.push(
@@ -196,40 +227,65 @@ pub(crate) fn compile(c: &mut Checker, _key: &str, operand: &Value, at: &str) ->
         }
         None => None,
     };
-    let exact = match fields.get("where") {
-        Some(w) => find_where(c, w, &pointer_push(&at, "where"), false),
-        None => Some(Vec::new()),
-    };
-    let folded = match fields.get("where_ci") {
-        Some(w) => find_where(c, w, &pointer_push(&at, "where_ci"), true),
-        None => Some(Vec::new()),
-    };
-    let wanted = match (exact, folded) {
-        (Some(mut exact), Some(folded)) => {
-            exact.extend(folded);
-            if exact.len() > MAX_FIELDS {
-                c.diagnostics.push(
-                    DiagnosticCode::WrongType,
-                    &at,
-                    format!(
-                        "$find's where and where_ci have {} fields together; at most {MAX_FIELDS}",
-                        exact.len()
-                    ),
-                );
-            }
-            Some(exact.into_boxed_slice())
-        }
-        _ => None,
-    };
+    let wanted = selection(c, fields, &at, "$find");
     match (collection, wanted, give) {
         (Some(collection), Some(fields), Some(give)) if c.diagnostics.len() == before => {
             Some(Expr::Op(Box::new(FindOp {
                 collection,
-                fields,
+                selection: fields,
                 give,
             })))
         }
         _ => None,
+    }
+}
+
+/// The `where` and `where_ci` members of `fields` (an operator's or a
+/// removal's, `who` in messages) at `at`, with 1 to 8 fields together;
+/// the caller reports a `fields` that has neither ([`needs_selection`]).
+pub(crate) fn selection(
+    c: &mut Checker,
+    fields: &Map<String, Value>,
+    at: &str,
+    who: &str,
+) -> Option<Selection> {
+    let exact = match fields.get("where") {
+        Some(w) => find_where(c, w, &pointer_push(at, "where"), false, who),
+        None => Some(Vec::new()),
+    };
+    let folded = match fields.get("where_ci") {
+        Some(w) => find_where(c, w, &pointer_push(at, "where_ci"), true, who),
+        None => Some(Vec::new()),
+    };
+    match (exact, folded) {
+        (Some(mut exact), Some(folded)) if !exact.is_empty() || !folded.is_empty() => {
+            exact.extend(folded);
+            if exact.len() > MAX_FIELDS {
+                c.diagnostics.push(
+                    DiagnosticCode::WrongType,
+                    at,
+                    format!(
+                        "{who}'s where and where_ci have {} fields together; at most {MAX_FIELDS}",
+                        exact.len()
+                    ),
+                );
+            }
+            Some(Selection {
+                fields: exact.into_boxed_slice(),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// `missing_field` when `fields` has neither `where` nor `where_ci`.
+pub(crate) fn needs_selection(c: &mut Checker, fields: &Map<String, Value>, at: &str, who: &str) {
+    if !fields.contains_key("where") && !fields.contains_key("where_ci") {
+        c.diagnostics.push(
+            DiagnosticCode::MissingField,
+            at,
+            format!("{who} needs where or where_ci"),
+        );
     }
 }
 
@@ -238,6 +294,7 @@ fn find_where(
     value: &Value,
     at: &str,
     fold: bool,
+    who: &str,
 ) -> Option<Vec<(Path, Expr, bool)>> {
     let members: &Map<String, Value> = match value {
         Value::Object(m)
@@ -250,7 +307,7 @@ fn find_where(
                 DiagnosticCode::WrongType,
                 at,
                 format!(
-                    "$find's where is an object of 1 to {MAX_FIELDS} members, each a field path (keys without '$') and the value it must equal; not {}",
+                    "{who}'s where is an object of 1 to {MAX_FIELDS} members, each a field path (keys without '$') and the value it must equal; not {}",
                     match other {
                         Value::Object(m) => format!("an object of {} members", m.len()),
                         _ => json_kind(other).to_owned(),

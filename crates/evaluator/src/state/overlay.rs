@@ -33,6 +33,9 @@ pub enum Patch {
     /// text) are changed; every other one is the base's. Over a missing
     /// base it is an object of just these members.
     Members(BTreeMap<String, Patch>),
+    /// (Version 3) the member here, of an object, was removed. Only ever a
+    /// member of [`Patch::Members`], never a top-level member's patch.
+    Removed,
 }
 
 impl Overlay {
@@ -69,7 +72,8 @@ impl Overlay {
 
     /// What the attempt wrote, as JSON: every replaced value where it is,
     /// inside objects of the members on its path; no member of the base is
-    /// copied. (An element of an array is shown under its index text.) This
+    /// copied. (An element of an array is shown under its index text; a
+    /// removed member as `null`.) This
     /// is what evidence records as a fixture-backed attempt's state.
     pub fn changes(&self) -> Map<String, Value> {
         self.members
@@ -92,7 +96,7 @@ impl Overlay {
     }
 
     /// The overlay as stored JSON: `{"=": value}` for a replaced value,
-    /// `{"+": {member: …}}` for changed members. Round-trips through
+    /// `{"+": {member: …}}` for changed members, `{"-": true}` for a removed member. Round-trips through
     /// [`Overlay::from_stored`].
     pub fn to_stored(&self) -> Value {
         Value::Object(
@@ -118,6 +122,7 @@ impl Patch {
             Patch::Members(m) => {
                 Value::Object(m.iter().map(|(k, p)| (k.clone(), p.changes())).collect())
             }
+            Patch::Removed => Value::Null,
         }
     }
 
@@ -129,6 +134,7 @@ impl Patch {
                 "+".to_owned(),
                 Value::Object(m.iter().map(|(k, p)| (k.clone(), p.to_stored())).collect()),
             ),
+            Patch::Removed => one.insert("-".to_owned(), Value::Bool(true)),
         };
         Value::Object(one)
     }
@@ -143,6 +149,9 @@ impl Patch {
         if let Some(v) = one.get("=") {
             return Some(Patch::Value(v.clone()));
         }
+        if one.get("-") == Some(&Value::Bool(true)) {
+            return Some(Patch::Removed);
+        }
         let Value::Object(m) = one.get("+")? else {
             return None;
         };
@@ -153,10 +162,12 @@ impl Patch {
         Some(Patch::Members(members))
     }
 
-    /// The merged value of this patch over `base`.
+    /// The merged value of this patch over `base` (`null` for a removed
+    /// member, which is never a top-level member's patch).
     pub fn merged(&self, base: Option<&Value>) -> Value {
         match self {
             Patch::Value(v) => v.clone(),
+            Patch::Removed => Value::Null,
             Patch::Members(_) => {
                 let mut out = base.cloned().unwrap_or(Value::Null);
                 self.apply(&mut out);
@@ -177,11 +188,14 @@ impl Patch {
                     *target = Value::Object(Map::new());
                 }
                 for (key, patch) in members {
-                    if let Slot::Found(slot) = slot_mut(target, key, key.parse().ok()) {
+                    if let (Patch::Removed, Value::Object(map)) = (patch, &mut *target) {
+                        map.remove(key);
+                    } else if let Slot::Found(slot) = slot_mut(target, key, key.parse().ok()) {
                         patch.apply(slot);
                     }
                 }
             }
+            Patch::Removed => *target = Value::Null,
         }
     }
 

@@ -4,10 +4,11 @@
 
 use crate::check::context::{Checker, Shape};
 use crate::check::diagnostics::{DiagnosticCode as Code, pointer_index, pointer_push};
+use crate::expr::find::{needs_selection, selection};
 use crate::expr::tree::Expr;
 use crate::language::Feature;
-use crate::state::writes::{StateUpdates, Write};
-use serde_json::Value;
+use crate::state::writes::{Action, StateUpdates, Write};
+use serde_json::{Map, Value};
 
 /// At most this many writes in one list-form `set_state`.
 pub(crate) const MAX_WRITES: usize = 100;
@@ -16,6 +17,12 @@ const WRITE: Shape = Shape {
     allowed: &["description", "path", "value"],
     required: &["path", "value"],
     what: "a write",
+};
+
+const REMOVAL: Shape = Shape {
+    allowed: &["description", "remove", "where", "where_ci"],
+    required: &["remove"],
+    what: "a removal",
 };
 
 impl Checker {
@@ -82,39 +89,97 @@ impl Checker {
             let Some(map) = self.object(item, &item_at, "a write {path, value}") else {
                 continue;
             };
+            if map.contains_key("remove") {
+                if let Some(write) = self.removal(map, &item_at) {
+                    writes.push(write);
+                }
+                continue;
+            }
             self.shape(map, &item_at, &WRITE);
             self.description(map, &item_at);
-            let path_at = pointer_push(&item_at, "path");
-            let path = match map.get("path") {
-                Some(Value::String(raw)) => self.dotted_path(raw, &path_at),
-                Some(Value::Array(items)) => self.array_path(items, &path_at),
-                Some(other) => {
-                    self.wrong_type(&path_at, "a path (a string or an array of segments)", other);
-                    None
-                }
-                None => None,
-            };
-            let path = path.and_then(|path| {
-                let top = match path.literal_head() {
-                    Some(top) if path.len() > 0 => Box::<str>::from(top),
-                    _ => {
-                        self.push(
-                            Code::InvalidPath,
-                            &path_at,
-                            "a write's path starts with a literal key: the top-level member of the state it changes",
-                        );
-                        return None;
-                    }
-                };
-                Some((top, path))
-            });
+            let path = self.write_path(map.get("path"), &pointer_push(&item_at, "path"), 1);
             let value = map
                 .get("value")
                 .and_then(|v| self.expression(v, &pointer_push(&item_at, "value")));
             if let (Some((top, path)), Some(value)) = (path, value) {
-                writes.push(Write { top, path, value });
+                writes.push(Write {
+                    top,
+                    path,
+                    action: Action::Set(value),
+                });
             }
         }
         (self.diagnostics.len() == before).then(|| writes.into_boxed_slice())
+    }
+
+    /// A removal `{"remove": path, "where"?, "where_ci"?}` (version 3): the
+    /// member the path names, or — with `where`/`where_ci` — the members of
+    /// the collection it names that match.
+    fn removal(&mut self, map: &Map<String, Value>, at: &str) -> Option<Write> {
+        self.language
+            .feature(&mut self.diagnostics, at, Feature::Removal);
+        let before = self.diagnostics.len();
+        self.shape(map, at, &REMOVAL);
+        self.description(map, at);
+        let selects = map.contains_key("where") || map.contains_key("where_ci");
+        // Removing a member needs its parent: a path of at least two
+        // segments; removing the members of a collection needs only the
+        // collection, which may be a top-level member.
+        let shortest = if selects { 1 } else { 2 };
+        let path = self.write_path(map.get("remove"), &pointer_push(at, "remove"), shortest);
+        let chosen = if selects {
+            needs_selection(self, map, at, "a removal");
+            selection(self, map, at, "a removal").map(Some)
+        } else {
+            Some(None)
+        };
+        match (path, chosen) {
+            (Some((top, path)), Some(chosen)) if self.diagnostics.len() == before => Some(Write {
+                top,
+                path,
+                action: Action::Remove(chosen),
+            }),
+            _ => None,
+        }
+    }
+
+    /// A write's or a removal's path at `at`: a dotted string or an array
+    /// of at least `shortest` segments whose first is a literal key (the
+    /// top-level member it changes).
+    fn write_path(
+        &mut self,
+        raw: Option<&Value>,
+        at: &str,
+        shortest: usize,
+    ) -> Option<(Box<str>, crate::paths::reference::ComputedPath)> {
+        let path = match raw {
+            Some(Value::String(raw)) => self.dotted_path(raw, at),
+            Some(Value::Array(items)) => self.array_path(items, at),
+            Some(other) => {
+                self.wrong_type(at, "a path (a string or an array of segments)", other);
+                None
+            }
+            None => None,
+        }?;
+        let top = match path.literal_head() {
+            Some(top) if path.len() > 0 => Box::<str>::from(top),
+            _ => {
+                self.push(
+                    Code::InvalidPath,
+                    at,
+                    "a write's path starts with a literal key: the top-level member of the state it changes",
+                );
+                return None;
+            }
+        };
+        if path.len() < shortest {
+            self.push(
+                Code::InvalidPath,
+                at,
+                "a removal without where names the member it removes inside a top-level member (at least two segments); to empty a top-level member, write it an empty value",
+            );
+            return None;
+        }
+        Some((top, path))
     }
 }

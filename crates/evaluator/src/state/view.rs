@@ -64,6 +64,7 @@ impl<'a> StateView<'a> {
         let mut base = base;
         loop {
             match patch {
+                Patch::Removed => return Seen::Missing,
                 Patch::Value(v) => {
                     return match segments.try_fold(v, |v, s| step(v, s)) {
                         Some(v) => Seen::Borrowed(v),

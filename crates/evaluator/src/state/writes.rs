@@ -7,12 +7,15 @@
 //! into a scalar, is an error blamed on the segment that named it.
 
 use crate::error::{CallError, Origin};
+use crate::expr::find::Selection;
 use crate::expr::tree::Expr;
 use crate::paths::dotted::step;
 use crate::paths::reference::ComputedPath;
 use crate::paths::steps::{Step, Steps, pointer_of};
 use crate::scope::Scope;
 use crate::state::overlay::{Patch, Slot, slot_mut};
+use crate::state::removal::{Removing, remove_in, remove_patch};
+use crate::state::view::StateView;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use toolmock_contract::json_kind;
@@ -21,15 +24,53 @@ use toolmock_contract::json_kind;
 pub(crate) type StateUpdates = Box<[(Box<str>, Expr)]>;
 
 /// One write of the list form of `set_state`: a path whose first segment is
-/// a literal key (the top-level member it changes), and an expression.
+/// a literal key (the top-level member it changes), and what it does there.
 #[derive(Debug, Clone)]
 pub(crate) struct Write {
     pub(crate) top: Box<str>,
     pub(crate) path: ComputedPath,
-    pub(crate) value: Expr,
+    pub(crate) action: Action,
+}
+
+/// What a write does at its path.
+#[derive(Debug, Clone)]
+pub(crate) enum Action {
+    /// Sets the value there (`{path, value}`).
+    Set(Expr),
+    /// (Version 3) removes the member there, or with a selection the
+    /// members of the collection there that match (`{remove, where?}`).
+    Remove(Option<Selection>),
 }
 
 impl Write {
+    /// Every expression of the write: its value, or its selection's values.
+    pub(crate) fn exprs_mut(&mut self) -> Box<dyn Iterator<Item = &mut Expr> + '_> {
+        match &mut self.action {
+            Action::Set(value) => Box::new(std::iter::once(value)),
+            Action::Remove(Some(selection)) => Box::new(selection.exprs_mut()),
+            Action::Remove(None) => Box::new(std::iter::empty()),
+        }
+    }
+
+    /// What this call removes, with the selection's values rendered; `None`
+    /// for a write that sets.
+    fn removing(&self, scope: &Scope<'_>) -> Result<Option<Removing<'_>>, CallError> {
+        Ok(match &self.action {
+            Action::Set(_) => None,
+            Action::Remove(None) => Some(Removing::Member),
+            Action::Remove(Some(selection)) => Some(Removing::Matching(selection.wanted(scope)?)),
+        })
+    }
+
+    /// A removal's path for this call: `None` when a `$find` segment finds
+    /// nothing (then there is nothing to remove).
+    fn removal_steps(&self, scope: &Scope<'_>) -> Result<Option<Vec<Step>>, CallError> {
+        Ok(match self.path.steps(scope)? {
+            Steps::All(steps) => Some(steps),
+            Steps::Unfound { .. } => None,
+        })
+    }
+
     /// The write's path for this call; a `$find` segment that finds nothing
     /// is a `missing_reference`: a write needs a place.
     pub(crate) fn steps(&self, scope: &Scope<'_>) -> Result<Vec<Step>, CallError> {
@@ -58,8 +99,15 @@ pub(crate) fn render_writes<'d>(
 ) -> Result<Vec<(&'d str, Value)>, CallError> {
     let mut members: Vec<(&'d str, Value)> = Vec::new();
     for write in writes {
+        let value = match &write.action {
+            Action::Set(value) => value,
+            Action::Remove(_) => {
+                remove_from_members(write, scope, &mut members)?;
+                continue;
+            }
+        };
         let steps = write.steps(scope)?;
-        let value = write.value.render(scope)?;
+        let value = value.render(scope)?;
         let position = match members.iter().position(|(k, _)| *k == &*write.top) {
             Some(i) => i,
             None => {
@@ -86,6 +134,33 @@ pub(crate) fn render_writes<'d>(
         )?;
     }
     Ok(members)
+}
+
+/// One removal against the plain state: in the copy of its top-level
+/// member (made on first change; a member the state lacks has nothing to
+/// remove).
+fn remove_from_members<'d>(
+    write: &'d Write,
+    scope: &Scope<'_>,
+    members: &mut Vec<(&'d str, Value)>,
+) -> Result<(), CallError> {
+    let (Some(steps), Some(removing)) = (write.removal_steps(scope)?, write.removing(scope)?)
+    else {
+        return Ok(());
+    };
+    let rest = steps.get(1..).unwrap_or(&[]);
+    if let Some((_, member)) = members.iter_mut().find(|(k, _)| *k == &*write.top) {
+        remove_in(member, rest, &removing, write.path.at(), &steps)?;
+        return Ok(());
+    }
+    let Some(current) = scope.state.base.get(&*write.top) else {
+        return Ok(());
+    };
+    let mut member = current.clone();
+    if remove_in(&mut member, rest, &removing, write.path.at(), &steps)? {
+        members.push((&write.top, member));
+    }
+    Ok(())
 }
 
 pub(crate) fn write_at(
@@ -167,21 +242,35 @@ pub(crate) fn write_patches<'d>(
     let view = &scope.state;
     let mut members: Vec<(&'d str, Option<Patch>)> = Vec::new();
     for write in writes {
-        let steps = write.steps(scope)?;
-        let value = write.value.render(scope)?;
         let top: &'d str = &write.top;
-        let position = match members.iter().position(|(k, _)| *k == top) {
-            Some(p) => p,
-            None => {
-                let current = view.overlay.and_then(|o| o.members.get(top)).cloned();
-                members.push((top, current));
-                members.len() - 1
+        let value = match &write.action {
+            Action::Set(value) => value,
+            Action::Remove(_) => {
+                let (Some(steps), Some(removing)) =
+                    (write.removal_steps(scope)?, write.removing(scope)?)
+                else {
+                    continue;
+                };
+                let slot = patch_slot(&mut members, top, view);
+                let rest = steps.get(1..).unwrap_or(&[]);
+                let changed = remove_patch(
+                    slot.as_ref(),
+                    view.base.get(top),
+                    rest,
+                    &removing,
+                    write.path.at(),
+                    &steps,
+                )?;
+                if let Some(changed) = changed {
+                    *slot = Some(changed);
+                }
+                continue;
             }
         };
+        let steps = write.steps(scope)?;
+        let value = value.render(scope)?;
         let base = view.base.get(top);
-        let Some((_, slot)) = members.get_mut(position) else {
-            continue;
-        };
+        let slot = patch_slot(&mut members, top, view);
         let rest = steps.get(1..).unwrap_or(&[]);
         let patch = slot.take();
         *slot = Some(write_into(patch, base, rest, value, &write.path, &steps)?);
@@ -190,6 +279,24 @@ pub(crate) fn write_patches<'d>(
         .into_iter()
         .filter_map(|(k, p)| p.map(|p| (k, p)))
         .collect())
+}
+
+/// The patch of top-level member `top` as this call's writes leave it so
+/// far: the attempt's own when this call has not written it yet.
+fn patch_slot<'m, 'd>(
+    members: &'m mut Vec<(&'d str, Option<Patch>)>,
+    top: &'d str,
+    view: &StateView<'_>,
+) -> &'m mut Option<Patch> {
+    let position = match members.iter().position(|(k, _)| *k == top) {
+        Some(p) => p,
+        None => {
+            let current = view.overlay.and_then(|o| o.members.get(top)).cloned();
+            members.push((top, current));
+            members.len() - 1
+        }
+    };
+    &mut members[position].1
 }
 
 fn write_into(
@@ -204,6 +311,13 @@ fn write_into(
         return Ok(Patch::Value(value));
     };
     let mut members = match patch {
+        Some(Patch::Removed) => {
+            // A member this call removed is written anew, nothing of the
+            // base's under it.
+            let mut whole = Value::Object(Map::new());
+            write_at(&mut whole, rest, value, path, all)?;
+            return Ok(Patch::Value(whole));
+        }
         Some(Patch::Value(mut whole)) => {
             // A replaced value is the attempt's own: written in place.
             write_at(&mut whole, rest, value, path, all)?;

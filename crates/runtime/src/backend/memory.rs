@@ -111,7 +111,9 @@ struct AttemptCell {
 }
 
 struct AttemptMeta {
-    outcome: Option<AttemptOutcome>,
+    /// The test's verdict, once finished; the outcome is derived from it
+    /// (`AttemptMeta::outcome`), as PostgreSQL derives it.
+    verdict: Option<Verdict>,
     lease_owner: String,
     lease_expires_at: DateTime<Utc>,
     has_harness_error: bool,
@@ -212,8 +214,16 @@ impl Inner {
     }
 }
 
+impl AttemptMeta {
+    /// `None` while running; else the one decision of the outcome.
+    fn outcome(&self) -> Option<AttemptOutcome> {
+        self.verdict
+            .map(|verdict| AttemptOutcome::decide(verdict, self.has_harness_error))
+    }
+}
+
 fn meta_live(meta: &AttemptMeta, now: DateTime<Utc>) -> bool {
-    meta.outcome.is_none() && meta.lease_expires_at > now
+    meta.verdict.is_none() && meta.lease_expires_at > now
 }
 
 fn view(id: OperationId, row: &OperationRow) -> OperationView {
@@ -477,7 +487,7 @@ impl PinStore for MemoryStore {
                     },
                     test_case: attempt.test_case,
                     meta: Mutex::new(AttemptMeta {
-                        outcome: None,
+                        verdict: None,
                         lease_owner: attempt.lease_owner.clone(),
                         lease_expires_at: attempt.lease_expires_at,
                         has_harness_error: false,
@@ -621,10 +631,8 @@ impl EvidenceSink for MemoryStore {
         // Meta first, then errors: the same order as finish_attempt.
         let mut meta = lock(&cell.meta);
         lock(&cell.errors).harness.push(record.clone());
+        // A finished attempt's outcome follows: it is derived from the flag.
         meta.has_harness_error = true;
-        if meta.outcome.is_some() {
-            meta.outcome = Some(AttemptOutcome::HarnessError);
-        }
         Ok(())
     }
 
@@ -723,7 +731,7 @@ impl AttemptStore for MemoryStore {
     ) -> Result<(), StoreError> {
         let cell = self.inner.attempt(tenant, attempt)?;
         let mut meta = lock(&cell.meta);
-        if meta.outcome.is_some() || meta.lease_owner != owner {
+        if meta.verdict.is_some() || meta.lease_owner != owner {
             return Err(not_found("running attempt leased by this owner"));
         }
         meta.lease_expires_at = until;
@@ -776,7 +784,7 @@ impl AttemptStore for MemoryStore {
         // dispatcher has already answered.
         let evidence: usize = lock(&cell.fixture).evidence.iter().map(Vec::len).sum();
         let mut meta = lock(&cell.meta);
-        if meta.outcome.is_some() {
+        if meta.verdict.is_some() {
             return Err(FinishError::AlreadyFinished);
         }
         let mut errors = lock(&cell.errors);
@@ -801,13 +809,8 @@ impl AttemptStore for MemoryStore {
                 ));
             meta.has_harness_error = true;
         }
-        let outcome = if meta.has_harness_error {
-            AttemptOutcome::HarnessError
-        } else {
-            verdict.outcome()
-        };
-        meta.outcome = Some(outcome);
-        Ok(outcome)
+        meta.verdict = Some(verdict);
+        Ok(AttemptOutcome::decide(verdict, meta.has_harness_error))
     }
 
     async fn attempt(
@@ -821,7 +824,7 @@ impl AttemptStore for MemoryStore {
             id: attempt,
             simulation: cell.binding.simulation,
             test_case: cell.test_case,
-            outcome: meta.outcome,
+            outcome: meta.outcome(),
             lease_owner: meta.lease_owner.clone(),
             lease_expires_at: meta.lease_expires_at,
             has_harness_error: meta.has_harness_error,

@@ -352,53 +352,13 @@ fn all_codes() -> Vec<(&'static str, &'static str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeSet;
     use toolmock_contract::ProblemCode;
-
-    /// The `(code, class)` rows of one crate's section of docs/error-codes.md.
-    fn documented(section: &str) -> BTreeSet<(String, String)> {
-        let doc = include_str!("../../../../docs/error-codes.md");
-        let heading = format!("## {section}");
-        let mut rows = BTreeSet::new();
-        let mut inside = false;
-        for line in doc.lines() {
-            if line.starts_with("## ") {
-                inside = line.trim() == heading;
-                continue;
-            }
-            if !inside || !line.starts_with('|') || line.starts_with("|---") {
-                continue;
-            }
-            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-            let (code, class) = (cells[1].trim_matches('`'), cells[2]);
-            if code == "code" {
-                continue;
-            }
-            assert!(
-                rows.insert((code.to_owned(), class.to_owned())),
-                "{code} ({class}) is listed twice"
-            );
-        }
-        rows
-    }
 
     #[test]
     fn every_code_is_documented_and_every_documented_code_exists() {
-        let documented = documented("toolmock-runtime");
-        let actual: BTreeSet<(String, String)> = all_codes()
-            .into_iter()
-            .map(|(code, class)| (code.to_owned(), class.to_owned()))
-            .collect();
-        let undocumented: Vec<_> = actual.difference(&documented).collect();
-        let stale: Vec<_> = documented.difference(&actual).collect();
-        assert!(
-            undocumented.is_empty(),
-            "codes missing from docs/error-codes.md: {undocumented:?}"
-        );
-        assert!(
-            stale.is_empty(),
-            "docs/error-codes.md lists codes the runtime does not have: {stale:?}"
-        );
+        let doc = include_str!("../../../../docs/error-codes.md");
+        toolmock_contract::check_documented_classes(doc, "toolmock-runtime", &all_codes())
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 
     #[test]

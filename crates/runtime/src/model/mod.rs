@@ -626,7 +626,8 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// The outcome this verdict gives an attempt without harness errors.
+    /// The verdict's own outcome, before harness errors are weighed
+    /// ([`AttemptOutcome::decide`] weighs them).
     pub fn outcome(self) -> AttemptOutcome {
         match self {
             Verdict::Passed => AttemptOutcome::Passed,
@@ -648,6 +649,19 @@ pub enum AttemptOutcome {
 }
 
 impl AttemptOutcome {
+    /// The one decision of a finished attempt's outcome: `harness_error`
+    /// whenever a harness error was recorded, whatever the verdict; else the
+    /// verdict's. PostgreSQL makes the same decision in one function
+    /// (`toolmock_attempt_outcome`, docs/data-model.md), which the finish
+    /// and the harness-error trigger share.
+    pub fn decide(verdict: Verdict, has_harness_error: bool) -> Self {
+        if has_harness_error {
+            AttemptOutcome::HarnessError
+        } else {
+            verdict.outcome()
+        }
+    }
+
     /// The stored name.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -867,7 +881,7 @@ pub struct ToolInputErrorRecord {
 /// A harness error: the harness's fault; the attempt can never pass. Made
 /// only inside this crate (`model/fault.rs`: every text cleaned of U+0000,
 /// the time from an injected clock) and read back by the stores; recorded
-/// through `Dispatcher::record_harness_fault`.
+/// through `Dispatcher::record_fault`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HarnessErrorRecord {
     /// The tenant.

@@ -215,9 +215,7 @@ impl AttemptStore for PgStore {
                               AS revoked), \
                  ended AS ( \
                      UPDATE attempts SET status = 'finished', finished_at = $3, \
-                         outcome = CASE WHEN EXISTS (SELECT 1 FROM harness_errors h \
-                             WHERE h.tenant_id = $1 AND h.attempt_id = $2) \
-                         THEN 'harness_error' ELSE $4 END \
+                         outcome = toolmock_attempt_outcome($1, $2, $4) \
                      WHERE tenant_id = $1 AND id = $2 AND $5 \
                          AND (SELECT recorded >= begun + $6 AND NOT revoked FROM counts) \
                      RETURNING outcome) \
@@ -256,13 +254,12 @@ impl AttemptStore for PgStore {
             );
             insert_harness_error(&mut tx, &record).await?;
         }
-        // The outcome is the database's to derive: harness_error whenever a
-        // harness_errors row exists (the attempts trigger holds it so).
+        // The outcome is the database's to decide, in its one function
+        // (`toolmock_attempt_outcome`, shared with the harness-error trigger):
+        // harness_error whenever a harness_errors row exists.
         let outcome: String = db(sqlx::query_scalar(
             "UPDATE attempts SET status = 'finished', finished_at = $3, \
-                 outcome = CASE WHEN EXISTS (SELECT 1 FROM harness_errors h \
-                     WHERE h.tenant_id = $1 AND h.attempt_id = $2) \
-                 THEN 'harness_error' ELSE $4 END \
+                 outcome = toolmock_attempt_outcome($1, $2, $4) \
              WHERE tenant_id = $1 AND id = $2 RETURNING outcome",
         )
         .bind(tenant.as_uuid())
