@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -337,20 +338,30 @@ fn parallel_calls_of_one_turn_run_in_their_order() {
     );
 }
 
+/// `run` of one model case (no expectations) played by `model`; also how
+/// long the run took.
+fn run_timed(server: &Server, model: &str, extra: &[&str]) -> (i32, Value, Duration) {
+    let began = Instant::now();
+    let (code, results, _) = run(server, model, json!([model_case("c", json!({}))]), extra);
+    (code, results, began.elapsed())
+}
+
+/// The run failed (exit 1) with its attempt ended `harness_error` by `code`.
+fn assert_ended_by(code: i32, results: &Value, expected: &str) {
+    assert_eq!(code, 1, "{results:#}");
+    let a = attempt(results);
+    assert_eq!(a["outcome"], "harness_error", "{a:#}");
+    assert_eq!(a["harness_errors"][0]["code"], expected, "{a:#}");
+}
+
 #[test]
 fn a_429_is_retried_after_its_retry_after() {
     let server = server();
-    let began = std::time::Instant::now();
-    let (code, results, _) = run(
-        &server,
-        "rate_limited",
-        json!([model_case("c", json!({}))]),
-        &[],
-    );
+    let (code, results, took) = run_timed(&server, "rate_limited", &[]);
     assert_eq!(code, 0, "{results:#}");
     assert_eq!(attempt(&results)["outcome"], "passed");
     // Two 429s, each followed by a wait of its Retry-After (1 s).
-    assert!(began.elapsed() >= std::time::Duration::from_secs(2));
+    assert!(took >= Duration::from_secs(2));
 }
 
 /// Issue 32, item 3: a 429 asking for a wait of an hour (`Retry-After:
@@ -360,22 +371,13 @@ fn a_429_is_retried_after_its_retry_after() {
 #[test]
 fn a_retry_after_longer_than_the_model_time_out_is_unavailable_at_once() {
     let server = server();
-    let began = std::time::Instant::now();
-    let (code, results, _) = run(
+    let (code, results, took) = run_timed(
         &server,
         "rate_limited_long",
-        json!([model_case("c", json!({}))]),
         &["--attempt-timeout-secs", "60"],
     );
-    assert_eq!(code, 1);
-    let a = attempt(&results);
-    assert_eq!(a["outcome"], "harness_error", "{a:#}");
-    assert_eq!(a["harness_errors"][0]["code"], "agent_unavailable", "{a:#}");
-    assert!(
-        began.elapsed() < std::time::Duration::from_secs(30),
-        "{:?}",
-        began.elapsed()
-    );
+    assert_ended_by(code, &results, "agent_unavailable");
+    assert!(took < Duration::from_secs(30), "{took:?}");
     let counts: Value = reqwest_get(&format!("{}/../counts", server.url));
     assert_eq!(
         counts["rate_limited_long"], 1,
@@ -390,11 +392,9 @@ fn a_retry_after_longer_than_the_model_time_out_is_unavailable_at_once() {
 #[test]
 fn the_attempt_deadline_ends_an_attempt_its_model_keeps_waiting() {
     let server = server();
-    let began = std::time::Instant::now();
-    let (code, results, _) = run(
+    let (code, results, took) = run_timed(
         &server,
         "rate_limited_long",
-        json!([model_case("c", json!({}))]),
         &[
             "--model-timeout-secs",
             "3600",
@@ -402,15 +402,10 @@ fn the_attempt_deadline_ends_an_attempt_its_model_keeps_waiting() {
             "2",
         ],
     );
-    assert_eq!(code, 1);
-    let a = attempt(&results);
-    assert_eq!(a["outcome"], "harness_error", "{a:#}");
-    assert_eq!(a["harness_errors"][0]["code"], "attempt_timeout", "{a:#}");
-    let elapsed = began.elapsed();
+    assert_ended_by(code, &results, "attempt_timeout");
     assert!(
-        elapsed >= std::time::Duration::from_secs(2)
-            && elapsed < std::time::Duration::from_secs(30),
-        "{elapsed:?}"
+        took >= Duration::from_secs(2) && took < Duration::from_secs(30),
+        "{took:?}"
     );
 }
 
