@@ -455,6 +455,43 @@ fn model_failed_never_carries_what_the_endpoint_answered() {
     secret_free(&evidence);
 }
 
+/// A model answer without end (a chunked body the server writes until the
+/// client hangs up) is cut at `--model-max-response-bytes`: the attempt
+/// ends `model_failed` with the reason `response_too_large`, and the
+/// process lives on to report it (issue 32, item 4).
+#[test]
+fn an_endless_model_answer_is_model_failed_response_too_large() {
+    let server = server();
+    let (code, results, evidence) = run(
+        &server,
+        "endless",
+        json!([model_case("c", json!({}))]),
+        &["--model-max-response-bytes", "1048576"],
+    );
+    assert_eq!(code, 1);
+    let a = attempt(&results);
+    assert_eq!(a["outcome"], "harness_error", "{a:#}");
+    let error = &a["harness_errors"][0];
+    assert_eq!(error["code"], "model_failed", "{a:#}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("exceeded the 1048576-byte limit"),
+        "{error}"
+    );
+    let recorded = evidence_lines(&evidence);
+    let fault = recorded
+        .iter()
+        .find(|line| line["code"] == "model_failed")
+        .unwrap_or_else(|| panic!("{recorded:#?}"));
+    assert_eq!(
+        fault["detail"],
+        json!({"reason": "response_too_large", "limit_bytes": 1048576}),
+        "{fault:#}"
+    );
+}
+
 #[test]
 fn a_harness_error_stops_the_loop_and_is_never_shown_to_the_model() {
     let server = server();

@@ -652,7 +652,9 @@ async fn a_worker_runs_a_real_tools_simulation_through_the_real_handlers(pool: P
     let attempts = queue(&pool, &document).await;
     assert_eq!(attempts.len(), 2);
     let url = app_url(&pool).await;
-    let _w = Worker::start(&url, "worker-real", &[]);
+    // The fixtures are on 127.0.0.1: allowed explicitly (without the flag
+    // every real call is refused, `external_failed`, `private_target`).
+    let _w = Worker::start(&url, "worker-real", &["--allow-private-targets"]);
     until(30, "both attempts finished", || async {
         let mut done = true;
         for attempt in &attempts {

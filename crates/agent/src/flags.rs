@@ -52,6 +52,13 @@ pub struct ModelFlags {
     #[arg(long, value_name = "N", env = "TOOLMOCK_MODEL_CONCURRENCY", default_value_t = 8,
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub model_concurrency: u32,
+    /// The longest answer read from the model or the judge, in bytes; a
+    /// longer one ends the attempt harness_error (model_failed or
+    /// judge_failed, reason response_too_large). Default 16 MiB.
+    #[arg(long, value_name = "BYTES", env = "TOOLMOCK_MODEL_MAX_RESPONSE_BYTES",
+          default_value_t = crate::DEFAULT_MAX_RESPONSE_BYTES,
+          value_parser = clap::value_parser!(u64).range(1024..=1 << 30))]
+    pub model_max_response_bytes: u64,
     /// The judge's endpoint (default: --model-url).
     #[arg(long, value_name = "URL", env = "TOOLMOCK_JUDGE_URL")]
     pub judge_url: Option<String>,
@@ -123,6 +130,7 @@ impl ModelFlags {
             timeout: Duration::from_secs(self.model_timeout_secs),
             max_retries: self.model_retries,
             concurrency: self.model_concurrency as usize,
+            max_response_bytes: self.model_max_response_bytes,
         }
     }
 

@@ -32,6 +32,7 @@
 //!     timeout: Duration::from_secs(60),
 //!     max_retries: 4,
 //!     concurrency: 8,
+//!     max_response_bytes: toolmock_agent::DEFAULT_MAX_RESPONSE_BYTES,
 //! };
 //! let model = OpenAiChat::new(&endpoint).expect("a usable endpoint");
 //! assert!(!format!("{model:?}").contains("Bearer"));
@@ -48,7 +49,6 @@ pub use flags::{FlagsError, ModelFlags, Models};
 
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
-use async_openai::middleware::ReqwestService;
 use async_openai::middleware::retry::OpenAIRetryLayer;
 use async_openai::types::chat::{
     ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
@@ -64,6 +64,11 @@ use tokio::sync::Semaphore;
 use toolmock_simulation::{
     ChatModel, Message, ModelError, ModelFuture, ModelReply, ModelRequest, ToolCallRequest,
 };
+
+/// The default of [`Endpoint::max_response_bytes`]: 16 MiB, far above any
+/// chat completion, far below what would hurt a process holding many
+/// attempts.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// An OpenAI-compatible chat-completions endpoint.
 #[derive(Clone, PartialEq)]
@@ -85,6 +90,9 @@ pub struct Endpoint {
     pub max_retries: u32,
     /// Requests in flight at once (at least 1).
     pub concurrency: usize,
+    /// The longest answer body read, in bytes; a longer one is
+    /// `ModelError::TooLarge` (`model_failed`, `response_too_large`).
+    pub max_response_bytes: u64,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -98,6 +106,7 @@ impl std::fmt::Debug for Endpoint {
             .field("timeout", &self.timeout)
             .field("max_retries", &self.max_retries)
             .field("concurrency", &self.concurrency)
+            .field("max_response_bytes", &self.max_response_bytes)
             .finish()
     }
 }
@@ -163,7 +172,14 @@ impl OpenAiChat {
         // 429 (honouring Retry-After, up to the time-out), 5xx and
         // connection errors are retried by async-openai's layer; time-outs
         // by `complete`.
-        let service = tower_stack(endpoint.max_retries, endpoint.timeout, http);
+        let service = tower_stack(
+            endpoint.max_retries,
+            endpoint.timeout,
+            transport::Capped {
+                client: http,
+                limit: endpoint.max_response_bytes,
+            },
+        );
         let config = OpenAIConfig::new()
             .with_api_base(url)
             .with_api_key(endpoint.api_key.clone().unwrap_or_default());
@@ -206,20 +222,21 @@ impl OpenAiChat {
     }
 }
 
-/// The retry layer over reqwest (under it, the bound on `Retry-After`:
+/// The retry layer over reqwest (every body read under its limit:
+/// `transport::Capped`; between them the bound on `Retry-After`:
 /// `retry_after`), and above it the refusal of a final non-2xx answer by
 /// its status alone (`transport::refuse_non_success`).
 fn tower_stack(
     max_retries: u32,
     longest_wait: Duration,
-    http: reqwest::Client,
+    http: transport::Capped,
 ) -> tower::util::MapResult<
-    async_openai::middleware::retry::OpenAIRetry<retry_after::BoundedRetryAfter<ReqwestService>>,
+    async_openai::middleware::retry::OpenAIRetry<retry_after::BoundedRetryAfter<transport::Capped>>,
     transport::Refusal,
 > {
     use tower::{Layer, ServiceExt};
     let refuse: transport::Refusal = transport::refuse_non_success;
-    let bounded = retry_after::BoundedRetryAfter::new(ReqwestService::new(http), longest_wait);
+    let bounded = retry_after::BoundedRetryAfter::new(http, longest_wait);
     OpenAIRetryLayer::new(max_retries as usize)
         .layer(bounded)
         .map_result(refuse)
@@ -345,6 +362,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             max_retries: 0,
             concurrency: 1,
+            max_response_bytes: 4096,
         }
     }
 
@@ -388,6 +406,25 @@ mod tests {
             matches!(reply, Err(ModelError::Unavailable(_))),
             "{reply:?}"
         );
+    }
+
+    /// What a request to the endpoint at `url` (4 KiB answers at most)
+    /// fails with.
+    async fn failure_of(url: String) -> ModelError {
+        let mut e = endpoint();
+        e.base_url = url;
+        e.timeout = Duration::from_secs(30);
+        let model = OpenAiChat::new(&e).expect("client");
+        let messages = [Message::User {
+            content: "hi".into(),
+        }];
+        model
+            .complete(ModelRequest {
+                messages: &messages,
+                tools: &[],
+            })
+            .await
+            .expect_err("a failure")
     }
 
     /// An HTTP server answering every request with `status` (the whole
@@ -460,19 +497,7 @@ mod tests {
             ),
         ];
         for (status, body, said, unavailable) in cases {
-            let mut e = endpoint();
-            e.base_url = answering(status, body).await;
-            let model = OpenAiChat::new(&e).expect("client");
-            let messages = [Message::User {
-                content: "hi".into(),
-            }];
-            let error = model
-                .complete(ModelRequest {
-                    messages: &messages,
-                    tools: &[],
-                })
-                .await
-                .expect_err("an unusable answer");
+            let error = failure_of(answering(status, body).await).await;
             let text = error.to_string();
             assert!(!text.contains(SECRET), "{text}");
             assert!(text.contains(&said), "{text}");
@@ -480,6 +505,45 @@ mod tests {
                 matches!(error, ModelError::Unavailable(_)),
                 unavailable,
                 "{text}"
+            );
+        }
+    }
+
+    /// A 200 whose chunked body never ends (written until the client hangs
+    /// up); its `/v1` URL.
+    async fn endless() -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let _ = socket.read(&mut buf).await;
+                    let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+                    if socket.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let chunk = format!("{:x}\r\n{}\r\n", 65536, "x".repeat(65536));
+                    while socket.write_all(chunk.as_bytes()).await.is_ok() {}
+                });
+            }
+        });
+        format!("http://127.0.0.1:{port}/v1")
+    }
+
+    /// An answer past the limit — announced by its length, or chunked
+    /// without end — is `TooLarge` as soon as it passes the limit (issue
+    /// 32, item 4), and the client goes on working.
+    #[tokio::test]
+    async fn an_answer_past_the_limit_is_too_large() {
+        let long = Box::leak("y".repeat(5000).into_boxed_str());
+        for url in [endless().await, answering("200 OK", long).await] {
+            let error = failure_of(url).await;
+            assert_eq!(error, ModelError::TooLarge { limit_bytes: 4096 });
+            assert_eq!(
+                error.detail(),
+                serde_json::json!({"reason": "response_too_large", "limit_bytes": 4096})
             );
         }
     }

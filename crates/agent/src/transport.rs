@@ -8,8 +8,66 @@
 //! what was missing, the size), never the body.
 
 use async_openai::error::OpenAIError;
+use async_openai::middleware::HttpRequestFactory;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 use toolmock_simulation::ModelError;
+
+/// The endpoint's answer was longer than the limit: it was not read on.
+#[derive(Debug, thiserror::Error)]
+#[error("the answer exceeded the {0}-byte limit")]
+pub(crate) struct TooLarge(pub(crate) u64);
+
+/// reqwest under async-openai, reading every answer body — a completion, an
+/// error, a 429's — up to `limit` bytes and no further: a longer answer
+/// (announced by its length or streamed in chunks without end) is
+/// [`TooLarge`] as soon as it passes the limit, so no answer can exhaust
+/// the process's memory. The body read is bounded in time by the client's
+/// own time-out too.
+#[derive(Debug, Clone)]
+pub(crate) struct Capped {
+    pub(crate) client: reqwest::Client,
+    pub(crate) limit: u64,
+}
+
+impl tower::Service<HttpRequestFactory> for Capped {
+    type Response = reqwest::Response;
+    type Error = OpenAIError;
+    type Future = Pin<Box<dyn Future<Output = Result<reqwest::Response, OpenAIError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), OpenAIError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, factory: HttpRequestFactory) -> Self::Future {
+        let (client, limit) = (self.client.clone(), self.limit);
+        Box::pin(async move {
+            let too_large = || OpenAIError::Boxed(Box::new(TooLarge(limit)));
+            let request = factory.build().await?;
+            let mut response = client
+                .execute(request)
+                .await
+                .map_err(OpenAIError::Reqwest)?;
+            if response.content_length().is_some_and(|n| n > limit) {
+                return Err(too_large());
+            }
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(OpenAIError::Reqwest)? {
+                if u64::try_from(body.len() + chunk.len()).map_or(true, |n| n > limit) {
+                    return Err(too_large());
+                }
+                body.extend_from_slice(&chunk);
+            }
+            let mut rebuilt = http::Response::new(body);
+            *rebuilt.status_mut() = response.status();
+            *rebuilt.version_mut() = response.version();
+            *rebuilt.headers_mut() = response.headers().clone();
+            Ok(reqwest::Response::from(rebuilt))
+        })
+    }
+}
 
 /// The endpoint's final answer (after the retry layer) had a status other
 /// than 2xx. Holds the number only: never the reason phrase or the body.
@@ -63,6 +121,10 @@ fn from_status(status: u16) -> ModelError {
 /// with a message that holds nothing the endpoint sent.
 pub(crate) fn classify(error: &OpenAIError, timeout: Duration) -> (bool, ModelError) {
     match error {
+        OpenAIError::Boxed(boxed) if boxed.is::<TooLarge>() => {
+            let limit_bytes = boxed.downcast_ref::<TooLarge>().map_or(0, |t| t.0);
+            (false, ModelError::TooLarge { limit_bytes })
+        }
         OpenAIError::Boxed(boxed) => match boxed.downcast_ref::<Status>() {
             Some(&Status(status)) => (false, from_status(status)),
             // A `Retry-After` longer than the model time-out: unavailable now.

@@ -51,13 +51,17 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod body;
 mod command_line;
 mod failure;
 mod real;
+mod targets;
 
+pub use body::{BodyError, DEFAULT_MAX_RESPONSE_BYTES, read_body};
 pub use command_line::split_command_line;
 pub use failure::FailureClass;
 pub use real::{RealAnswer, RealExecutor};
+pub use targets::{TargetError, TargetPolicy};
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ErrorCode, Implementation, PaginatedRequestParams,

@@ -34,6 +34,12 @@ pub struct RealExecutor {
     operations: BTreeMap<(String, String), RealHandler>,
     http: reqwest::Client,
     timeout: Duration,
+    /// The longest answer body of an HTTP handler read
+    /// (`crate::DEFAULT_MAX_RESPONSE_BYTES` unless set).
+    max_response_bytes: u64,
+    /// The addresses its URLs may resolve to (every one, unless a
+    /// multi-tenant process says otherwise).
+    targets: crate::TargetPolicy,
     sessions: tokio::sync::Mutex<HashMap<String, Arc<Client>>>,
     /// MCP servers named by a key rather than reached at it as a URL.
     servers: HashMap<String, Endpoint>,
@@ -68,9 +74,30 @@ impl RealExecutor {
             operations,
             http: reqwest::Client::new(),
             timeout,
+            max_response_bytes: crate::DEFAULT_MAX_RESPONSE_BYTES,
+            targets: crate::TargetPolicy::open(),
             sessions: tokio::sync::Mutex::default(),
             servers: HashMap::new(),
         }
+    }
+
+    /// An HTTP handler's (or `http_request` node's) answer longer than
+    /// `limit` bytes is not read on: the call fails `response_too_large`.
+    /// (An MCP server's answers are bounded by rmcp: 16 MiB per JSON
+    /// response or SSE event, and per line over stdio.)
+    pub fn with_max_response_bytes(mut self, limit: u64) -> Self {
+        self.max_response_bytes = limit;
+        self
+    }
+
+    /// Every URL it is about to reach — an MCP server's, an HTTP handler's,
+    /// an `http_request` node's — is checked against `targets` first (its
+    /// name resolved now); a refused one fails the call with the class of
+    /// its address, and nothing is sent. How `toolmock-worker` keeps its
+    /// tenants out of its own network (docs/operations.md).
+    pub fn with_targets(mut self, targets: crate::TargetPolicy) -> Self {
+        self.targets = targets;
+        self
     }
 
     /// Sessions for the MCP handler whose `url` is `key` are opened at
@@ -110,7 +137,10 @@ impl RealExecutor {
         }
         let endpoint = match self.servers.get(url) {
             Some(endpoint) => endpoint.clone(),
-            None => Endpoint::http(url).map_err(|e| e.to_string())?,
+            None => {
+                self.reachable(url).await?;
+                Endpoint::http(url).map_err(|e| e.to_string())?
+            }
         };
         let client = open_untimed(&endpoint)
             .await
@@ -156,8 +186,17 @@ impl RealExecutor {
         })
     }
 
+    /// `Ok` when the policy lets it reach `url`.
+    async fn reachable(&self, url: &str) -> Result<(), String> {
+        self.targets
+            .check(url)
+            .await
+            .map_err(|e| format!("{url} is not reached ({}): {e}", e.code()))
+    }
+
     /// `POST`s `body` to `url`; the response's status and body.
     async fn post(&self, url: &str, body: &Value) -> Result<(u16, Vec<u8>), String> {
+        self.reachable(url).await?;
         let response = self
             .http
             .post(url)
@@ -166,11 +205,15 @@ impl RealExecutor {
             .await
             .map_err(|e| format!("POST {url} failed: {}", chain(&e)))?;
         let status = response.status().as_u16();
-        let bytes = response
-            .bytes()
+        let bytes = crate::read_body(response, self.max_response_bytes)
             .await
-            .map_err(|e| format!("reading the answer of POST {url} failed: {}", chain(&e)))?;
-        Ok((status, bytes.to_vec()))
+            .map_err(|e| match e {
+                crate::BodyError::TooLarge { .. } => format!("POST {url}: {e}"),
+                crate::BodyError::Read(e) => {
+                    format!("reading the answer of POST {url} failed: {}", chain(&e))
+                }
+            })?;
+        Ok((status, bytes))
     }
 
     async fn call_http(&self, url: &str, input: &Value) -> Result<RealAnswer, String> {

@@ -106,6 +106,29 @@ pub enum ModelError {
     /// It answered, but not with a usable completion (`model_failed`).
     #[error("the model's answer is unusable: {0}")]
     Failed(String),
+    /// Its answer was longer than the client reads (`model_failed`, with
+    /// the reason `response_too_large` in the record's detail).
+    #[error(
+        "the model's answer is unusable: it exceeded the {limit_bytes}-byte limit on an answer (--model-max-response-bytes)"
+    )]
+    TooLarge {
+        /// The limit, in bytes.
+        limit_bytes: u64,
+    },
+}
+
+impl ModelError {
+    /// The detail a harness error for it records: `{"reason":
+    /// "response_too_large", "limit_bytes": N}` for [`ModelError::TooLarge`],
+    /// an empty object otherwise.
+    pub fn detail(&self) -> serde_json::Value {
+        match self {
+            ModelError::TooLarge { limit_bytes } => {
+                serde_json::json!({"reason": "response_too_large", "limit_bytes": limit_bytes})
+            }
+            _ => serde_json::json!({}),
+        }
+    }
 }
 
 /// A boxed, sendable future (the trait is object-safe).

@@ -137,13 +137,14 @@ pub(crate) fn read_verdict(text: &str) -> Result<JudgeReport, String> {
 }
 
 /// Asks `judge` to grade `expect`'s rubric over the recorded conversation
-/// and calls. `Err` is why no grade came back (recorded as `judge_failed`).
+/// and calls. `Err` is why no grade came back and the record's detail
+/// (recorded as `judge_failed`).
 pub(crate) async fn grade(
     judge: &dyn ChatModel,
     expect: &JudgeExpect,
     conversation: &[Message],
     calls: &[RecordedCall],
-) -> Result<JudgeReport, String> {
+) -> Result<JudgeReport, (String, Value)> {
     let calls: Vec<Value> = calls
         .iter()
         .map(|c| {
@@ -171,8 +172,8 @@ pub(crate) async fn grade(
             tools: &[],
         })
         .await
-        .map_err(|e| e.to_string())?;
-    read_verdict(reply.content.as_deref().unwrap_or(""))
+        .map_err(|e| (e.to_string(), e.detail()))?;
+    read_verdict(reply.content.as_deref().unwrap_or("")).map_err(|why| (why, json!({})))
 }
 
 /// Whether a grade passes `expect`.

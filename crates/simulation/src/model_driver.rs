@@ -136,7 +136,8 @@ pub(crate) async fn run_model<B: Backend + 'static>(
                     "the attempt ran past its deadline of {} s while waiting for the model",
                     limit.as_secs()
                 );
-                record(ctx, HarnessCode::AttemptTimeout, message).await?;
+                let detail = json!({"attempt_timeout_secs": limit.as_secs()});
+                record(ctx, HarnessCode::AttemptTimeout, message, detail).await?;
                 return Ok(recorder.played);
             };
             let reply = match answered {
@@ -144,9 +145,11 @@ pub(crate) async fn run_model<B: Backend + 'static>(
                 Err(error) => {
                     let code = match error {
                         ModelError::Unavailable(_) => HarnessCode::AgentUnavailable,
-                        ModelError::Failed(_) => HarnessCode::ModelFailed,
+                        ModelError::Failed(_) | ModelError::TooLarge { .. } => {
+                            HarnessCode::ModelFailed
+                        }
                     };
-                    record(ctx, code, error.to_string()).await?;
+                    record(ctx, code, error.to_string(), error.detail()).await?;
                     return Ok(recorder.played);
                 }
             };
@@ -213,6 +216,7 @@ async fn record<B: Backend>(
     ctx: &AttemptContext<'_, B>,
     code: HarnessCode,
     message: String,
+    detail: serde_json::Value,
 ) -> Result<(), DispatchError> {
     let fault = HarnessFault {
         code,
@@ -220,7 +224,7 @@ async fn record<B: Backend>(
         path: None,
     };
     ctx.dispatcher
-        .record_harness_fault(ctx.tenant, ctx.attempt, None, fault, json!({}))
+        .record_harness_fault(ctx.tenant, ctx.attempt, None, fault, detail)
         .await
         .map(|_| ())
         .map_err(DispatchError::Store)

@@ -695,7 +695,10 @@ async fn finish_judged<B: Backend>(
         let graded = match judge {
             Some(judge) => grade(judge, expect, &conversation, &calls).await,
             // A rubric nobody can grade never passes unread.
-            None => Err("no judge model is configured here to grade the rubric".to_owned()),
+            None => Err((
+                "no judge model is configured here to grade the rubric".to_owned(),
+                serde_json::json!({}),
+            )),
         };
         match graded {
             Ok(report) => {
@@ -711,14 +714,14 @@ async fn finish_judged<B: Backend>(
                 }
                 judged = Some(report);
             }
-            Err(why) => {
+            Err((why, detail)) => {
                 let fault = toolmock_runtime::error::HarnessFault {
                     code: toolmock_runtime::error::HarnessCode::JudgeFailed,
                     message: why,
                     path: None,
                 };
                 dispatcher
-                    .record_harness_fault(tenant, attempt, None, fault, serde_json::json!({}))
+                    .record_harness_fault(tenant, attempt, None, fault, detail)
                     .await?;
                 harness_errors = store.harness_errors(tenant, attempt).await?;
             }

@@ -174,7 +174,11 @@ async fn fetch(url: &str, timeout: Duration) -> Result<serde_json::Value, (&'sta
     if !status.is_success() {
         return Err(failed(format!("GET {url} answered {status}")));
     }
-    response.json().await.map_err(|e| {
+    let body =
+        toolmock_discovery::read_body(response, toolmock_discovery::DEFAULT_MAX_RESPONSE_BYTES)
+            .await
+            .map_err(|e| failed(format!("GET {url}: {e}")))?;
+    serde_json::from_slice(&body).map_err(|e| {
         (
             VerifyCode::InvalidOpenapi.as_str(),
             format!("{url} is not JSON: {e}"),

@@ -8,6 +8,7 @@ use crate::WorkerError;
 use std::sync::Arc;
 use std::time::Duration;
 use toolmock_agent::{ModelFlags, Models};
+use toolmock_discovery::TargetPolicy;
 use toolmock_runtime::model::{AttemptId, TenantId};
 use toolmock_simulation::{ChatModel, ConversationSink, Message, SinkFuture};
 use toolmock_store::PgStore;
@@ -32,11 +33,15 @@ pub struct Agents {
     pub attempt_timeout: Duration,
     /// The client that hands attempts to agent services.
     pub http: reqwest::Client,
+    /// The addresses tenants' URLs may reach: agent services, real tools'
+    /// MCP servers and HTTP endpoints, verification targets. No loopback,
+    /// private or link-local address unless the operator allows it.
+    pub targets: TargetPolicy,
 }
 
 impl Agents {
-    /// No model, no judge, no API URL; a 300 s service time-out, the default
-    /// attempt deadline.
+    /// No model, no judge, no API URL; a 300 s service time-out; the
+    /// default attempt deadline; no private target.
     pub fn none() -> Self {
         Self {
             model: None,
@@ -45,6 +50,7 @@ impl Agents {
             service_timeout: Duration::from_secs(300),
             attempt_timeout: toolmock_simulation::DEFAULT_ATTEMPT_TIMEOUT,
             http: handover_client(),
+            targets: TargetPolicy::default(),
         }
     }
 }
@@ -87,6 +93,21 @@ pub struct AgentFlags {
     #[arg(long, value_name = "SECS", env = "TOOLMOCK_AGENT_SERVICE_TIMEOUT_SECS",
           default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub agent_service_timeout_secs: u64,
+    /// Let tenants' URLs (agent services, real tools, verification targets)
+    /// reach loopback, private and link-local addresses: only where every
+    /// tenant may reach the service's own network.
+    #[arg(long, env = "TOOLMOCK_ALLOW_PRIVATE_TARGETS",
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub allow_private_targets: bool,
+    /// A host tenants' URLs may reach whatever it resolves to (repeatable;
+    /// the variable takes a comma-separated list).
+    #[arg(
+        long = "allow-target-host",
+        value_name = "HOST",
+        env = "TOOLMOCK_ALLOW_TARGET_HOSTS",
+        value_delimiter = ','
+    )]
+    pub allow_target_hosts: Vec<String>,
 }
 
 impl AgentFlags {
@@ -116,6 +137,10 @@ impl AgentFlags {
             service_timeout: Duration::from_secs(self.agent_service_timeout_secs),
             attempt_timeout,
             http: handover_client(),
+            targets: TargetPolicy {
+                allow_private: self.allow_private_targets,
+                allowed_hosts: self.allow_target_hosts.clone(),
+            },
         })
     }
 }

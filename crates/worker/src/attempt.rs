@@ -120,10 +120,10 @@ impl Simulations {
                 shared.config.clock_offset,
             );
             let executor = real_tools.then(|| {
-                Arc::new(RealExecutor::new(
-                    real_handlers(&loaded).operations,
-                    REAL_CALL_TIMEOUT,
-                ))
+                Arc::new(
+                    RealExecutor::new(real_handlers(&loaded).operations, REAL_CALL_TIMEOUT)
+                        .with_targets(shared.agents.targets.clone()),
+                )
             });
             if let Some(executor) = &executor {
                 dispatcher = dispatcher.with_executor(executor.clone());

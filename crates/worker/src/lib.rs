@@ -221,8 +221,8 @@ pub async fn run_with(
     let verifications = tokio::spawn(verification::run(
         shared.store.unfenced(),
         shared.config.owner.clone(),
-        shared.config.poll,
-        shared.config.verify_budget,
+        (shared.config.poll, shared.config.verify_budget),
+        shared.agents.targets.clone(),
     ));
     let permits = Arc::new(Semaphore::new(shared.config.concurrency));
     let mut tasks = JoinSet::new();

@@ -31,16 +31,28 @@ pub(crate) async fn hand_over(
     };
     let timeout = shared.agents.service_timeout;
     let deadline = Instant::now() + timeout;
-    let Some(api) = &shared.agents.api_url else {
-        let why = "the worker has no --api-url, so it cannot tell an agent service where the attempt's tool-call endpoint is".to_owned();
-        return end(
-            shared,
-            claimed,
-            (case, position),
-            HarnessCode::AgentServiceUnreachable,
-            why,
-        )
-        .await;
+    // The tenant names the URL: never one of the service's own network
+    // unless the operator allows it (docs/operations.md).
+    let api = match (&shared.agents.api_url, shared.agents.targets.check(url).await) {
+        (None, _) => Err("the worker has no --api-url, so it cannot tell an agent service where the attempt's tool-call endpoint is".to_owned()),
+        (Some(_), Err(e)) => Err(format!(
+            "the agent service at {url} was not contacted ({}): {e}",
+            e.code()
+        )),
+        (Some(api), Ok(())) => Ok(api),
+    };
+    let api = match api {
+        Ok(api) => api,
+        Err(why) => {
+            return end(
+                shared,
+                claimed,
+                (case, position),
+                HarnessCode::AgentServiceUnreachable,
+                why,
+            )
+            .await;
+        }
     };
     let id = attempt.id.as_uuid();
     let body = json!({
@@ -80,9 +92,18 @@ pub(crate) async fn hand_over(
         )),
         // It took the attempt but did not answer in time: it may still finish.
         Err(e) if e.is_timeout() => None,
+        // The failure's class, never the error's text (it can carry what
+        // an address answered).
         Err(e) => Some((
             HarnessCode::AgentServiceUnreachable,
-            format!("the agent service at {url} could not be reached: {e}"),
+            format!(
+                "the agent service at {url} could not be reached ({})",
+                if e.is_connect() {
+                    "the connection failed"
+                } else {
+                    "the request failed"
+                }
+            ),
         )),
     };
     if let Some((code, why)) = failure {

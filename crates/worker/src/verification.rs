@@ -6,9 +6,10 @@
 //! worker stopped) is claimed again when its lease runs out.
 
 use std::time::Duration;
+use toolmock_discovery::{Endpoint, TargetPolicy};
 use toolmock_runtime::backend::Catalog;
 use toolmock_store::{ClaimedVerification, PgStore, VerificationResult};
-use toolmock_verify::{ToolSettings, VerifyOptions};
+use toolmock_verify::{OpenApiSource, Subject, ToolSettings, VerifyOptions};
 
 /// How much longer than its time budget a verification's lease lasts, so
 /// that the worker's own finish comes before anyone else's claim.
@@ -16,7 +17,12 @@ const LEASE_MARGIN: Duration = Duration::from_secs(30);
 
 /// Runs verifications until the task is aborted: schedules first, then
 /// the oldest queued verification, else a `poll`'s sleep.
-pub(crate) async fn run(store: PgStore, owner: String, poll: Duration, budget: Duration) {
+pub(crate) async fn run(
+    store: PgStore,
+    owner: String,
+    (poll, budget): (Duration, Duration),
+    targets: TargetPolicy,
+) {
     loop {
         match store.queue_due_verifications().await {
             Ok(0) => {}
@@ -29,7 +35,7 @@ pub(crate) async fn run(store: PgStore, owner: String, poll: Duration, budget: D
         {
             Ok(Some(claimed)) => {
                 metrics::counter!(crate::telemetry::VERIFICATIONS, "how" => "claimed").increment(1);
-                verify_one(&store, &owner, claimed, budget).await;
+                verify_one(&store, &owner, claimed, (budget, &targets)).await;
             }
             Ok(None) => tokio::time::sleep(poll).await,
             Err(e) => {
@@ -40,9 +46,14 @@ pub(crate) async fn run(store: PgStore, owner: String, poll: Duration, budget: D
     }
 }
 
-async fn verify_one(store: &PgStore, owner: &str, claimed: ClaimedVerification, budget: Duration) {
+async fn verify_one(
+    store: &PgStore,
+    owner: &str,
+    claimed: ClaimedVerification,
+    (budget, targets): (Duration, &TargetPolicy),
+) {
     let id = claimed.id;
-    let outcome = verified(store, &claimed, budget).await;
+    let outcome = verified(store, &claimed, budget, targets).await;
     let written = match outcome {
         Ok((ok, summary, results)) => {
             store
@@ -76,6 +87,7 @@ async fn verified(
     store: &PgStore,
     claimed: &ClaimedVerification,
     budget: Duration,
+    targets: &TargetPolicy,
 ) -> Result<Found, String> {
     let settings: ToolSettings = serde_json::from_value(claimed.settings.clone())
         .map_err(|e| format!("its settings do not parse: {e}"))?;
@@ -90,6 +102,7 @@ async fn verified(
             .collect::<Vec<_>>()
             .join("; ")
     })?;
+    reachable(&subject, targets).await?;
     let report = tokio::time::timeout(
         budget,
         toolmock_verify::verify(std::slice::from_ref(&subject), &VerifyOptions::default()),
@@ -118,4 +131,29 @@ async fn verified(
     }
     let summary = serde_json::to_value(report.summary).map_err(|e| e.to_string())?;
     Ok((report.ok, summary, results))
+}
+
+/// `Ok` when every URL the verification would reach — the MCP server, the
+/// OpenAPI document, each operation's HTTP endpoint — is one `targets`
+/// allows (the tenant names them; docs/operations.md).
+async fn reachable(subject: &Subject, targets: &TargetPolicy) -> Result<(), String> {
+    let server = match &subject.server {
+        Some(Endpoint::Http { url }) => Some(url.as_str()),
+        _ => None,
+    };
+    let openapi = match &subject.openapi {
+        Some(OpenApiSource::Url(url)) => Some(url.as_str()),
+        _ => None,
+    };
+    let endpoints = subject
+        .operations
+        .iter()
+        .filter_map(|o| o.endpoint.as_deref());
+    for url in server.into_iter().chain(openapi).chain(endpoints) {
+        targets
+            .check(url)
+            .await
+            .map_err(|e| format!("{url} is not reached ({}): {e}", e.code()))?;
+    }
+    Ok(())
 }

@@ -114,10 +114,12 @@ async fn run_through_a_worker(
     (out, took)
 }
 
+/// The service is on 127.0.0.1: private targets are allowed explicitly.
 fn agents(api: Option<String>, timeout: Duration) -> Agents {
     Agents {
         api_url: api,
         service_timeout: timeout,
+        targets: toolmock_discovery::TargetPolicy::open(),
         ..Agents::none()
     }
 }
@@ -248,12 +250,7 @@ async fn a_redirect_from_an_agent_service_is_refused_never_followed(pool: PgPool
     assert_eq!(attempts[0]["outcome"], "harness_error", "{:#}", attempts[0]);
     assert_eq!(attempts[0]["codes"], json!(["agent_service_refused"]));
     assert_eq!(attempts[0]["calls"], 0);
-    let message: String =
-        sqlx::query_scalar("SELECT message FROM harness_errors WHERE attempt_id = $1")
-            .bind(Uuid::parse_str(attempts[0]["id"].as_str().unwrap()).unwrap())
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let message = first_message(&pool, &attempts[0]).await;
     assert!(message.contains("redirect (HTTP 307)"), "{message}");
     let received = get(&format!("{}/received", service.url)).await;
     let paths: Vec<&str> = received
@@ -263,4 +260,49 @@ async fn a_redirect_from_an_agent_service_is_refused_never_followed(pool: PgPool
         .map(|r| r["path"].as_str().unwrap())
         .collect();
     assert_eq!(paths, ["/redirect"], "the capability went nowhere else");
+}
+
+/// A worker refuses an agent service on its own network (issue 32, item 6):
+/// by default a service on 127.0.0.1 is never contacted — the attempt ends
+/// `agent_service_unreachable` naming the address's class, and the service
+/// receives nothing — while the operator's host allow-list lets it play.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_private_agent_service_is_refused_unless_the_operator_allows_it(pool: PgPool) {
+    let service = service();
+    let api = listening_api(&pool).await;
+    let mut case = http_case(&format!("{}/play", service.url));
+    case["attempts"] = json!(1);
+    let closed = Agents {
+        api_url: Some(api.clone()),
+        ..Agents::none()
+    };
+    let (attempts, _) = run_through_a_worker(&pool, json!([case.clone()]), closed).await;
+    assert_eq!(attempts[0]["outcome"], "harness_error", "{:#}", attempts[0]);
+    assert_eq!(attempts[0]["codes"], json!(["agent_service_unreachable"]));
+    let message = first_message(&pool, &attempts[0]).await;
+    assert!(
+        message.contains("private_target") && message.contains("loopback address"),
+        "{message}"
+    );
+    let received = get(&format!("{}/received", service.url)).await;
+    assert_eq!(received, json!([]), "nothing was sent");
+    let listed = Agents {
+        api_url: Some(api),
+        targets: toolmock_discovery::TargetPolicy {
+            allow_private: false,
+            allowed_hosts: vec!["127.0.0.1".into()],
+        },
+        ..Agents::none()
+    };
+    let (attempts, _) = run_through_a_worker(&pool, json!([case]), listed).await;
+    assert_eq!(attempts[0]["outcome"], "passed", "{:#}", attempts[0]);
+}
+
+/// The message of the attempt's first harness error.
+async fn first_message(pool: &PgPool, attempt: &Value) -> String {
+    sqlx::query_scalar("SELECT message FROM harness_errors WHERE attempt_id = $1 ORDER BY id")
+        .bind(Uuid::parse_str(attempt["id"].as_str().unwrap()).unwrap())
+        .fetch_one(pool)
+        .await
+        .unwrap()
 }

@@ -91,6 +91,7 @@ fn model_timed(server: &Server, name: &str, timeout: Duration) -> Arc<dyn ChatMo
             timeout,
             max_retries: 1,
             concurrency: 4,
+            max_response_bytes: toolmock_agent::DEFAULT_MAX_RESPONSE_BYTES,
         })
         .unwrap(),
     )

@@ -244,8 +244,14 @@ impl Worker {
         Self::start_named(pool, "test-worker")
     }
 
+    /// The tests' servers are all on 127.0.0.1: private targets are
+    /// allowed explicitly (a worker's default refuses them).
     pub(crate) fn start_named(pool: &PgPool, owner: &str) -> Worker {
-        Self::start_with(pool, owner, toolmock_worker::Agents::none())
+        let agents = toolmock_worker::Agents {
+            targets: toolmock_discovery::TargetPolicy::open(),
+            ..toolmock_worker::Agents::none()
+        };
+        Self::start_with(pool, owner, agents)
     }
 
     /// A worker whose model and http cases are played by `agents`.

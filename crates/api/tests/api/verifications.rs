@@ -395,3 +395,55 @@ async fn settings_the_tool_cannot_take_are_refused_with_every_problem(pool: PgPo
     let stored = get(&app, &bearer, &path).await;
     assert_eq!(stored.json["configured"], false, "{}", stored.json);
 }
+
+/// A worker's verification reaches only the targets its operator allows
+/// (issue 32, item 6): by default a tool whose MCP server is on 127.0.0.1
+/// is not verified — the verification fails naming the address's class —
+/// and the server is never called.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_verification_of_a_private_target_fails_without_reaching_it(pool: PgPool) {
+    let dir = std::env::temp_dir().join(format!("verify-api-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join(format!("calls-{}.log", uuid::Uuid::new_v4()));
+    let server = FixtureServer::start_with(&["--calls-log", log.to_str().unwrap()]);
+    let app = app(&pool);
+    let bearer = token("acme", &[MANAGE, RUN]);
+    let created = send(
+        &app,
+        Method::POST,
+        "/api/tools",
+        Some(&bearer),
+        Some(&json!({"name": "clinic", "source": {"type": "mcp_server", "url": server.url}})),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.json);
+    let tool = created.json["id"].as_str().unwrap().to_owned();
+    save(
+        &app,
+        &bearer,
+        &tool,
+        operation(&created.json, "lookup_patient"),
+        lookup("Ada"),
+    )
+    .await;
+    let settings = send(
+        &app,
+        Method::PUT,
+        &format!("/api/tools/{tool}/verification"),
+        Some(&bearer),
+        Some(&json!({"verify": {"safe": ["lookup_patient"]}})),
+    )
+    .await;
+    assert_eq!(settings.status, StatusCode::OK, "{}", settings.json);
+    let worker = Worker::start_with(&pool, "closed-worker", toolmock_worker::Agents::none());
+    let found = verified(&app, &bearer, &tool).await;
+    assert_eq!(found["status"], "failed", "{found:#}");
+    let error = found["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("private_target") && error.contains("loopback address"),
+        "{found:#}"
+    );
+    let called = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(called.is_empty(), "the server was called: {called}");
+    worker.stop().await;
+}
