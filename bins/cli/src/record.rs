@@ -54,6 +54,9 @@ pub(crate) struct RecordArgs {
     /// Give up connecting to and listing the real server after SECONDS.
     #[arg(long, default_value_t = 60, value_name = "SECONDS")]
     timeout: u64,
+    /// How much of the real server's answers is read.
+    #[command(flatten)]
+    real: toolmock_discovery::RealToolFlags,
 }
 
 #[derive(Debug, Subcommand)]
@@ -122,6 +125,7 @@ pub(crate) fn run(args: &RecordArgs) -> Result<u8, Failure> {
         out: out.clone(),
         redactor,
         timeout: Duration::from_secs(args.timeout.max(1)),
+        max_response_bytes: args.real.real_max_response_bytes,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -26,6 +26,35 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// The fixture servers (alive while they are held) and the real-tools
+/// document over them.
+fn started() -> (McpFixture, HttpFixture, Value) {
+    let mcp = McpFixture::start();
+    let http = HttpFixture::start();
+    let contracts = clinic_contracts(toolmock(), &mcp.url);
+    let doc = document(contracts, &mcp.url, &http.url);
+    (mcp, http, doc)
+}
+
+/// `doc` written as `simulation.json` in a scratch folder of its own.
+fn written(name: &str, doc: &Value) -> PathBuf {
+    let file = scratch(name).join("simulation.json");
+    std::fs::write(&file, serde_json::to_vec(doc).unwrap()).unwrap();
+    file
+}
+
+/// `toolmock run --json FILE`, which must exit 0: its results document.
+fn passed(file: &Path) -> Value {
+    let out = run(file);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn run(file: &Path) -> Output {
     Command::new(toolmock())
         .args(["run", "--json"])
@@ -110,10 +139,7 @@ fn a_real_tools_run_executes_mcp_tools_http_operations_and_effects_for_real() {
 
 #[test]
 fn a_sandbox_run_of_the_same_document_executes_nothing_real() {
-    let mcp = McpFixture::start();
-    let http = HttpFixture::start();
-    let contracts = clinic_contracts(toolmock(), &mcp.url);
-    let mut doc = document(contracts, &mcp.url, &http.url);
+    let (_mcp, http, mut doc) = started();
     doc["mode"] = json!("sandbox");
     // A sandbox start refuses effect nodes: leave the workflow out.
     doc["agent"]["tools"] = json!(["clinic", "notes"]);
@@ -123,17 +149,8 @@ fn a_sandbox_run_of_the_same_document_executes_nothing_real() {
         .unwrap()
         .pop();
     doc["cases"][1]["expect"] = json!({});
-    let dir = scratch("sandbox");
-    let file = dir.join("simulation.json");
-    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
-    let out = run(&file);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let results: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let file = written("sandbox", &doc);
+    let results = passed(&file);
     let calls = &results["cases"][0]["attempts"][0]["calls"];
     assert_eq!(calls[0]["result"]["first_name"], "Mock");
     assert!(calls[0].get("executor").is_none(), "the mock answered");
@@ -192,15 +209,10 @@ fn a_real_tools_run_refuses_operations_without_a_real_handler() {
 /// refusal of an external driver), and nothing real is reached.
 #[test]
 fn a_real_tools_case_played_through_the_api_refuses_the_run() {
-    let mcp = McpFixture::start();
-    let http = HttpFixture::start();
-    let contracts = clinic_contracts(toolmock(), &mcp.url);
-    let mut doc = document(contracts, &mcp.url, &http.url);
+    let (_mcp, http, mut doc) = started();
     let name = doc["cases"][1]["name"].as_str().unwrap().to_owned();
     doc["cases"][1]["driver"] = json!({"type": "external"});
-    let dir = scratch("outside");
-    let file = dir.join("simulation.json");
-    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let file = written("outside", &doc);
     let out = run(&file);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -211,4 +223,73 @@ fn a_real_tools_case_played_through_the_api_refuses_the_run() {
         "{stderr}"
     );
     assert!(http.received.lock().unwrap().is_empty());
+}
+
+/// A real tool's answer past `--real-max-response-bytes` (issue 32, item
+/// 4): the HTTP handler's answer (its echo of a 2,000-character text) is
+/// longer than the 1 KiB limit, so the call fails `external_failed` with
+/// `response_too_large` and only its attempt ends; the next attempt's
+/// short answer is read whole, and the process exits normally. Without
+/// the flag the same answer is read (the default is 16 MiB).
+#[test]
+fn a_real_answer_past_the_limit_is_response_too_large() {
+    let (_mcp, _http, mut doc) = started();
+    let add = |text: String| {
+        json!({"type": "scripted", "steps": [
+            {"tool": "notes", "operation": "add", "arguments": {"text": text}}
+        ]})
+    };
+    doc["cases"] = json!([
+        {"name": "long", "driver": add("x".repeat(2000))},
+        {"name": "short", "driver": add("hello".into())}
+    ]);
+    let file = written("too-large", &doc);
+    // Each case's (one) attempt.
+    let outcomes = |out: &Output| -> Vec<Value> {
+        let results: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+        });
+        let cases = results["cases"].as_array().unwrap();
+        cases.iter().map(|c| c["attempts"][0].clone()).collect()
+    };
+
+    let out = Command::new(toolmock())
+        .args(["run", "--json", "--real-max-response-bytes", "1024"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let attempts = outcomes(&out);
+    let long = &attempts[0];
+    assert_eq!(long["outcome"], "harness_error", "{long:#}");
+    let error = &long["harness_errors"][0];
+    assert_eq!(error["code"], "external_failed", "{long:#}");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("response_too_large") && message.contains("1024-byte limit"),
+        "{message}"
+    );
+    assert_eq!(attempts[1]["outcome"], "passed", "{:#}", attempts[1]);
+
+    // The same through the environment variable; and without a limit set
+    // the long answer is read whole.
+    let out = Command::new(toolmock())
+        .args(["run", "--json"])
+        .arg(&file)
+        .env("TOOLMOCK_REAL_MAX_RESPONSE_BYTES", "1024")
+        .output()
+        .unwrap();
+    assert_eq!(outcomes(&out)[0]["outcome"], "harness_error");
+    let results = passed(&file);
+    let cases = results["cases"].as_array().unwrap();
+    assert!(
+        cases
+            .iter()
+            .all(|c| c["attempts"][0]["outcome"] == "passed")
+    );
 }

@@ -732,6 +732,41 @@ fn concurrency_bounds_the_calls_in_flight_per_tool() {
     assert_eq!(counted["max_in_flight"], 3, "{counted}");
 }
 
+/// `--real-max-response-bytes` bounds the OpenAPI fetch (issue 32, item
+/// 4): the notes service's document is longer than 1 KiB, so the drift
+/// fails `openapi_unreachable` with `response_too_large`, while the
+/// replayed calls' short answers are read and agree.
+#[test]
+fn an_openapi_document_past_the_limit_is_response_too_large() {
+    let dir = scratch();
+    let staging = Notes::start(&[]);
+    assert!(staging.get("/openapi.json").to_string().len() > 1024);
+    let sandbox = format!("notes={}", staging.url);
+    let file = notes_simulation();
+    let args = [
+        "verify",
+        file.to_str().unwrap(),
+        "--sandbox-url",
+        &sandbox,
+        "--json",
+        "--real-max-response-bytes",
+        "1024",
+    ];
+    let out = toolmock(&dir, &args);
+    // A drift that could not be read fails the verification (exit 2).
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let found = report(&out);
+    let add = operation(&found, "notes", "add_note");
+    assert_eq!(add["drift"]["status"], "failed", "{add:#}");
+    assert_eq!(add["drift"]["code"], "openapi_unreachable");
+    let message = add["drift"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("response_too_large: the answer exceeded the 1024-byte limit"),
+        "{message}"
+    );
+    assert_eq!(checks(add)[0].1, "agreed", "{add:#}");
+}
+
 /// A real tool that cannot be reached: every call and the drift failed,
 /// exit 2, with the executor's and discovery's reasons.
 #[test]

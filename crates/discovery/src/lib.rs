@@ -54,12 +54,14 @@
 mod body;
 mod command_line;
 mod failure;
+mod flags;
 mod real;
 mod targets;
 
 pub use body::{BodyError, DEFAULT_MAX_RESPONSE_BYTES, read_body};
 pub use command_line::split_command_line;
 pub use failure::FailureClass;
+pub use flags::RealToolFlags;
 pub use real::{RealAnswer, RealExecutor};
 pub use targets::{TargetError, TargetPolicy};
 
@@ -71,6 +73,7 @@ use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, RoleClient, RunningService,
     serve_client_with_lifecycle,
 };
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -484,7 +487,7 @@ async fn discover_untimed(
     endpoint: &Endpoint,
     options: &Options,
 ) -> Result<Discovery, DiscoveryError> {
-    let mut session = open_untimed(endpoint).await?;
+    let mut session = open_untimed(endpoint, DEFAULT_MAX_RESPONSE_BYTES).await?;
     let listed = session.discover(options).await;
     // Closing the client ends a spawned server (its stdin closes; the child is reaped).
     session.close().await;
@@ -510,7 +513,18 @@ impl std::fmt::Debug for Session {
 /// Connects to the server at `endpoint` (the same handshakes as
 /// [`discover`]) within `timeout`, and keeps the connection open.
 pub async fn open(endpoint: &Endpoint, timeout: Duration) -> Result<Session, DiscoveryError> {
-    match tokio::time::timeout(timeout, open_untimed(endpoint)).await {
+    open_bounded(endpoint, timeout, DEFAULT_MAX_RESPONSE_BYTES).await
+}
+
+/// [`open`], with the server's answers over streamable HTTP bounded at
+/// `max_response_bytes` (one JSON response or SSE event; a longer one
+/// fails its request). Over stdio rmcp's own limit applies: 16 MiB per line.
+pub async fn open_bounded(
+    endpoint: &Endpoint,
+    timeout: Duration,
+    max_response_bytes: u64,
+) -> Result<Session, DiscoveryError> {
+    match tokio::time::timeout(timeout, open_untimed(endpoint, max_response_bytes)).await {
         Ok(result) => result,
         Err(_) => Err(DiscoveryError::Timeout {
             seconds: timeout.as_secs(),
@@ -518,13 +532,18 @@ pub async fn open(endpoint: &Endpoint, timeout: Duration) -> Result<Session, Dis
     }
 }
 
-async fn open_untimed(endpoint: &Endpoint) -> Result<Session, DiscoveryError> {
-    let (client, tail) = match connect(endpoint, Handshake::Discover).await? {
+async fn open_untimed(
+    endpoint: &Endpoint,
+    max_response_bytes: u64,
+) -> Result<Session, DiscoveryError> {
+    let (client, tail) = match connect(endpoint, Handshake::Discover, max_response_bytes).await? {
         Connected::Client(client, tail) => (client, tail),
-        Connected::Legacy => match connect(endpoint, Handshake::Initialize).await? {
-            Connected::Client(client, tail) => (client, tail),
-            Connected::Legacy => unreachable_legacy()?,
-        },
+        Connected::Legacy => {
+            match connect(endpoint, Handshake::Initialize, max_response_bytes).await? {
+                Connected::Client(client, tail) => (client, tail),
+                Connected::Legacy => unreachable_legacy()?,
+            }
+        }
     };
     Ok(Session { client, tail })
 }
@@ -609,7 +628,11 @@ fn unreachable_legacy() -> Result<(Client, StderrTail), DiscoveryError> {
 
 /// Starts (or reaches) the server and runs one handshake. Waits for the
 /// answer as long as the caller's timeout allows.
-async fn connect(endpoint: &Endpoint, handshake: Handshake) -> Result<Connected, DiscoveryError> {
+async fn connect(
+    endpoint: &Endpoint,
+    handshake: Handshake,
+    max_response_bytes: u64,
+) -> Result<Connected, DiscoveryError> {
     let mut tail = StderrTail::default();
     let started = match endpoint {
         Endpoint::Stdio { program, args, cwd } => {
@@ -631,7 +654,11 @@ async fn connect(endpoint: &Endpoint, handshake: Handshake) -> Result<Connected,
             serve_client_with_lifecycle(handshake.client_info(), transport, handshake.mode()).await
         }
         Endpoint::Http { url } => {
-            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+            let limit = usize::try_from(max_response_bytes).unwrap_or(usize::MAX);
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            config.max_json_response_size = limit;
+            config.max_sse_event_size = limit;
+            let transport = StreamableHttpClientTransport::from_config(config);
             serve_client_with_lifecycle(handshake.client_info(), transport, handshake.mode()).await
         }
     };

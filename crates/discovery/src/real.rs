@@ -83,8 +83,9 @@ impl RealExecutor {
 
     /// An HTTP handler's (or `http_request` node's) answer longer than
     /// `limit` bytes is not read on: the call fails `response_too_large`.
-    /// (An MCP server's answers are bounded by rmcp: 16 MiB per JSON
-    /// response or SSE event, and per line over stdio.)
+    /// An MCP server's answers over streamable HTTP are bounded by the same
+    /// limit (per JSON response or SSE event, by rmcp); over stdio rmcp's
+    /// fixed 16 MiB per line applies.
     pub fn with_max_response_bytes(mut self, limit: u64) -> Self {
         self.max_response_bytes = limit;
         self
@@ -142,7 +143,7 @@ impl RealExecutor {
                 Endpoint::http(url).map_err(|e| e.to_string())?
             }
         };
-        let client = open_untimed(&endpoint)
+        let client = open_untimed(&endpoint, self.max_response_bytes)
             .await
             .map_err(|e| e.to_string())?
             .client;

@@ -6,6 +6,7 @@
 
 pub(crate) mod choice;
 pub(crate) mod condition;
+pub(crate) mod equality;
 pub(crate) mod folding;
 pub(crate) mod membership;
 pub(crate) mod ordering;

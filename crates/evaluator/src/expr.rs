@@ -4,10 +4,14 @@
 //! (and, for the arithmetic ones, the operator as a pure function):
 //!
 //! - `$number` in [`numbers`], `$dateAdd` in [`dates`];
-//! - money arithmetic (`$add`, `$sub`, `$mul`, `$round`) in [`decimals`];
+//! - money arithmetic (`$add`, `$sub`, `$mul`, `$round`, and version 3's
+//!   `$abs`, `$neg`) in [`decimals`];
 //! - `$append` and `$merge` in [`collections`];
 //! - `$sort` and `$pluck` in [`lists`];
 //! - `$find` in [`find`];
+//! - `$concat` and `$format` (version 3) in [`strings`];
+//! - `$object` and `$json` (version 3) in [`projection`];
+//! - `$let` (version 3, with the `let` blocks) in [`naming`];
 //! - `$if` in `crate::conditions::choice` (it is written with conditions).
 //!
 //! [`OPERATORS`] is the table the compiler reads: a family is a room and
@@ -25,8 +29,11 @@ pub(crate) mod dates;
 pub(crate) mod decimals;
 pub(crate) mod find;
 pub(crate) mod lists;
+pub(crate) mod naming;
 #[cfg_attr(not(feature = "operators"), allow(unreachable_pub, dead_code))]
 pub(crate) mod numbers;
+pub(crate) mod projection;
+pub(crate) mod strings;
 pub(crate) mod tree;
 
 /// Every expression operator but the references, and the room that compiles it.
@@ -56,6 +63,14 @@ pub(crate) const OPERATORS: &[OperatorRow] = &[
         compile: decimals::compile,
     },
     OperatorRow {
+        name: "$abs",
+        compile: decimals::compile,
+    },
+    OperatorRow {
+        name: "$neg",
+        compile: decimals::compile,
+    },
+    OperatorRow {
         name: "$append",
         compile: collections::compile,
     },
@@ -74,6 +89,26 @@ pub(crate) const OPERATORS: &[OperatorRow] = &[
     OperatorRow {
         name: "$pluck",
         compile: lists::compile,
+    },
+    OperatorRow {
+        name: "$concat",
+        compile: strings::compile,
+    },
+    OperatorRow {
+        name: "$format",
+        compile: strings::compile,
+    },
+    OperatorRow {
+        name: "$object",
+        compile: projection::compile,
+    },
+    OperatorRow {
+        name: "$json",
+        compile: projection::compile,
+    },
+    OperatorRow {
+        name: "$let",
+        compile: naming::compile,
     },
     OperatorRow {
         name: "$if",

@@ -118,6 +118,14 @@ pub(crate) const FEATURES: &[Row] = &[
     row(Op("gt"), V3, "the condition op gt"),
     row(Op("ge"), V3, "the condition op ge"),
     row(Operator("$if"), V3, "the $if operator"),
+    row(Operator("$abs"), V3, "the $abs operator (money arithmetic)"),
+    row(Operator("$neg"), V3, "the $neg operator (money arithmetic)"),
+    row(Operator("$concat"), V3, "the $concat operator"),
+    row(Operator("$format"), V3, "the $format operator"),
+    row(Operator("$object"), V3, "the $object operator"),
+    row(Operator("$json"), V3, "the $json operator"),
+    row(Field("let"), V3, "a let block"),
+    row(Operator("$let"), V3, "the $let operator"),
 ];
 
 /// The row of a feature; `None` for one no version has.

@@ -70,11 +70,21 @@ pub(crate) const NO_SLOT: usize = usize::MAX;
 /// not yet resolved, `Some(found)` resolved. The input and state do not change
 /// during a call, so a path resolved once serves every condition and
 /// reference that reads it.
-pub(crate) struct Memo<'a>([Cell<Option<Option<&'a Value>>>; PATH_MEMO]);
+///
+/// It also keeps the values of the variant's named sub-expressions (version
+/// 3's `let`) computed so far in this call, by slot: each is computed at
+/// most once per call, on first use (no allocation until then).
+pub(crate) struct Memo<'a>(
+    [Cell<Option<Option<&'a Value>>>; PATH_MEMO],
+    RefCell<Vec<Option<Value>>>,
+);
 
 impl<'a> Memo<'a> {
     pub(crate) fn new() -> Memo<'a> {
-        Memo([const { Cell::new(None) }; PATH_MEMO])
+        Memo(
+            [const { Cell::new(None) }; PATH_MEMO],
+            RefCell::new(Vec::new()),
+        )
     }
 }
 
@@ -114,6 +124,8 @@ pub(crate) struct Scope<'a> {
     pub(crate) input: &'a Value,
     pub(crate) state: StateView<'a>,
     memo: &'a [Cell<Option<Option<&'a Value>>>],
+    /// The values of the named sub-expressions computed so far, by slot.
+    pub(crate) lets: &'a RefCell<Vec<Option<Value>>>,
     /// The input operators already rendered for this call, if any.
     pub(crate) ahead: Option<&'a Ahead>,
 }
@@ -124,6 +136,7 @@ impl<'a> Scope<'a> {
             input,
             state: StateView::plain(state),
             memo: &memo.0,
+            lets: &memo.1,
             ahead: None,
         }
     }
@@ -138,6 +151,7 @@ impl<'a> Scope<'a> {
             input,
             state: StateView::plain(state),
             memo: &memo.0,
+            lets: &memo.1,
             ahead: Some(ahead),
         }
     }
@@ -148,6 +162,7 @@ impl<'a> Scope<'a> {
             input,
             state,
             memo: &memo.0,
+            lets: &memo.1,
             ahead: None,
         }
     }

@@ -54,6 +54,9 @@ const LAYERS: &[&[&str]] = &[
         "expr::collections",
         "expr::lists",
         "expr::find",
+        "expr::strings",
+        "expr::projection",
+        "expr::naming",
     ],
     // The rooms built on expressions: conditions, domain errors, writes.
     &[
@@ -62,6 +65,7 @@ const LAYERS: &[&[&str]] = &[
         "conditions::membership",
         "conditions::folding",
         "conditions::ordering",
+        "conditions::equality",
         "domain::answer",
         "state::removal",
         "state::writes",

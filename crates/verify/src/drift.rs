@@ -6,9 +6,9 @@
 use crate::VerifyCode;
 use crate::openapi;
 use crate::report::{Drift, DriftStatus};
+use crate::run::VerifyOptions;
 use crate::subject::{OpenApiSource, Subject};
 use std::collections::BTreeMap;
-use std::time::Duration;
 use toolmock_contract::OperationContract;
 use toolmock_discovery::{Discovery, DiscoveryError};
 
@@ -17,7 +17,7 @@ use toolmock_discovery::{Discovery, DiscoveryError};
 pub(crate) async fn drift(
     subject: &Subject,
     listed: Option<Result<Discovery, DiscoveryError>>,
-    timeout: Duration,
+    options: &VerifyOptions,
 ) -> BTreeMap<String, Drift> {
     let mut found = BTreeMap::new();
     if let Some(listed) = listed {
@@ -55,7 +55,7 @@ pub(crate) async fn drift(
         }
     }
     if let Some(source) = &subject.openapi {
-        match openapi_operations(source, timeout).await {
+        match openapi_operations(source, options).await {
             Ok(operations) => {
                 for op in &subject.operations {
                     if found.contains_key(&op.name) {
@@ -140,11 +140,11 @@ fn compare(pinned: &OperationContract, real: &OperationContract, from: &'static 
 /// The operations of the OpenAPI document, fetched when it is a URL.
 async fn openapi_operations(
     source: &OpenApiSource,
-    timeout: Duration,
+    options: &VerifyOptions,
 ) -> Result<Vec<openapi::OpenApiOperation>, (&'static str, String)> {
     let (name, document) = match source {
         OpenApiSource::Document { file, value } => (file.clone(), value.clone()),
-        OpenApiSource::Url(url) => (url.clone(), fetch(url, timeout).await?),
+        OpenApiSource::Url(url) => (url.clone(), fetch(url, options).await?),
     };
     openapi::operations(&document).map_err(|e| {
         (
@@ -158,10 +158,13 @@ fn display(path: &str) -> &str {
     if path.is_empty() { "/" } else { path }
 }
 
-async fn fetch(url: &str, timeout: Duration) -> Result<serde_json::Value, (&'static str, String)> {
+async fn fetch(
+    url: &str,
+    options: &VerifyOptions,
+) -> Result<serde_json::Value, (&'static str, String)> {
     let failed = |message: String| (VerifyCode::OpenapiUnreachable.as_str(), message);
     let client = reqwest::Client::builder()
-        .timeout(timeout)
+        .timeout(options.timeout)
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| failed(format!("cannot make an HTTP client: {e}")))?;
@@ -174,10 +177,9 @@ async fn fetch(url: &str, timeout: Duration) -> Result<serde_json::Value, (&'sta
     if !status.is_success() {
         return Err(failed(format!("GET {url} answered {status}")));
     }
-    let body =
-        toolmock_discovery::read_body(response, toolmock_discovery::DEFAULT_MAX_RESPONSE_BYTES)
-            .await
-            .map_err(|e| failed(format!("GET {url}: {e}")))?;
+    let body = toolmock_discovery::read_body(response, options.max_response_bytes)
+        .await
+        .map_err(|e| failed(format!("GET {url}: {e}")))?;
     serde_json::from_slice(&body).map_err(|e| {
         (
             VerifyCode::InvalidOpenapi.as_str(),

@@ -23,14 +23,19 @@ pub struct VerifyOptions {
     /// How long one real call (connecting included), one discovery and
     /// one OpenAPI fetch may take.
     pub timeout: Duration,
+    /// The longest answer read from a real tool (an HTTP handler, an MCP
+    /// server over streamable HTTP, the OpenAPI document); a longer one
+    /// fails its check `response_too_large`.
+    pub max_response_bytes: u64,
 }
 
 impl Default for VerifyOptions {
-    /// 4 calls at once per tool, 30 s each.
+    /// 4 calls at once per tool, 30 s each, answers up to 16 MiB.
     fn default() -> Self {
         VerifyOptions {
             concurrency: 4,
             timeout: Duration::from_secs(30),
+            max_response_bytes: toolmock_discovery::DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 }
@@ -38,7 +43,7 @@ impl Default for VerifyOptions {
 /// The executor of `subject`'s calls: a handler for each operation marked
 /// safe and nothing else, so an operation the block does not mark safe has
 /// no way to be called. With the key its MCP handlers name the server by.
-fn executor(subject: &Subject, timeout: Duration) -> (RealExecutor, Option<String>) {
+fn executor(subject: &Subject, options: &VerifyOptions) -> (RealExecutor, Option<String>) {
     // A stdio server is named by a key the executor opens it under.
     let key = match &subject.server {
         Some(Endpoint::Http { url }) => Some((url.clone(), None)),
@@ -59,7 +64,8 @@ fn executor(subject: &Subject, timeout: Duration) -> (RealExecutor, Option<Strin
         };
         handlers.insert((subject.tool.clone(), op.name.clone()), handler);
     }
-    let executor = RealExecutor::new(handlers, timeout);
+    let executor = RealExecutor::new(handlers, options.timeout)
+        .with_max_response_bytes(options.max_response_bytes);
     match key {
         Some((name, Some(endpoint))) => (executor.with_server(name.clone(), endpoint), Some(name)),
         Some((name, None)) => (executor, Some(name)),
@@ -74,12 +80,18 @@ pub async fn verify(subjects: &[Subject], options: &VerifyOptions) -> Report {
 }
 
 async fn verify_tool(subject: &Subject, options: &VerifyOptions) -> ToolReport {
-    let (mut executor, key) = executor(subject, options.timeout);
+    let (mut executor, key) = executor(subject, options);
     // One connection to the MCP server: its tools listed for the drift,
     // then its calls (a stdio server is started once).
     let listed = match &subject.server {
         Some(server) => Some(
-            match toolmock_discovery::open(server, options.timeout).await {
+            match toolmock_discovery::open_bounded(
+                server,
+                options.timeout,
+                options.max_response_bytes,
+            )
+            .await
+            {
                 Ok(mut session) => {
                     let listed = session
                         .discover(&Options {
@@ -106,7 +118,7 @@ async fn verify_tool(subject: &Subject, options: &VerifyOptions) -> ToolReport {
     };
     let units = plan(subject);
     let (drifts, checks) = tokio::join!(
-        drift(subject, listed, options.timeout),
+        drift(subject, listed, options),
         join_all(units.into_iter().map(|u| replayer.run(u)))
     );
     executor.close().await;

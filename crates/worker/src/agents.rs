@@ -37,11 +37,16 @@ pub struct Agents {
     /// MCP servers and HTTP endpoints, verification targets. No loopback,
     /// private or link-local address unless the operator allows it.
     pub targets: TargetPolicy,
+    /// The longest answer read from a tenant's real tool (an HTTP handler,
+    /// an MCP server over streamable HTTP, an OpenAPI document); a longer
+    /// one fails the call `response_too_large`.
+    pub real_max_response_bytes: u64,
 }
 
 impl Agents {
     /// No model, no judge, no API URL; a 300 s service time-out; the
-    /// default attempt deadline; no private target.
+    /// default attempt deadline; no private target; real tools' answers up
+    /// to 16 MiB.
     pub fn none() -> Self {
         Self {
             model: None,
@@ -51,6 +56,7 @@ impl Agents {
             attempt_timeout: toolmock_simulation::DEFAULT_ATTEMPT_TIMEOUT,
             http: handover_client(),
             targets: TargetPolicy::default(),
+            real_max_response_bytes: toolmock_discovery::DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 }
@@ -108,6 +114,9 @@ pub struct AgentFlags {
         value_delimiter = ','
     )]
     pub allow_target_hosts: Vec<String>,
+    /// How much of a tenant's real tool's answer is read.
+    #[command(flatten)]
+    pub real: toolmock_discovery::RealToolFlags,
 }
 
 impl AgentFlags {
@@ -141,6 +150,7 @@ impl AgentFlags {
                 allow_private: self.allow_private_targets,
                 allowed_hosts: self.allow_target_hosts.clone(),
             },
+            real_max_response_bytes: self.real.real_max_response_bytes,
         })
     }
 }

@@ -122,7 +122,8 @@ impl Simulations {
             let executor = real_tools.then(|| {
                 Arc::new(
                     RealExecutor::new(real_handlers(&loaded).operations, REAL_CALL_TIMEOUT)
-                        .with_targets(shared.agents.targets.clone()),
+                        .with_targets(shared.agents.targets.clone())
+                        .with_max_response_bytes(shared.agents.real_max_response_bytes),
                 )
             });
             if let Some(executor) = &executor {

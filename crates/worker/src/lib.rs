@@ -222,7 +222,10 @@ pub async fn run_with(
         shared.store.unfenced(),
         shared.config.owner.clone(),
         (shared.config.poll, shared.config.verify_budget),
-        shared.agents.targets.clone(),
+        (
+            shared.agents.targets.clone(),
+            shared.agents.real_max_response_bytes,
+        ),
     ));
     let permits = Arc::new(Semaphore::new(shared.config.concurrency));
     let mut tasks = JoinSet::new();

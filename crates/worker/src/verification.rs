@@ -21,7 +21,7 @@ pub(crate) async fn run(
     store: PgStore,
     owner: String,
     (poll, budget): (Duration, Duration),
-    targets: TargetPolicy,
+    (targets, max_response_bytes): (TargetPolicy, u64),
 ) {
     loop {
         match store.queue_due_verifications().await {
@@ -35,7 +35,13 @@ pub(crate) async fn run(
         {
             Ok(Some(claimed)) => {
                 metrics::counter!(crate::telemetry::VERIFICATIONS, "how" => "claimed").increment(1);
-                verify_one(&store, &owner, claimed, (budget, &targets)).await;
+                verify_one(
+                    &store,
+                    &owner,
+                    claimed,
+                    (budget, &targets, max_response_bytes),
+                )
+                .await;
             }
             Ok(None) => tokio::time::sleep(poll).await,
             Err(e) => {
@@ -50,10 +56,10 @@ async fn verify_one(
     store: &PgStore,
     owner: &str,
     claimed: ClaimedVerification,
-    (budget, targets): (Duration, &TargetPolicy),
+    (budget, targets, max_response_bytes): (Duration, &TargetPolicy, u64),
 ) {
     let id = claimed.id;
-    let outcome = verified(store, &claimed, budget, targets).await;
+    let outcome = verified(store, &claimed, (budget, max_response_bytes), targets).await;
     let written = match outcome {
         Ok((ok, summary, results)) => {
             store
@@ -86,7 +92,7 @@ type Found = (bool, serde_json::Value, Vec<VerificationResult>);
 async fn verified(
     store: &PgStore,
     claimed: &ClaimedVerification,
-    budget: Duration,
+    (budget, max_response_bytes): (Duration, u64),
     targets: &TargetPolicy,
 ) -> Result<Found, String> {
     let settings: ToolSettings = serde_json::from_value(claimed.settings.clone())
@@ -105,7 +111,13 @@ async fn verified(
     reachable(&subject, targets).await?;
     let report = tokio::time::timeout(
         budget,
-        toolmock_verify::verify(std::slice::from_ref(&subject), &VerifyOptions::default()),
+        toolmock_verify::verify(
+            std::slice::from_ref(&subject),
+            &VerifyOptions {
+                max_response_bytes,
+                ..VerifyOptions::default()
+            },
+        ),
     )
     .await
     .map_err(|_| format!("it did not finish within {} s", budget.as_secs()))?;

@@ -77,6 +77,9 @@ pub(crate) struct RunArgs {
     /// and never written to a report or the evidence.
     #[command(flatten)]
     models: toolmock_agent::ModelFlags,
+    /// How much of a real tool's answer is read (real-tools mode).
+    #[command(flatten)]
+    real: toolmock_discovery::RealToolFlags,
 }
 
 /// How long one real call of a real-tools run may take.
@@ -249,7 +252,7 @@ fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
         .build()
         .map_err(|e| Failure::usage(format!("cannot start the runtime: {e}")))?;
     let real_delays = args.real_delays || loaded.simulation.document.real_delays;
-    let dispatcher = embedded_dispatcher(&loaded.simulation, real_delays);
+    let dispatcher = embedded_dispatcher(&loaded.simulation, real_delays, args.real);
     if args.check || !loaded.problems.is_empty() {
         let checked = runtime.block_on(async {
             let tenant = dispatcher.backend().create_tenant("toolmock-run").await?;
@@ -315,6 +318,7 @@ fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
 pub(crate) fn embedded_dispatcher(
     loaded: &simulation::LoadedSimulation,
     real_delays: bool,
+    real: toolmock_discovery::RealToolFlags,
 ) -> Arc<Dispatcher<MemoryStore>> {
     let mut dispatcher =
         Dispatcher::new(MemoryStore::new()).with_clock(Arc::new(SequenceClock::default()));
@@ -322,13 +326,27 @@ pub(crate) fn embedded_dispatcher(
     if !real_delays {
         dispatcher = dispatcher.with_sleeper(Arc::new(VirtualSleeper));
     }
-    if loaded.document.mode == SimulationMode::RealTools {
-        dispatcher = dispatcher.with_executor(Arc::new(RealExecutor::new(
+    Arc::new(with_real_tools(dispatcher, loaded, real))
+}
+
+/// `dispatcher` calling a real-tools simulation's real handlers (each call
+/// within 30 s, each answer read up to `real`'s limit); any other
+/// simulation's dispatcher unchanged. `toolmock run`'s and `serve`'s.
+pub(crate) fn with_real_tools(
+    dispatcher: Dispatcher<MemoryStore>,
+    loaded: &simulation::LoadedSimulation,
+    real: toolmock_discovery::RealToolFlags,
+) -> Dispatcher<MemoryStore> {
+    if loaded.document.mode != SimulationMode::RealTools {
+        return dispatcher;
+    }
+    dispatcher.with_executor(Arc::new(
+        RealExecutor::new(
             simulation::real_handlers(loaded).operations,
             REAL_CALL_TIMEOUT,
-        )));
-    }
-    Arc::new(dispatcher)
+        )
+        .with_max_response_bytes(real.real_max_response_bytes),
+    ))
 }
 
 /// How a results document is reported: by `toolmock run` and, for a run on

@@ -78,6 +78,9 @@ pub(crate) struct ServeArgs {
     /// Sleep each call's delay_ms for real instead of on the virtual clock.
     #[arg(long)]
     real_delays: bool,
+    /// How much of a real tool's answer is read (real-tools mode).
+    #[command(flatten)]
+    real: toolmock_discovery::RealToolFlags,
 }
 
 pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
@@ -154,7 +157,11 @@ fn prepare(args: &ServeArgs, runtime: &tokio::runtime::Runtime) -> Result<Prepar
     if !args.real_delays {
         dispatcher = dispatcher.with_sleeper(Arc::new(VirtualSleeper));
     }
-    let dispatcher = Arc::new(dispatcher);
+    let dispatcher = Arc::new(crate::run::with_real_tools(
+        dispatcher,
+        &loaded.simulation,
+        args.real,
+    ));
     if !loaded.problems.is_empty() {
         let checked = runtime.block_on(async {
             let tenant = dispatcher.backend().create_tenant("toolmock-serve").await?;

@@ -78,6 +78,9 @@ pub(crate) struct VerifyArgs {
     /// replayed examples the real answers, for a person to review.
     #[arg(long, value_name = "DIR")]
     propose: Option<PathBuf>,
+    /// How much of a real tool's answer (and of an OpenAPI document) is read.
+    #[command(flatten)]
+    real: toolmock_discovery::RealToolFlags,
 }
 
 /// What makes the exit status 1.
@@ -139,6 +142,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<u8, Failure> {
     let options = VerifyOptions {
         concurrency: args.concurrency as usize,
         timeout: Duration::from_secs(args.timeout),
+        max_response_bytes: args.real.real_max_response_bytes,
     };
     let began = Instant::now();
     let report = runtime.block_on(toolmock_verify::verify(&subjects, &options));

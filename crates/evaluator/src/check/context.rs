@@ -31,6 +31,21 @@ pub(crate) struct Checker {
     pub(crate) diagnostics: Diagnostics,
     pub(crate) language: Language,
     operators: &'static [OperatorRow],
+    /// (Version 3) the named sub-expressions visible where the check is:
+    /// the variant's `let`, then the rule's.
+    pub(crate) lets: Vec<Named>,
+    /// How many named sub-expressions the variant being checked has so far
+    /// (each has its own slot of a call's memo).
+    pub(crate) let_slots: usize,
+}
+
+/// A named sub-expression (`let`) in sight: its name, its slot and its
+/// compiled expression, shared by every `$let` that names it.
+#[derive(Debug, Clone)]
+pub(crate) struct Named {
+    pub(crate) name: Box<str>,
+    pub(crate) slot: usize,
+    pub(crate) expr: std::sync::Arc<Expr>,
 }
 
 /// Fields of one object: which are allowed, which required.
@@ -49,6 +64,8 @@ impl Checker {
             diagnostics: Diagnostics::default(),
             language: Language::new(),
             operators,
+            lets: Vec::new(),
+            let_slots: 0,
         }
     }
 

@@ -54,6 +54,9 @@ problem_codes! {
         UnknownOperator => "unknown_operator",
         /// A path with an empty segment.
         InvalidPath => "invalid_path",
+        /// (Version 3) a `$let` that names no sub-expression of a `let`
+        /// block in sight.
+        UnknownName => "unknown_name",
         /// A condition with an unknown source or op, or a value of the wrong kind for its op.
         InvalidCondition => "invalid_condition",
         /// A literal operand of `$number` or `$dateAdd` that the operator rejects.

@@ -22,6 +22,7 @@ const VARIANT: Shape = Shape {
         "set_state",
         "delay_ms",
         "rules",
+        "let",
     ],
     // `result` or `error`: see `missing_answer`.
     required: &[],
@@ -35,6 +36,7 @@ const RULE: Shape = Shape {
         "error",
         "set_state",
         "delay_ms",
+        "let",
     ],
     required: &[],
     what: "a rule",
@@ -54,6 +56,10 @@ impl Checker {
         self.shape(map, at, &VARIANT);
         self.missing_answer(map, at);
         self.description(map, at);
+        // The variant's named sub-expressions are in sight in all of it.
+        self.lets.clear();
+        self.let_slots = 0;
+        self.let_block(map, at);
         let result = self.answer(map, at).flatten();
         let answers_error = result.as_ref().is_some_and(Answer::is_error);
         self.set_state_beside_error(map, at, answers_error, true);
@@ -90,6 +96,7 @@ impl Checker {
                 other => self.wrong_type(&rules_at, "an array of rules", other),
             }
         }
+        self.lets.clear();
         if self.diagnostics.len() != before {
             return None;
         }
@@ -157,6 +164,9 @@ impl Checker {
         let before = self.diagnostics.len();
         self.shape(map, at, &RULE);
         self.description(map, at);
+        // The rule's named sub-expressions are in sight in the rule only.
+        let in_sight = self.lets.len();
+        self.let_block(map, at);
         let when = match map.get("when") {
             Some(v) => self.when_list(v, &pointer_push(at, "when")),
             None => Vec::new(),
@@ -169,6 +179,7 @@ impl Checker {
         let delay_ms = map
             .get("delay_ms")
             .map(|v| self.delay(v, &pointer_push(at, "delay_ms")));
+        self.lets.truncate(in_sight);
         if self.diagnostics.len() != before {
             return None;
         }

@@ -7,6 +7,7 @@ use crate::check::context::Checker;
 use crate::check::diagnostics::{DiagnosticCode as Code, pointer_push};
 use crate::error::{CallError, OperandFault, reject};
 use crate::expr::tree::Expr;
+use crate::language::Feature;
 use crate::paths::parse::reference_like;
 use crate::paths::reference::Reference;
 use crate::scope::Scope;
@@ -53,7 +54,8 @@ impl Needs {
 pub(crate) enum Want {
     Literal(Value),
     Reference(Box<Reference>),
-    /// `subset_of`'s value may be a `$pluck` (an array per call).
+    /// `subset_of`'s value may be a `$pluck` (an array per call); any later
+    /// op's, and `eq`'s and `ne`'s, a `$let` (version 3).
     Pluck(Box<Expr>),
 }
 
@@ -88,6 +90,13 @@ impl Want {
 }
 
 impl Checker {
+    /// Whether a condition's `value` is `{"$let": "name"}` in a document
+    /// whose version reads it (an earlier one compares it as a literal).
+    pub(crate) fn names_let(&self, value: &Value) -> bool {
+        matches!(value, Value::Object(map) if map.len() == 1 && map.contains_key("$let"))
+            && self.language.admits(Feature::Operator("$let"))
+    }
+
     /// The `value` (at `at`) of a condition with the later op `op`, which
     /// compares with `needs`; `plucks` when the value may be a `$pluck`.
     pub(crate) fn want(
@@ -102,6 +111,12 @@ impl Checker {
             Value::Object(map) if map.len() == 1 && map.contains_key("$pluck") => Some(map),
             _ => None,
         };
+        if self.names_let(value) {
+            // (Version 3) a named sub-expression, rendered per call.
+            let before = self.diagnostics.len();
+            let expr = self.compile(value, at);
+            return (self.diagnostics.len() == before).then(|| Want::Pluck(Box::new(expr)));
+        }
         match reference_like(value) {
             None if pluck.is_some() && plucks => {
                 let before = self.diagnostics.len();

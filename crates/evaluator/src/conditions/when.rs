@@ -6,9 +6,11 @@
 use crate::check::context::{Checker, Shape};
 use crate::check::diagnostics::{DiagnosticCode as Code, pointer_index, pointer_push};
 use crate::conditions::condition::{CompiledCondition, Test};
+use crate::conditions::equality;
 use crate::conditions::folding;
 use crate::conditions::membership;
 use crate::conditions::ordering;
+use crate::conditions::want::Needs;
 use crate::language::{Feature, core_ops, core_ops_quoted};
 use crate::paths::dotted::Path;
 use crate::paths::parse::reference_like;
@@ -101,6 +103,10 @@ impl Checker {
         let value = map.get("value");
         let test = match (map.get("op"), value) {
             (Some(Value::String(op)), Some(v)) => match op.as_str() {
+                "eq" | "ne" if self.names_let(v) => {
+                    let want = self.want(op, Needs::Any, false, v, &pointer_push(at, "value"))?;
+                    Some(equality::equals(op == "eq", want))
+                }
                 "eq" | "ne" if self.is_reference_value(v) => {
                     self.reference_test(op == "eq", v, &pointer_push(at, "value"))
                 }

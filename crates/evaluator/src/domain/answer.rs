@@ -68,6 +68,8 @@ pub(crate) enum Message {
     DateAdd(Expr),
     /// (Version 3) `$if` between two messages.
     Choice(Box<Choice<Message>>),
+    /// (Version 3) `$concat`, `$format` or `$json`, which always give a string.
+    Text(Expr),
 }
 
 impl Answer {
@@ -108,9 +110,9 @@ impl Message {
         Ok(match self {
             Message::Choice(choice) => return choice.pick(scope)?.render(scope),
             Message::Literal(text) => text.to_string(),
-            Message::DateAdd(expr) => match expr.render(scope)? {
+            Message::DateAdd(expr) | Message::Text(expr) => match expr.render(scope)? {
                 Value::String(text) => text,
-                // `$dateAdd` writes a string or fails.
+                // `$dateAdd`, `$concat` and `$format` write a string or fail.
                 other => other.to_string(),
             },
             Message::Reference(expr) => match expr.render(scope)? {

@@ -123,6 +123,9 @@ fn compile_message(c: &mut Checker, value: &Value, at: &str) -> Option<Message> 
         Expr::Literal(Value::String(text)) => Message::Literal(text.into_boxed_str()),
         expr @ Expr::Reference(_) => Message::Reference(expr),
         expr @ Expr::DateAdd(_) => Message::DateAdd(expr),
+        Expr::Op(op) if matches!(op.name(), "$concat" | "$format" | "$json") => {
+            Message::Text(Expr::Op(op))
+        }
         Expr::Literal(other) => {
             c.diagnostics.push(
                 Code::WrongType,
@@ -132,11 +135,13 @@ fn compile_message(c: &mut Checker, value: &Value, at: &str) -> Option<Message> 
             return None;
         }
         _ => {
-            c.diagnostics.push(
-                Code::WrongType,
-                at,
-                "an error's message is a string, one $input or $state reference, or $dateAdd: this expression never gives a string it can be sure of",
-            );
+            // A version-2 document keeps the message it always had.
+            let what = if c.language.admits(Feature::Operator("$concat")) {
+                "an error's message is a string, one $input or $state reference, $dateAdd, $concat, $format, or $if between messages: this expression never gives a string it can be sure of"
+            } else {
+                "an error's message is a string, one $input or $state reference, or $dateAdd: this expression never gives a string it can be sure of"
+            };
+            c.diagnostics.push(Code::WrongType, at, what);
             return None;
         }
     };

@@ -156,8 +156,8 @@ pub fn to_json(value: Decimal) -> Result<Value, Rejection> {
 /// At most this many operands of one `$add` or `$mul`.
 pub(crate) const MAX_OPERANDS: usize = 16;
 
-/// The four operator names.
-pub(crate) const OPERATORS: [&str; 4] = ["$add", "$sub", "$mul", "$round"];
+/// The operator names: version 2's four, and version 3's `$abs` and `$neg`.
+pub(crate) const OPERATORS: [&str; 6] = ["$add", "$sub", "$mul", "$round", "$abs", "$neg"];
 
 #[derive(Debug, Clone, Copy)]
 enum Kind {
@@ -165,6 +165,10 @@ enum Kind {
     Sub,
     Mul,
     Round(u32),
+    /// (Version 3) the absolute value of one operand.
+    Abs,
+    /// (Version 3) one operand negated.
+    Neg,
 }
 
 impl Kind {
@@ -174,6 +178,8 @@ impl Kind {
             Kind::Sub => "$sub",
             Kind::Mul => "$mul",
             Kind::Round(_) => "$round",
+            Kind::Abs => "$abs",
+            Kind::Neg => "$neg",
         }
     }
 }
@@ -184,6 +190,9 @@ enum Arg {
     Literal(Decimal),
     Reference(Reference),
     Op(Box<DecimalOp>),
+    /// (Version 3) a `$let`, rendered per call: a value it gives that is
+    /// not a decimal is the fixture's fault (the definition computed it).
+    Named(Box<Expr>),
 }
 
 /// A compiled `$add`, `$sub`, `$mul` or `$round` with at least one
@@ -204,6 +213,12 @@ impl Arg {
                 to_decimal(&value, operator).map_err(|rejection| r.blame(rejection))
             }
             Arg::Op(op) => op.eval(scope),
+            Arg::Named(expr) => {
+                let value = expr.render(scope)?;
+                to_decimal(&value, operator).map_err(|rejection| {
+                    CallError::refused_operand(Origin::State, None, rejection, operator)
+                })
+            }
         }
     }
 
@@ -212,6 +227,7 @@ impl Arg {
     fn culprit(&self) -> (Origin, Option<String>) {
         match self {
             Arg::Literal(_) => (Origin::Literal, None),
+            Arg::Named(_) => (Origin::State, None),
             Arg::Reference(r) => (r.source.origin(), Some(r.data_pointer())),
             Arg::Op(op) => op.culprit(),
         }
@@ -231,12 +247,14 @@ impl DecimalOp {
             acc = match self.kind {
                 Kind::Add => add(acc, next),
                 Kind::Sub => sub(acc, next),
-                Kind::Mul | Kind::Round(_) => mul(acc, next),
+                Kind::Mul | Kind::Round(_) | Kind::Abs | Kind::Neg => mul(acc, next),
             }
             .map_err(|rejection| self.blame_result(rejection))?;
         }
         Ok(match self.kind {
             Kind::Round(places) => round(acc, places),
+            Kind::Abs => acc.abs(),
+            Kind::Neg => -acc,
             _ => acc,
         })
     }
@@ -278,7 +296,7 @@ impl Operator for DecimalOp {
     fn for_each_reference(&mut self, f: &mut dyn FnMut(&mut Reference)) {
         for arg in self.args.iter_mut() {
             match arg {
-                Arg::Literal(_) => {}
+                Arg::Literal(_) | Arg::Named(_) => {}
                 Arg::Reference(r) => f(r),
                 Arg::Op(op) => Operator::for_each_reference(&mut **op, f),
             }
@@ -322,6 +340,10 @@ fn decimal_op(c: &mut Checker, key: &str, operand: &Value, at: &str) -> Option<C
                 Kind::Round(places),
                 vec![(value, pointer_push(&operand_at, "value"))],
             )
+        }
+        "$abs" | "$neg" => {
+            let kind = if key == "$abs" { Kind::Abs } else { Kind::Neg };
+            (kind, vec![(operand, operand_at.clone())])
         }
         _ => {
             let (kind, min, max) = match key {
@@ -480,7 +502,7 @@ fn decimal_arg(c: &mut Checker, value: &Value, at: &str, operator: &str) -> Opti
                 DiagnosticCode::WrongType,
                 at,
                 format!(
-                    "an operand of {operator} is a number, a decimal string, one $input/$state reference or one of $add, $sub, $mul, $round; not an object"
+                    "an operand of {operator} is a number, a decimal string, one $input/$state reference or one of $add, $sub, $mul, $round, $abs, $neg; not an object"
                 ),
             );
             return None;
@@ -498,12 +520,31 @@ fn decimal_arg(c: &mut Checker, value: &Value, at: &str, operator: &str) -> Opti
             Compiled::Folded(d) => Some(Arg::Literal(d)),
             Compiled::Op(op) => Some(Arg::Op(Box::new(op))),
         },
+        // (Version 3) a named sub-expression: its value read per call.
+        "$let" => match c.node(value, at) {
+            Expr::Literal(v) => match to_decimal(&v, operator) {
+                Ok(d) => Some(Arg::Literal(d)),
+                Err(rejection) => {
+                    c.invalid_literal(at, rejection);
+                    None
+                }
+            },
+            Expr::Reference(r) => Some(Arg::Reference(r)),
+            Expr::Op(op) => Some(Arg::Named(Box::new(Expr::Op(op)))),
+            // The compiler gives one of those three, or a problem.
+            _ => None,
+        },
         other => {
             c.diagnostics.push(
                 DiagnosticCode::UnknownOperator,
                 &key_at,
                 format!(
-                    "{other:?} cannot be an operand of {operator}: its operands are numbers, decimal strings, $input/$state references and $add, $sub, $mul, $round"
+                    "{other:?} cannot be an operand of {operator}: its operands are numbers, decimal strings, $input/$state references and $add, $sub, $mul, $round{}",
+                    if c.language.admits(Feature::Operator("$let")) {
+                        ", $abs, $neg, $let"
+                    } else {
+                        ""
+                    }
                 ),
             );
             None

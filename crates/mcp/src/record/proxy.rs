@@ -36,6 +36,9 @@ pub struct RecordOptions {
     pub redactor: Redactor,
     /// How long connecting to and listing the real server may take.
     pub timeout: Duration,
+    /// The longest answer read from the real server over streamable HTTP
+    /// (one JSON response or SSE event; a longer one fails its request).
+    pub max_response_bytes: u64,
 }
 
 /// What a finished recording holds.
@@ -166,9 +169,13 @@ where
     T: IntoTransport<RoleServer, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let mut session = toolmock_discovery::open(&options.endpoint, options.timeout)
-        .await
-        .map_err(RecordError::Upstream)?;
+    let mut session = toolmock_discovery::open_bounded(
+        &options.endpoint,
+        options.timeout,
+        options.max_response_bytes,
+    )
+    .await
+    .map_err(RecordError::Upstream)?;
     let discovery = match session
         .discover(&Options {
             fallback_output_schema: None,
