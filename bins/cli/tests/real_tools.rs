@@ -293,3 +293,39 @@ fn a_real_answer_past_the_limit_is_response_too_large() {
             .all(|c| c["attempts"][0]["outcome"] == "passed")
     );
 }
+
+/// The same limit on an MCP server's answer over streamable HTTP: the
+/// fixture server pads its text content by 4 KiB, past a 2 KiB limit, so
+/// the call fails `external_failed` with `response_too_large` and the
+/// limit, never with what the server sent; without the flag it passes.
+#[test]
+fn a_real_mcp_answer_past_the_limit_is_response_too_large() {
+    let mcp = McpFixture::start_padded(4096);
+    let http = HttpFixture::start();
+    let mut doc = document(clinic_contracts(toolmock(), &mcp.url), &mcp.url, &http.url);
+    doc["cases"] = json!([{"name": "lookup", "driver": {"type": "scripted", "steps": [
+        {"tool": "clinic", "operation": "lookup_patient", "arguments": {"member_id": "M1234567"}}
+    ]}}]);
+    let file = written("mcp-too-large", &doc);
+
+    let out = Command::new(toolmock())
+        .args(["run", "--json", "--real-max-response-bytes", "2048"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let results: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let attempt = &results["cases"][0]["attempts"][0];
+    assert_eq!(attempt["outcome"], "harness_error", "{attempt:#}");
+    let error = &attempt["harness_errors"][0];
+    assert_eq!(error["code"], "external_failed", "{attempt:#}");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("response_too_large") && message.contains("2048-byte limit"),
+        "{message}"
+    );
+    assert!(!message.contains("Ada"), "the answer leaked: {message}");
+
+    let results = passed(&file);
+    assert_eq!(results["cases"][0]["attempts"][0]["outcome"], "passed");
+}

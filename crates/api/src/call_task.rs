@@ -15,20 +15,20 @@ use crate::AppState;
 use crate::error::ApiError;
 use serde_json::Value;
 use toolmock_runtime::ToolCall;
-use toolmock_runtime::model::{AttemptId, Capability, TenantId};
+use toolmock_runtime::dispatcher::ResolvedCapability;
 
-/// Runs `call` under `capability` in its own task and waits for its answer.
+/// Runs `call` under its resolved capability in its own task and waits
+/// for its answer.
 pub(crate) async fn call_to_its_end(
     state: &AppState,
-    tenant: TenantId,
-    attempt: AttemptId,
-    capability: Capability,
+    capability: ResolvedCapability,
     call: ToolCall,
 ) -> Result<Value, ApiError> {
     let (answer, answered) = tokio::sync::oneshot::channel();
     let state = state.clone();
+    let (tenant, attempt) = (capability.tenant(), capability.attempt());
     tokio::spawn(async move {
-        let result = state.dispatcher().call(tenant, &capability, &call).await;
+        let result = state.dispatcher().call_resolved(&capability, &call).await;
         let ended_with = result.as_ref().err().map(|e| e.code());
         if answer.send(result).is_err() {
             state

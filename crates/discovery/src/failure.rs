@@ -27,6 +27,12 @@ pub enum FailureClass {
     McpError,
     /// The tools it listed are not valid tools.
     InvalidTools,
+    /// An answer was longer than the client's limit (code
+    /// `response_too_large`); nothing past the limit was read.
+    TooLarge {
+        /// The limit, in bytes.
+        limit_bytes: usize,
+    },
     /// Something on this side failed (the process, the runtime, a limit).
     Local,
 }
@@ -41,6 +47,10 @@ impl fmt::Display for FailureClass {
             FailureClass::NotMcp => f.write_str("it did not answer as an MCP server"),
             FailureClass::McpError => f.write_str("it refused the MCP request with an error"),
             FailureClass::InvalidTools => f.write_str("the tools it listed are not valid"),
+            FailureClass::TooLarge { limit_bytes } => write!(
+                f,
+                "response_too_large: the answer exceeded the {limit_bytes}-byte limit"
+            ),
             FailureClass::Local => f.write_str("the discovery could not run"),
         }
     }
@@ -91,6 +101,11 @@ fn known(error: &(dyn std::error::Error + 'static)) -> Option<FailureClass> {
             StreamableHttpError::AuthRequired(_) => Some(FailureClass::HttpStatus(401)),
             StreamableHttpError::InsufficientScope(_) => Some(FailureClass::HttpStatus(403)),
             StreamableHttpError::SessionExpired => Some(FailureClass::HttpStatus(404)),
+            StreamableHttpError::ResponseBodyTooLarge { max_size } => {
+                Some(FailureClass::TooLarge {
+                    limit_bytes: *max_size,
+                })
+            }
             // Neither variant names its cause as `source`: descend by hand.
             StreamableHttpError::Client(e) => Some(of_error(e)),
             StreamableHttpError::Io(e) => Some(of_error(e)),

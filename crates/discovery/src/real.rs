@@ -167,6 +167,12 @@ impl RealExecutor {
             Err(e) => {
                 // The session may be gone: the next call opens a new one.
                 self.forget(url).await;
+                // An answer past the limit is named by its class alone:
+                // nothing of what the server sent reaches the message.
+                let class = crate::failure::of_request(&e);
+                if let crate::FailureClass::TooLarge { .. } = class {
+                    return Err(format!("tools/call {tool} on {url}: {class}"));
+                }
                 return Err(format!("tools/call {tool} on {url} failed: {e}"));
             }
         };

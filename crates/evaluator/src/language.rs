@@ -290,6 +290,26 @@ pub(crate) fn unsupported(number: &serde_json::Number) -> String {
     )
 }
 
+impl Language {
+    /// The condition ops an unknown op's message lists: version 1's in a
+    /// version-1 document (as they always were), every op of the declared
+    /// version in a later one (`eq, ne, in, exists, contains, …`).
+    pub(crate) fn ops_listed(&self) -> String {
+        if self.declared == V1 {
+            return core_ops();
+        }
+        let ops: Vec<&str> = FEATURES
+            .iter()
+            .filter(|r| r.since <= self.declared)
+            .filter_map(|r| match r.feature {
+                Op(name) => Some(name),
+                _ => None,
+            })
+            .collect();
+        and_list(&ops)
+    }
+}
+
 /// Version 1's condition ops, as an unknown op's message lists them
 /// (`eq, ne, in and exists`).
 pub(crate) fn core_ops() -> String {

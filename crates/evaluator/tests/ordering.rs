@@ -115,3 +115,33 @@ proptest! {
         prop_assert_eq!((lt, le, gt, ge), (rgt, rge, rlt, rle));
     }
 }
+
+/// An unknown op's message lists the ops of the document's version
+/// (issue 34 item 7): version 1's four in a version-1 document, as always;
+/// every op through version 3's in a version-3 one.
+#[test]
+fn an_unknown_op_lists_the_ops_of_the_documents_version() {
+    let message = |version: u8| {
+        let doc = json!({"schema_version": version, "default_variant": "v",
+            "variants": {"v": {"result": {"$if": {"when": [], "then": 1, "else": 0}},
+                               "rules": [{"when": [{"source": "input", "path": "x", "op": "lte", "value": 1}],
+                                          "result": 1}]}},
+            "examples": [{"variant": "v", "input": {}, "expected": 1}]});
+        match compile(&doc) {
+            Ok(_) => panic!("an unknown op is refused"),
+            Err(problems) => problems
+                .iter()
+                .find(|p| p.path == "/variants/v/rules/0/when/0/op")
+                .map(|p| p.message.clone())
+                .unwrap_or_default(),
+        }
+    };
+    assert_eq!(
+        message(3),
+        "unknown op \"lte\"; the ops are eq, ne, in, exists, contains, subset_of, eq_ci, lt, le, gt and ge"
+    );
+    assert_eq!(
+        message(1),
+        "unknown op \"lte\"; the ops are eq, ne, in and exists"
+    );
+}

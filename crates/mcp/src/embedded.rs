@@ -22,8 +22,8 @@ use toolmock_runtime::error::StartError;
 use toolmock_runtime::model::{PinRecord, SimulationId, TenantId};
 use toolmock_simulation::document::CaseDoc;
 use toolmock_simulation::{
-    AttemptResult, Installed, LoadedSimulation, RunError, RunResults, assemble_results, install,
-    judge_and_finish, start_problems, start_request,
+    AttemptResult, Installed, LoadedSimulation, RunError, RunResults, assemble_results,
+    conclude_attempt, install, start_problems, start_request,
 };
 
 /// The most attempts one `serve` hands out (one start's bound).
@@ -278,7 +278,7 @@ impl<B: Backend + 'static> Embedded<B> {
         if done.is_some() {
             return Err(ServeError::AttemptFinished { attempt: number });
         }
-        let mut result = judge_and_finish(
+        let mut result = conclude_attempt(
             &self.dispatcher,
             self.installed.tenant,
             self.case(),

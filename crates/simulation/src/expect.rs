@@ -538,7 +538,7 @@ pub(crate) fn judge_state(
 
 /// Judges the attempt-level expectations of a case (final state and
 /// trajectory); `at` is the pointer of the case's `expect`.
-pub fn judge_attempt(
+pub fn unmet_expectations(
     expect: &CaseExpect,
     calls: &[RecordedCall],
     state: &Map<String, Value>,

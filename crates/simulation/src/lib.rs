@@ -2,7 +2,7 @@
 //! (`docs/simulations.md`) and its JSON Schema, the loader that reports
 //! every problem of a file at once ([`read_file`], [`FileProblem`]), the
 //! scripted driver, expectations judged over what an attempt recorded
-//! ([`judge_attempt`]: a worker that plays a real agent judges its attempts
+//! ([`unmet_expectations`]: a worker that plays a real agent judges its attempts
 //! with the same code), the workflow engine, and the runner that installs a
 //! document's tools, starts it through `Dispatcher::start`, runs its
 //! attempts concurrently and reports them ([`RunResults`], [`coverage`]).
@@ -65,7 +65,6 @@ mod expect;
 mod judge;
 mod load;
 mod model_driver;
-mod players;
 mod problem;
 mod reference;
 mod results;
@@ -79,22 +78,22 @@ pub use conversation::{
     Message, ModelError, ModelFuture, ModelReply, ModelRequest, SinkFuture, ToolCallRequest,
     system_message,
 };
-pub use expect::{RecordedCall, Unmet, judge_attempt, recorded_calls};
+pub use expect::{RecordedCall, Unmet, recorded_calls, unmet_expectations};
 pub use load::real::{RealHandlers, real_handlers};
 pub use load::{
     Files, Loaded, LoadedDefinition, LoadedSimulation, LoadedTool, Origin, SIMULATION_SCHEMA,
     inline_file, load_file, load_slice, load_value, read_file, read_slice, read_value,
     schema_problems,
 };
-pub use players::{DEFAULT_ATTEMPT_TIMEOUT, Players, RunOptions};
 pub use problem::{FileProblem, LoadCode};
 pub use results::{
     AttemptResult, CallReport, CaseResult, DivergedMock, ErrorEntry, JudgeReport,
     OperationCoverage, PassK, RawAttempt, RunResults, Summary, VariantCoverage, coverage,
 };
 pub use runner::{
-    Installed, Keeping, RunError, assemble_results, attempt_result, check, install, install_inline,
-    judge_and_finish, play_attempt, run, run_attempt, start, start_request, unknown_library_tools,
+    DEFAULT_ATTEMPT_TIMEOUT, Installed, Keeping, Players, RunError, RunOptions, assemble_results,
+    attempt_result, check, conclude_attempt, install, install_inline, play_attempt, run,
+    run_attempt, start, start_request, unknown_library_tools,
 };
 pub use starting::start_problems;
 pub use workflow::{AttemptContext, CallFailure};

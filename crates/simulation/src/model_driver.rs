@@ -19,7 +19,7 @@ use toolmock_contract::pointer;
 use toolmock_runtime::backend::Backend;
 use toolmock_runtime::dispatcher::ToolCall;
 use toolmock_runtime::error::{
-    DispatchError, HarnessCode, HarnessFault, ToolInputCode, ToolInputFault,
+    AttemptFault, DispatchError, HarnessCode, HarnessFault, ToolInputCode, ToolInputFault,
 };
 
 /// What a model-driven attempt left for the judge.
@@ -224,7 +224,7 @@ async fn record<B: Backend>(
         path: None,
     };
     ctx.dispatcher
-        .record_harness_fault(ctx.tenant, ctx.attempt, None, fault, detail)
+        .record_fault(ctx.tenant, ctx.attempt, None, None, fault, detail)
         .await
         .map(|_| ())
         .map_err(DispatchError::Store)
@@ -246,16 +246,16 @@ async fn refuse<B: Backend>(
     };
     match ctx
         .dispatcher
-        .record_tool_input_fault(ctx.tenant, ctx.attempt, &call, fault)
+        .record_fault(ctx.tenant, ctx.attempt, Some(&call), None, fault, json!({}))
         .await
     {
-        DispatchError::ToolInput(f) => Ok(Answer::Tool(error_message(
+        Ok(AttemptFault::ToolInput(f)) => Ok(Answer::Tool(error_message(
             f.code.as_str(),
             &f.message,
             None,
         ))),
-        DispatchError::Harness(_) => Ok(Answer::Stop),
-        other => Err(other),
+        Ok(AttemptFault::Harness(_)) => Ok(Answer::Stop),
+        Err(e) => Err(DispatchError::Store(e)),
     }
 }
 

@@ -118,13 +118,13 @@ impl<B: Backend> AttemptContext<'_, B> {
         };
         match self
             .dispatcher
-            .record_harness_fault(self.tenant, self.attempt, None, fault, json!({}))
+            .record_fault(self.tenant, self.attempt, None, None, fault, json!({}))
             .await
         {
             Ok(recorded) => CallFailure::Recorded {
                 class: CallStatus::HarnessError,
-                code: recorded.code.as_str().to_owned(),
-                message: recorded.message,
+                code: recorded.code().to_owned(),
+                message: recorded.message().to_owned(),
                 violations: Value::Array(vec![]),
             },
             Err(e) => CallFailure::Fatal(DispatchError::Store(e)),

@@ -34,15 +34,15 @@ const SIMULATION: &[&[&str]] = &[
     &["expect", "workflow", "load", "conversation"],
     // The results document and coverage; the scripted and model drivers and
     // the judging of conversations.
-    &[
-        "results",
-        "driver",
-        "model_driver",
-        "judge",
-        "starting",
-        "players",
-    ],
-    // Installing, starting, running and judging attempts.
+    &["results", "driver", "model_driver", "judge", "starting"],
+    // The runner, one room per job, bottom first: its error and the
+    // results document's assembly; installing, and concluding an attempt
+    // (its expectations, the LLM judge, its finish); starting, and playing
+    // an attempt; the suite of every attempt; the room list itself.
+    &["runner::error", "runner::results"],
+    &["runner::install", "runner::conclude"],
+    &["runner::start", "runner::play"],
+    &["runner::suite"],
     &["runner"],
     &["crate"],
 ];
@@ -109,7 +109,10 @@ fn the_graphs_see_the_imports_they_check() {
     assert!(runtime["dispatcher"].contains("backend"), "{runtime:#?}");
     assert!(runtime["model"].contains("error"));
     let simulation = graph(&src("simulation"));
-    assert!(simulation["runner"].contains("load"), "{simulation:#?}");
+    assert!(
+        simulation["runner::install"].contains("load"),
+        "{simulation:#?}"
+    );
     assert!(simulation["workflow"].contains("reference"));
     // An import the layers refuse is found: the runner's own modules
     // placed below the loader.
@@ -132,7 +135,6 @@ fn the_graphs_see_the_imports_they_check() {
                     "judge",
                     "clock",
                     "starting",
-                    "players",
                     "crate"
                 ]
             ]

@@ -9,8 +9,9 @@ use toolmock_contract::{ContractHash, DefinitionHash, OperationContract};
 use toolmock_evaluator::DomainError;
 use toolmock_runtime::error::{HarnessCode, StoreError, ToolInputCode};
 use toolmock_runtime::model::{
-    AttemptId, EvidenceRecord, Executor, HarnessErrorRecord, OperationId, PinRef, Provenance,
-    RevisionRecord, TenantId, ToolId, ToolInputErrorRecord, VariantChoice,
+    AttemptBinding, AttemptId, CapabilityCheck, EvidenceRecord, Executor, HarnessErrorRecord,
+    OperationId, PinRef, Provenance, RevisionRecord, SimulationId, TenantId, ToolId,
+    ToolInputErrorRecord, VariantChoice,
 };
 use uuid::Uuid;
 
@@ -423,6 +424,7 @@ pub(crate) struct StateRow {
 /// A capability resolved to its attempt.
 #[derive(FromRow)]
 pub(crate) struct CapabilityRow {
+    pub(crate) tenant_id: Uuid,
     pub(crate) attempt_id: Uuid,
     pub(crate) simulation_id: Uuid,
     pub(crate) variants: Json<Vec<VariantChoice>>,
@@ -430,6 +432,21 @@ pub(crate) struct CapabilityRow {
     pub(crate) live: bool,
     /// The same with the lease read on PostgreSQL's clock.
     pub(crate) live_by_database: bool,
+}
+
+impl CapabilityRow {
+    /// The runtime's view of the row.
+    pub(crate) fn check(self) -> CapabilityCheck {
+        CapabilityCheck {
+            binding: AttemptBinding {
+                tenant: TenantId(self.tenant_id),
+                attempt: AttemptId(self.attempt_id),
+                simulation: SimulationId(self.simulation_id),
+                variants: self.variants.0,
+            },
+            live: self.live,
+        }
+    }
 }
 
 #[derive(FromRow)]

@@ -4,7 +4,7 @@
 //! runs the worker (flags with environment fallbacks, [`AgentFlags`]),
 //! never by the simulation, and never written to evidence or judgements.
 
-use crate::WorkerError;
+use crate::setup::WorkerError;
 use std::sync::Arc;
 use std::time::Duration;
 use toolmock_agent::{ModelFlags, Models};

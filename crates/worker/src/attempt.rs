@@ -2,156 +2,15 @@
 //! simulation and kept for a while), its run through the simulation
 //! runner, and the recording of a run that failed.
 
-use crate::Shared;
+use crate::shared::Shared;
 use serde_json::Value;
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 use toolmock_contract::pointer;
-use toolmock_discovery::RealExecutor;
-use toolmock_runtime::Dispatcher;
 use toolmock_runtime::dispatcher::StartedAttempt;
 use toolmock_runtime::error::{HarnessCode, HarnessFault};
-use toolmock_runtime::model::{
-    AttemptOutcome, Capability, SimulationId, SimulationMode, TenantId, Verdict, WorkflowDoc,
-};
+use toolmock_runtime::model::{AttemptOutcome, Capability, Verdict};
 use toolmock_simulation::document::DriverDoc;
-use toolmock_simulation::{
-    Keeping, LoadedSimulation, Players, load_value, play_attempt, real_handlers,
-};
-use toolmock_store::{Claimed, Fence, PgStore};
-
-/// An attempt this worker holds: its tenant and lease.
-#[derive(Debug)]
-pub(crate) struct Held {
-    tenant: TenantId,
-    fence: Fence,
-}
-
-impl Held {
-    pub(crate) fn new(tenant: TenantId, fence: Fence) -> Self {
-        Self { tenant, fence }
-    }
-
-    /// The tenant and the fence of the lease.
-    pub(crate) fn lease(&self) -> (TenantId, Fence) {
-        (self.tenant, self.fence.clone())
-    }
-}
-
-/// A simulation as its attempts run: the loaded document, its workflows,
-/// what plays its model cases, and a dispatcher of its own when it differs
-/// from the worker's shared one: a `real_tools` simulation's has the real
-/// handlers (the shared one has none: nothing else executes anything real),
-/// and a simulation that asks for `real_delays` sleeps them for real.
-pub(crate) struct Playable {
-    pub(crate) loaded: LoadedSimulation,
-    workflows: HashMap<String, WorkflowDoc>,
-    own: Option<Own>,
-    players: Players,
-}
-
-/// A simulation's own dispatcher, and its real handlers when it has some.
-type Own = (Arc<Dispatcher<PgStore>>, Option<Arc<RealExecutor>>);
-
-impl Drop for Playable {
-    fn drop(&mut self) {
-        // Its MCP sessions end with it (in the background: drop is not async).
-        if let Some((_, Some(executor))) = self.own.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            runtime.spawn(async move { executor.close().await });
-        }
-    }
-}
-
-/// How long one real call of a real-tools run may take.
-const REAL_CALL_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Simulations kept between claims.
-const KEPT_SIMULATIONS: usize = 32;
-
-/// The simulations this worker has loaded, the most recent
-/// [`KEPT_SIMULATIONS`] kept (a document never changes once started).
-#[derive(Default)]
-pub(crate) struct Simulations {
-    kept: Mutex<VecDeque<(SimulationId, Arc<Playable>)>>,
-}
-
-impl Simulations {
-    async fn get(
-        &self,
-        shared: &Shared,
-        tenant: TenantId,
-        simulation: SimulationId,
-    ) -> Result<Arc<Playable>, String> {
-        if let Some((_, found)) = self
-            .kept
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .find(|(id, _)| *id == simulation)
-        {
-            return Ok(found.clone());
-        }
-        let document = shared
-            .store
-            .simulation_document(tenant, simulation)
-            .await
-            .map_err(|e| format!("reading the simulation's document failed: {e}"))?
-            .ok_or("the simulation was started without a document")?;
-        let loaded = load_value(
-            &document,
-            "request",
-            &toolmock_simulation::Files::InlineOnly,
-        )
-        .map_err(|problems| {
-            format!(
-                "the stored simulation document no longer loads ({} problem(s))",
-                problems.len()
-            )
-        })?;
-        let real_tools = loaded.document.mode == SimulationMode::RealTools;
-        let real_delays = loaded.document.real_delays && !shared.config.real_delays;
-        let own = (real_tools || real_delays).then(|| {
-            let mut dispatcher = crate::dispatcher(
-                shared.store.clone(),
-                shared.config.real_delays || real_delays,
-                shared.config.clock_offset,
-            );
-            let executor = real_tools.then(|| {
-                Arc::new(
-                    RealExecutor::new(real_handlers(&loaded).operations, REAL_CALL_TIMEOUT)
-                        .with_targets(shared.agents.targets.clone())
-                        .with_max_response_bytes(shared.agents.real_max_response_bytes),
-                )
-            });
-            if let Some(executor) = &executor {
-                dispatcher = dispatcher.with_executor(executor.clone());
-            }
-            (Arc::new(dispatcher), executor)
-        });
-        let playable = Arc::new(Playable {
-            workflows: loaded.workflows(),
-            players: Players::new(
-                &loaded,
-                shared.agents.model.clone(),
-                shared.agents.judge.clone(),
-            )
-            .with_attempt_timeout(shared.agents.attempt_timeout),
-            loaded,
-            own,
-        });
-        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        kept.push_back((simulation, playable.clone()));
-        if kept.len() > KEPT_SIMULATIONS
-            && let Some((old, _)) = kept.pop_front()
-        {
-            shared.dispatcher.forget_simulation(old);
-        }
-        Ok(playable)
-    }
-}
+use toolmock_simulation::{Keeping, play_attempt};
+use toolmock_store::Claimed;
 
 /// Runs one claimed attempt to its finish and records its judgement; a run
 /// that fails records a `storage_failed` harness error and finishes it, so
@@ -178,7 +37,7 @@ pub(crate) async fn run_claimed(shared: &Shared, claimed: &Claimed, capability: 
     // (the reaper or the next holder decides the outcome then).
     if let Err(e) = shared
         .dispatcher
-        .record_harness_fault(tenant, claimed.attempt, None, fault, Value::Null)
+        .record_fault(tenant, claimed.attempt, None, None, fault, Value::Null)
         .await
     {
         tracing::warn!(attempt = %claimed.attempt.as_uuid(), error = %e,
@@ -207,7 +66,13 @@ async fn run(
     let tenant = claimed.tenant;
     let playable = shared
         .simulations
-        .get(shared, tenant, claimed.simulation)
+        .get(
+            (&shared.store, &shared.dispatcher),
+            (shared.config.real_delays, shared.config.clock_offset),
+            &shared.agents,
+            tenant,
+            claimed.simulation,
+        )
         .await?;
     let cases = &playable.loaded.document.cases;
     let position = cases

@@ -40,14 +40,20 @@ mod agents;
 mod attempt;
 mod reaper;
 mod service;
+mod setup;
+mod shared;
+mod simulations;
 pub mod telemetry;
 mod verification;
 
 pub use agents::{AgentFlags, Agents};
 pub use reaper::{REAP_BATCH, reap_expired, spawn_reaper};
+pub use setup::{Report, WorkerConfig, WorkerError};
 
-use attempt::{Held, Simulations};
-use std::collections::HashMap;
+use setup::{check, dispatcher};
+use shared::{Held, Shared};
+use simulations::Simulations;
+
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -55,126 +61,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use toolmock_runtime::Dispatcher;
 use toolmock_runtime::model::{AttemptId, Capability};
-use toolmock_simulation::{SequenceClock, VirtualSleeper};
 use toolmock_store::{PgStore, QUEUE_CHANNEL, Released};
-
-/// How a worker runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkerConfig {
-    /// The lease owner name; unique per worker process (a lease is fenced
-    /// by it and its epoch).
-    pub owner: String,
-    /// Attempts run at once.
-    pub concurrency: usize,
-    /// How long a claim's lease lasts without a heartbeat.
-    pub lease: Duration,
-    /// How often the held leases are renewed (well under `lease`).
-    pub heartbeat: Duration,
-    /// How often an idle worker looks at the queue when no `NOTIFY` came.
-    pub poll: Duration,
-    /// How often this worker's reaper sweeps expired leases.
-    pub reap_every: Duration,
-    /// After the shutdown signal: how long held attempts may take to
-    /// finish before they are given back.
-    pub grace: Duration,
-    /// Sleep mock delays for real instead of counting them on the virtual
-    /// clock (as `toolmock run --real-delays`), for every simulation; a
-    /// simulation whose document says `"real_delays": true` gets them
-    /// either way.
-    pub real_delays: bool,
-    /// How long one verification of a library tool may take (its lease
-    /// lasts 30 s more); the worker runs one at a time beside its attempts
-    /// (docs/verify.md).
-    pub verify_budget: Duration,
-    /// Added to this process's clock wherever the worker reads it (the
-    /// times its records are stamped with): zero but in tests of a worker
-    /// whose clock is wrong. Whether a lease is live is never read on it,
-    /// only on PostgreSQL's clock.
-    pub clock_offset: chrono::TimeDelta,
-}
-
-impl WorkerConfig {
-    /// The defaults for `owner`: 4 at once, a 30 s lease renewed every
-    /// 10 s, a 1 s poll, a reaper sweep every 5 s, 20 s of grace, virtual
-    /// delays.
-    pub fn new(owner: impl Into<String>) -> Self {
-        Self {
-            owner: owner.into(),
-            concurrency: 4,
-            lease: Duration::from_secs(30),
-            heartbeat: Duration::from_secs(10),
-            poll: Duration::from_secs(1),
-            reap_every: Duration::from_secs(5),
-            grace: Duration::from_secs(20),
-            real_delays: false,
-            verify_budget: Duration::from_secs(600),
-            clock_offset: chrono::TimeDelta::zero(),
-        }
-    }
-}
-
-/// What a worker did before it stopped.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Report {
-    /// Attempts claimed.
-    pub claimed: u64,
-    /// Attempts run to their finish.
-    pub finished: u64,
-    /// Attempts given back to the queue at shutdown (no call had begun).
-    pub released: u64,
-    /// Attempts ended at shutdown after calls had begun (`lease_expired`).
-    pub abandoned: u64,
-    /// Leases lost while running (not renewed in time: reaped or expired).
-    pub lost: u64,
-}
-
-/// Why a worker could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum WorkerError {
-    /// The configuration cannot work (e.g. no concurrency, a heartbeat not
-    /// shorter than the lease).
-    #[error("invalid worker configuration: {0}")]
-    Config(String),
-}
-
-impl WorkerError {
-    /// A stable, machine-readable code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            WorkerError::Config(_) => "invalid_worker_config",
-        }
-    }
-}
-
-/// What the loop and its tasks share.
-struct Shared {
-    store: PgStore,
-    dispatcher: Dispatcher<PgStore>,
-    /// The reaper's and the shutdown's finishes: unfenced, since they end
-    /// attempts whose lease is no longer anyone's.
-    finisher: Arc<Dispatcher<PgStore>>,
-    config: WorkerConfig,
-    held: Mutex<HashMap<AttemptId, Held>>,
-    simulations: Simulations,
-    report: Mutex<Report>,
-    /// What plays model and http cases.
-    agents: Agents,
-}
-
-impl Shared {
-    fn report(&self, f: impl FnOnce(&mut Report)) {
-        f(&mut self.report.lock().unwrap_or_else(PoisonError::into_inner));
-    }
-
-    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<AttemptId, Held>> {
-        self.held.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Publishes the store's running count of fence refusals.
-    fn count_fence_refusals(&self) {
-        metrics::counter!(telemetry::FENCE_REFUSALS).absolute(self.store.fence_refusals());
-    }
-}
 
 /// Runs the worker loop on `store` until `shutdown` completes: claims
 /// queued attempts (at most `concurrency` at once), runs each, renews their
@@ -311,60 +198,6 @@ pub async fn run_with(
     Ok(report)
 }
 
-/// A dispatcher as the worker runs attempts: delays on the virtual clock
-/// unless `real_delays`, its clock this process's (moved by `offset`), and
-/// no real handler.
-fn dispatcher(store: PgStore, real_delays: bool, offset: chrono::TimeDelta) -> Dispatcher<PgStore> {
-    let clock = OffsetClock {
-        clock: SequenceClock::default(),
-        offset,
-    };
-    let dispatcher = Dispatcher::new(store).with_clock(Arc::new(clock));
-    if real_delays {
-        dispatcher
-    } else {
-        dispatcher.with_sleeper(Arc::new(VirtualSleeper))
-    }
-}
-
-/// This process's clock, moved by an offset.
-struct OffsetClock {
-    clock: SequenceClock,
-    offset: chrono::TimeDelta,
-}
-
-impl toolmock_runtime::backend::Clock for OffsetClock {
-    fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        self.clock.now() + self.offset
-    }
-}
-
-fn check(config: &WorkerConfig) -> Result<(), WorkerError> {
-    if config.concurrency == 0 {
-        return Err(WorkerError::Config("concurrency must be at least 1".into()));
-    }
-    if config.owner.is_empty() {
-        return Err(WorkerError::Config("the owner name is empty".into()));
-    }
-    if config.heartbeat.is_zero() || config.heartbeat >= config.lease {
-        return Err(WorkerError::Config(format!(
-            "the heartbeat ({:?}) must be shorter than the lease ({:?})",
-            config.heartbeat, config.lease
-        )));
-    }
-    if config.verify_budget.is_zero() {
-        return Err(WorkerError::Config(
-            "the verification budget must be positive".into(),
-        ));
-    }
-    if config.poll.is_zero() || config.reap_every.is_zero() {
-        return Err(WorkerError::Config(
-            "the poll and reaper intervals must be positive".into(),
-        ));
-    }
-    Ok(())
-}
-
 /// After the grace period: stops what still runs and gives each back.
 async fn give_back(shared: &Arc<Shared>, tasks: &mut JoinSet<()>) {
     tasks.abort_all();
@@ -464,7 +297,7 @@ async fn heartbeat(shared: Arc<Shared>) {
 
 #[cfg(test)]
 mod error_codes {
-    use crate::WorkerError;
+    use crate::setup::WorkerError;
     use crate::telemetry::TelemetryError;
 
     /// One error of each variant: a new variant fails to compile here

@@ -5,7 +5,7 @@
 //! finishes ends the attempt `harness_error` (`agent_service_unreachable`,
 //! `agent_service_refused`, `agent_service_timeout`); see docs/agents.md.
 
-use crate::Shared;
+use crate::shared::Shared;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use toolmock_contract::pointer;
@@ -13,7 +13,7 @@ use toolmock_runtime::dispatcher::StartedAttempt;
 use toolmock_runtime::error::{HarnessCode, HarnessFault};
 use toolmock_runtime::model::AttemptOutcome;
 use toolmock_simulation::document::{CaseDoc, DriverDoc};
-use toolmock_simulation::{RunError, judge_and_finish};
+use toolmock_simulation::{RunError, conclude_attempt};
 use toolmock_store::Claimed;
 
 /// How often the worker looks whether the service finished the attempt.
@@ -155,10 +155,17 @@ async fn end(
     };
     shared
         .dispatcher
-        .record_harness_fault(claimed.tenant, claimed.attempt, None, fault, Value::Null)
+        .record_fault(
+            claimed.tenant,
+            claimed.attempt,
+            None,
+            None,
+            fault,
+            Value::Null,
+        )
         .await
         .map_err(|e| format!("recording the agent service's failure failed: {e}"))?;
-    let judged = judge_and_finish(
+    let judged = conclude_attempt(
         &shared.dispatcher,
         claimed.tenant,
         case,

@@ -230,25 +230,33 @@ async fn metrics_text(State(handle): State<PrometheusHandle>) -> impl IntoRespon
 }
 
 async fn healthz(State(pool): State<sqlx::PgPool>) -> impl IntoResponse {
+    health(&pool).await
+}
+
+/// `/healthz`'s answer. The database's error is logged, never answered: its
+/// text can name hosts, users and paths, which a health probe's client has
+/// no business seeing (only `unreachable` or `no answer within 2 s`).
+async fn health(pool: &sqlx::PgPool) -> (StatusCode, axum::Json<serde_json::Value>) {
     use sqlx::Connection;
     let answered =
         tokio::time::timeout(HEALTH_TIMEOUT, async { pool.acquire().await?.ping().await }).await;
-    match answered {
-        Ok(Ok(_)) => (
-            StatusCode::OK,
-            axum::Json(serde_json::json!({"status": "ok"})),
-        ),
-        Ok(Err(e)) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(serde_json::json!({"status": "unavailable", "database": e.to_string()})),
-        ),
-        Err(_) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(
-                serde_json::json!({"status": "unavailable", "database": "no answer within 2 s"}),
-            ),
-        ),
-    }
+    let why = match answered {
+        Ok(Ok(_)) => {
+            return (
+                StatusCode::OK,
+                axum::Json(serde_json::json!({"status": "ok"})),
+            );
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "/healthz: the database did not answer its ping");
+            "unreachable"
+        }
+        Err(_) => "no answer within 2 s",
+    };
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        axum::Json(serde_json::json!({"status": "unavailable", "database": why})),
+    )
 }
 
 /// Resolves on SIGTERM or Ctrl-C (logging which): what stops both binaries —
@@ -273,5 +281,31 @@ pub async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => tracing::info!("Ctrl-C: shutting down"),
         () = terminate => tracing::info!("SIGTERM: shutting down"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A database that refuses the connection: 503, and nothing of the
+    /// error's text (the address, the user, the password, the OS's words).
+    #[tokio::test]
+    async fn healthz_never_answers_the_database_error() {
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .acquire_timeout(std::time::Duration::from_secs(1))
+            .connect_lazy("postgres://secret_user:secret_password@127.0.0.1:1/secret_db")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (status, body) = super::health(&pool).await;
+        assert_eq!(status, axum::http::StatusCode::SERVICE_UNAVAILABLE);
+        let text = body.0.to_string();
+        assert!(
+            body.0 == serde_json::json!({"status": "unavailable", "database": "unreachable"})
+                || body.0
+                    == serde_json::json!({"status": "unavailable", "database": "no answer within 2 s"}),
+            "{text}"
+        );
+        assert!(
+            !text.contains("secret") && !text.contains("127.0.0.1"),
+            "{text}"
+        );
     }
 }

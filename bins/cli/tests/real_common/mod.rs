@@ -38,6 +38,12 @@ pub struct McpFixture {
 
 impl McpFixture {
     pub fn start() -> Self {
+        Self::start_padded(0)
+    }
+
+    /// The same server, every call's text content followed by `pad` spaces.
+    #[allow(dead_code)] // used by toolmock run's tests, not the worker's
+    pub fn start_padded(pad: usize) -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -46,6 +52,7 @@ impl McpFixture {
         let child = Command::new(installed(root().join(".cache/mcp-venv/bin/python")))
             .arg(installed(root().join("fixtures/mcp/fixture_server.py")))
             .args(["--http", &format!("127.0.0.1:{port}"), "--broken-tool"])
+            .args(["--pad-text", &pad.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

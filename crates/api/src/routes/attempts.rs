@@ -18,9 +18,10 @@ use serde_json::Value;
 use toolmock_contract::pointer;
 use toolmock_runtime::ToolCall;
 use toolmock_runtime::backend::{AttemptStore, FixtureStore, PinStore};
+use toolmock_runtime::dispatcher::ResolvedCapability;
 use toolmock_runtime::model::{AttemptId, Capability, TenantId};
 use toolmock_simulation::document::{CaseDoc, DriverDoc};
-use toolmock_simulation::{RunError, judge_and_finish};
+use toolmock_simulation::{RunError, conclude_attempt};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -37,10 +38,13 @@ pub(crate) struct ToolCallRequest {
     arguments: Value,
 }
 
-/// The bearer capability of a request, resolved to its tenant and attempt.
+/// The bearer capability of a request, resolved to its attempt (and so its
+/// tenant) once: the dispatcher takes the resolution instead of looking the
+/// capability up again.
 #[derive(Debug)]
 pub(crate) struct AttemptCapability {
     capability: Capability,
+    resolved: ResolvedCapability,
     tenant: TenantId,
     attempt: AttemptId,
 }
@@ -63,17 +67,24 @@ impl FromRequestParts<AppState> for AttemptCapability {
         let capability = Capability::from_token(bearer(parts)?);
         // The token names no tenant: its hash is the key that finds it —
         // in the dispatcher's bindings once it has served the capability,
-        // else in storage.
-        let hash = capability.hash();
-        let owner = match state.dispatcher().bound_owner(&hash) {
-            Some(owner) => Some(owner),
-            None => state.store().capability_owner(&hash).await?,
+        // else in storage, whose answer the dispatcher then keeps.
+        let dispatcher = state.dispatcher();
+        let resolved = match dispatcher.cached_capability(&capability) {
+            Some(resolved) => resolved,
+            None => {
+                let check = state
+                    .store()
+                    .find_capability(&capability.hash(), dispatcher.now())
+                    .await?
+                    .ok_or(ApiError::InvalidCapability)?;
+                dispatcher.adopt_capability(&capability, check)
+            }
         };
-        let (tenant, attempt) = owner.ok_or(ApiError::InvalidCapability)?;
         Ok(Self {
             capability,
-            tenant,
-            attempt,
+            tenant: resolved.tenant(),
+            attempt: resolved.attempt(),
+            resolved,
         })
     }
 }
@@ -100,9 +111,7 @@ pub(crate) async fn tool_call(
     let capability = capability.for_attempt(id)?;
     let result = crate::call_task::call_to_its_end(
         &state,
-        capability.tenant,
-        capability.attempt,
-        capability.capability,
+        capability.resolved,
         ToolCall::new(body.tool, body.operation, body.arguments),
     )
     .await?;
@@ -230,7 +239,7 @@ pub(crate) async fn finish_attempt(
             expect: Default::default(),
         },
     };
-    let result = judge_and_finish(
+    let result = conclude_attempt(
         state.dispatcher(),
         tenant,
         &case,

@@ -121,3 +121,49 @@ fn handlers_build_no_problem_by_hand() {
         );
     }
 }
+
+/// The route table is the API's only router: no module of the crate adds a
+/// route, nests or merges a router, except the table's own module (which
+/// builds the router from the table and adds the OpenAPI document's route),
+/// the UI's (its asset routes, which are not API routes and not in the
+/// OpenAPI document) and the crate root, which merges those two.
+#[test]
+fn the_route_table_is_the_only_router() {
+    const ALLOWED: &[(&str, &str)] = &[
+        ("routes/mod.rs", "the table, and /api/openapi.json"),
+        ("ui.rs", "the UI's assets"),
+        ("lib.rs", "merges the table's router and the UI's"),
+    ];
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        let relative = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let text = code(&std::fs::read_to_string(&file).unwrap());
+        let routes = [
+            ".route(",
+            ".nest(",
+            ".merge(",
+            "Router::new(",
+            ".route_service(",
+        ]
+        .iter()
+        .any(|needle| text.contains(needle));
+        if routes && !ALLOWED.iter().any(|(path, _)| relative == *path) {
+            found.push(relative);
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "routes outside the route table: {found:?}"
+    );
+    // The table's module builds the router from the table alone: one
+    // `.route(` — the OpenAPI document's.
+    let table = code(&std::fs::read_to_string(src.join("routes/mod.rs")).unwrap());
+    assert_eq!(table.matches(".route(").count(), 1, "routes/mod.rs");
+}

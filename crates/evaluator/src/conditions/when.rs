@@ -11,7 +11,7 @@ use crate::conditions::folding;
 use crate::conditions::membership;
 use crate::conditions::ordering;
 use crate::conditions::want::Needs;
-use crate::language::{Feature, core_ops, core_ops_quoted};
+use crate::language::{Feature, core_ops_quoted};
 use crate::paths::dotted::Path;
 use crate::paths::parse::reference_like;
 use crate::scope::{NO_SLOT, Source};
@@ -147,7 +147,10 @@ impl Checker {
                     self.push(
                         Code::InvalidCondition,
                         pointer_push(at, "op"),
-                        format!("unknown op {other:?}; the ops are {}", core_ops()),
+                        format!(
+                            "unknown op {other:?}; the ops are {}",
+                            self.language.ops_listed()
+                        ),
                     );
                     None
                 }

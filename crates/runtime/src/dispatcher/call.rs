@@ -10,15 +10,14 @@
 //! that cannot be written").
 
 use super::pins::{PinEntry, ResolvedPin};
-use super::{Bound, Dispatcher, ToolCall, read, write};
+use super::{Bound, Dispatcher, ResolvedCapability, ToolCall, read, write};
 use crate::backend::Backend;
 use crate::error::{
     ApplyError, CallFault, DispatchError, HarnessCode, HarnessFault, StoreError, ToolInputFault,
 };
 use crate::model::{
-    Applied, AttemptId, Capability, Executor, FaultCall, HarnessErrorRecord, PinRef,
-    SimulationMode, Step, TenantId, TokenHash, ToolInputErrorRecord, has_nul, sanitize,
-    sanitize_text,
+    Applied, AttemptId, Capability, Executor, PinRef, SimulationMode, Step, TenantId, TokenHash,
+    has_nul, sanitize, sanitize_text,
 };
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -82,10 +81,27 @@ impl<B: Backend> Dispatcher<B> {
         capability: &Capability,
         call: &ToolCall,
     ) -> Result<Value, DispatchError> {
+        let (bound, live) = self.bind_step(tenant, &capability.hash()).await?;
+        let resolved = ResolvedCapability {
+            bound,
+            token: capability.hash(),
+            live,
+        };
+        self.call_resolved(&resolved, call).await
+    }
+
+    /// [`Dispatcher::call`] with a capability already resolved to its
+    /// attempt ([`Dispatcher::adopt_capability`],
+    /// [`Dispatcher::cached_capability`]): the same pipeline, without a
+    /// second lookup of the capability.
+    pub async fn call_resolved(
+        &self,
+        resolved: &ResolvedCapability,
+        call: &ToolCall,
+    ) -> Result<Value, DispatchError> {
         let started_at = self.clock.now();
         let clock = Instant::now();
-        let token = capability.hash();
-        let (bound, live) = self.bind_step(tenant, &token).await?;
+        let (bound, token, live) = (&resolved.bound, resolved.token, resolved.live);
         // The begin mark, committed before anything of the call happens:
         // whichever process finishes the attempt compares the marks with the
         // attempt's records. A call that cannot be marked is not processed;
@@ -104,12 +120,12 @@ impl<B: Backend> Dispatcher<B> {
         // always marks first.
         let pending = live != Some(false) && self.backend.folds_begin_mark(bound.binding.attempt);
         if !pending {
-            self.mark_begun(&bound, call, started_at).await?;
+            self.mark_begun(bound, call, started_at).await?;
         }
         match live {
-            Some(false) => Err(self.lease_expired(&bound, call, None, json!({})).await),
+            Some(false) => Err(self.lease_expired(bound, call, None, json!({})).await),
             _ => {
-                self.dispatch(&bound, &token, call, started_at, clock, pending)
+                self.dispatch(bound, &token, call, started_at, clock, pending)
                     .await
             }
         }
@@ -291,7 +307,7 @@ impl<B: Backend> Dispatcher<B> {
                 );
                 let detail = json!({ "external_result": sanitize(result) });
                 return RealCall::Ended(
-                    self.record_harness(bound, call, Some(&pin.pin), fault, detail)
+                    self.fail_call(bound, call, Some(&pin.pin), fault, detail)
                         .await,
                 );
             }
@@ -304,7 +320,7 @@ impl<B: Backend> Dispatcher<B> {
                     ),
                 );
                 return RealCall::Ended(
-                    self.record_harness(bound, call, Some(&pin.pin), fault, json!({}))
+                    self.fail_call(bound, call, Some(&pin.pin), fault, json!({}))
                         .await,
                 );
             }
@@ -437,10 +453,7 @@ impl<B: Backend> Dispatcher<B> {
             .resolve_capability(binding.tenant, token, self.clock.now())
             .await
         {
-            Ok(check) if check.live => {
-                self.record_harness(bound, call, None, fault, json!({}))
-                    .await
-            }
+            Ok(check) if check.live => self.fail_call(bound, call, None, fault, json!({})).await,
             Ok(_) => self.lease_expired(bound, call, None, json!({})).await,
             Err(StoreError::NotFound { .. }) => DispatchError::CapabilityRejected,
             Err(cause) => {
@@ -462,7 +475,7 @@ impl<B: Backend> Dispatcher<B> {
             HarnessCode::LeaseExpired,
             "the attempt is finished, its lease has expired or the capability was revoked".into(),
         );
-        self.record_harness(bound, call, pin, fault, detail).await
+        self.fail_call(bound, call, pin, fault, detail).await
     }
 
     /// A storage failure during a call, recorded as the harness error
@@ -485,65 +498,7 @@ impl<B: Backend> Dispatcher<B> {
             HarnessCode::StorageFailed,
             format!("storage failed during the call ({}): {cause}", cause.code()),
         );
-        self.record_harness(bound, call, pin, fault, detail).await
-    }
-
-    /// Records a harness error of a call through [`Dispatcher::record_fault`]
-    /// and returns it as the call's error (or the storage failure that kept
-    /// it from being written, which the attempt's ledger makes the finish
-    /// see).
-    pub(super) async fn record_harness(
-        &self,
-        bound: &Bound,
-        call: &ToolCall,
-        pin: Option<&PinRef>,
-        fault: HarnessFault,
-        detail: Value,
-    ) -> DispatchError {
-        let binding = &bound.binding;
-        let site = FaultCall {
-            tool: &call.tool,
-            operation: &call.operation,
-            arguments: Some(&call.input),
-            pin,
-        };
-        match self
-            .record_fault(binding.tenant, binding.attempt, Some(site), fault, detail)
-            .await
-        {
-            Ok(fault) => DispatchError::Harness(fault),
-            Err(e) => DispatchError::Store(e),
-        }
-    }
-
-    /// Records a harness fault of `attempt` — of one of its calls (`call`),
-    /// or of whatever drives it (a workflow, a runner, a sweep) — in its own
-    /// committed write, at the injected clock's now, with every U+0000
-    /// cleaned (`HarnessErrorRecord::new`), and returns the fault. When it
-    /// cannot be written as it is (the arguments, say, are what the store
-    /// refuses), it is written as `storage_failed` without the call's
-    /// arguments, and that fault is returned; when that fails too, the
-    /// storage failure is returned, and the attempt's begun-calls ledger
-    /// (or this dispatcher's count of calls it could not mark) makes the
-    /// finish see the gap. Every harness error toolmock records goes through
-    /// here, except the ones a backend's finish writes in its own locked
-    /// step.
-    pub async fn record_harness_fault(
-        &self,
-        tenant: TenantId,
-        attempt: AttemptId,
-        call: Option<&ToolCall>,
-        fault: HarnessFault,
-        detail: Value,
-    ) -> Result<HarnessFault, StoreError> {
-        let site = call.map(|call| FaultCall {
-            tool: &call.tool,
-            operation: &call.operation,
-            arguments: Some(&call.input),
-            pin: None,
-        });
-        self.record_fault(tenant, attempt, site, fault, detail)
-            .await
+        self.fail_call(bound, call, pin, fault, detail).await
     }
 
     /// Records that a call of `attempt` ran to its end but its answer never
@@ -574,134 +529,13 @@ impl<B: Backend> Dispatcher<B> {
         };
         let detail = json!({ "call": outcome });
         match self
-            .record_harness_fault(tenant, attempt, call, fault, detail)
+            .record_fault(tenant, attempt, call, None, fault, detail)
             .await
         {
             Ok(_) => tracing::warn!(attempt = %attempt.as_uuid(),
                 "a tool call's answer was lost: recorded as harness error answer_lost"),
             Err(e) => tracing::error!(attempt = %attempt.as_uuid(), error = %e,
                 "a tool call whose answer was lost could not be recorded as a harness error"),
-        }
-    }
-
-    /// Records a tool input error that a driver found before any call could
-    /// be dispatched (a model-driven agent's invented function name, or
-    /// arguments that are not JSON): the call is never executed, the record
-    /// has no pin, and its time is the injected clock's. When it cannot be
-    /// written, the attempt gets a `storage_failed` harness error instead
-    /// (the agent's mistake was not kept), and that is returned.
-    pub async fn record_tool_input_fault(
-        &self,
-        tenant: TenantId,
-        attempt: AttemptId,
-        call: &ToolCall,
-        fault: ToolInputFault,
-    ) -> DispatchError {
-        self.keep_tool_input(tenant, attempt, call, None, fault)
-            .await
-    }
-
-    /// Records a tool input error of `call` (with its pin, when it reached
-    /// one), cleaned of U+0000, at the injected clock's now. When it cannot
-    /// be written, the call is a `storage_failed` harness error instead —
-    /// the agent's mistake is then the harness's problem: it was not kept.
-    async fn keep_tool_input(
-        &self,
-        tenant: TenantId,
-        attempt: AttemptId,
-        call: &ToolCall,
-        pin: Option<&PinRef>,
-        fault: ToolInputFault,
-    ) -> DispatchError {
-        let record = ToolInputErrorRecord {
-            tenant,
-            attempt,
-            tool: sanitize_text(&call.tool),
-            operation: sanitize_text(&call.operation),
-            pin: pin.cloned(),
-            arguments: sanitize(call.input.clone()),
-            code: fault.code,
-            message: sanitize_text(&fault.message),
-            path: fault.path.as_deref().map(sanitize_text),
-            violations: sanitize(fault.violations.clone()),
-            at: self.clock.now(),
-        };
-        let Err(cause) = self.backend.record_tool_input_error(&record).await else {
-            return DispatchError::ToolInput(fault);
-        };
-        let detail = json!({
-            "tool_input_error": fault.code,
-            "message": sanitize_text(&fault.message),
-            "cause": sanitize_text(&cause.to_string()),
-        });
-        let lost = self::fault(
-            HarnessCode::StorageFailed,
-            format!(
-                "the tool input error {} could not be recorded ({}): {cause}",
-                fault.code,
-                cause.code()
-            ),
-        );
-        let site = FaultCall {
-            tool: &call.tool,
-            operation: &call.operation,
-            arguments: Some(&call.input),
-            pin,
-        };
-        match self
-            .record_fault(tenant, attempt, Some(site), lost, detail)
-            .await
-        {
-            Ok(recorded) => DispatchError::Harness(recorded),
-            Err(e) => DispatchError::Store(e),
-        }
-    }
-
-    /// [`Dispatcher::record_harness_fault`] with the call's pin, when the
-    /// dispatcher found one.
-    pub(crate) async fn record_fault(
-        &self,
-        tenant: TenantId,
-        attempt: AttemptId,
-        call: Option<FaultCall<'_>>,
-        fault: HarnessFault,
-        detail: Value,
-    ) -> Result<HarnessFault, StoreError> {
-        tracing::warn!(%attempt, tool = call.map(|c| c.tool), operation = call.map(|c| c.operation), code = %fault.code, "harness error");
-        let record =
-            HarnessErrorRecord::new(tenant, attempt, call, &fault, detail, self.clock.now());
-        let first = match self.backend.record_harness_error(&record).await {
-            Ok(()) => return Ok(fault),
-            Err(e) => e,
-        };
-        tracing::error!(%attempt, error = %first, "a harness error could not be recorded");
-        let fallback = self::fault(
-            HarnessCode::StorageFailed,
-            format!(
-                "the harness error {} could not be recorded: {first}",
-                fault.code
-            ),
-        );
-        let detail = json!({
-            "fault": fault.code,
-            "message": fault.message,
-            "cause": first.to_string(),
-        });
-        let without_arguments = call.map(|c| FaultCall {
-            arguments: None,
-            ..c
-        });
-        let record = HarnessErrorRecord::new(
-            tenant,
-            attempt,
-            without_arguments,
-            &fallback,
-            detail,
-            self.clock.now(),
-        );
-        match self.backend.record_harness_error(&record).await {
-            Ok(()) => Ok(fallback),
-            Err(_) => Err(first),
         }
     }
 
@@ -721,8 +555,7 @@ impl<B: Backend> Dispatcher<B> {
                     path: error.path().map(str::to_owned),
                     violations,
                 };
-                let binding = &bound.binding;
-                self.keep_tool_input(binding.tenant, binding.attempt, call, Some(pin), fault)
+                self.fail_call(bound, call, Some(pin), fault, json!({}))
                     .await
             }
             CallFault::Harness(code) => {
@@ -731,7 +564,7 @@ impl<B: Backend> Dispatcher<B> {
                     message: error.to_string(),
                     path: error.path().map(str::to_owned),
                 };
-                self.record_harness(
+                self.fail_call(
                     bound,
                     call,
                     Some(pin),

@@ -85,7 +85,7 @@ impl<B: Backend> Dispatcher<B> {
                 ),
             );
             return Err(self
-                .record_harness(&bound, node, Some(&pin), refused, json!({}))
+                .fail_call(&bound, node, Some(&pin), refused, json!({}))
                 .await);
         }
         let result = match self.executor.effect(effect, &node.input).await {
@@ -94,12 +94,12 @@ impl<B: Backend> Dispatcher<B> {
                 let fault = failed("its answer contains U+0000, which cannot be recorded".into());
                 let detail = json!({ "external_result": sanitize(result) });
                 return Err(self
-                    .record_harness(&bound, node, Some(&pin), fault, detail)
+                    .fail_call(&bound, node, Some(&pin), fault, detail)
                     .await);
             }
             Err(message) => {
                 return Err(self
-                    .record_harness(&bound, node, Some(&pin), failed(message), json!({}))
+                    .fail_call(&bound, node, Some(&pin), failed(message), json!({}))
                     .await);
             }
         };

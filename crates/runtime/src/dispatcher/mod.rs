@@ -9,6 +9,7 @@
 mod agent;
 mod call;
 mod effect;
+mod faults;
 mod pins;
 mod start;
 
@@ -17,8 +18,8 @@ use crate::backend::{
 };
 use crate::error::{FinishError, StoreError};
 use crate::model::{
-    AgentId, AttemptBinding, AttemptId, AttemptOutcome, Capability, PinRecord, SimulationId,
-    SimulationMode, TenantId, TestCaseId, TestCaseSpec, TokenHash, Verdict,
+    AgentId, AttemptBinding, AttemptId, AttemptOutcome, Capability, CapabilityCheck, PinRecord,
+    SimulationId, SimulationMode, TenantId, TestCaseId, TestCaseSpec, TokenHash, Verdict,
 };
 use chrono::{DateTime, Utc};
 use pins::{DefinitionKey, PinSet};
@@ -119,6 +120,31 @@ pub struct StartedAttempt {
 struct Bound {
     binding: AttemptBinding,
     unmarked: Arc<AtomicU64>,
+}
+
+/// A capability resolved to its attempt, handed on to
+/// [`Dispatcher::call_resolved`]: a caller that had to find the attempt
+/// anyway (the API's extractor, which also learns the tenant from it) hands
+/// the dispatcher what it found, so a call looks its capability up once.
+#[derive(Debug, Clone)]
+pub struct ResolvedCapability {
+    bound: Arc<Bound>,
+    token: TokenHash,
+    /// Whether the lease was live when read (`None`: from the dispatcher's
+    /// bindings; the lease is then checked before anything happens).
+    live: Option<bool>,
+}
+
+impl ResolvedCapability {
+    /// The attempt's tenant.
+    pub fn tenant(&self) -> TenantId {
+        self.bound.binding.tenant
+    }
+
+    /// The attempt.
+    pub fn attempt(&self) -> AttemptId {
+        self.bound.binding.attempt
+    }
 }
 
 /// Calls made with a capability storage could not resolve, per token.
@@ -229,14 +255,40 @@ impl<B: Backend> Dispatcher<B> {
         &self.backend
     }
 
-    /// The tenant and attempt of a capability this dispatcher has already
-    /// bound, without reading storage; `None` when it has not. A token's
-    /// attempt never changes, so this is what storage would say; whether
-    /// the capability is still live is checked by every call.
-    pub fn bound_owner(&self, token: &TokenHash) -> Option<(TenantId, AttemptId)> {
-        read(&self.bindings)
-            .get(token)
-            .map(|bound| (bound.binding.tenant, bound.binding.attempt))
+    /// A capability this dispatcher has already bound, without reading
+    /// storage; `None` when it has not. A token's attempt never changes, so
+    /// this is what storage would say; whether the capability is still live
+    /// is checked by the call.
+    pub fn cached_capability(&self, capability: &Capability) -> Option<ResolvedCapability> {
+        let token = capability.hash();
+        let bound = read(&self.bindings).get(&token)?.clone();
+        Some(ResolvedCapability {
+            bound,
+            token,
+            live: None,
+        })
+    }
+
+    /// Binds `capability` to the attempt `check` found for it — a lookup
+    /// the caller made itself at [`Dispatcher::now`] (the API's, by the
+    /// token's hash alone, which also names the tenant) — so the call that
+    /// follows does not look it up again.
+    pub fn adopt_capability(
+        &self,
+        capability: &Capability,
+        check: CapabilityCheck,
+    ) -> ResolvedCapability {
+        let token = capability.hash();
+        let bound = Arc::new(Bound {
+            unmarked: self.unmarked_of(check.binding.attempt),
+            binding: check.binding,
+        });
+        write(&self.bindings).insert(token, bound.clone());
+        ResolvedCapability {
+            bound,
+            token,
+            live: Some(check.live),
+        }
     }
 
     /// Ends an attempt. Its outcome is `harness_error` whenever any harness

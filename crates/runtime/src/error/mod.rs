@@ -347,6 +347,56 @@ pub struct ToolInputFault {
     pub violations: Value,
 }
 
+/// A fault of an attempt to record: the harness's or the agent's. What
+/// `Dispatcher::record_fault`, the one way a fault reaches storage, takes
+/// and returns.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttemptFault {
+    /// A harness error: the attempt can never pass.
+    Harness(HarnessFault),
+    /// A tool input error: the agent can recover.
+    ToolInput(ToolInputFault),
+}
+
+impl AttemptFault {
+    /// Its stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AttemptFault::Harness(f) => f.code.as_str(),
+            AttemptFault::ToolInput(f) => f.code.as_str(),
+        }
+    }
+
+    /// What happened.
+    pub fn message(&self) -> &str {
+        match self {
+            AttemptFault::Harness(f) => &f.message,
+            AttemptFault::ToolInput(f) => &f.message,
+        }
+    }
+}
+
+impl From<HarnessFault> for AttemptFault {
+    fn from(fault: HarnessFault) -> Self {
+        AttemptFault::Harness(fault)
+    }
+}
+
+impl From<ToolInputFault> for AttemptFault {
+    fn from(fault: ToolInputFault) -> Self {
+        AttemptFault::ToolInput(fault)
+    }
+}
+
+impl From<AttemptFault> for DispatchError {
+    fn from(fault: AttemptFault) -> Self {
+        match fault {
+            AttemptFault::Harness(f) => DispatchError::Harness(f),
+            AttemptFault::ToolInput(f) => DispatchError::ToolInput(f),
+        }
+    }
+}
+
 /// Why a call returned no result.
 #[derive(Debug, thiserror::Error)]
 pub enum DispatchError {

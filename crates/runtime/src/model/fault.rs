@@ -1,6 +1,6 @@
 //! The one way a harness-error record is made: `HarnessErrorRecord::new`
 //! (crate-internal) cleans every text (U+0000 → U+FFFD) and takes its time
-//! from the caller's injected clock. `Dispatcher::record_harness_fault` is
+//! from the caller's injected clock. `Dispatcher::record_fault` is
 //! the one way one is recorded (with its `storage_failed` fallback); a
 //! backend's finish writes, in its own locked step, the two records made by
 //! [`HarnessErrorRecord::ledger_gap`] and

@@ -7,19 +7,43 @@ use chrono::{DateTime, Utc};
 use toolmock_runtime::backend::*;
 use toolmock_runtime::error::*;
 use toolmock_runtime::model::*;
-use uuid::Uuid;
+
+/// A capability's attempt and whether its lease is live at `$1`, for the
+/// two lookups below (by tenant and hash, or by the hash alone).
+macro_rules! capability_select {
+    () => {
+        "SELECT c.tenant_id, a.id AS attempt_id, a.simulation_id, t.variants, \
+         (a.status = 'running' AND a.lease_expires_at > $1 AND c.revoked_at IS NULL) AS live, \
+         (a.status = 'running' AND a.lease_expires_at > clock_timestamp() \
+             AND c.revoked_at IS NULL) AS live_by_database \
+         FROM attempt_capabilities c \
+         JOIN attempts a ON a.tenant_id = c.tenant_id AND a.id = c.attempt_id \
+         JOIN test_cases t ON t.tenant_id = a.tenant_id AND t.id = a.test_case_id"
+    };
+}
 
 impl PgStore {
-    /// The tenant and attempt a capability hash belongs to, whatever its
-    /// lease says (the dispatcher checks that and records the refusal).
-    pub async fn capability_owner(&self, token: &TokenHash) -> Db<Option<(TenantId, AttemptId)>> {
-        let row: Option<(Uuid, Uuid)> = db(sqlx::query_as(
-            "SELECT tenant_id, attempt_id FROM attempt_capabilities WHERE token_hash = $1",
-        )
-        .bind(token.as_bytes().as_slice())
+    /// The attempt a capability hash belongs to, with its tenant, and
+    /// whether its lease is live at `now` — what `resolve_capability`
+    /// answers, found by the hash alone: a capability token names no
+    /// tenant (the hash is unique, and only the token's holder knows it).
+    /// The API's extractor hands the answer to the dispatcher
+    /// (`Dispatcher::adopt_capability`), which then does not look it up
+    /// again; the dispatcher records the refusal of a capability not live.
+    pub async fn find_capability(
+        &self,
+        token: &TokenHash,
+        now: DateTime<Utc>,
+    ) -> Db<Option<CapabilityCheck>> {
+        let row: Option<CapabilityRow> = db(sqlx::query_as(concat!(
+            capability_select!(),
+            " WHERE c.token_hash = $2"
+        ))
+        .bind(now)
+        .bind(&token.as_bytes()[..])
         .fetch_optional(self.pool())
         .await)?;
-        Ok(row.map(|(tenant, attempt)| (TenantId(tenant), AttemptId(attempt))))
+        Ok(row.map(CapabilityRow::check))
     }
 }
 
@@ -30,19 +54,13 @@ impl AttemptStore for PgStore {
         token: &TokenHash,
         now: DateTime<Utc>,
     ) -> Db<CapabilityCheck> {
-        let row: Option<CapabilityRow> = db(sqlx::query_as(
-            "SELECT a.id AS attempt_id, a.simulation_id, t.variants, \
-                 (a.status = 'running' AND a.lease_expires_at > $3 AND c.revoked_at IS NULL) AS live, \
-                 (a.status = 'running' AND a.lease_expires_at > clock_timestamp() \
-                     AND c.revoked_at IS NULL) AS live_by_database \
-             FROM attempt_capabilities c \
-             JOIN attempts a ON a.tenant_id = c.tenant_id AND a.id = c.attempt_id \
-             JOIN test_cases t ON t.tenant_id = a.tenant_id AND t.id = a.test_case_id \
-             WHERE c.tenant_id = $1 AND c.token_hash = $2",
-        )
+        let row: Option<CapabilityRow> = db(sqlx::query_as(concat!(
+            capability_select!(),
+            " WHERE c.tenant_id = $2 AND c.token_hash = $3"
+        ))
+        .bind(now)
         .bind(tenant.as_uuid())
         .bind(&token.as_bytes()[..])
-        .bind(now)
         .fetch_optional(&self.pool)
         .await)?;
         let row = row.ok_or(StoreError::NotFound {
@@ -52,17 +70,13 @@ impl AttemptStore for PgStore {
         // clock alone, the clock its lease is granted, renewed and reaped
         // on: a worker whose own clock is off neither kills a live attempt
         // nor keeps a dead one.
-        let attempt = AttemptId(row.attempt_id);
-        let held = self.fence_of(attempt).0.is_some();
-        Ok(CapabilityCheck {
-            binding: AttemptBinding {
-                tenant,
-                attempt,
-                simulation: SimulationId(row.simulation_id),
-                variants: row.variants.0,
-            },
-            live: if held { row.live_by_database } else { row.live },
-        })
+        let held = self.fence_of(AttemptId(row.attempt_id)).0.is_some();
+        let live_by_database = row.live_by_database;
+        let mut check = row.check();
+        if held {
+            check.live = live_by_database;
+        }
+        Ok(check)
     }
 
     async fn renew_lease(

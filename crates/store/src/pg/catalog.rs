@@ -208,7 +208,7 @@ impl Catalog for PgStore {
                  description = EXCLUDED.description, input_schema = EXCLUDED.input_schema, \
                  output_schema = EXCLUDED.output_schema, contract = EXCLUDED.contract, \
                  contract_hash = EXCLUDED.contract_hash, updated_at = now() \
-             WHERE tool_operations.tenant_id = EXCLUDED.tenant_id \
+             WHERE tool_operations.tenant_id = $1 \
              RETURNING id, tool_id, source, name, contract, contract_hash, latest_revision",
         )
         .bind(tenant.as_uuid())

@@ -1,0 +1,154 @@
+//! Concluding an attempt whose agent is done: its expectations checked over
+//! what it recorded, the LLM judge asked for a rubric, and the finish with
+//! that verdict.
+
+use crate::conversation::ChatModel;
+use crate::document::CaseDoc;
+use crate::expect::{RecordedCall, Unmet, recorded_calls, unmet_expectations};
+use crate::judge::{grade, judge_final_answer, passes};
+use crate::model_driver::Played;
+use crate::results::{AttemptResult, RawAttempt};
+use toolmock_contract::pointer;
+use toolmock_runtime::backend::Backend;
+use toolmock_runtime::dispatcher::Dispatcher;
+use toolmock_runtime::model::Verdict;
+use toolmock_runtime::model::{AttemptId, TenantId};
+
+use super::error::*;
+use super::results::*;
+
+/// Judges an attempt whose agent is done (a script that ran, an external
+/// agent that said so) over what it recorded — `unmet` holds what its driver
+/// already found unmet — and finishes it with that verdict. The outcome is
+/// the dispatcher's: a harness error makes it `harness_error` whatever the
+/// verdict. `wall` is left zero for the caller.
+pub async fn conclude_attempt<B: Backend>(
+    dispatcher: &Dispatcher<B>,
+    tenant: TenantId,
+    case: &CaseDoc,
+    case_at: &str,
+    attempt: (AttemptId, u32),
+    unmet: Vec<Unmet>,
+    keep_raw: bool,
+) -> Result<AttemptResult, RunError> {
+    let played = Played {
+        unmet,
+        ..Played::default()
+    };
+    conclude_played(
+        dispatcher,
+        tenant,
+        case,
+        case_at,
+        attempt,
+        played,
+        (keep_raw, None),
+    )
+    .await
+}
+
+/// [`conclude_attempt`] with the conversation the driver recorded and the
+/// judge for the case's rubric. The judge is asked only when the attempt
+/// has no harness error (it can never turn one into a pass); a judge that
+/// cannot answer is recorded as the harness error `judge_failed`.
+pub(super) async fn conclude_played<B: Backend>(
+    dispatcher: &Dispatcher<B>,
+    tenant: TenantId,
+    case: &CaseDoc,
+    case_at: &str,
+    (attempt, number): (AttemptId, u32),
+    played: Played,
+    (keep_raw, judge): (bool, Option<&dyn ChatModel>),
+) -> Result<AttemptResult, RunError> {
+    let Played {
+        mut unmet,
+        conversation,
+        times,
+    } = played;
+    let store = dispatcher.backend();
+    // Four independent reads (never one snapshot, in sequence either): at
+    // once, so that a finish waits for one round trip to storage, not four.
+    let (evidence, tool_input_errors, mut harness_errors, state) = tokio::try_join!(
+        store.evidence(tenant, attempt),
+        store.tool_input_errors(tenant, attempt),
+        store.harness_errors(tenant, attempt),
+        store.state(tenant, attempt),
+    )?;
+    let calls: Vec<RecordedCall> = recorded_calls(&evidence, &tool_input_errors, &harness_errors);
+    let expect_at = pointer::push(case_at, "expect");
+    unmet.extend(unmet_expectations(
+        &case.expect,
+        &calls,
+        &state.state,
+        &expect_at,
+    ));
+    if let Some(expect) = &case.expect.final_answer {
+        unmet.extend(judge_final_answer(
+            expect,
+            &conversation,
+            &pointer::push(&expect_at, "final_answer"),
+        ));
+    }
+    let mut judged = None;
+    if let Some(expect) = &case.expect.judge
+        && harness_errors.is_empty()
+    {
+        let graded = match judge {
+            Some(judge) => grade(judge, expect, &conversation, &calls).await,
+            // A rubric nobody can grade never passes unread.
+            None => Err((
+                "no judge model is configured here to grade the rubric".to_owned(),
+                serde_json::json!({}),
+            )),
+        };
+        match graded {
+            Ok(report) => {
+                if !passes(expect, &report) {
+                    unmet.push(Unmet::new(
+                        pointer::push(&expect_at, "judge"),
+                        "judge_verdict",
+                        format!(
+                            "the judge graded {} ({}): {}",
+                            report.verdict, report.score, report.reasoning
+                        ),
+                    ));
+                }
+                judged = Some(report);
+            }
+            Err((why, detail)) => {
+                let fault = toolmock_runtime::error::HarnessFault {
+                    code: toolmock_runtime::error::HarnessCode::JudgeFailed,
+                    message: why,
+                    path: None,
+                };
+                dispatcher
+                    .record_fault(tenant, attempt, None, None, fault, detail)
+                    .await?;
+                harness_errors = store.harness_errors(tenant, attempt).await?;
+            }
+        }
+    }
+    let verdict = if unmet.is_empty() {
+        Verdict::Passed
+    } else {
+        Verdict::Failed
+    };
+    let outcome = dispatcher.finish_attempt(tenant, attempt, verdict).await?;
+    let mut result = attempt_result(
+        case,
+        (number, outcome),
+        unmet,
+        calls,
+        (&evidence, &tool_input_errors, &harness_errors),
+        conversation,
+    );
+    result.judge = judged;
+    result.raw = keep_raw.then_some(RawAttempt {
+        evidence,
+        tool_input_errors,
+        harness_errors,
+        final_state: state.state,
+        message_times: times,
+    });
+    Ok(result)
+}
