@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -108,8 +109,12 @@ fn model_case(name: &str, expect: Value) -> Value {
 }
 
 fn toolmock(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_toolmock"));
-    command.current_dir(dir).args(args);
+    // A run that hangs (a model kept waiting for) is killed, not waited for.
+    let mut command = Command::new("timeout");
+    command
+        .args(["-s", "KILL", "300", env!("CARGO_BIN_EXE_toolmock")])
+        .current_dir(dir)
+        .args(args);
     for var in [
         "TOOLMOCK_MODEL_URL",
         "TOOLMOCK_MODEL",
@@ -333,20 +338,75 @@ fn parallel_calls_of_one_turn_run_in_their_order() {
     );
 }
 
+/// `run` of one model case (no expectations) played by `model`; also how
+/// long the run took.
+fn run_timed(server: &Server, model: &str, extra: &[&str]) -> (i32, Value, Duration) {
+    let began = Instant::now();
+    let (code, results, _) = run(server, model, json!([model_case("c", json!({}))]), extra);
+    (code, results, began.elapsed())
+}
+
+/// The run failed (exit 1) with its attempt ended `harness_error` by `code`.
+fn assert_ended_by(code: i32, results: &Value, expected: &str) {
+    assert_eq!(code, 1, "{results:#}");
+    let a = attempt(results);
+    assert_eq!(a["outcome"], "harness_error", "{a:#}");
+    assert_eq!(a["harness_errors"][0]["code"], expected, "{a:#}");
+}
+
 #[test]
 fn a_429_is_retried_after_its_retry_after() {
     let server = server();
-    let began = std::time::Instant::now();
-    let (code, results, _) = run(
-        &server,
-        "rate_limited",
-        json!([model_case("c", json!({}))]),
-        &[],
-    );
+    let (code, results, took) = run_timed(&server, "rate_limited", &[]);
     assert_eq!(code, 0, "{results:#}");
     assert_eq!(attempt(&results)["outcome"], "passed");
     // Two 429s, each followed by a wait of its Retry-After (1 s).
-    assert!(began.elapsed() >= std::time::Duration::from_secs(2));
+    assert!(took >= Duration::from_secs(2));
+}
+
+/// Issue 32, item 3: a 429 asking for a wait of an hour (`Retry-After:
+/// 3600`, longer than the model time-out) is not waited for: the endpoint
+/// is unavailable now, with no retry (one request), and the run ends at
+/// once (the attempt deadline, a minute here, never comes into play).
+#[test]
+fn a_retry_after_longer_than_the_model_time_out_is_unavailable_at_once() {
+    let server = server();
+    let (code, results, took) = run_timed(
+        &server,
+        "rate_limited_long",
+        &["--attempt-timeout-secs", "60"],
+    );
+    assert_ended_by(code, &results, "agent_unavailable");
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    let counts: Value = reqwest_get(&format!("{}/../counts", server.url));
+    assert_eq!(
+        counts["rate_limited_long"], 1,
+        "no retry of a wait too long"
+    );
+}
+
+/// Issue 32, item 3: with a model time-out of an hour, the same endpoint's
+/// `Retry-After: 3600` is within the bound and would be waited for; the
+/// attempt's deadline (`--attempt-timeout-secs 2`) ends it
+/// `harness_error` (`attempt_timeout`) and `toolmock run` returns.
+#[test]
+fn the_attempt_deadline_ends_an_attempt_its_model_keeps_waiting() {
+    let server = server();
+    let (code, results, took) = run_timed(
+        &server,
+        "rate_limited_long",
+        &[
+            "--model-timeout-secs",
+            "3600",
+            "--attempt-timeout-secs",
+            "2",
+        ],
+    );
+    assert_ended_by(code, &results, "attempt_timeout");
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(30),
+        "{took:?}"
+    );
 }
 
 #[test]

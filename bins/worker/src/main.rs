@@ -116,6 +116,7 @@ fn run(cli: Cli) -> Result<(), String> {
         grace: Duration::from_secs(cli.grace_secs),
         real_delays: cli.real_delays,
         verify_budget: Duration::from_secs(cli.verify_budget_secs),
+        clock_offset: Default::default(),
     };
     let agents = cli
         .agents

@@ -41,6 +41,12 @@ pub struct ModelFlags {
     #[arg(long, value_name = "N", env = "TOOLMOCK_MODEL_RETRIES", default_value_t = 4,
           value_parser = clap::value_parser!(u32).range(0..=20))]
     pub model_retries: u32,
+    /// How long one model-driven attempt may run, in seconds, model requests,
+    /// retries and tool calls included; past it the attempt ends
+    /// harness_error (attempt_timeout).
+    #[arg(long, value_name = "SECS", env = "TOOLMOCK_ATTEMPT_TIMEOUT_SECS", default_value_t = 1800,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub attempt_timeout_secs: u64,
     /// Model requests in flight at once over all attempts of this process
     /// (the judge's are bounded apart, by the same number).
     #[arg(long, value_name = "N", env = "TOOLMOCK_MODEL_CONCURRENCY", default_value_t = 8,
@@ -76,6 +82,8 @@ pub struct Models {
     pub model: Option<Arc<dyn ChatModel>>,
     /// Grades `judge` rubrics.
     pub judge: Option<Arc<dyn ChatModel>>,
+    /// How long one model-driven attempt may run (`--attempt-timeout-secs`).
+    pub attempt_timeout: Duration,
 }
 
 /// Why the flags do not configure a usable model or judge.
@@ -151,7 +159,11 @@ impl ModelFlags {
             (Some(_), None) => return Err(FlagsError::JudgeWithoutUrl),
             (None, _) => None,
         };
-        Ok(Models { model, judge })
+        Ok(Models {
+            model,
+            judge,
+            attempt_timeout: Duration::from_secs(self.attempt_timeout_secs),
+        })
     }
 }
 

@@ -42,6 +42,7 @@
 #![warn(missing_docs)]
 
 mod flags;
+mod retry_after;
 mod transport;
 
 pub use flags::{FlagsError, ModelFlags, Models};
@@ -168,10 +169,12 @@ impl OpenAiChat {
             .timeout(endpoint.timeout)
             .build()
             .map_err(|e| EndpointError::Client(e.to_string()))?;
-        // 429 (honouring Retry-After), 5xx and connection errors are
-        // retried by async-openai's layer; time-outs by `complete`.
+        // 429 (honouring Retry-After, up to the time-out), 5xx and
+        // connection errors are retried by async-openai's layer; time-outs
+        // by `complete`.
         let service = tower_stack(
             endpoint.max_retries,
+            endpoint.timeout,
             transport::Capped {
                 client: http,
                 limit: endpoint.max_response_bytes,
@@ -220,19 +223,22 @@ impl OpenAiChat {
 }
 
 /// The retry layer over reqwest (every body read under its limit:
-/// `transport::Capped`), and above it the refusal of a final
-/// non-2xx answer by its status alone (`transport::refuse_non_success`).
+/// `transport::Capped`; between them the bound on `Retry-After`:
+/// `retry_after`), and above it the refusal of a final non-2xx answer by
+/// its status alone (`transport::refuse_non_success`).
 fn tower_stack(
     max_retries: u32,
+    longest_wait: Duration,
     http: transport::Capped,
 ) -> tower::util::MapResult<
-    async_openai::middleware::retry::OpenAIRetry<transport::Capped>,
+    async_openai::middleware::retry::OpenAIRetry<retry_after::BoundedRetryAfter<transport::Capped>>,
     transport::Refusal,
 > {
     use tower::{Layer, ServiceExt};
     let refuse: transport::Refusal = transport::refuse_non_success;
+    let bounded = retry_after::BoundedRetryAfter::new(http, longest_wait);
     OpenAIRetryLayer::new(max_retries as usize)
-        .layer(http)
+        .layer(bounded)
         .map_result(refuse)
 }
 

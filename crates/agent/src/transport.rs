@@ -127,6 +127,10 @@ pub(crate) fn classify(error: &OpenAIError, timeout: Duration) -> (bool, ModelEr
         }
         OpenAIError::Boxed(boxed) => match boxed.downcast_ref::<Status>() {
             Some(&Status(status)) => (false, from_status(status)),
+            // A `Retry-After` longer than the model time-out: unavailable now.
+            None if crate::retry_after::is_too_long(error) => {
+                (false, ModelError::Unavailable(boxed.to_string()))
+            }
             None => (
                 false,
                 ModelError::Failed("the endpoint's answer could not be read".into()),

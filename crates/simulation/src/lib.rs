@@ -91,9 +91,9 @@ pub use results::{
     OperationCoverage, PassK, RawAttempt, RunResults, Summary, VariantCoverage, coverage,
 };
 pub use runner::{
-    Installed, Keeping, Players, RunError, RunOptions, assemble_results, attempt_result, check,
-    conclude_attempt, install, install_inline, play_attempt, run, run_attempt, start,
-    start_request, unknown_library_tools,
+    DEFAULT_ATTEMPT_TIMEOUT, Installed, Keeping, Players, RunError, RunOptions, assemble_results,
+    attempt_result, check, conclude_attempt, install, install_inline, play_attempt, run,
+    run_attempt, start, start_request, unknown_library_tools,
 };
 pub use starting::start_problems;
 pub use workflow::{AttemptContext, CallFailure};

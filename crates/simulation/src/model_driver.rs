@@ -14,6 +14,7 @@ use crate::problem::{FileProblem, LoadCode};
 use crate::workflow::{AttemptContext, CallFailure};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
+use std::time::Duration;
 use toolmock_contract::pointer;
 use toolmock_runtime::backend::Backend;
 use toolmock_runtime::dispatcher::ToolCall;
@@ -95,9 +96,12 @@ pub(crate) async fn run_model<B: Backend + 'static>(
     ctx: &AttemptContext<'_, B>,
     (system, messages, max_turns): (String, &[String], u32),
     functions: &FunctionMap,
-    (model, sink): (&dyn ChatModel, Option<&dyn ConversationSink>),
+    (model, sink, limit): (&dyn ChatModel, Option<&dyn ConversationSink>, Duration),
     case_at: &str,
 ) -> Result<Played, DispatchError> {
+    // The attempt's deadline, on the real clock: what it bounds is how long
+    // the model keeps the attempt waiting (tool calls end by themselves).
+    let deadline = tokio::time::Instant::now() + limit;
     let now = || ctx.dispatcher.now();
     let mut recorder = Recorder {
         played: Played::default(),
@@ -126,7 +130,17 @@ pub(crate) async fn run_model<B: Backend + 'static>(
                 messages: &recorder.played.conversation,
                 tools: functions.tools(),
             };
-            let reply = match model.complete(request).await {
+            let Ok(answered) = tokio::time::timeout_at(deadline, model.complete(request)).await
+            else {
+                let message = format!(
+                    "the attempt ran past its deadline of {} s while waiting for the model",
+                    limit.as_secs()
+                );
+                let detail = json!({"attempt_timeout_secs": limit.as_secs()});
+                record(ctx, HarnessCode::AttemptTimeout, message, detail).await?;
+                return Ok(recorder.played);
+            };
+            let reply = match answered {
                 Ok(reply) => reply,
                 Err(error) => {
                     let code = match error {

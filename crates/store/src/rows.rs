@@ -428,7 +428,10 @@ pub(crate) struct CapabilityRow {
     pub(crate) attempt_id: Uuid,
     pub(crate) simulation_id: Uuid,
     pub(crate) variants: Json<Vec<VariantChoice>>,
+    /// Running, its capability unrevoked and its lease past the caller's now.
     pub(crate) live: bool,
+    /// The same with the lease read on PostgreSQL's clock.
+    pub(crate) live_by_database: bool,
 }
 
 impl CapabilityRow {

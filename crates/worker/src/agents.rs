@@ -28,6 +28,9 @@ pub struct Agents {
     pub api_url: Option<String>,
     /// How long an agent service may take to finish an attempt it took.
     pub service_timeout: Duration,
+    /// How long a model-driven attempt may run (`--attempt-timeout-secs`);
+    /// past it, it ends `harness_error` (`attempt_timeout`).
+    pub attempt_timeout: Duration,
     /// The client that hands attempts to agent services.
     pub http: reqwest::Client,
     /// The addresses tenants' URLs may reach: agent services, real tools'
@@ -41,14 +44,16 @@ pub struct Agents {
 }
 
 impl Agents {
-    /// No model, no judge, no API URL; a 300 s service time-out; no
-    /// private target; real tools' answers up to 16 MiB.
+    /// No model, no judge, no API URL; a 300 s service time-out; the
+    /// default attempt deadline; no private target; real tools' answers up
+    /// to 16 MiB.
     pub fn none() -> Self {
         Self {
             model: None,
             judge: None,
             api_url: None,
             service_timeout: Duration::from_secs(300),
+            attempt_timeout: toolmock_simulation::DEFAULT_ATTEMPT_TIMEOUT,
             http: handover_client(),
             targets: TargetPolicy::default(),
             real_max_response_bytes: toolmock_discovery::DEFAULT_MAX_RESPONSE_BYTES,
@@ -118,7 +123,11 @@ impl AgentFlags {
     /// The players the flags configure; `default_api_url` stands in for a
     /// missing `--api-url`. A flag given without its partner is refused.
     pub fn agents(&self, default_api_url: Option<String>) -> Result<Agents, WorkerError> {
-        let Models { model, judge } = self
+        let Models {
+            model,
+            judge,
+            attempt_timeout,
+        } = self
             .models
             .models()
             .map_err(|e| WorkerError::Config(e.to_string()))?;
@@ -135,6 +144,7 @@ impl AgentFlags {
             judge,
             api_url: api_url.map(|u| u.trim_end_matches('/').to_owned()),
             service_timeout: Duration::from_secs(self.agent_service_timeout_secs),
+            attempt_timeout,
             http: handover_client(),
             targets: TargetPolicy {
                 allow_private: self.allow_private_targets,

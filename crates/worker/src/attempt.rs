@@ -68,7 +68,7 @@ async fn run(
         .simulations
         .get(
             (&shared.store, &shared.dispatcher),
-            shared.config.real_delays,
+            (shared.config.real_delays, shared.config.clock_offset),
             &shared.agents,
             tenant,
             claimed.simulation,

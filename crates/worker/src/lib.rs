@@ -88,7 +88,7 @@ pub async fn run_with(
     shutdown: impl Future<Output = ()>,
 ) -> Result<Report, WorkerError> {
     check(&config)?;
-    let dispatcher = dispatcher(store.clone(), config.real_delays);
+    let dispatcher = dispatcher(store.clone(), config.real_delays, config.clock_offset);
     let shared = Arc::new(Shared {
         finisher: Arc::new(Dispatcher::new(store.unfenced())),
         dispatcher,

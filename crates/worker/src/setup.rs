@@ -35,6 +35,11 @@ pub struct WorkerConfig {
     /// lasts 30 s more); the worker runs one at a time beside its attempts
     /// (docs/verify.md).
     pub verify_budget: Duration,
+    /// Added to this process's clock wherever the worker reads it (the
+    /// times its records are stamped with): zero but in tests of a worker
+    /// whose clock is wrong. Whether a lease is live is never read on it,
+    /// only on PostgreSQL's clock.
+    pub clock_offset: chrono::TimeDelta,
 }
 
 impl WorkerConfig {
@@ -52,6 +57,7 @@ impl WorkerConfig {
             grace: Duration::from_secs(20),
             real_delays: false,
             verify_budget: Duration::from_secs(600),
+            clock_offset: chrono::TimeDelta::zero(),
         }
     }
 }
@@ -90,13 +96,34 @@ impl WorkerError {
 }
 
 /// A dispatcher as the worker runs attempts: delays on the virtual clock
-/// unless `real_delays`, and no real handler.
-pub(crate) fn dispatcher(store: PgStore, real_delays: bool) -> Dispatcher<PgStore> {
-    let dispatcher = Dispatcher::new(store).with_clock(Arc::new(SequenceClock::default()));
+/// unless `real_delays`, its clock this process's (moved by `offset`), and
+/// no real handler.
+pub(crate) fn dispatcher(
+    store: PgStore,
+    real_delays: bool,
+    offset: chrono::TimeDelta,
+) -> Dispatcher<PgStore> {
+    let clock = OffsetClock {
+        clock: SequenceClock::default(),
+        offset,
+    };
+    let dispatcher = Dispatcher::new(store).with_clock(Arc::new(clock));
     if real_delays {
         dispatcher
     } else {
         dispatcher.with_sleeper(Arc::new(VirtualSleeper))
+    }
+}
+
+/// This process's clock, moved by an offset.
+struct OffsetClock {
+    clock: SequenceClock,
+    offset: chrono::TimeDelta,
+}
+
+impl toolmock_runtime::backend::Clock for OffsetClock {
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now() + self.offset
     }
 }
 

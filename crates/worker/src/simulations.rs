@@ -59,7 +59,7 @@ impl Simulations {
     pub(crate) async fn get(
         &self,
         (store, shared): (&PgStore, &Dispatcher<PgStore>),
-        real_delays_flag: bool,
+        (real_delays_flag, clock_offset): (bool, chrono::TimeDelta),
         agents: &Agents,
         tenant: TenantId,
         simulation: SimulationId,
@@ -92,7 +92,8 @@ impl Simulations {
         let real_tools = loaded.document.mode == SimulationMode::RealTools;
         let real_delays = loaded.document.real_delays && !real_delays_flag;
         let own = (real_tools || real_delays).then(|| {
-            let mut dispatcher = dispatcher(store.clone(), real_delays_flag || real_delays);
+            let mut dispatcher =
+                dispatcher(store.clone(), real_delays_flag || real_delays, clock_offset);
             let executor = real_tools.then(|| {
                 Arc::new(
                     RealExecutor::new(real_handlers(&loaded).operations, REAL_CALL_TIMEOUT)
@@ -107,7 +108,8 @@ impl Simulations {
         });
         let playable = Arc::new(Playable {
             workflows: loaded.workflows(),
-            players: Players::new(&loaded, agents.model.clone(), agents.judge.clone()),
+            players: Players::new(&loaded, agents.model.clone(), agents.judge.clone())
+                .with_attempt_timeout(agents.attempt_timeout),
             loaded,
             own,
         });

@@ -230,7 +230,11 @@ enum Executed {
 /// problem — the loader's, the definitions', the start's — is listed at
 /// once). `progress`: a progress bar when on terminals.
 fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
-    let toolmock_agent::Models { model, judge } = args
+    let toolmock_agent::Models {
+        model,
+        judge,
+        attempt_timeout,
+    } = args
         .models
         .models()
         .map_err(|e| Failure::usage(e.to_string()))?;
@@ -283,6 +287,7 @@ fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
                 keep_raw: args.evidence.is_some(),
                 model,
                 judge,
+                attempt_timeout: Some(attempt_timeout),
             },
             Arc::new(move || {
                 if let Some(bar) = &tick {

@@ -76,6 +76,11 @@ pub(crate) fn server() -> Server {
 }
 
 fn model(server: &Server, name: &str) -> Arc<dyn ChatModel> {
+    model_timed(server, name, Duration::from_secs(20))
+}
+
+/// `model` with the model time-out `timeout`.
+fn model_timed(server: &Server, name: &str, timeout: Duration) -> Arc<dyn ChatModel> {
     Arc::new(
         OpenAiChat::new(&Endpoint {
             base_url: server.url.clone(),
@@ -83,7 +88,7 @@ fn model(server: &Server, name: &str) -> Arc<dyn ChatModel> {
             api_key: Some("sk-never-stored".into()),
             temperature: None,
             seed: None,
-            timeout: Duration::from_secs(20),
+            timeout,
             max_retries: 1,
             concurrency: 4,
             max_response_bytes: toolmock_agent::DEFAULT_MAX_RESPONSE_BYTES,
@@ -163,6 +168,7 @@ async fn embedded(doc: &Value, model: Arc<dyn ChatModel>, judge: Arc<dyn ChatMod
         keep_raw: true,
         model: Some(model),
         judge: Some(judge),
+        ..RunOptions::default()
     };
     let results = run(
         Arc::new(dispatcher),
@@ -403,4 +409,52 @@ async fn the_attempt_view_shows_the_conversation(pool: PgPool) {
     // A scripted attempt has none.
     let text = reply.json.to_string();
     assert!(!text.contains("sk-never-stored") && !text.contains(&server.url));
+}
+
+/// Issue 32, item 3, in a worker: an endpoint answering 429 with
+/// `Retry-After: 3600` (longer than the model time-out, 20 s here) is
+/// unavailable at once — the attempts end `agent_unavailable` instead of
+/// staying `running` while the heartbeat renews their lease.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_worker_never_waits_for_a_retry_after_past_the_model_time_out(pool: PgPool) {
+    let server = server();
+    let doc = notes_document(json!([case_of("rate_limited_long")]));
+    let agents = Agents {
+        model: Some(model(&server, "rate_limited_long")),
+        ..Agents::none()
+    };
+    let began = Instant::now();
+    let (views, _) = served(&pool, &doc, agents).await;
+    assert!(
+        began.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        began.elapsed()
+    );
+    for view in views.values() {
+        assert_eq!(view["outcome"], "harness_error", "{view:#}");
+        assert_eq!(view["harness_errors"][0]["code"], "agent_unavailable");
+    }
+}
+
+/// Issue 32, item 3, in a worker: with a model time-out of an hour the same
+/// wait is within the bound; the attempt deadline (2 s here) ends each
+/// attempt `harness_error` (`attempt_timeout`).
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_worker_ends_a_model_attempt_at_its_deadline(pool: PgPool) {
+    let server = server();
+    let doc = notes_document(json!([case_of("rate_limited_long")]));
+    let agents = Agents {
+        model: Some(model_timed(
+            &server,
+            "rate_limited_long",
+            Duration::from_secs(3600),
+        )),
+        attempt_timeout: Duration::from_secs(2),
+        ..Agents::none()
+    };
+    let (views, _) = served(&pool, &doc, agents).await;
+    for view in views.values() {
+        assert_eq!(view["outcome"], "harness_error", "{view:#}");
+        assert_eq!(view["harness_errors"][0]["code"], "attempt_timeout");
+    }
 }

@@ -24,3 +24,4 @@ mod simulations;
 mod testing_flow;
 mod tools;
 mod verifications;
+mod worker_clock;

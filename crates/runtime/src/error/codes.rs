@@ -39,7 +39,8 @@ problem_codes! {
         /// the attempt's records fall short of the calls the dispatcher answered.
         StorageFailed => "storage_failed",
         /// The call ran, but its answer never reached the caller: the HTTP
-        /// request timed out or the connection closed while it ran.
+        /// request timed out or the connection closed while it ran, or a
+        /// stdio answer could not be written.
         AnswerLost => "answer_lost",
         /// A workflow ran more nodes than its `max_steps` allows (a run-away loop).
         WorkflowStepLimit => "workflow_step_limit",
@@ -61,6 +62,10 @@ problem_codes! {
         /// A `model` case reached a process with no model endpoint configured
         /// (a worker started without `--model-url` and `--model`).
         ModelNotConfigured => "model_not_configured",
+        /// A model-driven attempt ran past its overall deadline
+        /// (`--attempt-timeout-secs`): the model kept it waiting (slow answers,
+        /// retries) longer than any attempt may run.
+        AttemptTimeout => "attempt_timeout",
         /// An `http` case's agent service could not be reached (connection
         /// refused, DNS, time-out before it answered the hand-over).
         AgentServiceUnreachable => "agent_service_unreachable",

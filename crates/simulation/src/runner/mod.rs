@@ -16,7 +16,7 @@ mod suite;
 pub use conclude::conclude_attempt;
 pub use error::RunError;
 pub use install::{Installed, install, install_inline, unknown_library_tools};
-pub use play::{Keeping, Players, play_attempt, run_attempt};
+pub use play::{DEFAULT_ATTEMPT_TIMEOUT, Keeping, Players, play_attempt, run_attempt};
 pub use results::{assemble_results, attempt_result};
 pub use start::{start, start_request};
 pub use suite::{RunOptions, check, run};

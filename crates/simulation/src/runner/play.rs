@@ -10,7 +10,7 @@ use crate::results::AttemptResult;
 use crate::workflow::AttemptContext;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use toolmock_runtime::backend::Backend;
 use toolmock_runtime::dispatcher::{Dispatcher, StartedAttempt};
 use toolmock_runtime::model::TenantId;
@@ -19,15 +19,34 @@ use toolmock_runtime::model::WorkflowDoc;
 use super::conclude::*;
 use super::error::*;
 
+/// How long a model-driven attempt may run by default
+/// (`--attempt-timeout-secs`): past it the attempt ends `harness_error`
+/// (`attempt_timeout`), however long its model keeps it waiting.
+pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1800);
+
 /// What plays a simulation's model cases besides its document: the model
 /// and the judge (each `None` where none is configured), the agent's
-/// functions and its system message. Built once per simulation.
-#[derive(Debug, Clone, Default)]
+/// functions and its system message, and each model attempt's deadline.
+/// Built once per simulation.
+#[derive(Debug, Clone)]
 pub struct Players {
     model: Option<Arc<dyn ChatModel>>,
     judge: Option<Arc<dyn ChatModel>>,
     functions: FunctionMap,
     system: String,
+    attempt_timeout: Duration,
+}
+
+impl Default for Players {
+    fn default() -> Self {
+        Self {
+            model: None,
+            judge: None,
+            functions: FunctionMap::default(),
+            system: String::new(),
+            attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
+        }
+    }
 }
 
 impl Players {
@@ -42,7 +61,16 @@ impl Players {
             judge,
             functions: FunctionMap::of_agent(loaded),
             system: system_message(&loaded.document.agent),
+            attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
         }
+    }
+
+    /// With each model-driven attempt's deadline `limit` (default
+    /// [`DEFAULT_ATTEMPT_TIMEOUT`]).
+    #[must_use]
+    pub fn with_attempt_timeout(mut self, limit: Duration) -> Self {
+        self.attempt_timeout = limit;
+        self
     }
 }
 
@@ -110,7 +138,7 @@ pub async fn play_attempt<B: Backend + 'static>(
         &ctx,
         (players.system.clone(), messages, *max_turns),
         &players.functions,
-        (model.as_ref(), keeping.sink),
+        (model.as_ref(), keeping.sink, players.attempt_timeout),
         case_at,
     )
     .await?;

@@ -77,6 +77,10 @@ pub struct RunOptions {
     pub model: Option<Arc<dyn ChatModel>>,
     /// The judge model that grades `judge` rubrics (none: they cannot run).
     pub judge: Option<Arc<dyn ChatModel>>,
+    /// How long a model-driven attempt may run (none:
+    /// [`DEFAULT_ATTEMPT_TIMEOUT`]); past it, it ends `harness_error`
+    /// (`attempt_timeout`).
+    pub attempt_timeout: Option<std::time::Duration>,
 }
 
 /// Installs, starts and runs a loaded simulation in `dispatcher`'s backend,
@@ -95,11 +99,10 @@ pub async fn run<B: Backend + 'static>(
     }
     let started = prepare(&dispatcher, tenant, &loaded, Vec::new()).await?;
     let workflows = Arc::new(loaded.workflows());
-    let players = Arc::new(Players::new(
-        &loaded,
-        options.model.clone(),
-        options.judge.clone(),
-    ));
+    let players = Arc::new(
+        Players::new(&loaded, options.model.clone(), options.judge.clone())
+            .with_attempt_timeout(options.attempt_timeout.unwrap_or(DEFAULT_ATTEMPT_TIMEOUT)),
+    );
     let attempts = Arc::new(started.attempts.clone());
     let case_index: Arc<HashMap<String, usize>> = Arc::new(
         loaded

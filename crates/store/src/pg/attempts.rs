@@ -13,7 +13,9 @@ use toolmock_runtime::model::*;
 macro_rules! capability_select {
     () => {
         "SELECT c.tenant_id, a.id AS attempt_id, a.simulation_id, t.variants, \
-         (a.status = 'running' AND a.lease_expires_at > $1 AND c.revoked_at IS NULL) AS live \
+         (a.status = 'running' AND a.lease_expires_at > $1 AND c.revoked_at IS NULL) AS live, \
+         (a.status = 'running' AND a.lease_expires_at > clock_timestamp() \
+             AND c.revoked_at IS NULL) AS live_by_database \
          FROM attempt_capabilities c \
          JOIN attempts a ON a.tenant_id = c.tenant_id AND a.id = c.attempt_id \
          JOIN test_cases t ON t.tenant_id = a.tenant_id AND t.id = a.test_case_id"
@@ -64,7 +66,17 @@ impl AttemptStore for PgStore {
         let row = row.ok_or(StoreError::NotFound {
             entity: "capability",
         })?;
-        Ok(row.check())
+        // An attempt this store holds (a worker's) is live by PostgreSQL's
+        // clock alone, the clock its lease is granted, renewed and reaped
+        // on: a worker whose own clock is off neither kills a live attempt
+        // nor keeps a dead one.
+        let held = self.fence_of(AttemptId(row.attempt_id)).0.is_some();
+        let live_by_database = row.live_by_database;
+        let mut check = row.check();
+        if held {
+            check.live = live_by_database;
+        }
+        Ok(check)
     }
 
     async fn renew_lease(
@@ -169,6 +181,7 @@ impl AttemptStore for PgStore {
         // same row lock: a holder whose lease was reaped, released or ran
         // out finishes nothing.
         let (owner, epoch) = self.fence_of(attempt);
+        let held = owner.is_some();
         let row: Option<(String, DateTime<Utc>, bool)> = db(sqlx::query_as(
             "SELECT status, lease_expires_at, \
                  ($3::text IS NULL OR (lease_owner = $3 AND lease_epoch = $4 \
@@ -198,7 +211,9 @@ impl AttemptStore for PgStore {
         // call recorded, a capability unrevoked) and the lease ran past
         // `at`, the same statement ends the attempt — nothing is left to
         // record — saving the finish a round trip.
-        let clean_lease = lease_expires_at > at;
+        // A held attempt's lease was just checked on PostgreSQL's clock
+        // (`holds`); the caller's `at` decides only for the others.
+        let clean_lease = held || lease_expires_at > at;
         let unmarked_i64 = to_i64(unmarked)?;
         let (recorded, begun, revoked, ended): (i64, i64, bool, Option<String>) =
             db(sqlx::query_as(
@@ -243,7 +258,7 @@ impl AttemptStore for PgStore {
             )
             .await?;
         }
-        if lease_expires_at <= at || revoked {
+        if !clean_lease || revoked {
             let record = HarnessErrorRecord::finished_after_lease(
                 tenant,
                 attempt,

@@ -119,7 +119,9 @@ impl FixtureStore for PgStore {
         // are checked in the same statement.
         let locked: Option<LockedStateRow> = db(sqlx::query_as(
             "SELECT s.state, s.version, s.form, a.simulation_id, \
-                 (a.status = 'running' AND a.lease_expires_at > $4 AND c.revoked_at IS NULL) AS live, \
+                 (a.status = 'running' AND c.revoked_at IS NULL \
+                     AND a.lease_expires_at > CASE WHEN $5::text IS NULL THEN $4 \
+                         ELSE clock_timestamp() END) AS live, \
                  ($5::text IS NULL OR (a.lease_owner = $5 AND a.lease_epoch = $6 \
                      AND a.lease_expires_at > clock_timestamp())) AS holds \
              FROM attempt_state s \
@@ -296,8 +298,9 @@ impl PgStore {
         let binding = site.binding;
         let row: (Option<bool>, Option<bool>, bool) = db(sqlx::query_as(
             "WITH checked AS ( \
-                 SELECT (a.status = 'running' AND a.lease_expires_at > $24 \
-                         AND c.revoked_at IS NULL) AS live, \
+                 SELECT (a.status = 'running' AND c.revoked_at IS NULL \
+                         AND a.lease_expires_at > CASE WHEN $25::text IS NULL THEN $24 \
+                             ELSE clock_timestamp() END) AS live, \
                      ($25::text IS NULL OR (a.lease_owner = $25 AND a.lease_epoch = $26 \
                          AND a.lease_expires_at > clock_timestamp())) AS holds \
                  FROM attempts a \
