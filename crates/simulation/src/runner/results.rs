@@ -13,7 +13,7 @@ use toolmock_runtime::model::{
 };
 
 /// The results document's entry for a finished attempt of `case`, from what
-/// it recorded (`calls` as [`recorded_calls`] makes them of the records)
+/// it recorded (`calls` as [`recorded_calls`](crate::expect::recorded_calls) makes them of the records)
 /// and the expectations its judgement found unmet — the same entry whichever
 /// runtime played it (the API's results endpoint builds its document with
 /// this from PostgreSQL). No judge report and no raw records.
