@@ -116,24 +116,44 @@ fn result<'a>(verification: &'a Value, operation: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("{operation} in {verification:#}"))
 }
 
-#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
-async fn a_worker_verifies_a_tool_and_a_diverged_mock_is_marked(pool: PgPool) {
+/// The fixture MCP server, logging every tool it is called with to the
+/// returned file, and the tool `clinic` discovered from it: the server, the
+/// log, the created tool's body and its id.
+async fn logged_clinic(
+    app: &Router,
+    bearer: &str,
+) -> (FixtureServer, std::path::PathBuf, Reply, String) {
     let dir = std::env::temp_dir().join(format!("verify-api-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join(format!("calls-{}.log", uuid::Uuid::new_v4()));
     let server = FixtureServer::start_with(&["--calls-log", log.to_str().unwrap()]);
-    let app = app(&pool);
-    let bearer = token("acme", &[MANAGE, RUN]);
     let created = send(
-        &app,
+        app,
         Method::POST,
         "/api/tools",
-        Some(&bearer),
+        Some(bearer),
         Some(&json!({"name": "clinic", "source": {"type": "mcp_server", "url": server.url}})),
     )
     .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.json);
     let tool = created.json["id"].as_str().unwrap().to_owned();
+    (server, log, created, tool)
+}
+
+/// Removes a log of [`logged_clinic`]'s, and its folder once no other
+/// test's log is in it.
+fn forget(log: &std::path::Path) {
+    let _ = std::fs::remove_file(log);
+    if let Some(dir) = log.parent() {
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_worker_verifies_a_tool_and_a_diverged_mock_is_marked(pool: PgPool) {
+    let app = app(&pool);
+    let bearer = token("acme", &[MANAGE, RUN]);
+    let (server, log, created, tool) = logged_clinic(&app, &bearer).await;
     let revision = save(
         &app,
         &bearer,
@@ -294,7 +314,7 @@ async fn a_worker_verifies_a_tool_and_a_diverged_mock_is_marked(pool: PgPool) {
     );
     worker.stop().await;
     drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
+    forget(&log);
 }
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
@@ -402,22 +422,9 @@ async fn settings_the_tool_cannot_take_are_refused_with_every_problem(pool: PgPo
 /// and the server is never called.
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn a_verification_of_a_private_target_fails_without_reaching_it(pool: PgPool) {
-    let dir = std::env::temp_dir().join(format!("verify-api-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let log = dir.join(format!("calls-{}.log", uuid::Uuid::new_v4()));
-    let server = FixtureServer::start_with(&["--calls-log", log.to_str().unwrap()]);
     let app = app(&pool);
     let bearer = token("acme", &[MANAGE, RUN]);
-    let created = send(
-        &app,
-        Method::POST,
-        "/api/tools",
-        Some(&bearer),
-        Some(&json!({"name": "clinic", "source": {"type": "mcp_server", "url": server.url}})),
-    )
-    .await;
-    assert_eq!(created.status, StatusCode::CREATED, "{}", created.json);
-    let tool = created.json["id"].as_str().unwrap().to_owned();
+    let (_server, log, created, tool) = logged_clinic(&app, &bearer).await;
     save(
         &app,
         &bearer,
@@ -446,4 +453,5 @@ async fn a_verification_of_a_private_target_fails_without_reaching_it(pool: PgPo
     let called = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(called.is_empty(), "the server was called: {called}");
     worker.stop().await;
+    forget(&log);
 }
