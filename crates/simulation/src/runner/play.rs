@@ -127,13 +127,7 @@ pub async fn play_attempt<B: Backend + 'static>(
         .await;
     };
     let began = Instant::now();
-    let ctx = AttemptContext {
-        dispatcher,
-        tenant,
-        attempt: attempt.id,
-        capability: &attempt.capability,
-        workflows,
-    };
+    let ctx = context(dispatcher, tenant, attempt, workflows);
     let played = run_model(
         &ctx,
         (players.system.clone(), messages, *max_turns),
@@ -156,6 +150,22 @@ pub async fn play_attempt<B: Backend + 'static>(
     Ok(result)
 }
 
+/// What a started attempt's players call the dispatcher with.
+fn context<'a, B>(
+    dispatcher: &'a Dispatcher<B>,
+    tenant: TenantId,
+    attempt: &'a StartedAttempt,
+    workflows: &'a HashMap<String, WorkflowDoc>,
+) -> AttemptContext<'a, B> {
+    AttemptContext {
+        dispatcher,
+        tenant,
+        attempt: attempt.id,
+        capability: &attempt.capability,
+        workflows,
+    }
+}
+
 /// Runs one attempt: the script, then the judgement over what was recorded.
 pub async fn run_attempt<B: Backend + 'static>(
     dispatcher: &Dispatcher<B>,
@@ -167,13 +177,7 @@ pub async fn run_attempt<B: Backend + 'static>(
     keep_raw: bool,
 ) -> Result<AttemptResult, RunError> {
     let began = Instant::now();
-    let ctx = AttemptContext {
-        dispatcher,
-        tenant,
-        attempt: attempt.id,
-        capability: &attempt.capability,
-        workflows,
-    };
+    let ctx = context(dispatcher, tenant, attempt, workflows);
     let unmet = if matches!(case.driver, DriverDoc::Model { .. }) {
         // A process without a model (a worker started without one) never
         // lets a model case pass with no conversation.
