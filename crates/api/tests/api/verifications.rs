@@ -63,18 +63,24 @@ async fn verified(app: &Router, bearer: &str, tool: &str) -> Value {
     assert_eq!(queued.status, StatusCode::ACCEPTED, "{}", queued.json);
     assert_eq!(queued.json["status"], "queued");
     let id = queued.json["id"].as_str().unwrap().to_owned();
+    polled(
+        app,
+        bearer,
+        &format!("/api/tools/{tool}/verifications/{id}"),
+        |reply| {
+            assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
+            matches!(reply.json["status"].as_str(), Some("finished" | "failed"))
+        },
+    )
+    .await
+}
+
+/// `GET path`'s body once `ended` says so, read every 100 ms for up to 60 s.
+async fn polled(app: &Router, bearer: &str, path: &str, ended: impl Fn(&Reply) -> bool) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let reply = send(
-            app,
-            Method::GET,
-            &format!("/api/tools/{tool}/verifications/{id}"),
-            Some(bearer),
-            None,
-        )
-        .await;
-        assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
-        if matches!(reply.json["status"].as_str(), Some("finished" | "failed")) {
+        let reply = get(app, bearer, path).await;
+        if ended(&reply) {
             return reply.json;
         }
         assert!(Instant::now() < deadline, "not ended: {}", reply.json);
@@ -89,22 +95,8 @@ async fn get(app: &Router, bearer: &str, path: &str) -> Reply {
 
 /// A simulation's results document, once its worker finished every attempt.
 async fn finished_results(app: &Router, bearer: &str, simulation: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let reply = send(
-            app,
-            Method::GET,
-            &format!("/api/simulations/{simulation}/results"),
-            Some(bearer),
-            None,
-        )
-        .await;
-        if reply.status == StatusCode::OK {
-            return reply.json;
-        }
-        assert!(Instant::now() < deadline, "not finished: {}", reply.json);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let path = format!("/api/simulations/{simulation}/results");
+    polled(app, bearer, &path, |reply| reply.status == StatusCode::OK).await
 }
 
 fn result<'a>(verification: &'a Value, operation: &str) -> &'a Value {
