@@ -326,7 +326,8 @@ impl Checker {
     }
 
     /// The path `rest` inside the named value `name` (written at `at`, its
-    /// segments from index `first` of the array there).
+    /// segments from index `first` of the array there; `first` is 0 for a
+    /// dotted path, whose segments have no place of their own).
     pub(crate) fn named_path(
         &mut self,
         name: &str,
@@ -334,7 +335,13 @@ impl Checker {
         at: &str,
         first: usize,
     ) -> Option<NamedPath> {
-        let named = self.named(name, &pointer_index(at, 0))?;
+        // A path written as an array names its value at its first member.
+        let name_at = if first > 0 {
+            pointer_index(at, 0)
+        } else {
+            at.to_owned()
+        };
+        let named = self.named(name, &name_at)?;
         let before = self.diagnostics.len();
         if rest.len() + 1 > MAX_SEGMENTS {
             self.diagnostics.push(
