@@ -149,8 +149,12 @@ fn expression() -> impl Strategy<Value = (String, Option<Decimal>)> {
         (format!("{d}"), Some(d))
     });
     leaf.prop_recursive(4, 16, 2, |inner| {
-        (inner.clone(), prop::sample::select(vec!['+', '-', '*']), inner).prop_map(
-            |((ta, va), op, (tb, vb))| {
+        (
+            inner.clone(),
+            prop::sample::select(vec!['+', '-', '*']),
+            inner,
+        )
+            .prop_map(|((ta, va), op, (tb, vb))| {
                 let value = match (va, vb) {
                     (Some(a), Some(b)) => match op {
                         '+' => add(a, b).ok(),
@@ -160,7 +164,6 @@ fn expression() -> impl Strategy<Value = (String, Option<Decimal>)> {
                     _ => None,
                 };
                 (format!("({ta} {op} {tb})"), value)
-            },
-        )
+            })
     })
 }
