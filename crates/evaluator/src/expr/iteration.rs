@@ -395,12 +395,18 @@ pub(crate) fn compile(c: &mut Checker, key: &str, operand: &Value, at: &str) -> 
     });
     let origin = collection.as_ref().map_or(Origin::State, element_origin);
     let body = enter(c, &op_at, |c| {
+        if name == "$update" {
+            let change = change(c, fields, &op_at, origin);
+            return (
+                change.as_ref().and_then(|ch| ch.element),
+                change.map(|ch| Kind::Update(Box::new(ch))),
+            );
+        }
         let element = element_name(c, fields, &op_at, origin);
         let kind = match name {
             "$map" => fields
                 .get("give")
                 .map(|v| Kind::Map(c.node(v, &pointer_push(&op_at, "give")))),
-            "$update" => change(c, fields, &op_at, element).map(|ch| Kind::Update(Box::new(ch))),
             _ => fields.get("when").map(|w| {
                 let when = c
                     .when_list(w, &pointer_push(&op_at, "when"))
@@ -479,19 +485,37 @@ pub(crate) fn element_name(
 }
 
 /// The selection and replacement of an update (`$update`'s, or an
-/// `update` write's, at `at`), with `element` in sight.
+/// `update` write's, at `at`): `where` values first (rendered once,
+/// before any element is seen), then the element (supplied by `origin`)
+/// in sight for `when`, `value` and `merge`.
 pub(crate) fn change(
     c: &mut Checker,
     fields: &Map<String, Value>,
     at: &str,
-    element: Option<Element>,
+    origin: Origin,
 ) -> Option<Change> {
     let before = c.diagnostics.len();
     let selection = if fields.contains_key("where") || fields.contains_key("where_ci") {
-        Some(selection(c, fields, at, "an update")?)
+        selection(c, fields, at, "an update")
     } else {
         None
     };
+    let element = element_name(c, fields, at, origin);
+    let change = rest_of_change(c, fields, at, element, selection, before);
+    if element.is_some() {
+        c.lets.pop();
+    }
+    change
+}
+
+fn rest_of_change(
+    c: &mut Checker,
+    fields: &Map<String, Value>,
+    at: &str,
+    element: Option<Element>,
+    selection: Option<Selection>,
+    before: usize,
+) -> Option<Change> {
     let when = fields
         .get("when")
         .map(|w| c.when_list(w, &pointer_push(at, "when")).into_boxed_slice());
