@@ -66,6 +66,8 @@ const LAYERS: &[&[&str]] = &[
         "conditions::folding",
         "conditions::ordering",
         "conditions::equality",
+        "expr::iteration",
+        "expr::aggregates",
         "domain::answer",
         "state::removal",
         "state::writes",
