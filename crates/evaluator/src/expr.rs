@@ -15,7 +15,7 @@
 //!   in [`naming`];
 //! - `$map`, `$filter`, `$any`, `$all`, `$update` (version 3) in
 //!   [`iteration`]; `$sum`, `$count`, `$min`, `$max`, `$zip` in
-//!   [`aggregates`];
+//!   [`aggregates`]; `$calc` (version 3) in [`calc`];
 //! - `$if` in `crate::conditions::choice` (it is written with conditions).
 //!
 //! [`OPERATORS`] is the table the compiler reads: a family is a room and
@@ -26,6 +26,8 @@
 use crate::check::context::OperatorRow;
 
 pub(crate) mod aggregates;
+#[cfg_attr(not(feature = "operators"), allow(unreachable_pub, dead_code))]
+pub(crate) mod calc;
 pub(crate) mod collections;
 pub(crate) mod compiler;
 #[cfg_attr(not(feature = "operators"), allow(unreachable_pub, dead_code))]
@@ -155,6 +157,10 @@ pub(crate) const OPERATORS: &[OperatorRow] = &[
     OperatorRow {
         name: "$zip",
         compile: aggregates::compile,
+    },
+    OperatorRow {
+        name: "$calc",
+        compile: calc::compile,
     },
     OperatorRow {
         name: "$if",

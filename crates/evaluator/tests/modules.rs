@@ -57,6 +57,7 @@ const LAYERS: &[&[&str]] = &[
         "expr::strings",
         "expr::projection",
         "expr::naming",
+        "expr::calc",
     ],
     // The rooms built on expressions: conditions, domain errors, writes.
     &[
