@@ -78,6 +78,9 @@ problem_codes! {
         /// An `http` case's agent service took the attempt but did not finish
         /// it within the worker's time-out.
         AgentServiceTimeout => "agent_service_timeout",
+        /// A model cassette replaying a run has no recorded answer for a
+        /// request of the agent model or the judge (never a live call).
+        CassetteMiss => "cassette_miss",
     }
 }
 
