@@ -269,6 +269,14 @@ fn generator_failed(error: ModelError) -> ApiError {
                  (--generator-max-response-bytes)"
             ),
         },
+        // The generator's client records and replays nothing, so no
+        // cassette can miss; were one ever put in front of it, its miss is
+        // an answer the generator cannot use.
+        ModelError::CassetteMiss { message, .. } => ApiError::GeneratorFailed {
+            reason: "unusable",
+            limit_bytes: None,
+            message: format!("the chat-completions answer is unusable: {message}"),
+        },
     }
 }
 
