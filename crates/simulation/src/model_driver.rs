@@ -148,8 +148,14 @@ pub(crate) async fn run_model<B: Backend + 'static>(
                         ModelError::Failed(_) | ModelError::TooLarge { .. } => {
                             HarnessCode::ModelFailed
                         }
+                        ModelError::CassetteMiss { .. } => HarnessCode::CassetteMiss,
                     };
-                    record(ctx, code, error.to_string(), error.detail()).await?;
+                    let fault = HarnessFault {
+                        code,
+                        message: error.to_string(),
+                        path: error.pointer(),
+                    };
+                    record_fault(ctx, fault, error.detail()).await?;
                     return Ok(recorder.played);
                 }
             };
@@ -223,6 +229,14 @@ async fn record<B: Backend>(
         message,
         path: None,
     };
+    record_fault(ctx, fault, detail).await
+}
+
+async fn record_fault<B: Backend>(
+    ctx: &AttemptContext<'_, B>,
+    fault: HarnessFault,
+    detail: serde_json::Value,
+) -> Result<(), DispatchError> {
     ctx.dispatcher
         .record_fault(ctx.tenant, ctx.attempt, None, None, fault, detail)
         .await

@@ -1,7 +1,9 @@
 //! Playing one attempt: the script, or the model's conversation, then its
 //! conclusion (`conclude`).
 
-use crate::conversation::{ChatModel, ConversationSink, FunctionMap, system_message};
+use crate::conversation::{
+    AttemptScope, ChatModel, ConversationSink, FunctionMap, attempt_model, system_message,
+};
 use crate::document::{CaseDoc, DriverDoc};
 use crate::driver::run_script;
 use crate::load::LoadedSimulation;
@@ -128,6 +130,13 @@ pub async fn play_attempt<B: Backend + 'static>(
     };
     let began = Instant::now();
     let ctx = context(dispatcher, tenant, attempt, workflows);
+    // Each attempt's own view of its models (a cassette counts its turns).
+    let scope = AttemptScope {
+        case: case.name.clone(),
+        attempt: attempt.number,
+    };
+    let model = attempt_model(model, &scope);
+    let judge = players.judge.as_ref().map(|j| attempt_model(j, &scope));
     let played = run_model(
         &ctx,
         (players.system.clone(), messages, *max_turns),
@@ -143,7 +152,7 @@ pub async fn play_attempt<B: Backend + 'static>(
         case_at,
         (attempt.id, attempt.number),
         played,
-        (keeping.raw, players.judge.as_deref()),
+        (keeping.raw, judge.as_deref()),
     )
     .await?;
     result.wall = began.elapsed();
