@@ -256,6 +256,13 @@ fn generator_failed(error: ModelError) -> ApiError {
             limit_bytes: None,
             message: format!("the chat-completions endpoint is unavailable: {why}"),
         },
+        // The generator's client is never a cassette; a miss would be an
+        // unusable answer all the same.
+        miss @ ModelError::CassetteMiss { .. } => ApiError::GeneratorFailed {
+            reason: "unusable",
+            limit_bytes: None,
+            message: format!("the chat-completions answer is unusable: {miss}"),
+        },
         ModelError::Failed(why) => ApiError::GeneratorFailed {
             reason: "unusable",
             limit_bytes: None,
