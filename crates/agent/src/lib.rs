@@ -41,11 +41,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod budget;
 pub mod cassette;
 mod flags;
 mod retry_after;
 mod transport;
 
+pub use budget::Budget;
 pub use cassette::{Cassette, CassetteFlags, CassetteMode};
 pub use flags::{FlagsError, ModelFlags, Models};
 
