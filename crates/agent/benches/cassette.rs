@@ -31,6 +31,8 @@ use toolmock_simulation::{
 };
 
 const ATTEMPTS: u32 = 2_000;
+/// Set in the child process that records the cassette into its value.
+const RECORD_INTO: &str = "TOOLMOCK_CASSETTE_BENCH_RECORD_INTO";
 const TURNS: usize = 5;
 
 /// Four tool calls, then a final answer.
@@ -148,12 +150,23 @@ fn resident_bytes() -> u64 {
 }
 
 fn benches(c: &mut Criterion) {
-    let dir = std::env::temp_dir().join(format!("toolmock-cassette-bench-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    record(&dir, &runtime);
+    // Recorded by a child process (this program again), so that the memory
+    // the recording used is not there for the open cassette to reuse.
+    if let Ok(dir) = std::env::var(RECORD_INTO) {
+        record(std::path::Path::new(&dir), &runtime);
+        std::process::exit(0);
+    }
+    let dir = std::env::temp_dir().join(format!("toolmock-cassette-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .env(RECORD_INTO, &dir)
+        .arg("--bench")
+        .status()
+        .unwrap();
+    assert!(status.success(), "the recording child failed");
     let on_disk: u64 = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().metadata().unwrap().len())
