@@ -12,6 +12,7 @@
 //! map is kept both ways, so a name the model sends back is resolved
 //! exactly, and one it invents is not resolved at all.
 
+pub use crate::document::Actor;
 use crate::document::AgentDoc;
 use crate::load::LoadedSimulation;
 use chrono::{DateTime, Utc};
@@ -32,10 +33,19 @@ pub enum Message {
         /// The text.
         content: String,
     },
-    /// One of the case's `messages`.
+    /// A user turn: one of the case's `messages`, or a simulated user's
+    /// reply.
     User {
         /// The text.
         content: String,
+        /// The stop marker the text contains, when a simulated user ended
+        /// the conversation with it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stop: Option<String>,
+        /// A simulated user's calls of its own tools (the agent never sees
+        /// this message: only the user's words reach it).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCallRequest>,
     },
     /// The model's answer: text, tool calls, or both.
     Assistant {
@@ -53,7 +63,30 @@ pub enum Message {
         tool_call_id: String,
         /// The text sent back.
         content: String,
+        /// Whose call it answers (`agent` unless written).
+        #[serde(default, skip_serializing_if = "Actor::is_agent")]
+        actor: Actor,
     },
+}
+
+impl Message {
+    /// A user turn of plain text.
+    pub fn user(content: impl Into<String>) -> Self {
+        Message::User {
+            content: content.into(),
+            stop: None,
+            tool_calls: Vec::new(),
+        }
+    }
+
+    /// A tool message answering one of the agent's calls.
+    pub fn tool(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Message::Tool {
+            tool_call_id: tool_call_id.into(),
+            content: content.into(),
+            actor: Actor::Agent,
+        }
+    }
 }
 
 /// One function call the model asked for.

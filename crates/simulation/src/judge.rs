@@ -159,12 +159,10 @@ pub(crate) async fn grade(
         Message::System {
             content: JUDGE_INSTRUCTIONS.to_owned(),
         },
-        Message::User {
-            content: format!(
-                "Rubric:\n{}\n\nTranscript (JSON):\n{}",
-                expect.rubric, transcript
-            ),
-        },
+        Message::user(format!(
+            "Rubric:\n{}\n\nTranscript (JSON):\n{}",
+            expect.rubric, transcript
+        )),
     ];
     let reply = judge
         .complete(ModelRequest {
@@ -249,9 +247,7 @@ mod tests {
                 content: Some("Booked TEST-742".into()),
                 tool_calls: vec![],
             },
-            Message::User {
-                content: "and?".into(),
-            },
+            Message::user("and?"),
             Message::Assistant {
                 content: Some("Your visit is booked: TEST-742.".into()),
                 tool_calls: vec![],

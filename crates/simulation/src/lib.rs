@@ -69,14 +69,15 @@ mod problem;
 mod reference;
 mod results;
 mod runner;
+mod simulated_user;
 mod starting;
 mod workflow;
 
 pub use clock::{SequenceClock, VirtualSleeper};
 pub use conversation::{
-    ChatModel, ConversationSink, FunctionMap, FunctionTarget, FunctionTool, MAX_FUNCTION_NAME,
-    Message, ModelError, ModelFuture, ModelReply, ModelRequest, SinkFuture, ToolCallRequest,
-    system_message,
+    Actor, ChatModel, ConversationSink, FunctionMap, FunctionTarget, FunctionTool,
+    MAX_FUNCTION_NAME, Message, ModelError, ModelFuture, ModelReply, ModelRequest, SinkFuture,
+    ToolCallRequest, system_message,
 };
 pub use expect::{RecordedCall, Unmet, recorded_calls, unmet_expectations};
 pub use load::real::{RealHandlers, real_handlers};
@@ -95,5 +96,6 @@ pub use runner::{
     attempt_result, check, conclude_attempt, install, install_inline, play_attempt, run,
     run_attempt, start, start_request, unknown_library_tools,
 };
+pub use simulated_user::{OPENER, USER_GUIDELINES, UserPlayer, agent_view, user_view};
 pub use starting::start_problems;
 pub use workflow::{AttemptContext, CallFailure};

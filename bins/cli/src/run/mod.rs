@@ -233,6 +233,7 @@ fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
     let toolmock_agent::Models {
         model,
         judge,
+        user,
         attempt_timeout,
     } = args
         .models
@@ -287,6 +288,7 @@ fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
                 keep_raw: args.evidence.is_some(),
                 model,
                 judge,
+                user,
                 attempt_timeout: Some(attempt_timeout),
             },
             Arc::new(move || {
