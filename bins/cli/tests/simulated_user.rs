@@ -370,3 +370,94 @@ fn the_user_model_flags_need_their_partners_and_the_file_is_checked() {
         assert!(stderr.contains(line), "{line} in {stderr}");
     }
 }
+
+mod serve_common;
+
+/// An MCP agent (this test, over `toolmock serve --stdio`) meets the case's
+/// simulated user through `ask_user`: the user's replies come back as the
+/// tool's result, the conversation ends on the stop marker, and the report
+/// holds both sides with their roles.
+#[test]
+fn an_mcp_agent_asks_the_simulated_user_through_ask_user() {
+    let server = server();
+    let dir = scratch();
+    let mut case = user_case(
+        json!({}),
+        json!({"final_state": {"subset": {"last": "milk"}}}),
+    );
+    case["driver"] = json!({"type": "external"});
+    let simulation = dir.join("sim.json");
+    std::fs::write(
+        &simulation,
+        serde_json::to_vec(&document(json!([case]))).unwrap(),
+    )
+    .unwrap();
+    let results = dir.join("results.json");
+    let mut served = serve_common::StdioServed::serve(
+        &simulation,
+        &[
+            "--user-model-url",
+            &server.url,
+            "--user-model",
+            "customer",
+            "--json",
+            results.to_str().unwrap(),
+        ],
+    );
+    let listed = served.request(1, "tools/list", json!({}));
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["add", "ask_user"], "{listed}");
+    let reply = |answer: &Value| answer["result"]["structuredContent"].clone();
+    let first = served.call(2, "ask_user", json!({}));
+    assert_eq!(reply(&first), json!({"reply": "I need a note, please."}));
+    let asked = served.call(3, "ask_user", json!({"message": "What should the note say?"}));
+    assert_eq!(reply(&asked), json!({"reply": "milk"}));
+    let added = served.call(4, "add", json!({"text": "milk"}));
+    assert_eq!(reply(&added), json!({"id": "n-1"}));
+    let done = served.call(5, "ask_user", json!({"message": "Added note n-1."}));
+    assert_eq!(
+        reply(&done),
+        json!({"reply": "Thanks! ###STOP###", "stop": "###STOP###", "ended": true})
+    );
+    let again = served.call(6, "ask_user", json!({"message": "Anything else?"}));
+    assert_eq!(reply(&again), json!({"ended": true}));
+    let wrong = served.call(7, "ask_user", json!({"message": 7}));
+    assert_eq!(wrong["result"]["isError"], true, "{wrong}");
+    served.close_stdin();
+    assert_eq!(served.exits_within(std::time::Duration::from_secs(20)), 0);
+    let results = serve_common::read_results(&results);
+    let a = attempt(&results);
+    assert_eq!(a["outcome"], "passed", "{results:#}");
+    assert_eq!(
+        said(a),
+        [
+            "user: I need a note, please.",
+            "assistant: What should the note say?",
+            "user: milk",
+            "assistant: Added note n-1.",
+            "user: Thanks! ###STOP###",
+        ]
+    );
+    assert_eq!(a["conversation"][4]["stop"], "###STOP###");
+}
+
+#[test]
+fn serving_a_simulated_user_needs_a_user_model() {
+    let dir = scratch();
+    let mut case = user_case(json!({}), json!({}));
+    case["driver"] = json!({"type": "external"});
+    std::fs::write(
+        dir.join("sim.json"),
+        serde_json::to_vec(&document(json!([case]))).unwrap(),
+    )
+    .unwrap();
+    let out = toolmock(&dir, &["serve", "sim.json", "--stdio"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/cases/0/user: user_model_not_configured"), "{stderr}");
+}

@@ -49,3 +49,29 @@ impl UserModelFlags {
         }
     }
 }
+
+impl UserModelFlags {
+    /// The user model alone, where no agent model is played (`toolmock
+    /// serve`: its MCP client is the agent): `--user-model-url` and
+    /// `--user-model` both, or neither (none configured); requests with the
+    /// model defaults (120 s time-out, 4 retries, 8 in flight, 16 MiB answers).
+    pub fn standalone(
+        &self,
+    ) -> Result<Option<std::sync::Arc<dyn toolmock_simulation::ChatModel>>, crate::FlagsError> {
+        let UserEndpoint::Own(url, name, key) = self.endpoint(None, None)? else {
+            return Ok(None);
+        };
+        let endpoint = crate::Endpoint {
+            base_url: url.to_owned(),
+            model: name.to_owned(),
+            api_key: key.cloned(),
+            temperature: None,
+            seed: None,
+            timeout: std::time::Duration::from_secs(120),
+            max_retries: 4,
+            concurrency: 8,
+            max_response_bytes: crate::DEFAULT_MAX_RESPONSE_BYTES,
+        };
+        Ok(Some(std::sync::Arc::new(crate::OpenAiChat::new(&endpoint)?)))
+    }
+}

@@ -97,9 +97,10 @@ pub(crate) type SimulatedUser<'a> = Option<(&'a UserPlayer, &'a dyn ChatModel)>;
 enum UserTurn {
     /// The user said something to the agent.
     Spoke,
-    /// The conversation is over (a stop marker, the user's turn limit, a
-    /// harness error).
+    /// The conversation is over: a stop marker, or the user's turn limit.
     Ended,
+    /// A harness error was recorded (its code and message).
+    Fault(HarnessCode, String),
 }
 
 /// Plays `messages` with `model`: the system message, then each user turn
@@ -139,7 +140,7 @@ pub(crate) async fn run_model<B: Backend + 'static>(
                 case_at,
             )
             .await?;
-            if let UserTurn::Ended = turn {
+            if !matches!(turn, UserTurn::Spoke) {
                 return Ok(recorder.played);
             }
         } else {
@@ -203,18 +204,126 @@ pub(crate) async fn run_model<B: Backend + 'static>(
     }
 }
 
-/// Records that the attempt ran past its deadline waiting for `whom`.
+/// Records that the attempt ran past its deadline waiting for `whom`;
+/// the message recorded.
 async fn past_deadline<B: Backend>(
     ctx: &AttemptContext<'_, B>,
     limit: Duration,
     whom: &str,
-) -> Result<(), DispatchError> {
+) -> Result<String, DispatchError> {
     let message = format!(
         "the attempt ran past its deadline of {} s while waiting for {whom}",
         limit.as_secs()
     );
     let detail = json!({"attempt_timeout_secs": limit.as_secs()});
-    record(ctx, HarnessCode::AttemptTimeout, message, detail).await
+    record(ctx, HarnessCode::AttemptTimeout, message.clone(), detail).await?;
+    Ok(message)
+}
+
+/// What a simulated user answered an agent outside toolmock
+/// ([`UserConversation::ask`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UserReply {
+    /// The user's next message.
+    Said(String),
+    /// The user's last message, which ended the conversation with `marker`.
+    Stopped {
+        /// The message.
+        text: String,
+        /// The stop marker it contains.
+        marker: String,
+    },
+    /// The conversation is over: it was stopped before, or the user's turn
+    /// limit is reached now (an unmet `turn_limit`).
+    Ended,
+    /// The user model failed; the harness error is recorded.
+    Fault {
+        /// `user_unavailable`, `user_failed` or `attempt_timeout`.
+        code: HarnessCode,
+        /// Its message.
+        message: String,
+    },
+}
+
+/// A simulated user's conversation with an agent outside toolmock (an MCP
+/// client asking through `toolmock serve`'s `ask_user`): the agent's words
+/// come in one message at a time, and the user model answers each as it
+/// answers the model driver. What it keeps is concluded with the attempt.
+#[derive(Debug, Default)]
+pub struct UserConversation {
+    played: Played,
+    used: u32,
+    over: bool,
+}
+
+impl UserConversation {
+    /// The agent says `agent_says` (nothing: it only asks for the user's
+    /// message, e.g. the first) and the user answers. Each request waits at
+    /// most `limit` for the user model.
+    pub async fn ask<B: Backend + 'static>(
+        &mut self,
+        ctx: &AttemptContext<'_, B>,
+        agent_says: Option<String>,
+        (player, model, limit): (&UserPlayer, &dyn ChatModel, Duration),
+        case_at: &str,
+    ) -> Result<UserReply, DispatchError> {
+        if self.over {
+            return Ok(UserReply::Ended);
+        }
+        let now = || ctx.dispatcher.now();
+        let mut recorder = Recorder {
+            played: std::mem::take(&mut self.played),
+            sink: None,
+            now: &now,
+        };
+        if let Some(text) = agent_says.filter(|t| !t.is_empty()) {
+            recorder
+                .push(Message::Assistant {
+                    content: Some(text),
+                    tool_calls: Vec::new(),
+                })
+                .await?;
+        }
+        let deadline = tokio::time::Instant::now() + limit;
+        let turn = user_turn(
+            ctx,
+            &mut recorder,
+            (player, model, &mut self.used),
+            (deadline, limit),
+            case_at,
+        )
+        .await?;
+        self.played = recorder.played;
+        let last = match self.played.conversation.last() {
+            Some(Message::User { content, stop, .. }) => Some((content.clone(), stop.clone())),
+            _ => None,
+        };
+        Ok(match (turn, last) {
+            (UserTurn::Fault(code, message), _) => {
+                self.over = true;
+                UserReply::Fault { code, message }
+            }
+            (UserTurn::Ended, Some((text, Some(marker)))) => {
+                self.over = true;
+                UserReply::Stopped { text, marker }
+            }
+            (UserTurn::Spoke, Some((text, _))) => UserReply::Said(text),
+            _ => {
+                self.over = true;
+                UserReply::Ended
+            }
+        })
+    }
+
+    /// What it kept, for the attempt's conclusion: the unmet `turn_limit`
+    /// (if any), the messages and when each was added.
+    pub fn into_parts(self) -> (Vec<Unmet>, Vec<Message>, Vec<DateTime<Utc>>) {
+        (
+            self.played.unmet,
+            self.played.conversation,
+            self.played.times,
+        )
+    }
 }
 
 /// The simulated user's turn: the user model is asked (again after each of
@@ -246,8 +355,8 @@ async fn user_turn<B: Backend + 'static>(
             tools: player.functions.tools(),
         };
         let Ok(answered) = tokio::time::timeout_at(deadline, model.complete(request)).await else {
-            past_deadline(ctx, limit, "the user model").await?;
-            return Ok(UserTurn::Ended);
+            let message = past_deadline(ctx, limit, "the user model").await?;
+            return Ok(UserTurn::Fault(HarnessCode::AttemptTimeout, message));
         };
         let reply = match answered {
             Ok(reply) => reply,
@@ -257,8 +366,8 @@ async fn user_turn<B: Backend + 'static>(
                     ModelError::Failed(_) | ModelError::TooLarge { .. } => HarnessCode::UserFailed,
                 };
                 let message = error.to_string().replacen("the model", "the user model", 1);
-                record(ctx, code, message, error.detail()).await?;
-                return Ok(UserTurn::Ended);
+                record(ctx, code, message.clone(), error.detail()).await?;
+                return Ok(UserTurn::Fault(code, message));
             }
         };
         let content = reply.content.unwrap_or_default();
@@ -271,7 +380,7 @@ async fn user_turn<B: Backend + 'static>(
         };
         if let Some(why) = unusable {
             record(ctx, HarnessCode::UserFailed, why.to_owned(), json!({})).await?;
-            return Ok(UserTurn::Ended);
+            return Ok(UserTurn::Fault(HarnessCode::UserFailed, why.to_owned()));
         }
         let stop = player.stop_in(&content).map(str::to_owned);
         let calls = reply.tool_calls;
@@ -293,7 +402,10 @@ async fn user_turn<B: Backend + 'static>(
                         })
                         .await?;
                 }
-                Answer::Stop => return Ok(UserTurn::Ended),
+                Answer::Stop => {
+                    let why = "a call of the user's own tools ended in a harness error";
+                    return Ok(UserTurn::Fault(HarnessCode::UserFailed, why.to_owned()));
+                }
             }
         }
         if stop.is_some() {

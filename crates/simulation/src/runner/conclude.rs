@@ -47,6 +47,38 @@ pub async fn conclude_attempt<B: Backend>(
     .await
 }
 
+/// [`conclude_attempt`] with a conversation an agent outside toolmock had
+/// with a simulated user ([`crate::UserConversation::into_parts`]): what it
+/// found unmet, its messages and when each was added.
+pub async fn conclude_conversation<B: Backend>(
+    dispatcher: &Dispatcher<B>,
+    tenant: TenantId,
+    (case, case_at): (&CaseDoc, &str),
+    attempt: (AttemptId, u32),
+    (unmet, conversation, times): (
+        Vec<Unmet>,
+        Vec<crate::conversation::Message>,
+        Vec<chrono::DateTime<chrono::Utc>>,
+    ),
+    keep_raw: bool,
+) -> Result<AttemptResult, RunError> {
+    let played = Played {
+        unmet,
+        conversation,
+        times,
+    };
+    conclude_played(
+        dispatcher,
+        tenant,
+        case,
+        case_at,
+        attempt,
+        played,
+        (keep_raw, None),
+    )
+    .await
+}
+
 /// [`conclude_attempt`] with the conversation the driver recorded and the
 /// judge for the case's rubric. The judge is asked only when the attempt
 /// has no harness error (it can never turn one into a pass); a judge that
