@@ -36,6 +36,7 @@ mod discover;
 mod eval;
 mod generate;
 mod hash;
+mod import;
 mod input;
 mod normalize;
 mod output;
@@ -70,6 +71,7 @@ enum Command {
     Submit(submit::SubmitArgs),
     Record(record::RecordArgs),
     Verify(verify::VerifyArgs),
+    Import(import::ImportArgs),
 }
 
 toolmock_contract::problem_codes! {
@@ -196,6 +198,7 @@ where
         Command::Submit(args) => submit::run(&args),
         Command::Record(args) => record::run(&args),
         Command::Verify(args) => verify::run(&args),
+        Command::Import(args) => import::run(&args),
     };
     let code = match outcome {
         Ok(code) => code,

@@ -415,7 +415,11 @@ fn an_mcp_agent_asks_the_simulated_user_through_ask_user() {
     let reply = |answer: &Value| answer["result"]["structuredContent"].clone();
     let first = served.call(2, "ask_user", json!({}));
     assert_eq!(reply(&first), json!({"reply": "I need a note, please."}));
-    let asked = served.call(3, "ask_user", json!({"message": "What should the note say?"}));
+    let asked = served.call(
+        3,
+        "ask_user",
+        json!({"message": "What should the note say?"}),
+    );
     assert_eq!(reply(&asked), json!({"reply": "milk"}));
     let added = served.call(4, "add", json!({"text": "milk"}));
     assert_eq!(reply(&added), json!({"id": "n-1"}));
@@ -459,5 +463,8 @@ fn serving_a_simulated_user_needs_a_user_model() {
     let out = toolmock(&dir, &["serve", "sim.json", "--stdio"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("/cases/0/user: user_model_not_configured"), "{stderr}");
+    assert!(
+        stderr.contains("/cases/0/user: user_model_not_configured"),
+        "{stderr}"
+    );
 }

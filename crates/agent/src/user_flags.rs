@@ -72,6 +72,8 @@ impl UserModelFlags {
             concurrency: 8,
             max_response_bytes: crate::DEFAULT_MAX_RESPONSE_BYTES,
         };
-        Ok(Some(std::sync::Arc::new(crate::OpenAiChat::new(&endpoint)?)))
+        Ok(Some(std::sync::Arc::new(crate::OpenAiChat::new(
+            &endpoint,
+        )?)))
     }
 }

@@ -6,9 +6,12 @@
 
 use crate::error::{McpCode, ServeError};
 use crate::handler::{Attempts, Entered, ToolServer, server_error};
+use crate::handler::{harness_error, success};
 use crate::tools::ServedTools;
 use axum::http::request::Parts;
+use rmcp::model::CallToolResult;
 use rmcp::model::ErrorData;
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -21,9 +24,6 @@ use toolmock_runtime::dispatcher::{StartedAttempt, StartedSimulation};
 use toolmock_runtime::error::StartError;
 use toolmock_runtime::model::{PinRecord, SimulationId, TenantId};
 use toolmock_simulation::document::CaseDoc;
-use crate::handler::{harness_error, success};
-use rmcp::model::CallToolResult;
-use serde_json::json;
 use toolmock_simulation::{
     AttemptContext, AttemptResult, ChatModel, FileProblem, Installed, LoadCode, LoadedSimulation,
     RunError, RunResults, UserConversation, UserPlayer, UserReply, assemble_results,

@@ -543,6 +543,20 @@ pub struct CaseExpect {
     /// A rubric graded by the judge model over the recorded conversation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<JudgeExpect>,
+    /// What the agent must have told the user in any of its messages
+    /// (model-driven cases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_said: Option<AgentSaidExpect>,
+}
+
+/// Texts the agent must have said somewhere in the conversation: each must
+/// occur in one of its messages, compared without regard to case and with
+/// the message's commas left out (`1,000` is said as `1000`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSaidExpect {
+    /// Each must occur in some assistant message.
+    pub contains: Vec<String>,
 }
 
 impl Default for CaseExpect {
@@ -553,6 +567,7 @@ impl Default for CaseExpect {
             trajectory: Vec::new(),
             final_answer: None,
             judge: None,
+            agent_said: None,
         }
     }
 }

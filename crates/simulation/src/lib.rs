@@ -81,12 +81,12 @@ pub use conversation::{
 };
 pub use expect::{RecordedCall, Unmet, recorded_calls, unmet_expectations};
 pub use load::real::{RealHandlers, real_handlers};
-pub use model_driver::{UserConversation, UserReply};
 pub use load::{
     Files, Loaded, LoadedDefinition, LoadedSimulation, LoadedTool, Origin, SIMULATION_SCHEMA,
     inline_file, load_file, load_slice, load_value, read_file, read_slice, read_value,
     schema_problems,
 };
+pub use model_driver::{UserConversation, UserReply};
 pub use problem::{FileProblem, LoadCode};
 pub use results::{
     AttemptResult, CallReport, CaseResult, DivergedMock, ErrorEntry, JudgeReport,
@@ -94,8 +94,8 @@ pub use results::{
 };
 pub use runner::{
     DEFAULT_ATTEMPT_TIMEOUT, Installed, Keeping, Players, RunError, RunOptions, assemble_results,
-    attempt_result, check, conclude_attempt, conclude_conversation, install, install_inline, play_attempt, run,
-    run_attempt, start, start_request, unknown_library_tools,
+    attempt_result, check, conclude_attempt, conclude_conversation, install, install_inline,
+    play_attempt, run, run_attempt, start, start_request, unknown_library_tools,
 };
 pub use simulated_user::{OPENER, USER_GUIDELINES, UserPlayer, agent_view, user_view};
 pub use starting::start_problems;

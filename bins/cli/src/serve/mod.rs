@@ -103,13 +103,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
         .user
         .standalone()
         .map_err(|e| Failure::usage(e.to_string()))?;
-    let outcome = runtime.block_on(serve(
-        (args, user),
-        &file,
-        dispatcher,
-        loaded,
-        limits(args),
-    ));
+    let outcome = runtime.block_on(serve((args, user), &file, dispatcher, loaded, limits(args)));
     // A stdin read cannot be cancelled: do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));
     let results = match outcome {

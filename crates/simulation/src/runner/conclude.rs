@@ -5,7 +5,7 @@
 use crate::conversation::ChatModel;
 use crate::document::CaseDoc;
 use crate::expect::{RecordedCall, Unmet, recorded_calls, unmet_expectations};
-use crate::judge::{grade, judge_final_answer, passes};
+use crate::judge::{grade, judge_agent_said, judge_final_answer, passes};
 use crate::model_driver::Played;
 use crate::results::{AttemptResult, RawAttempt};
 use toolmock_contract::pointer;
@@ -119,6 +119,13 @@ pub(super) async fn conclude_played<B: Backend>(
             expect,
             &conversation,
             &pointer::push(&expect_at, "final_answer"),
+        ));
+    }
+    if let Some(expect) = &case.expect.agent_said {
+        unmet.extend(judge_agent_said(
+            expect,
+            &conversation,
+            &pointer::push(&expect_at, "agent_said"),
         ));
     }
     let mut judged = None;
