@@ -8,11 +8,10 @@
 
 mod conversation_common;
 
-use conversation_common::{Server, reqwest_get, scratch, server, server_with};
+use conversation_common::{Server, reqwest_get, scratch, server, server_with, toolmock};
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 /// One notes tool (`add` answers `n-1`, or `n-2` for text `b`; `get`), an
@@ -51,27 +50,6 @@ fn document(cases: Value) -> Value {
 
 fn model_case(name: &str, expect: Value) -> Value {
     json!({"name": name, "driver": {"type": "model", "messages": ["Note down milk."], "max_turns": 4}, "expect": expect})
-}
-
-fn toolmock(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
-    // A run that hangs (a model kept waiting for) is killed, not waited for.
-    let mut command = Command::new("timeout");
-    command
-        .args(["-s", "KILL", "300", env!("CARGO_BIN_EXE_toolmock")])
-        .current_dir(dir)
-        .args(args);
-    for var in [
-        "TOOLMOCK_MODEL_URL",
-        "TOOLMOCK_MODEL",
-        "TOOLMOCK_MODEL_API_KEY",
-        "TOOLMOCK_JUDGE_URL",
-        "TOOLMOCK_JUDGE_MODEL",
-        "TOOLMOCK_JUDGE_API_KEY",
-    ] {
-        command.env_remove(var);
-    }
-    command.envs(envs.iter().copied());
-    command.output().expect("toolmock runs")
 }
 
 /// Runs `cases` with the conversation `model`; returns the exit code, the

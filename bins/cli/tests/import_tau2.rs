@@ -12,10 +12,10 @@
 
 mod conversation_common;
 
-use conversation_common::{root, scratch, server_with};
+use conversation_common::{root, scratch, server_with, toolmock};
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn retail() -> PathBuf {
     let lib = root().join(".cache/tau2-venv/lib");
@@ -31,15 +31,8 @@ fn retail() -> PathBuf {
     python.join("site-packages/tau2/data/tau2/domains/retail")
 }
 
-fn toolmock(args: &[&str]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_toolmock"));
-    command.args(args);
-    for (var, _) in std::env::vars() {
-        if var.starts_with("TOOLMOCK_") {
-            command.env_remove(var);
-        }
-    }
-    command.output().expect("toolmock runs")
+fn run(args: &[&str]) -> Output {
+    toolmock(&root(), args, &[])
 }
 
 /// The tasks every expected action of which has a ported mock.
@@ -67,7 +60,7 @@ fn imported_retail_tasks_pass_with_their_expected_actions_and_fail_without_the_l
     let dir = scratch();
     let suite = dir.join("suite.json");
     let path = |p: PathBuf| p.to_str().unwrap().to_owned();
-    let out = toolmock(&[
+    let out = run(&[
         "import",
         "tau2",
         "--domain",
@@ -127,7 +120,7 @@ fn imported_retail_tasks_pass_with_their_expected_actions_and_fail_without_the_l
             .unwrap()
             .contains("<policy>\n")
     );
-    let check = toolmock(&["run", &path(suite.clone()), "--check"]);
+    let check = run(&["run", &path(suite.clone()), "--check"]);
     assert_eq!(
         check.status.code(),
         Some(0),
@@ -137,7 +130,7 @@ fn imported_retail_tasks_pass_with_their_expected_actions_and_fail_without_the_l
 
     let server = server_with(&["--tau2-tasks", &path(retail.join("tasks.json"))]);
     let play = |agent: &str| -> (i32, Value) {
-        let out = toolmock(&[
+        let out = run(&[
             "run",
             &path(suite.clone()),
             "--json",

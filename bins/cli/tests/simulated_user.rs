@@ -11,10 +11,9 @@
 
 mod conversation_common;
 
-use conversation_common::{Server, reqwest_get, scratch, server};
+use conversation_common::{Server, reqwest_get, scratch, server, toolmock};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 /// The notes tool (the agent's), the phone tool (the user's: `unlock`
 /// sets `unlocked`) and `cases`.
@@ -54,20 +53,6 @@ fn user_case(user: Value, expect: Value) -> Value {
     json!({"name": "c", "driver": {"type": "model", "max_turns": 8}, "user": user_doc, "expect": expect})
 }
 
-fn toolmock(dir: &Path, args: &[&str]) -> Output {
-    let mut command = Command::new("timeout");
-    command
-        .args(["-s", "KILL", "300", env!("CARGO_BIN_EXE_toolmock")])
-        .current_dir(dir)
-        .args(args);
-    for (var, _) in std::env::vars() {
-        if var.starts_with("TOOLMOCK_") {
-            command.env_remove(var);
-        }
-    }
-    command.output().expect("toolmock runs")
-}
-
 /// Runs `cases` with the agent model `asker`; `extra` names the user model.
 fn run(server: &Server, cases: Value, extra: &[&str]) -> (i32, Value, PathBuf) {
     let dir = scratch();
@@ -92,7 +77,7 @@ fn run(server: &Server, cases: Value, extra: &[&str]) -> (i32, Value, PathBuf) {
         "0",
     ];
     args.extend_from_slice(extra);
-    let out = toolmock(&dir, &args);
+    let out = toolmock(&dir, &args, &[]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let results: Value = serde_json::from_slice(&out.stdout)
@@ -339,11 +324,15 @@ fn the_user_model_flags_need_their_partners_and_the_file_is_checked() {
         serde_json::to_vec(&document(json!([user_case(json!({}), json!({}))]))).unwrap(),
     )
     .unwrap();
-    let out = toolmock(&dir, &["run", "sim.json", "--user-model-url", &server.url]);
+    let out = toolmock(
+        &dir,
+        &["run", "sim.json", "--user-model-url", &server.url],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--user-model-url needs --user-model"));
     // Without any model, the model driver is refused first.
-    let out = toolmock(&dir, &["run", "sim.json"]);
+    let out = toolmock(&dir, &["run", "sim.json"], &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/cases/0/driver: model_not_configured"));
     // A user on a scripted driver, a model driver with nobody to speak,
@@ -358,7 +347,7 @@ fn the_user_model_flags_need_their_partners_and_the_file_is_checked() {
         serde_json::to_vec(&document(cases)).unwrap(),
     )
     .unwrap();
-    let out = toolmock(&dir, &["run", "bad.json", "--check"]);
+    let out = toolmock(&dir, &["run", "bad.json", "--check"], &[]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     for line in [
@@ -460,7 +449,7 @@ fn serving_a_simulated_user_needs_a_user_model() {
         serde_json::to_vec(&document(json!([case]))).unwrap(),
     )
     .unwrap();
-    let out = toolmock(&dir, &["serve", "sim.json", "--stdio"]);
+    let out = toolmock(&dir, &["serve", "sim.json", "--stdio"], &[]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -291,7 +291,26 @@ impl FunctionMap {
     /// tools it names, then its workflows it names, in its `tools` order.
     pub fn of_agent(loaded: &LoadedSimulation) -> Self {
         let agent: &AgentDoc = &loaded.document.agent;
-        let tools = agent.tools.iter().filter_map(|name| {
+        let workflows = agent.tools.iter().filter_map(|name| {
+            let w = agent.workflows.iter().find(|w| &w.name == name)?;
+            Some((w.name.as_str(), w.description.as_str()))
+        });
+        Self::build(Self::operations_of(loaded, &agent.tools), workflows)
+    }
+
+    /// The functions of the tools `names` names (a simulated user's: no
+    /// workflow), in that order.
+    pub fn of_tools(loaded: &LoadedSimulation, names: &[String]) -> Self {
+        Self::build(Self::operations_of(loaded, names), std::iter::empty())
+    }
+
+    /// Each tool `names` names with its operations, as [`Self::build`]
+    /// takes them; a name that is no tool (a workflow) is left out.
+    fn operations_of<'a>(
+        loaded: &'a LoadedSimulation,
+        names: &'a [String],
+    ) -> impl Iterator<Item = (&'a str, Vec<(&'a str, &'a str, &'a Value)>)> {
+        names.iter().filter_map(|name| {
             let tool = loaded.tools.iter().find(|t| &t.name == name)?;
             Some((
                 tool.name.as_str(),
@@ -306,12 +325,7 @@ impl FunctionMap {
                     })
                     .collect(),
             ))
-        });
-        let workflows = agent.tools.iter().filter_map(|name| {
-            let w = agent.workflows.iter().find(|w| &w.name == name)?;
-            Some((w.name.as_str(), w.description.as_str()))
-        });
-        Self::build(tools, workflows)
+        })
     }
 
     /// The function tools, in the order they are offered.

@@ -52,27 +52,11 @@ impl UserPlayer {
             max_turns,
             tools,
         } = user;
-        let tools = tools.iter().filter_map(|name| {
-            let tool = loaded.tools.iter().find(|t| &t.name == name)?;
-            Some((
-                tool.name.as_str(),
-                tool.operations
-                    .iter()
-                    .map(|op| {
-                        (
-                            op.operation.name.as_str(),
-                            op.description.as_str(),
-                            &op.input_schema,
-                        )
-                    })
-                    .collect(),
-            ))
-        });
         Self {
             system: system_message(instructions, persona),
             stop: stop.clone(),
             max_turns: *max_turns,
-            functions: FunctionMap::build(tools, std::iter::empty()),
+            functions: FunctionMap::of_tools(loaded, tools),
         }
     }
 

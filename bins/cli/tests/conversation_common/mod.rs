@@ -7,7 +7,7 @@
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub(crate) fn root() -> PathBuf {
@@ -85,4 +85,23 @@ pub(crate) fn reqwest_get(url: &str) -> Value {
     stream.read_to_string(&mut text).unwrap();
     let body = text.split_once("\r\n\r\n").unwrap().1;
     serde_json::from_str(body).unwrap()
+}
+
+/// `toolmock ARGS` in `dir` with `envs` and none of the caller's
+/// `TOOLMOCK_*` variables (a model configured outside the test never
+/// reaches it); a run that hangs (a model kept waiting for) is killed
+/// after 300 s, not waited for.
+pub(crate) fn toolmock(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut command = Command::new("timeout");
+    command
+        .args(["-s", "KILL", "300", env!("CARGO_BIN_EXE_toolmock")])
+        .current_dir(dir)
+        .args(args);
+    for (var, _) in std::env::vars() {
+        if var.starts_with("TOOLMOCK_") {
+            command.env_remove(var);
+        }
+    }
+    command.envs(envs.iter().copied());
+    command.output().expect("toolmock runs")
 }

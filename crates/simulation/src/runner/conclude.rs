@@ -31,18 +31,13 @@ pub async fn conclude_attempt<B: Backend>(
     unmet: Vec<Unmet>,
     keep_raw: bool,
 ) -> Result<AttemptResult, RunError> {
-    let played = Played {
-        unmet,
-        ..Played::default()
-    };
-    conclude_played(
+    conclude_conversation(
         dispatcher,
         tenant,
-        case,
-        case_at,
+        (case, case_at),
         attempt,
-        played,
-        (keep_raw, None),
+        (unmet, Vec::new(), Vec::new()),
+        keep_raw,
     )
     .await
 }
