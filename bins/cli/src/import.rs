@@ -52,7 +52,8 @@ struct Tau2Args {
     /// The folder of ported mock definitions, one NAME.json per tool.
     #[arg(long, value_name = "DIR")]
     mocks: PathBuf,
-    /// The ported tools' contracts (default: contracts.json beside DIR).
+    /// The tools' contracts (default: contracts.json beside DIR); those of
+    /// the ported tools are written into the suite.
     #[arg(long, value_name = "FILE")]
     contracts: Option<PathBuf>,
     /// Where the simulation file is written.
@@ -220,6 +221,21 @@ fn tau2(args: &Tau2Args) -> Result<u8, Failure> {
         )));
     };
     let is_ported = |name: &str| ported.iter().any(|(n, _)| n == name);
+    // The ported tools' contracts only: a tool without a mock is not
+    // offered (its calls would fail closed).
+    let contracts = Value::Array(
+        contracts
+            .as_array()
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .filter(|c| {
+                c.pointer("/contract/operation/name")
+                    .and_then(Value::as_str)
+                    .is_some_and(is_ported)
+            })
+            .cloned()
+            .collect(),
+    );
     let actions_of = |task: &Value| -> Vec<Value> {
         task.pointer("/evaluation_criteria/actions")
             .and_then(Value::as_array)
@@ -256,7 +272,7 @@ fn tau2(args: &Tau2Args) -> Result<u8, Failure> {
     let replay = json!({
         "simulation_version": 1, "name": "replay",
         "fixtures": [{"value": db}],
-        "tools": [{"name": domain, "from": "contracts", "contracts": contracts, "definitions": definitions}],
+        "tools": [{"name": domain, "from": "contracts", "contracts": &contracts, "definitions": definitions}],
         "agent": {"name": "replay", "tools": [domain]},
         "cases": replay_cases,
     });
@@ -335,7 +351,7 @@ fn tau2(args: &Tau2Args) -> Result<u8, Failure> {
         "description": format!("Imported by toolmock import tau2: {} of {} tasks (every expected action ported).", cases.len(), tasks.len()),
         "attempts": args.attempts,
         "fixtures": [{"file": relative(&args.db, &args.out)}],
-        "tools": [{"name": domain, "from": "contracts", "contracts": relative(&contracts_path, &args.out), "definitions": definitions}],
+        "tools": [{"name": domain, "from": "contracts", "contracts": contracts, "definitions": definitions}],
         "agent": {
             "name": format!("{domain} agent"),
             "prompt": format!("<instructions>\n{AGENT_INSTRUCTION}\n</instructions>\n<policy>\n{}\n</policy>", policy.trim_end()),
@@ -397,10 +413,12 @@ impl ChatModel for Replayer {
                     name: format!("{}__{}", self.domain, action["name"].as_str().unwrap_or("")),
                     arguments: action["arguments"].to_string(),
                 }],
+                usage: None,
             },
             None => ModelReply {
                 content: Some("replayed".into()),
                 tool_calls: Vec::new(),
+                usage: None,
             },
         };
         Box::pin(std::future::ready(Ok(reply)))
@@ -443,7 +461,13 @@ fn replay_finals(
             )
             .await
         })
-        .map_err(|e| Failure::usage(format!("the replay failed: {e}")))?;
+        .map_err(|e| match e {
+            simulation::RunError::Problems(problems) => {
+                let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();
+                Failure::usage(format!("the replay cannot start: {}", listed.join("; ")))
+            }
+            other => Failure::usage(format!("the replay failed: {other}")),
+        })?;
     Ok(results
         .cases
         .into_iter()

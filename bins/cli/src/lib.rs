@@ -31,6 +31,7 @@ use std::ffi::OsString;
 use std::io::Write;
 
 mod check;
+mod check_cassette;
 mod diff;
 mod discover;
 mod eval;
@@ -71,6 +72,7 @@ enum Command {
     Submit(submit::SubmitArgs),
     Record(record::RecordArgs),
     Verify(verify::VerifyArgs),
+    CheckCassette(check_cassette::CheckCassetteArgs),
     Import(import::ImportArgs),
 }
 
@@ -198,6 +200,7 @@ where
         Command::Submit(args) => submit::run(&args),
         Command::Record(args) => record::run(&args),
         Command::Verify(args) => verify::run(&args),
+        Command::CheckCassette(args) => check_cassette::run(&args),
         Command::Import(args) => import::run(&args),
     };
     let code = match outcome {

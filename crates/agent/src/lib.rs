@@ -41,11 +41,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod cassette;
 mod flags;
 mod retry_after;
 mod transport;
 mod user_flags;
 
+pub use cassette::{Cassette, CassetteFlags, CassetteMode};
 pub use flags::{FlagsError, ModelFlags, Models};
 pub use user_flags::UserModelFlags;
 
@@ -64,7 +66,7 @@ use async_openai::types::chat::{
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use toolmock_simulation::{
-    ChatModel, Message, ModelError, ModelFuture, ModelReply, ModelRequest, ToolCallRequest,
+    ChatModel, Message, ModelError, ModelFuture, ModelReply, ModelRequest, ToolCallRequest, Usage,
 };
 
 /// The default of [`Endpoint::max_response_bytes`]: 16 MiB, far above any
@@ -345,11 +347,34 @@ impl ChatModel for OpenAiChat {
                     },
                 })
                 .collect();
+            let usage = response.usage.map(|u| Usage {
+                prompt_tokens: u64::from(u.prompt_tokens),
+                completion_tokens: u64::from(u.completion_tokens),
+                cached_tokens: u
+                    .prompt_tokens_details
+                    .and_then(|d| d.cached_tokens)
+                    .map(u64::from),
+            });
             Ok(ModelReply {
                 content: choice.message.content,
                 tool_calls,
+                usage,
             })
         })
+    }
+
+    fn identity(&self) -> serde_json::Value {
+        // What is sent with every request besides the conversation and the
+        // tools; never the URL or the key.
+        let mut identity = serde_json::Map::new();
+        identity.insert("model".into(), self.model.clone().into());
+        if let Some(t) = self.temperature {
+            identity.insert("temperature".into(), f64::from(t).into());
+        }
+        if let Some(seed) = self.seed {
+            identity.insert("seed".into(), seed.into());
+        }
+        serde_json::Value::Object(identity)
     }
 }
 

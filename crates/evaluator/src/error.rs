@@ -138,6 +138,23 @@ pub enum CallError {
         /// The name asked for.
         variant: String,
     },
+    /// (Version 3) an input text given to `$calc` is not an arithmetic
+    /// expression it evaluates (malformed, a division by zero, a step
+    /// beyond exact decimals).
+    #[error("{message}")]
+    InvalidExpression {
+        /// JSON pointer into the input.
+        path: String,
+        /// What is wrong, and where in the text.
+        message: String,
+    },
+    /// (Version 3) the call would visit more elements than the per-call
+    /// work budget allows.
+    #[error("{message}")]
+    WorkBudgetExceeded {
+        /// Which operator would have gone over, and the budget.
+        message: String,
+    },
     /// The rendered result fails the contract's output schema.
     #[error("the mock's result does not match the output schema: {}", join_violations(.violations))]
     OutputSchemaViolation {
@@ -181,6 +198,7 @@ impl CallError {
             OperandFault::OffsetOutOfRange => CallError::OffsetOutOfRange { path, message },
             OperandFault::DateOutOfRange => CallError::DateOutOfRange { path, message },
             OperandFault::InvalidOperand => CallError::InvalidOperand { path, message },
+            OperandFault::InvalidExpression => CallError::InvalidExpression { path, message },
         }
     }
 
@@ -246,7 +264,9 @@ impl CallError {
             | CallError::InvalidFixtureLiteral { path, .. }
             | CallError::MissingReference { path, .. }
             | CallError::InvalidPathSegment { path, .. }
-            | CallError::InvalidStatePath { path, .. } => Some(path),
+            | CallError::InvalidStatePath { path, .. }
+            | CallError::InvalidExpression { path, .. } => Some(path),
+            CallError::WorkBudgetExceeded { .. } => Some(""),
             CallError::InvalidArguments { violations }
             | CallError::OutputSchemaViolation { violations } => {
                 violations.first().map(|v| v.path.as_str())
@@ -294,6 +314,10 @@ problem_codes! {
         InvalidStatePath => "invalid_state_path",
         /// The rendered result fails the contract's output schema.
         OutputSchemaViolation => "output_schema_violation",
+        /// (Version 3) an input text given to `$calc` is not an arithmetic expression it evaluates.
+        InvalidExpression => "invalid_expression",
+        /// (Version 3) the call would visit more elements than the per-call work budget allows.
+        WorkBudgetExceeded => "work_budget_exceeded",
     }
 }
 
@@ -312,6 +336,8 @@ impl From<&CallError> for CallCode {
             CallError::InvalidPathSegment { .. } => CallCode::InvalidPathSegment,
             CallError::InvalidStatePath { .. } => CallCode::InvalidStatePath,
             CallError::OutputSchemaViolation { .. } => CallCode::OutputSchemaViolation,
+            CallError::InvalidExpression { .. } => CallCode::InvalidExpression,
+            CallError::WorkBudgetExceeded { .. } => CallCode::WorkBudgetExceeded,
         }
     }
 }
@@ -327,12 +353,14 @@ impl CallCode {
             | CallCode::OffsetOutOfRange
             | CallCode::DateOutOfRange
             | CallCode::InvalidOperand
-            | CallCode::InvalidPathSegment => ErrorClass::ToolInputError,
+            | CallCode::InvalidPathSegment
+            | CallCode::InvalidExpression => ErrorClass::ToolInputError,
             CallCode::InvalidFixtureLiteral
             | CallCode::MissingReference
             | CallCode::UnknownVariant
             | CallCode::InvalidStatePath
-            | CallCode::OutputSchemaViolation => ErrorClass::HarnessError,
+            | CallCode::OutputSchemaViolation
+            | CallCode::WorkBudgetExceeded => ErrorClass::HarnessError,
         }
     }
 }
@@ -353,6 +381,8 @@ pub enum OperandFault {
     /// A value of the wrong JSON type for a version-2 operator (`$append`
     /// of something that is not an array, `$merge` of a non-object).
     InvalidOperand,
+    /// (Version 3) a text `$calc` cannot evaluate.
+    InvalidExpression,
 }
 
 #[cfg_attr(not(feature = "operators"), allow(unreachable_pub))]
@@ -365,6 +395,7 @@ impl OperandFault {
             OperandFault::OffsetOutOfRange => "offset_out_of_range",
             OperandFault::DateOutOfRange => "date_out_of_range",
             OperandFault::InvalidOperand => "invalid_operand",
+            OperandFault::InvalidExpression => "invalid_expression",
         }
     }
 }

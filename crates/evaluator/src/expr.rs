@@ -11,7 +11,11 @@
 //! - `$find` in [`find`];
 //! - `$concat` and `$format` (version 3) in [`strings`];
 //! - `$object` and `$json` (version 3) in [`projection`];
-//! - `$let` (version 3, with the `let` blocks) in [`naming`];
+//! - `$let` (version 3, with the `let` blocks and the elements in sight)
+//!   in [`naming`];
+//! - `$map`, `$filter`, `$any`, `$all`, `$update` (version 3) in
+//!   [`iteration`]; `$sum`, `$count`, `$min`, `$max`, `$zip` in
+//!   [`aggregates`]; `$calc` (version 3) in [`calc`];
 //! - `$if` in `crate::conditions::choice` (it is written with conditions).
 //!
 //! [`OPERATORS`] is the table the compiler reads: a family is a room and
@@ -21,6 +25,9 @@
 
 use crate::check::context::OperatorRow;
 
+pub(crate) mod aggregates;
+#[cfg_attr(not(feature = "operators"), allow(unreachable_pub, dead_code))]
+pub(crate) mod calc;
 pub(crate) mod collections;
 pub(crate) mod compiler;
 #[cfg_attr(not(feature = "operators"), allow(unreachable_pub, dead_code))]
@@ -28,6 +35,7 @@ pub(crate) mod dates;
 #[cfg_attr(not(feature = "operators"), allow(unreachable_pub, dead_code))]
 pub(crate) mod decimals;
 pub(crate) mod find;
+pub(crate) mod iteration;
 pub(crate) mod lists;
 pub(crate) mod naming;
 #[cfg_attr(not(feature = "operators"), allow(unreachable_pub, dead_code))]
@@ -109,6 +117,50 @@ pub(crate) const OPERATORS: &[OperatorRow] = &[
     OperatorRow {
         name: "$let",
         compile: naming::compile,
+    },
+    OperatorRow {
+        name: "$map",
+        compile: iteration::compile,
+    },
+    OperatorRow {
+        name: "$filter",
+        compile: iteration::compile,
+    },
+    OperatorRow {
+        name: "$any",
+        compile: iteration::compile,
+    },
+    OperatorRow {
+        name: "$all",
+        compile: iteration::compile,
+    },
+    OperatorRow {
+        name: "$update",
+        compile: iteration::compile,
+    },
+    OperatorRow {
+        name: "$sum",
+        compile: aggregates::compile,
+    },
+    OperatorRow {
+        name: "$count",
+        compile: aggregates::compile,
+    },
+    OperatorRow {
+        name: "$min",
+        compile: aggregates::compile,
+    },
+    OperatorRow {
+        name: "$max",
+        compile: aggregates::compile,
+    },
+    OperatorRow {
+        name: "$zip",
+        compile: aggregates::compile,
+    },
+    OperatorRow {
+        name: "$calc",
+        compile: calc::compile,
     },
     OperatorRow {
         name: "$if",

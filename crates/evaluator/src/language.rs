@@ -22,7 +22,8 @@ pub(crate) enum Version {
     V1 = 1,
     /// Computed paths, nested writes, domain errors, the bounded operators.
     V2 = 2,
-    /// Removal from state, ordering conditions, `$if`.
+    /// Removal from state, ordering conditions, `$if`, named values,
+    /// bounded iteration, `$calc`.
     V3 = 3,
 }
 
@@ -59,6 +60,10 @@ pub(crate) enum Feature<'n> {
     ReferenceValue,
     /// A write of the list form of `set_state` that removes (`{"remove": …}`).
     Removal,
+    /// A write of the list form of `set_state` that updates elements (`{"update": …}`).
+    Update,
+    /// A condition whose `source` is `let` (a named value).
+    LetSource,
 }
 
 /// One feature, the first version that has it, and how messages name it.
@@ -77,7 +82,9 @@ const fn row(feature: Feature<'static>, since: Version, what: &'static str) -> R
     }
 }
 
-use Feature::{ArrayPath, Field, Op, Operator, ReferenceValue, Removal, WriteList};
+use Feature::{
+    ArrayPath, Field, LetSource, Op, Operator, ReferenceValue, Removal, Update, WriteList,
+};
 use Version::{V1, V2, V3};
 
 /// Which feature needs which version. The version-1 rows are listed too,
@@ -126,6 +133,19 @@ pub(crate) const FEATURES: &[Row] = &[
     row(Operator("$json"), V3, "the $json operator"),
     row(Field("let"), V3, "a let block"),
     row(Operator("$let"), V3, "the $let operator"),
+    row(Operator("$map"), V3, "the $map operator"),
+    row(Operator("$filter"), V3, "the $filter operator"),
+    row(Operator("$any"), V3, "the $any operator"),
+    row(Operator("$all"), V3, "the $all operator"),
+    row(Operator("$sum"), V3, "the $sum operator"),
+    row(Operator("$count"), V3, "the $count operator"),
+    row(Operator("$min"), V3, "the $min operator"),
+    row(Operator("$max"), V3, "the $max operator"),
+    row(Operator("$zip"), V3, "the $zip operator"),
+    row(Operator("$update"), V3, "the $update operator"),
+    row(Operator("$calc"), V3, "the $calc operator"),
+    row(Update, V3, "an update (a write {\"update\": path})"),
+    row(LetSource, V3, "a condition whose source is let"),
 ];
 
 /// The row of a feature; `None` for one no version has.

@@ -30,3 +30,16 @@ pub mod decimal {
         MAX_PLACES, MAX_RESULT_DIGITS, add, mul, round, sub, to_decimal, to_json,
     };
 }
+
+/// `$calc` (version 3; docs/mock-language.md, "Arithmetic text"): the
+/// exact value of arithmetic text, as the operator computes it.
+///
+/// ```
+/// use toolmock_evaluator::operators::calc::calculate;
+/// assert_eq!(calculate("(1 + 2) * 3", None).unwrap().to_string(), "9");
+/// assert_eq!(calculate("10 / 3", Some(2)).unwrap().to_string(), "3.33");
+/// assert!(calculate("2 ** 3", None).is_err());
+/// ```
+pub mod calc {
+    pub use crate::expr::calc::{MAX_CHARS, MAX_TOKENS, calculate};
+}

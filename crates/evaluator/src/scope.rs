@@ -74,9 +74,13 @@ pub(crate) const NO_SLOT: usize = usize::MAX;
 /// It also keeps the values of the variant's named sub-expressions (version
 /// 3's `let`) computed so far in this call, by slot: each is computed at
 /// most once per call, on first use (no allocation until then).
+///
+/// And it counts the elements the call's iterations have visited so far
+/// (version 3's work budget, [`WORK_BUDGET`]).
 pub(crate) struct Memo<'a>(
     [Cell<Option<Option<&'a Value>>>; PATH_MEMO],
     RefCell<Vec<Option<Value>>>,
+    Cell<u32>,
 );
 
 impl<'a> Memo<'a> {
@@ -84,9 +88,14 @@ impl<'a> Memo<'a> {
         Memo(
             [const { Cell::new(None) }; PATH_MEMO],
             RefCell::new(Vec::new()),
+            Cell::new(0),
         )
     }
 }
+
+/// At most this many elements visited by one call's iterations
+/// (docs/mock-language.md "The work budget").
+pub(crate) const WORK_BUDGET: u32 = 100_000;
 
 /// One call's input operators rendered ahead (by `crate::render::ahead`),
 /// by input-hole id, as JSON text, as values, or both; `None` where there
@@ -128,6 +137,8 @@ pub(crate) struct Scope<'a> {
     pub(crate) lets: &'a RefCell<Vec<Option<Value>>>,
     /// The input operators already rendered for this call, if any.
     pub(crate) ahead: Option<&'a Ahead>,
+    /// The elements visited so far by this call's iterations.
+    work: &'a Cell<u32>,
 }
 
 impl<'a> Scope<'a> {
@@ -138,6 +149,7 @@ impl<'a> Scope<'a> {
             memo: &memo.0,
             lets: &memo.1,
             ahead: None,
+            work: &memo.2,
         }
     }
 
@@ -153,6 +165,7 @@ impl<'a> Scope<'a> {
             memo: &memo.0,
             lets: &memo.1,
             ahead: Some(ahead),
+            work: &memo.2,
         }
     }
 
@@ -164,7 +177,47 @@ impl<'a> Scope<'a> {
             memo: &memo.0,
             lets: &memo.1,
             ahead: None,
+            work: &memo.2,
         }
+    }
+
+    /// Counts `elements` more visits of the iteration at `at` against the
+    /// call's work budget; past it, the call ends.
+    pub(crate) fn visit(&self, elements: usize, at: &str) -> Result<(), CallError> {
+        let spent = u32::try_from(elements)
+            .ok()
+            .and_then(|n| self.work.get().checked_add(n))
+            .filter(|spent| *spent <= WORK_BUDGET);
+        match spent {
+            Some(spent) => {
+                self.work.set(spent);
+                Ok(())
+            }
+            None => Err(CallError::WorkBudgetExceeded {
+                message: format!(
+                    "the iteration at {} would take the call past its work budget of {WORK_BUDGET} elements visited",
+                    crate::error::display_pointer(at)
+                ),
+            }),
+        }
+    }
+
+    /// Puts `value` in sight in named-value slot `slot` (an iteration's
+    /// element); the answer is what the slot held, to put back with
+    /// [`Scope::unbind`].
+    pub(crate) fn bind(&self, slot: usize, value: Value) -> Option<Value> {
+        let mut lets = self.lets.borrow_mut();
+        if lets.len() <= slot {
+            lets.resize(slot + 1, None);
+        }
+        lets.get_mut(slot).and_then(|cell| cell.replace(value))
+    }
+
+    /// Takes the value out of slot `slot` and puts `previous` back.
+    pub(crate) fn unbind(&self, slot: usize, previous: Option<Value>) -> Option<Value> {
+        let mut lets = self.lets.borrow_mut();
+        let cell = lets.get_mut(slot)?;
+        std::mem::replace(cell, previous)
     }
 
     /// The value at `path` of `source`, through the memo.

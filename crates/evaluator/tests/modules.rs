@@ -57,6 +57,7 @@ const LAYERS: &[&[&str]] = &[
         "expr::strings",
         "expr::projection",
         "expr::naming",
+        "expr::calc",
     ],
     // The rooms built on expressions: conditions, domain errors, writes.
     &[
@@ -66,6 +67,8 @@ const LAYERS: &[&[&str]] = &[
         "conditions::folding",
         "conditions::ordering",
         "conditions::equality",
+        "expr::iteration",
+        "expr::aggregates",
         "domain::answer",
         "state::removal",
         "state::writes",

@@ -277,6 +277,7 @@ impl<B: Backend + 'static> Embedded<B> {
             tenant: self.installed.tenant,
             attempt: slot.attempt.id,
             capability: slot.attempt.capability.clone(),
+            resolved: None,
             ticket: Ticket { slot, guard },
         })
     }

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use toolmock_runtime::Dispatcher;
 use toolmock_runtime::ToolCall;
 use toolmock_runtime::backend::Backend;
+use toolmock_runtime::dispatcher::ResolvedCapability;
 use toolmock_runtime::error::DispatchError;
 use toolmock_runtime::model::{AttemptId, Capability, TenantId, WorkflowDoc};
 use toolmock_simulation::document::CallStatus;
@@ -34,6 +35,11 @@ pub struct Entered<T> {
     pub attempt: AttemptId,
     /// Its capability (every call presents it to the dispatcher).
     pub capability: Capability,
+    /// The capability already resolved to the attempt, when the resolver
+    /// had to find it anyway (the API's, by its bearer token): an
+    /// operation's call hands it to `Dispatcher::call_resolved` instead of
+    /// looking the capability up again.
+    pub resolved: Option<ResolvedCapability>,
     /// Whatever the resolver keeps while the call runs (e.g. a guard that
     /// holds off the attempt's finish).
     pub ticket: T,
@@ -168,7 +174,7 @@ impl<B: Backend + 'static, A: Attempts> ToolServer<B, A> {
             let (outcome, call) = server
                 .dispatch(
                     (entered.tenant, entered.attempt),
-                    &entered.capability,
+                    (&entered.capability, entered.resolved.as_ref()),
                     &name,
                     arguments,
                 )
@@ -242,7 +248,7 @@ impl<B: Backend + 'static, A: Attempts> ToolServer<B, A> {
     async fn dispatch(
         &self,
         (tenant, attempt): (TenantId, AttemptId),
-        capability: &Capability,
+        (capability, resolved): (&Capability, Option<&ResolvedCapability>),
         name: &str,
         arguments: Value,
     ) -> (Result<Value, Failure>, Option<ToolCall>) {
@@ -271,11 +277,11 @@ impl<B: Backend + 'static, A: Attempts> ToolServer<B, A> {
             // (`unknown_tool`, a harness error) like any unknown operation.
             None => ToolCall::new(name, name, arguments),
         };
-        let outcome = inner
-            .dispatcher
-            .call(tenant, capability, &call)
-            .await
-            .map_err(Failure::Dispatch);
+        let outcome = match resolved {
+            Some(resolved) => inner.dispatcher.call_resolved(resolved, &call).await,
+            None => inner.dispatcher.call(tenant, capability, &call).await,
+        }
+        .map_err(Failure::Dispatch);
         (outcome, Some(call))
     }
 }
@@ -464,20 +470,21 @@ impl<B: Backend + 'static, A: Attempts> rmcp::ServerHandler for ToolServer<B, A>
 }
 
 /// One attempt, already resolved (the API's `/api/attempts/{id}/mcp`: the
-/// bearer capability named it); every request of the handler is for it.
+/// bearer capability named it); every request of the handler is for it,
+/// and its operations' calls take that resolution instead of looking the
+/// capability up again.
 #[derive(Debug, Clone)]
 pub struct FixedAttempt {
-    tenant: TenantId,
-    attempt: AttemptId,
+    resolved: ResolvedCapability,
     capability: Capability,
 }
 
 impl FixedAttempt {
-    /// The attempt `attempt` of `tenant`, called with `capability`.
-    pub fn new(tenant: TenantId, attempt: AttemptId, capability: Capability) -> Self {
+    /// The attempt `capability` was resolved to (`resolved`, from
+    /// `Dispatcher::adopt_capability` or `Dispatcher::cached_capability`).
+    pub fn new(resolved: ResolvedCapability, capability: Capability) -> Self {
         Self {
-            tenant,
-            attempt,
+            resolved,
             capability,
         }
     }
@@ -488,9 +495,10 @@ impl Attempts for FixedAttempt {
 
     async fn enter(&self, _parts: Option<&Parts>) -> Result<Entered<()>, ErrorData> {
         Ok(Entered {
-            tenant: self.tenant,
-            attempt: self.attempt,
+            tenant: self.resolved.tenant(),
+            attempt: self.resolved.attempt(),
             capability: self.capability.clone(),
+            resolved: Some(self.resolved.clone()),
             ticket: (),
         })
     }

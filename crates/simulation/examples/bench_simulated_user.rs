@@ -32,6 +32,7 @@ impl ChatModel for Agent {
         Box::pin(std::future::ready(Ok(ModelReply {
             content: Some("Noted.".into()),
             tool_calls: vec![],
+            usage: None,
         })))
     }
 }
@@ -58,6 +59,7 @@ impl ChatModel for User {
         Box::pin(std::future::ready(Ok(ModelReply {
             content: Some(user_turn(said)),
             tool_calls: vec![],
+            usage: None,
         })))
     }
 }

@@ -127,6 +127,52 @@ pub struct ModelReply {
     pub content: Option<String>,
     /// Its tool calls, in order.
     pub tool_calls: Vec<ToolCallRequest>,
+    /// The tokens the endpoint says the answer took, when it says.
+    pub usage: Option<Usage>,
+}
+
+/// The tokens one model answer took, as the endpoint reported them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens of the request (`prompt_tokens`).
+    pub prompt_tokens: u64,
+    /// Tokens of the answer (`completion_tokens`).
+    pub completion_tokens: u64,
+    /// Of the prompt tokens, those the endpoint served from its cache, when
+    /// it says (`prompt_tokens_details.cached_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
+}
+
+/// Which model of an attempt a request is for: a cassette keeps their
+/// exchanges apart, a usage report names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelRole {
+    /// The model that plays the agent.
+    Agent,
+    /// The judge model that grades a rubric.
+    Judge,
+}
+
+impl ModelRole {
+    /// Its stable text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelRole::Agent => "agent",
+            ModelRole::Judge => "judge",
+        }
+    }
+}
+
+/// The attempt a model's requests belong to (handed to
+/// [`ChatModel::for_attempt`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptScope {
+    /// The case's name.
+    pub case: String,
+    /// The attempt's number within its case (1, 2, …).
+    pub attempt: u32,
 }
 
 /// Why a model gave no reply. Either ends the attempt `harness_error`: it
@@ -148,6 +194,16 @@ pub enum ModelError {
         /// The limit, in bytes.
         limit_bytes: u64,
     },
+    /// A cassette in replay mode has no answer for the request
+    /// (`cassette_miss`): the message names the case, the attempt, the turn
+    /// and the first difference; `detail` carries them as fields.
+    #[error("{message}")]
+    CassetteMiss {
+        /// What was asked for and where the request differs.
+        message: String,
+        /// `{"case", "attempt", "turn", "role", "pointer"}`.
+        detail: Value,
+    },
 }
 
 impl ModelError {
@@ -159,7 +215,20 @@ impl ModelError {
             ModelError::TooLarge { limit_bytes } => {
                 serde_json::json!({"reason": "response_too_large", "limit_bytes": limit_bytes})
             }
+            ModelError::CassetteMiss { detail, .. } => detail.clone(),
             _ => serde_json::json!({}),
+        }
+    }
+
+    /// The JSON pointer its harness error carries as its `path`: where a
+    /// cassette miss's request first differs from the recorded one.
+    pub fn pointer(&self) -> Option<String> {
+        match self {
+            ModelError::CassetteMiss { detail, .. } => detail
+                .get("pointer")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            _ => None,
         }
     }
 }
@@ -174,6 +243,31 @@ pub type ModelFuture<'a> =
 pub trait ChatModel: Send + Sync + std::fmt::Debug {
     /// Answers one request.
     fn complete<'a>(&'a self, request: ModelRequest<'a>) -> ModelFuture<'a>;
+
+    /// What besides the request determines the answer — the model name and
+    /// the sampling parameters sent with every request — as a JSON object
+    /// (a cassette keys its exchanges by it). Never the endpoint's URL or
+    /// key. Default: nothing (`{}`).
+    fn identity(&self) -> Value {
+        json!({})
+    }
+
+    /// The model as one attempt uses it: a model that keeps per-attempt
+    /// state (a cassette counts the attempt's turns and its repeated
+    /// requests) answers a view of itself; `None` (the default) means the
+    /// model itself.
+    fn for_attempt(&self, scope: &AttemptScope) -> Option<std::sync::Arc<dyn ChatModel>> {
+        let _ = scope;
+        None
+    }
+}
+
+/// `model` as `scope`'s attempt uses it ([`ChatModel::for_attempt`]).
+pub fn attempt_model(
+    model: &std::sync::Arc<dyn ChatModel>,
+    scope: &AttemptScope,
+) -> std::sync::Arc<dyn ChatModel> {
+    model.for_attempt(scope).unwrap_or_else(|| model.clone())
 }
 
 /// A boxed, sendable future of a [`ConversationSink`].

@@ -2,12 +2,13 @@
 //! recorded messages only) and `judge` (a rubric graded by a separately
 //! configured judge model over the recorded conversation and calls).
 
-use crate::conversation::{ChatModel, Message, ModelRequest};
+use crate::conversation::{ChatModel, Message, ModelError, ModelRequest};
 use crate::document::{AgentSaidExpect, FinalAnswerExpect, JudgeExpect};
 use crate::expect::{RecordedCall, Unmet};
 use crate::results::JudgeReport;
 use serde_json::{Value, json};
 use toolmock_contract::pointer;
+use toolmock_runtime::error::HarnessCode;
 
 /// The agent's final answer: the last assistant message without tool calls.
 pub(crate) fn final_answer(conversation: &[Message]) -> Option<&str> {
@@ -173,14 +174,15 @@ pub(crate) fn read_verdict(text: &str) -> Result<JudgeReport, String> {
 }
 
 /// Asks `judge` to grade `expect`'s rubric over the recorded conversation
-/// and calls. `Err` is why no grade came back and the record's detail
-/// (recorded as `judge_failed`).
+/// and calls. `Err` is the harness code to record (`judge_failed`, or
+/// `cassette_miss` when a replaying cassette had no answer), why no grade
+/// came back, the record's detail and its path (a miss's pointer).
 pub(crate) async fn grade(
     judge: &dyn ChatModel,
     expect: &JudgeExpect,
     conversation: &[Message],
     calls: &[RecordedCall],
-) -> Result<JudgeReport, (String, Value)> {
+) -> Result<JudgeReport, (HarnessCode, String, Value, Option<String>)> {
     let calls: Vec<Value> = calls
         .iter()
         .map(|c| {
@@ -206,8 +208,15 @@ pub(crate) async fn grade(
             tools: &[],
         })
         .await
-        .map_err(|e| (e.to_string(), e.detail()))?;
-    read_verdict(reply.content.as_deref().unwrap_or("")).map_err(|why| (why, json!({})))
+        .map_err(|e| {
+            let code = match e {
+                ModelError::CassetteMiss { .. } => HarnessCode::CassetteMiss,
+                _ => HarnessCode::JudgeFailed,
+            };
+            (code, e.to_string(), e.detail(), e.pointer())
+        })?;
+    read_verdict(reply.content.as_deref().unwrap_or(""))
+        .map_err(|why| (HarnessCode::JudgeFailed, why, json!({}), None))
 }
 
 /// Whether a grade passes `expect`.

@@ -75,9 +75,9 @@ mod workflow;
 
 pub use clock::{SequenceClock, VirtualSleeper};
 pub use conversation::{
-    Actor, ChatModel, ConversationSink, FunctionMap, FunctionTarget, FunctionTool,
-    MAX_FUNCTION_NAME, Message, ModelError, ModelFuture, ModelReply, ModelRequest, SinkFuture,
-    ToolCallRequest, system_message,
+    Actor, AttemptScope, ChatModel, ConversationSink, FunctionMap, FunctionTarget, FunctionTool,
+    MAX_FUNCTION_NAME, Message, ModelError, ModelFuture, ModelReply, ModelRequest, ModelRole,
+    SinkFuture, ToolCallRequest, Usage, attempt_model, system_message,
 };
 pub use expect::{RecordedCall, Unmet, recorded_calls, unmet_expectations};
 pub use load::real::{RealHandlers, real_handlers};

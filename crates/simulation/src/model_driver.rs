@@ -174,8 +174,14 @@ pub(crate) async fn run_model<B: Backend + 'static>(
                         ModelError::Failed(_) | ModelError::TooLarge { .. } => {
                             HarnessCode::ModelFailed
                         }
+                        ModelError::CassetteMiss { .. } => HarnessCode::CassetteMiss,
                     };
-                    record(ctx, code, error.to_string(), error.detail()).await?;
+                    let fault = HarnessFault {
+                        code,
+                        message: error.to_string(),
+                        path: error.pointer(),
+                    };
+                    record_fault(ctx, fault, error.detail()).await?;
                     return Ok(recorder.played);
                 }
             };
@@ -364,6 +370,9 @@ async fn user_turn<B: Backend + 'static>(
                 let code = match error {
                     ModelError::Unavailable(_) => HarnessCode::UserUnavailable,
                     ModelError::Failed(_) | ModelError::TooLarge { .. } => HarnessCode::UserFailed,
+                    // A cassette tapes the agent and the judge, never the
+                    // user; a miss is the cassette's all the same.
+                    ModelError::CassetteMiss { .. } => HarnessCode::CassetteMiss,
                 };
                 let message = error.to_string().replacen("the model", "the user model", 1);
                 record(ctx, code, message.clone(), error.detail()).await?;
@@ -467,6 +476,14 @@ async fn record<B: Backend>(
         message,
         path: None,
     };
+    record_fault(ctx, fault, detail).await
+}
+
+async fn record_fault<B: Backend>(
+    ctx: &AttemptContext<'_, B>,
+    fault: HarnessFault,
+    detail: serde_json::Value,
+) -> Result<(), DispatchError> {
     ctx.dispatcher
         .record_fault(ctx.tenant, ctx.attempt, None, None, fault, detail)
         .await

@@ -45,6 +45,7 @@ use toolmock_simulation::{
 ///   toolmock run fixtures/healthplus/simulation.json
 ///   toolmock run sim.json --jobs 8 --json > results.json --junit junit.xml
 ///   toolmock run agent.json --model-url http://127.0.0.1:11434/v1 --model qwen2.5:7b
+///   toolmock run agent.json --cassette cassettes --cassette-mode replay
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub(crate) struct RunArgs {
@@ -77,6 +78,10 @@ pub(crate) struct RunArgs {
     /// and never written to a report or the evidence.
     #[command(flatten)]
     models: toolmock_agent::ModelFlags,
+    /// The model cassette: record the model's and the judge's exchanges, or
+    /// replay them offline (docs/cassettes.md).
+    #[command(flatten)]
+    cassette: toolmock_agent::CassetteFlags,
     /// How much of a real tool's answer is read (real-tools mode).
     #[command(flatten)]
     real: toolmock_discovery::RealToolFlags,
@@ -230,14 +235,23 @@ enum Executed {
 /// problem — the loader's, the definitions', the start's — is listed at
 /// once). `progress`: a progress bar when on terminals.
 fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
-    let toolmock_agent::Models {
-        model,
-        judge,
-        user,
-        attempt_timeout,
-    } = args
+    let models = args
         .models
         .models()
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    // A cassette tapes the agent and the judge; a simulated user is live.
+    let user = models.user.clone();
+    let (
+        toolmock_agent::Models {
+            model,
+            judge,
+            attempt_timeout,
+            ..
+        },
+        cassette,
+    ) = args
+        .cassette
+        .apply(models)
         .map_err(|e| Failure::usage(e.to_string()))?;
     let loaded = match simulation::read_file(&args.simulation) {
         Ok(loaded) => loaded,
@@ -303,6 +317,9 @@ fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
         }
         results
     });
+    if let Some(cassette) = cassette {
+        save_cassette(&cassette)?;
+    }
     match outcome {
         Ok(results) => Ok(Executed::Ran {
             results,
@@ -311,6 +328,23 @@ fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
         }),
         Err(error) => Ok(ended(error)),
     }
+}
+
+/// Writes what a run recorded into its cassette and says on stderr what it
+/// replayed and recorded (stdout stays what the run printed).
+pub(crate) fn save_cassette(cassette: &toolmock_agent::Cassette) -> Result<(), Failure> {
+    let saved = cassette.save().map_err(|e| Failure {
+        message: format!("{}: {e}", e.code()),
+        exit: 1,
+    })?;
+    let _ = writeln!(
+        std::io::stderr(),
+        "toolmock: cassette ({}): {} exchange(s) replayed, {} recorded",
+        cassette.mode().as_str(),
+        saved.replayed,
+        saved.recorded
+    );
+    Ok(())
 }
 
 /// The embedded runtime's dispatcher for a loaded simulation, as `run` and

@@ -173,7 +173,9 @@ pub(crate) async fn mcp(
         state.shared_dispatcher(),
         tools,
         workflows.into_iter().map(|w| (w.name.clone(), w)).collect(),
-        toolmock_mcp::FixedAttempt::new(tenant, attempt, capability.capability),
+        // The extractor's resolution, handed on: the call does not look the
+        // capability up again.
+        toolmock_mcp::FixedAttempt::new(capability.resolved, capability.capability),
         "toolmock",
     );
     // Behind the API, whose own host is whatever its clients use.

@@ -37,15 +37,22 @@ pub(crate) struct Checker {
     /// How many named sub-expressions the variant being checked has so far
     /// (each has its own slot of a call's memo).
     pub(crate) let_slots: usize,
+    /// (Version 3) how many iterations enclose the expression being checked.
+    pub(crate) iteration_depth: usize,
 }
 
-/// A named sub-expression (`let`) in sight: its name, its slot and its
-/// compiled expression, shared by every `$let` that names it.
+/// A named value in sight: a sub-expression of a `let` block (its
+/// compiled expression shared by every `$let` that names it), or the
+/// element an iteration visits (`as`), kept in its slot while it does.
 #[derive(Debug, Clone)]
 pub(crate) struct Named {
     pub(crate) name: Box<str>,
     pub(crate) slot: usize,
-    pub(crate) expr: std::sync::Arc<Expr>,
+    /// `None` for an element: its value is put in the slot by the iteration.
+    pub(crate) expr: Option<std::sync::Arc<Expr>>,
+    /// Who supplied an element's value (for a `let` name, the state's: the
+    /// definition computed it), which decides the blame when it is refused.
+    pub(crate) origin: crate::error::Origin,
 }
 
 /// Fields of one object: which are allowed, which required.
@@ -66,6 +73,7 @@ impl Checker {
             operators,
             lets: Vec::new(),
             let_slots: 0,
+            iteration_depth: 0,
         }
     }
 

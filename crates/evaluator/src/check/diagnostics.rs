@@ -56,6 +56,9 @@ problem_codes! {
         /// (Version 3) a `$let` that names no sub-expression of a `let`
         /// block in sight.
         UnknownName => "unknown_name",
+        /// (Version 3) an iteration (`$map`, `$filter`, …) nested more than
+        /// three deep inside others.
+        IterationTooDeep => "iteration_too_deep",
         /// A condition with an unknown source or op, or a value of the wrong kind for its op.
         InvalidCondition => "invalid_condition",
         /// A literal operand of `$number` or `$dateAdd` that the operator rejects.

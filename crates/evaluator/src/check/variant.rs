@@ -116,7 +116,7 @@ impl Checker {
             }
         };
         for condition in rules.iter_mut().flat_map(|r| r.when.iter_mut()) {
-            if condition.computed.is_none() {
+            if condition.computed.is_none() && condition.named.is_none() {
                 condition.slot = slot_of((condition.source, condition.path.as_str()));
             }
         }

@@ -5,6 +5,7 @@
 //! a row of `crate::conditions::when`'s table, not a variant here.
 
 use crate::error::CallError;
+use crate::expr::naming::NamedPath;
 use crate::json::json_equal;
 use crate::paths::dotted::{Path, Resolved};
 use crate::paths::reference::{ComputedPath, Reference};
@@ -19,6 +20,10 @@ pub(crate) struct CompiledCondition {
     /// A version-2 path written as an array (then `path` is empty and
     /// unused, and the condition has no memo slot).
     pub(crate) computed: Option<Box<ComputedPath>>,
+    /// (Version 3) a condition whose `source` is `let`: the path inside a
+    /// named value it reads (then `path` is empty and unused, `source` says
+    /// who supplied the value, and the condition has no memo slot).
+    pub(crate) named: Option<Box<NamedPath>>,
     pub(crate) test: Test,
     /// Conditions of one variant that read the same source and path share a
     /// slot, so one call resolves each distinct path once.
@@ -96,6 +101,9 @@ impl Subject<'_, '_> {
     /// The path's JSON pointer into its source for this call (computed
     /// again: it is needed only for an error).
     pub(crate) fn pointer(&self) -> String {
+        if let Some(named) = &self.condition.named {
+            return named.pointer();
+        }
         match &self.condition.computed {
             None => self.condition.path.to_pointer(),
             Some(computed) => match computed.steps(self.scope) {
@@ -110,9 +118,13 @@ impl Subject<'_, '_> {
 /// decided (a computed path's segment that fails) ends the call with its error.
 pub(crate) fn holds(condition: &CompiledCondition, scope: &Scope<'_>) -> Result<bool, CallError> {
     let state_whole;
-    let resolved = match &condition.computed {
-        None => scope.lookup(condition.source, &condition.path, condition.slot),
-        Some(computed) => match computed.resolve(condition.source, scope)? {
+    let resolved = match (&condition.named, &condition.computed) {
+        (Some(named), _) => match named.find(scope)? {
+            Some(value) => Resolved::Built(value),
+            None => Resolved::Missing,
+        },
+        (None, None) => scope.lookup(condition.source, &condition.path, condition.slot),
+        (None, Some(computed)) => match computed.resolve(condition.source, scope)? {
             Found::Whole => Resolved::Whole,
             Found::Value(v) => Resolved::Found(v),
             Found::Built(v) => Resolved::Built(v),

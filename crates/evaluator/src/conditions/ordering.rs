@@ -80,7 +80,7 @@ fn key(value: &Value) -> Option<Key<'_>> {
 /// Two numbers by exact value: each read as the decimal it is written as
 /// (`0.1` is one tenth); one beyond 28 significant digits or ±7.9 × 10^28
 /// by its double.
-fn numbers(a: &Value, b: &Value) -> Ordering {
+pub(crate) fn numbers(a: &Value, b: &Value) -> Ordering {
     match (to_decimal(a, "compare"), to_decimal(b, "compare")) {
         (Ok(x), Ok(y)) => x.cmp(&y),
         _ => {

@@ -6,11 +6,15 @@
 use crate::check::context::{Checker, Shape};
 use crate::check::diagnostics::{DiagnosticCode as Code, pointer_index, pointer_push};
 use crate::conditions::condition::{CompiledCondition, Test};
+use crate::conditions::condition::{ConditionOp, Subject};
 use crate::conditions::equality;
 use crate::conditions::folding;
 use crate::conditions::membership;
 use crate::conditions::ordering;
 use crate::conditions::want::Needs;
+use crate::error::CallError;
+use crate::expr::naming::NamedPath;
+use crate::expr::tree::Expr;
 use crate::language::{Feature, core_ops_quoted};
 use crate::paths::dotted::Path;
 use crate::paths::parse::reference_like;
@@ -64,23 +68,48 @@ impl Checker {
 
     /// One condition of a rule's `when`, at `at`.
     pub(crate) fn condition(&mut self, value: &Value, at: &str) -> Option<CompiledCondition> {
+        if let Some(test) = self.test_condition(value, at) {
+            return test;
+        }
         let map = self.object(value, at, "a condition")?;
         let mut ok = self.shape(map, at, &CONDITION);
-        let source = match map.get("source") {
+        let lets = self.language.admits(Feature::LetSource);
+        let mut source = match map.get("source") {
             Some(Value::String(s)) if s == "input" => Some(Source::Input),
             Some(Value::String(s)) if s == "state" => Some(Source::State),
+            Some(Value::String(s)) if s == "let" && lets => Some(Source::State),
             Some(other) => {
                 self.push(
                     Code::InvalidCondition,
                     pointer_push(at, "source"),
-                    format!("a condition's source is \"input\" or \"state\", not {other}"),
+                    format!(
+                        "a condition's source is \"input\"{}, not {other}",
+                        if lets {
+                            ", \"state\" or \"let\""
+                        } else {
+                            " or \"state\""
+                        }
+                    ),
                 );
                 None
             }
             None => None,
         };
         let mut computed = None;
+        let mut named = None;
         let path = match map.get("path") {
+            _ if lets && map.get("source").and_then(Value::as_str) == Some("let") => {
+                let path_at = pointer_push(at, "path");
+                self.feature(&pointer_push(at, "source"), Feature::LetSource);
+                named = self.let_source_path(map.get("path"), &path_at);
+                if let Some(found) = &named {
+                    source = Some(match found.origin() {
+                        crate::error::Origin::Input => Source::Input,
+                        _ => Source::State,
+                    });
+                }
+                named.as_ref().map(|_| Path::whole())
+            }
             Some(Value::String(raw)) => match Path::parse(raw) {
                 Ok(p) => Some(p),
                 Err(e) => {
@@ -177,8 +206,83 @@ impl Checker {
             source: source?,
             path: path?,
             computed: computed.map(Box::new),
+            named,
             test: test?,
         })
+    }
+
+    /// (Version 3) a `when` element that is exactly one `$any` or `$all`:
+    /// `None` when `value` is not one; else the condition (holding when
+    /// the test gives `true`), or `Some(None)` when it has problems.
+    fn test_condition(&mut self, value: &Value, at: &str) -> Option<Option<CompiledCondition>> {
+        let Value::Object(map) = value else {
+            return None;
+        };
+        if !map.contains_key("$any") && !map.contains_key("$all") {
+            return None;
+        }
+        if map.len() != 1 {
+            self.push(
+                Code::InvalidCondition,
+                at,
+                "a condition that is $any or $all is an object with that one member",
+            );
+            return Some(None);
+        }
+        let expr = self.node(value, at);
+        if !matches!(expr, Expr::Op(_)) {
+            return Some(None);
+        }
+        Some(Some(CompiledCondition {
+            slot: NO_SLOT,
+            source: Source::State,
+            path: Path::whole(),
+            computed: None,
+            named: None,
+            test: Test::Op(Box::new(Holds(expr))),
+        }))
+    }
+
+    /// The path of a condition whose source is `let`: a dotted string or an
+    /// array, whose first segment is a name in sight.
+    fn let_source_path(&mut self, path: Option<&Value>, at: &str) -> Option<Box<NamedPath>> {
+        let dotted = path.is_some_and(Value::is_string);
+        let items: Vec<Value> = match path? {
+            Value::String(raw) => match Path::parse(raw) {
+                Ok(parsed) if !raw.is_empty() => parsed
+                    .segments()
+                    .iter()
+                    .map(|s| Value::String(s.key.to_string()))
+                    .collect(),
+                Ok(_) => {
+                    self.push(
+                        Code::InvalidPath,
+                        at,
+                        "the path of a let condition starts with a name in sight",
+                    );
+                    return None;
+                }
+                Err(e) => {
+                    self.push(Code::InvalidPath, at, e.message);
+                    return None;
+                }
+            },
+            Value::Array(items) => items.clone(),
+            other => {
+                self.wrong_type(at, "a path string or an array", other);
+                return None;
+            }
+        };
+        let Some((Value::String(name), rest)) = items.split_first() else {
+            self.push(
+                Code::InvalidPath,
+                at,
+                "the path of a let condition starts with a name in sight",
+            );
+            return None;
+        };
+        self.named_path(name, rest, at, usize::from(!dotted))
+            .map(Box::new)
     }
 
     /// In version 2, a condition's `value` that is exactly one `$input` or
@@ -194,5 +298,19 @@ impl Checker {
         self.feature(at, Feature::ReferenceValue);
         let reference = self.reference(source, path, &pointer_push(at, source.operator()), true)?;
         Some(Test::Ref(eq, Box::new(reference)))
+    }
+}
+
+/// `$any` or `$all` as a condition: it holds when the test gives `true`.
+#[derive(Debug, Clone)]
+struct Holds(Expr);
+
+impl ConditionOp for Holds {
+    fn holds(&self, _found: Option<&Value>, subject: &Subject<'_, '_>) -> Result<bool, CallError> {
+        Ok(self.0.render(subject.scope)? == Value::Bool(true))
+    }
+
+    fn clone_op(&self) -> Box<dyn ConditionOp> {
+        Box::new(self.clone())
     }
 }

@@ -520,8 +520,9 @@ fn decimal_arg(c: &mut Checker, value: &Value, at: &str, operator: &str) -> Opti
             Compiled::Folded(d) => Some(Arg::Literal(d)),
             Compiled::Op(op) => Some(Arg::Op(Box::new(op))),
         },
-        // (Version 3) a named sub-expression: its value read per call.
-        "$let" => match c.node(value, at) {
+        // (Version 3) a named sub-expression, or an operator that gives a
+        // number: its value read per call.
+        "$let" | "$sum" | "$count" | "$min" | "$max" | "$calc" => match c.node(value, at) {
             Expr::Literal(v) => match to_decimal(&v, operator) {
                 Ok(d) => Some(Arg::Literal(d)),
                 Err(rejection) => {
@@ -541,7 +542,7 @@ fn decimal_arg(c: &mut Checker, value: &Value, at: &str, operator: &str) -> Opti
                 format!(
                     "{other:?} cannot be an operand of {operator}: its operands are numbers, decimal strings, $input/$state references and $add, $sub, $mul, $round{}",
                     if c.language.admits(Feature::Operator("$let")) {
-                        ", $abs, $neg, $let"
+                        ", $abs, $neg, $let, $sum, $count, $min, $max, $calc"
                     } else {
                         ""
                     }

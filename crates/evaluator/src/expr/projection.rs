@@ -21,6 +21,8 @@ pub(crate) const MAX_PAIRS: usize = 64;
 enum ProjectionOp {
     /// Key/value pairs, a later pair's key replacing an earlier one's.
     Object { pairs: Box<[(Expr, Expr)]> },
+    /// (Version 3) pairs an operator gives per call (a `$map`, `$zip`, …).
+    Pairs { list: Expr },
     /// The canonical JSON text of a value.
     Json { value: Expr },
 }
@@ -59,6 +61,47 @@ impl Render for Projection {
                 }
                 Ok(Value::Object(object))
             }
+            ProjectionOp::Pairs { list } => {
+                let pairs = match list.render(scope)? {
+                    Value::Array(pairs) => pairs,
+                    other => {
+                        let message = format!(
+                            "$object takes an array of pairs [key, value], not {}",
+                            json_kind(&other)
+                        );
+                        return Err(blame(list, message, &self.at));
+                    }
+                };
+                scope.visit(pairs.len(), &self.at)?;
+                let mut object = Map::new();
+                for pair in pairs {
+                    match pair {
+                        Value::Array(two) if two.len() == 2 => {
+                            let mut two = two.into_iter();
+                            match (two.next(), two.next()) {
+                                (Some(Value::String(name)), Some(value)) => {
+                                    object.insert(name, value);
+                                }
+                                (key, _) => {
+                                    let message = format!(
+                                        "$object's keys are strings, not {}",
+                                        key.as_ref().map_or("nothing", json_kind)
+                                    );
+                                    return Err(blame(list, message, &self.at));
+                                }
+                            }
+                        }
+                        other => {
+                            let message = format!(
+                                "$object takes pairs [key, value], not {}",
+                                json_kind(&other)
+                            );
+                            return Err(blame(list, message, &self.at));
+                        }
+                    }
+                }
+                Ok(Value::Object(object))
+            }
             ProjectionOp::Json { value } => {
                 let rendered = value.render(scope)?;
                 match toolmock_contract::canonical_json(&rendered) {
@@ -77,7 +120,7 @@ impl Render for Projection {
 impl Operator for Projection {
     fn name(&self) -> &'static str {
         match self.op {
-            ProjectionOp::Object { .. } => "$object",
+            ProjectionOp::Object { .. } | ProjectionOp::Pairs { .. } => "$object",
             ProjectionOp::Json { .. } => "$json",
         }
     }
@@ -90,7 +133,9 @@ impl Operator for Projection {
                     value.for_each_reference(f);
                 }
             }
-            ProjectionOp::Json { value } => value.for_each_reference(f),
+            ProjectionOp::Json { value } | ProjectionOp::Pairs { list: value } => {
+                value.for_each_reference(f)
+            }
         }
     }
 
@@ -110,6 +155,13 @@ pub(crate) fn compile(c: &mut Checker, key: &str, operand: &Value, at: &str) -> 
             return None;
         }
         ProjectionOp::Json { value }
+    } else if computed_pairs(operand) {
+        let before = c.diagnostics.len();
+        let list = c.node(operand, &operand_at);
+        if c.diagnostics.len() != before {
+            return None;
+        }
+        ProjectionOp::Pairs { list }
     } else {
         ProjectionOp::Object {
             pairs: pairs(c, operand, &operand_at)?,
@@ -119,7 +171,7 @@ pub(crate) fn compile(c: &mut Checker, key: &str, operand: &Value, at: &str) -> 
     let literal = |e: &Expr| matches!(e, Expr::Literal(_));
     let foldable = match &projection.op {
         ProjectionOp::Object { pairs } => pairs.iter().all(|(k, v)| literal(k) && literal(v)),
-        ProjectionOp::Json { value } => literal(value),
+        ProjectionOp::Json { value } | ProjectionOp::Pairs { list: value } => literal(value),
     };
     if foldable {
         // Nothing here reads the call, so an empty scope serves.
@@ -136,6 +188,12 @@ pub(crate) fn compile(c: &mut Checker, key: &str, operand: &Value, at: &str) -> 
         }
     }
     Some(Expr::Op(Box::new(projection)))
+}
+
+/// Whether `$object`'s operand is one operator (or reference) that gives
+/// the pairs per call, rather than the pairs written out.
+fn computed_pairs(operand: &Value) -> bool {
+    matches!(operand, Value::Object(map) if map.len() == 1 && map.keys().all(|k| k.starts_with('$')))
 }
 
 /// `$object`'s operand: an array of 1 to 64 pairs `[key, value]`.

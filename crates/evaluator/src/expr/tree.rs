@@ -51,6 +51,14 @@ pub(crate) trait Operator: Render {
     fn names_segment(&self) -> bool {
         false
     }
+
+    /// Who supplied its value, for the blame of an element or a segment
+    /// taken from it: the definition computed it (the state's fault), unless
+    /// the operator passes on the input's or a literal's values (an
+    /// iteration's element, `$filter`, `$zip`).
+    fn origin(&self) -> Origin {
+        Origin::State
+    }
 }
 
 impl Clone for Box<dyn Operator> {
@@ -195,6 +203,20 @@ impl Expr {
                 }
             }
             Expr::Input(hole) => hole.expr.for_each_reference(f),
+        }
+    }
+}
+
+impl Expr {
+    /// Who supplied its value: a reference's source, an operator's own
+    /// answer (an element of a collection it passes on), a literal the
+    /// definition's, anything else the definition computed (the state's).
+    pub(crate) fn origin(&self) -> Origin {
+        match self {
+            Expr::Reference(r) => r.source.origin(),
+            Expr::Op(op) => op.origin(),
+            Expr::Literal(_) => Origin::Literal,
+            _ => Origin::State,
         }
     }
 }

@@ -198,6 +198,25 @@ impl Checker {
             (Some((key, operand)), None) => (key.as_str(), operand),
             _ => return None,
         };
+        if key == "$let" {
+            // (Version 3) a named value, or a path inside one, as the segment.
+            let compiled = self
+                .compiler_of("$let")
+                .and_then(|compile| compile(self, key, operand, at));
+            let Some(expr) = compiled else {
+                return Some(None);
+            };
+            let origin = expr.origin();
+            let value = match expr {
+                Expr::Reference(r) => SegmentValue::Nested(r),
+                other => SegmentValue::Rendered(Box::new(other)),
+            };
+            return Some(Some(Box::new(ExprSegment {
+                value,
+                origin,
+                at: at.into(),
+            })));
+        }
         let source = match (key, operand) {
             ("$input", Value::Array(_)) => Some(Source::Input),
             ("$state", Value::Array(_)) => Some(Source::State),

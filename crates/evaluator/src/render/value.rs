@@ -9,6 +9,17 @@ use crate::expr::tree::Expr;
 use crate::scope::Scope;
 use serde_json::Value;
 
+/// An expression is what renders (a path segment a `$let` gives).
+impl crate::scope::Render for Expr {
+    fn render(&self, scope: &Scope<'_>) -> Result<Value, CallError> {
+        Expr::render(self, scope)
+    }
+
+    fn clone_render(&self) -> Box<dyn crate::scope::Render> {
+        Box::new(self.clone())
+    }
+}
+
 impl Expr {
     /// Renders against a scope: references read the pre-call input and state.
     pub(crate) fn render(&self, scope: &Scope<'_>) -> Result<Value, CallError> {

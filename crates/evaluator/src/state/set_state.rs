@@ -4,7 +4,9 @@
 
 use crate::check::context::{Checker, Shape};
 use crate::check::diagnostics::{DiagnosticCode as Code, pointer_index, pointer_push};
+use crate::error::Origin;
 use crate::expr::find::{needs_selection, selection};
+use crate::expr::iteration;
 use crate::expr::tree::Expr;
 use crate::language::Feature;
 use crate::state::writes::{Action, StateUpdates, Write};
@@ -17,6 +19,21 @@ const WRITE: Shape = Shape {
     allowed: &["description", "path", "value"],
     required: &["path", "value"],
     what: "a write",
+};
+
+const UPDATE: Shape = Shape {
+    allowed: &[
+        "description",
+        "update",
+        "as",
+        "where",
+        "where_ci",
+        "when",
+        "value",
+        "merge",
+    ],
+    required: &["update"],
+    what: "an update",
 };
 
 const REMOVAL: Shape = Shape {
@@ -89,6 +106,12 @@ impl Checker {
             let Some(map) = self.object(item, &item_at, "a write {path, value}") else {
                 continue;
             };
+            if map.contains_key("update") {
+                if let Some(write) = self.update_write(map, &item_at) {
+                    writes.push(write);
+                }
+                continue;
+            }
             if map.contains_key("remove") {
                 if let Some(write) = self.removal(map, &item_at) {
                     writes.push(write);
@@ -143,6 +166,43 @@ impl Checker {
         }
     }
 
+    /// An update `{"update": path, "as"?, "where"?, "where_ci"?, "when"?,
+    /// "value" | "merge"}` (version 3): the member the path names, or —
+    /// with a selection — the members of the collection it names that are
+    /// selected, each replaced or merged with the element in sight.
+    fn update_write(&mut self, map: &Map<String, Value>, at: &str) -> Option<Write> {
+        self.language
+            .feature(&mut self.diagnostics, at, Feature::Update);
+        let before = self.diagnostics.len();
+        self.shape(map, at, &UPDATE);
+        self.description(map, at);
+        let selects = ["where", "where_ci", "when"]
+            .iter()
+            .any(|k| map.contains_key(*k));
+        let path = self.write_path(
+            map.get("update"),
+            &pointer_push(at, "update"),
+            if selects { 1 } else { 2 },
+        );
+        let change = iteration::enter(self, at, |c| {
+            let element = iteration::element_name(c, map, at, Origin::State);
+            let change = iteration::change(c, map, at, element);
+            if element.is_some() {
+                c.lets.pop();
+            }
+            change
+        })
+        .flatten();
+        match (path, change) {
+            (Some((top, path)), Some(change)) if self.diagnostics.len() == before => Some(Write {
+                top,
+                path,
+                action: Action::Update(Box::new(change)),
+            }),
+            _ => None,
+        }
+    }
+
     /// A write's or a removal's path at `at`: a dotted string or an array
     /// of at least `shortest` segments whose first is a literal key (the
     /// top-level member it changes).
@@ -176,7 +236,7 @@ impl Checker {
             self.push(
                 Code::InvalidPath,
                 at,
-                "a removal without where names the member it removes inside a top-level member (at least two segments); to empty a top-level member, write it an empty value",
+                "a removal or an update without a selection names its member inside a top-level member (at least two segments); to change a whole top-level member, write it a value",
             );
             return None;
         }

@@ -8,6 +8,7 @@
 
 use crate::error::{CallError, Origin};
 use crate::expr::find::Selection;
+use crate::expr::iteration::Change;
 use crate::expr::tree::Expr;
 use crate::paths::dotted::step;
 use crate::paths::reference::ComputedPath;
@@ -40,6 +41,9 @@ pub(crate) enum Action {
     /// (Version 3) removes the member there, or with a selection the
     /// members of the collection there that match (`{remove, where?}`).
     Remove(Option<Selection>),
+    /// (Version 3) replaces or merges the member there, or with a
+    /// selection the selected members of the collection there (`{update, …}`).
+    Update(Box<Change>),
 }
 
 impl Write {
@@ -49,6 +53,7 @@ impl Write {
             Action::Set(value) => Box::new(std::iter::once(value)),
             Action::Remove(Some(selection)) => Box::new(selection.exprs_mut()),
             Action::Remove(None) => Box::new(std::iter::empty()),
+            Action::Update(change) => Box::new(change.exprs_mut()),
         }
     }
 
@@ -56,7 +61,7 @@ impl Write {
     /// for a write that sets.
     fn removing(&self, scope: &Scope<'_>) -> Result<Option<Removing<'_>>, CallError> {
         Ok(match &self.action {
-            Action::Set(_) => None,
+            Action::Set(_) | Action::Update(_) => None,
             Action::Remove(None) => Some(Removing::Member),
             Action::Remove(Some(selection)) => Some(Removing::Matching(selection.wanted(scope)?)),
         })
@@ -99,15 +104,30 @@ pub(crate) fn render_writes<'d>(
 ) -> Result<Vec<(&'d str, Value)>, CallError> {
     let mut members: Vec<(&'d str, Value)> = Vec::new();
     for write in writes {
+        let steps;
         let value = match &write.action {
-            Action::Set(value) => value,
+            Action::Set(value) => {
+                steps = write.steps(scope)?;
+                value.render(scope)?
+            }
             Action::Remove(_) => {
                 remove_from_members(write, scope, &mut members)?;
                 continue;
             }
+            Action::Update(change) => {
+                steps = write.steps(scope)?;
+                let rest = steps.get(1..).unwrap_or(&[]);
+                let current = match members.iter().find(|(k, _)| *k == &*write.top) {
+                    Some((_, member)) => resolve_steps(member, rest),
+                    None => scope
+                        .state
+                        .base
+                        .get(&*write.top)
+                        .and_then(|m| resolve_steps(m, rest)),
+                };
+                updated(change, current, write, &steps, scope)?
+            }
         };
-        let steps = write.steps(scope)?;
-        let value = value.render(scope)?;
         let position = match members.iter().position(|(k, _)| *k == &*write.top) {
             Some(i) => i,
             None => {
@@ -245,6 +265,17 @@ pub(crate) fn write_patches<'d>(
         let top: &'d str = &write.top;
         let value = match &write.action {
             Action::Set(value) => value,
+            Action::Update(change) => {
+                let steps = write.steps(scope)?;
+                let rest = steps.get(1..).unwrap_or(&[]);
+                let base = view.base.get(top);
+                let slot = patch_slot(&mut members, top, view);
+                let current = current_at(slot.as_ref(), base, rest);
+                let value = updated(change, current, write, &steps, scope)?;
+                let patch = slot.take();
+                *slot = Some(write_into(patch, base, rest, value, &write.path, &steps)?);
+                continue;
+            }
             Action::Remove(_) => {
                 let (Some(steps), Some(removing)) =
                     (write.removal_steps(scope)?, write.removing(scope)?)
@@ -360,4 +391,73 @@ fn write_into(
     let written = write_into(child, child_base, deeper, value, path, all)?;
     members.insert(first.segment.key.to_string(), written);
     Ok(Patch::Members(members))
+}
+
+/// The value at `rest` inside `root`, copied; `None` when it is not there.
+fn resolve_steps(root: &Value, rest: &[Step]) -> Option<Value> {
+    rest.iter()
+        .try_fold(root, |v, s| step(v, &s.segment))
+        .cloned()
+}
+
+/// The value at `rest` of a top-level member as this call's writes leave
+/// it so far (its patch over the base); `None` when it is not there.
+fn current_at(patch: Option<&Patch>, base: Option<&Value>, rest: &[Step]) -> Option<Value> {
+    let Some((first, deeper)) = rest.split_first() else {
+        return match patch {
+            Some(Patch::Removed) => None,
+            Some(p) => Some(p.merged(base)),
+            None => base.cloned(),
+        };
+    };
+    match patch {
+        Some(Patch::Removed) => None,
+        Some(Patch::Value(whole)) => resolve_steps(whole, rest),
+        Some(Patch::Members(members)) => current_at(
+            members.get(&*first.segment.key),
+            base.and_then(|b| step(b, &first.segment)),
+            deeper,
+        ),
+        None => base.and_then(|b| resolve_steps(b, rest)),
+    }
+}
+
+/// What an update makes of `current` (the value at its path, as the
+/// earlier writes left it): every selected member of the collection, or
+/// the one member, replaced or merged. It must be there.
+fn updated(
+    change: &Change,
+    current: Option<Value>,
+    write: &Write,
+    steps: &[Step],
+    scope: &Scope<'_>,
+) -> Result<Value, CallError> {
+    let pointer = pointer_of(steps);
+    let Some(mut current) = current else {
+        return Err(CallError::MissingReference {
+            message: format!(
+                "the update at {} cannot be made: the state has nothing at {}",
+                write.path.at(),
+                if pointer.is_empty() { "/" } else { &pointer }
+            ),
+            path: pointer,
+        });
+    };
+    if !change.has_selection() {
+        scope.visit(1, write.path.at())?;
+        return change.apply(current, scope);
+    }
+    if !(current.is_array() || current.is_object()) {
+        return Err(CallError::InvalidStatePath {
+            message: format!(
+                "the update at {} cannot be made: the state at {} is {}, not an object or an array to update members of",
+                write.path.at(),
+                if pointer.is_empty() { "/" } else { &pointer },
+                json_kind(&current)
+            ),
+            path: pointer,
+        });
+    }
+    change.update_all(&mut current, scope)?;
+    Ok(current)
 }

@@ -33,6 +33,9 @@ problem_codes! {
         InvalidStatePath => "invalid_state_path",
         /// The rendered (or real) result fails the output schema.
         OutputSchemaViolation => "output_schema_violation",
+        /// The mock's iterations would visit more elements in one call than
+        /// the work budget allows.
+        WorkBudgetExceeded => "work_budget_exceeded",
         /// The real external handler failed, or returned what cannot be recorded (real-tools runs).
         ExternalFailed => "external_failed",
         /// Storage failed during the call (the cause is in the record's detail), or
@@ -82,6 +85,9 @@ problem_codes! {
         /// An `http` case's agent service took the attempt but did not finish
         /// it within the worker's time-out.
         AgentServiceTimeout => "agent_service_timeout",
+        /// A model cassette replaying a run has no recorded answer for a
+        /// request of the agent model or the judge (never a live call).
+        CassetteMiss => "cassette_miss",
     }
 }
 
@@ -105,6 +111,8 @@ problem_codes! {
         /// An input value used as a computed path's segment is not a string or a
         /// non-negative integer, or names an array element a write cannot reach.
         InvalidPathSegment => "invalid_path_segment",
+        /// An input text given to `$calc` is not an arithmetic expression it evaluates.
+        InvalidExpression => "invalid_expression",
         /// A model-driven agent called a function toolmock did not offer it (never executed).
         UnknownFunction => "unknown_function",
         /// A model-driven agent's function arguments are not a JSON object.

@@ -131,8 +131,10 @@ pub(super) async fn conclude_played<B: Backend>(
             Some(judge) => grade(judge, expect, &conversation, &calls).await,
             // A rubric nobody can grade never passes unread.
             None => Err((
+                toolmock_runtime::error::HarnessCode::JudgeFailed,
                 "no judge model is configured here to grade the rubric".to_owned(),
                 serde_json::json!({}),
+                None,
             )),
         };
         match graded {
@@ -149,11 +151,11 @@ pub(super) async fn conclude_played<B: Backend>(
                 }
                 judged = Some(report);
             }
-            Err((why, detail)) => {
+            Err((code, why, detail, path)) => {
                 let fault = toolmock_runtime::error::HarnessFault {
-                    code: toolmock_runtime::error::HarnessCode::JudgeFailed,
+                    code,
                     message: why,
-                    path: None,
+                    path,
                 };
                 dispatcher
                     .record_fault(tenant, attempt, None, None, fault, detail)

@@ -1,7 +1,9 @@
 //! Playing one attempt: the script, or the model's conversation, then its
 //! conclusion (`conclude`).
 
-use crate::conversation::{ChatModel, ConversationSink, FunctionMap, system_message};
+use crate::conversation::{
+    AttemptScope, ChatModel, ConversationSink, FunctionMap, attempt_model, system_message,
+};
 use crate::document::{CaseDoc, DriverDoc};
 use crate::driver::run_script;
 use crate::load::LoadedSimulation;
@@ -159,9 +161,19 @@ pub async fn play_attempt<B: Backend + 'static>(
     };
     let began = Instant::now();
     let ctx = context(dispatcher, tenant, attempt, workflows);
-    let user = players
+    // Each attempt's own view of its models (a cassette counts its turns).
+    let scope = AttemptScope {
+        case: case.name.clone(),
+        attempt: attempt.number,
+    };
+    let model = attempt_model(model, &scope);
+    let judge = players.judge.as_ref().map(|j| attempt_model(j, &scope));
+    let user_model = players
         .user_of(&case.name)
-        .map(|(player, model)| (player, model.as_ref()));
+        .map(|(player, user)| (player, attempt_model(user, &scope)));
+    let user = user_model
+        .as_ref()
+        .map(|(player, model)| (*player, model.as_ref()));
     let played = if case.user.is_some() && user.is_none() {
         // Never reached from `toolmock run` (refused before the start) nor
         // from a worker (the user model defaults to the agent's).
@@ -192,7 +204,7 @@ pub async fn play_attempt<B: Backend + 'static>(
         case_at,
         (attempt.id, attempt.number),
         played,
-        (keeping.raw, players.judge.as_deref()),
+        (keeping.raw, judge.as_deref()),
     )
     .await?;
     result.wall = began.elapsed();
