@@ -37,6 +37,7 @@ mod discover;
 mod eval;
 mod generate;
 mod hash;
+mod import;
 mod input;
 mod normalize;
 mod output;
@@ -72,6 +73,7 @@ enum Command {
     Record(record::RecordArgs),
     Verify(verify::VerifyArgs),
     CheckCassette(check_cassette::CheckCassetteArgs),
+    Import(import::ImportArgs),
 }
 
 toolmock_contract::problem_codes! {
@@ -199,6 +201,7 @@ where
         Command::Record(args) => record::run(&args),
         Command::Verify(args) => verify::run(&args),
         Command::CheckCassette(args) => check_cassette::run(&args),
+        Command::Import(args) => import::run(&args),
     };
     let code = match outcome {
         Ok(code) => code,

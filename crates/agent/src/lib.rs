@@ -46,10 +46,12 @@ pub mod cassette;
 mod flags;
 mod retry_after;
 mod transport;
+mod user_flags;
 
 pub use budget::Budget;
 pub use cassette::{Cassette, CassetteFlags, CassetteMode};
 pub use flags::{FlagsError, ModelFlags, Models};
+pub use user_flags::UserModelFlags;
 
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
@@ -255,7 +257,9 @@ fn wire_message(message: &Message) -> ChatCompletionRequestMessage {
                 name: None,
             })
         }
-        Message::User { content } => {
+        // A user's own tool calls never reach the agent (the driver leaves
+        // them out of the agent's view); only the words are the protocol's.
+        Message::User { content, .. } => {
             ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {
                 content: ChatCompletionRequestUserMessageContent::Text(content.clone()),
                 name: None,
@@ -288,6 +292,7 @@ fn wire_message(message: &Message) -> ChatCompletionRequestMessage {
         Message::Tool {
             tool_call_id,
             content,
+            ..
         } => ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
             content: ChatCompletionRequestToolMessageContent::Text(content.clone()),
             tool_call_id: tool_call_id.clone(),
@@ -420,9 +425,7 @@ mod tests {
     #[tokio::test]
     async fn a_server_nobody_listens_on_is_unavailable() {
         let model = OpenAiChat::new(&endpoint()).expect("client");
-        let messages = [Message::User {
-            content: "hi".into(),
-        }];
+        let messages = [Message::user("hi")];
         let reply = model
             .complete(ModelRequest {
                 messages: &messages,
@@ -442,9 +445,7 @@ mod tests {
         e.base_url = url;
         e.timeout = Duration::from_secs(30);
         let model = OpenAiChat::new(&e).expect("client");
-        let messages = [Message::User {
-            content: "hi".into(),
-        }];
+        let messages = [Message::user("hi")];
         model
             .complete(ModelRequest {
                 messages: &messages,

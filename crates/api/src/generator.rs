@@ -187,7 +187,7 @@ impl ChatCompletions {
             Message::System {
                 content: SYSTEM_PROMPT.into(),
             },
-            Message::User { content: request },
+            Message::user(request),
         ];
         let attempts = self.max_attempts;
         let mut diagnostics = Value::Array(Vec::new());
@@ -213,13 +213,11 @@ impl ChatCompletions {
                 content: Some(content),
                 tool_calls: Vec::new(),
             });
-            messages.push(Message::User {
-                content: format!(
-                    "The definition fails its check. Every problem, as {{code, path, message}} \
-                     with a JSON pointer into the definition:\n{problems}\nReply with the \
-                     corrected JSON document only."
-                ),
-            });
+            messages.push(Message::user(format!(
+                "The definition fails its check. Every problem, as {{code, path, message}} \
+                 with a JSON pointer into the definition:\n{problems}\nReply with the \
+                 corrected JSON document only."
+            )));
             diagnostics = problems;
         }
         Ok(GenerateResult::GenerationFailed {

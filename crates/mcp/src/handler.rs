@@ -62,6 +62,24 @@ pub trait Attempts: Send + Sync + 'static {
 
     /// Called after each call has been answered (recorded), with its ticket.
     fn leave(&self, entered: Entered<Self::Ticket>) -> impl Future<Output = ()> + Send;
+
+    /// The served case's simulated user answers what the agent says
+    /// (`message`; none: the agent only listens) through `ask_user`. Only
+    /// resolvers that serve a case with a simulated user list that tool;
+    /// the others never get here.
+    fn ask_user(
+        &self,
+        entered: &Entered<Self::Ticket>,
+        message: Option<String>,
+    ) -> impl Future<Output = Result<CallToolResult, ErrorData>> + Send {
+        let _ = (entered, message);
+        async {
+            Err(server_error(
+                McpCode::AskUserNotServed,
+                "no simulated user is served here",
+            ))
+        }
+    }
 }
 
 struct Inner<B, A> {
@@ -145,6 +163,9 @@ impl<B: Backend + 'static, A: Attempts> ToolServer<B, A> {
         gone: Option<CancellationToken>,
         receipt: Option<Arc<Receipt>>,
     ) -> Result<CallToolResult, ErrorData> {
+        if let Some(Target::AskUser) = self.inner.tools.target(name) {
+            return self.ask_user(parts, &arguments).await;
+        }
         let entered = self.inner.attempts.enter(parts).await?;
         let (reply, answered) = tokio::sync::oneshot::channel();
         let server = self.clone();
@@ -197,6 +218,31 @@ impl<B: Backend + 'static, A: Attempts> ToolServer<B, A> {
         }
     }
 
+    /// `ask_user`: the agent's `message` (a string, or none) to the served
+    /// case's simulated user, whose reply is the result. Nothing of it is
+    /// an operation call: its messages are the attempt's conversation.
+    async fn ask_user(
+        &self,
+        parts: Option<&Parts>,
+        arguments: &Value,
+    ) -> Result<CallToolResult, ErrorData> {
+        let message = match arguments.get("message") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(_) => {
+                return Ok(tool_input_error(
+                    "invalid_arguments",
+                    "message must be a string",
+                    Some("/message"),
+                ));
+            }
+        };
+        let entered = self.inner.attempts.enter(parts).await?;
+        let outcome = self.inner.attempts.ask_user(&entered, message).await;
+        self.inner.attempts.leave(entered).await;
+        outcome
+    }
+
     /// Runs the call `name` of the attempt; with the operation call it made
     /// (none for a workflow), for the record of a lost answer.
     async fn dispatch(
@@ -225,6 +271,8 @@ impl<B: Backend + 'static, A: Attempts> ToolServer<B, A> {
             Some(Target::Operation { tool, operation }) => {
                 ToolCall::new(tool.as_str(), operation.as_str(), arguments)
             }
+            // Answered before a call is dispatched (`ask_user`).
+            Some(Target::AskUser) => ToolCall::new(name, "", arguments),
             // A name the agent was never shown: the dispatcher records it
             // (`unknown_tool`, a harness error) like any unknown operation.
             None => ToolCall::new(name, name, arguments),

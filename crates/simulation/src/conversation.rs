@@ -12,6 +12,7 @@
 //! map is kept both ways, so a name the model sends back is resolved
 //! exactly, and one it invents is not resolved at all.
 
+pub use crate::document::Actor;
 use crate::document::AgentDoc;
 use crate::load::LoadedSimulation;
 use chrono::{DateTime, Utc};
@@ -32,10 +33,19 @@ pub enum Message {
         /// The text.
         content: String,
     },
-    /// One of the case's `messages`.
+    /// A user turn: one of the case's `messages`, or a simulated user's
+    /// reply.
     User {
         /// The text.
         content: String,
+        /// The stop marker the text contains, when a simulated user ended
+        /// the conversation with it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stop: Option<String>,
+        /// A simulated user's calls of its own tools (the agent never sees
+        /// this message: only the user's words reach it).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCallRequest>,
     },
     /// The model's answer: text, tool calls, or both.
     Assistant {
@@ -53,7 +63,30 @@ pub enum Message {
         tool_call_id: String,
         /// The text sent back.
         content: String,
+        /// Whose call it answers (`agent` unless written).
+        #[serde(default, skip_serializing_if = "Actor::is_agent")]
+        actor: Actor,
     },
+}
+
+impl Message {
+    /// A user turn of plain text.
+    pub fn user(content: impl Into<String>) -> Self {
+        Message::User {
+            content: content.into(),
+            stop: None,
+            tool_calls: Vec::new(),
+        }
+    }
+
+    /// A tool message answering one of the agent's calls.
+    pub fn tool(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Message::Tool {
+            tool_call_id: tool_call_id.into(),
+            content: content.into(),
+            actor: Actor::Agent,
+        }
+    }
 }
 
 /// One function call the model asked for.
@@ -356,7 +389,26 @@ impl FunctionMap {
     /// tools it names, then its workflows it names, in its `tools` order.
     pub fn of_agent(loaded: &LoadedSimulation) -> Self {
         let agent: &AgentDoc = &loaded.document.agent;
-        let tools = agent.tools.iter().filter_map(|name| {
+        let workflows = agent.tools.iter().filter_map(|name| {
+            let w = agent.workflows.iter().find(|w| &w.name == name)?;
+            Some((w.name.as_str(), w.description.as_str()))
+        });
+        Self::build(Self::operations_of(loaded, &agent.tools), workflows)
+    }
+
+    /// The functions of the tools `names` names (a simulated user's: no
+    /// workflow), in that order.
+    pub fn of_tools(loaded: &LoadedSimulation, names: &[String]) -> Self {
+        Self::build(Self::operations_of(loaded, names), std::iter::empty())
+    }
+
+    /// Each tool `names` names with its operations, as [`Self::build`]
+    /// takes them; a name that is no tool (a workflow) is left out.
+    fn operations_of<'a>(
+        loaded: &'a LoadedSimulation,
+        names: &'a [String],
+    ) -> impl Iterator<Item = (&'a str, Vec<(&'a str, &'a str, &'a Value)>)> {
+        names.iter().filter_map(|name| {
             let tool = loaded.tools.iter().find(|t| &t.name == name)?;
             Some((
                 tool.name.as_str(),
@@ -371,12 +423,7 @@ impl FunctionMap {
                     })
                     .collect(),
             ))
-        });
-        let workflows = agent.tools.iter().filter_map(|name| {
-            let w = agent.workflows.iter().find(|w| &w.name == name)?;
-            Some((w.name.as_str(), w.description.as_str()))
-        });
-        Self::build(tools, workflows)
+        })
     }
 
     /// The function tools, in the order they are offered.

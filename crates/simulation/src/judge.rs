@@ -3,7 +3,7 @@
 //! configured judge model over the recorded conversation and calls).
 
 use crate::conversation::{ChatModel, Message, ModelError, ModelRequest, Usage};
-use crate::document::{FinalAnswerExpect, JudgeExpect};
+use crate::document::{AgentSaidExpect, FinalAnswerExpect, JudgeExpect};
 use crate::expect::{RecordedCall, Unmet};
 use crate::results::JudgeReport;
 use serde_json::{Value, json};
@@ -68,6 +68,42 @@ pub(crate) fn judge_final_answer(
         }
     }
     unmet
+}
+
+/// Every text of `expect` that no assistant message of `conversation`
+/// holds, at `at` (`/cases/N/expect/agent_said`): compared without regard
+/// to case, the message's commas left out.
+pub(crate) fn judge_agent_said(
+    expect: &AgentSaidExpect,
+    conversation: &[Message],
+    at: &str,
+) -> Vec<Unmet> {
+    let said: Vec<String> = conversation
+        .iter()
+        .filter_map(|m| match m {
+            Message::Assistant {
+                content: Some(text),
+                ..
+            } => Some(text.to_lowercase().replace(',', "")),
+            _ => None,
+        })
+        .collect();
+    expect
+        .contains
+        .iter()
+        .enumerate()
+        .filter(|(_, text)| {
+            let wanted = text.to_lowercase();
+            !said.iter().any(|s| s.contains(&wanted))
+        })
+        .map(|(i, text)| {
+            Unmet::new(
+                pointer::index(&pointer::push(at, "contains"), i),
+                "agent_said_contains",
+                format!("no message of the agent says {text:?}"),
+            )
+        })
+        .collect()
 }
 
 const JUDGE_INSTRUCTIONS: &str = "You grade a conversation between a user and an AI agent that uses tools. \
@@ -166,12 +202,10 @@ pub(crate) async fn grade(
         Message::System {
             content: JUDGE_INSTRUCTIONS.to_owned(),
         },
-        Message::User {
-            content: format!(
-                "Rubric:\n{}\n\nTranscript (JSON):\n{}",
-                expect.rubric, transcript
-            ),
-        },
+        Message::user(format!(
+            "Rubric:\n{}\n\nTranscript (JSON):\n{}",
+            expect.rubric, transcript
+        )),
     ];
     let reply = match judge
         .complete(ModelRequest {
@@ -203,6 +237,28 @@ pub(crate) fn passes(expect: &JudgeExpect, report: &JudgeReport) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_the_agent_said_is_found_in_any_of_its_messages() {
+        let conversation = vec![
+            Message::Assistant {
+                content: Some("Your refund is $1,093.34.".into()),
+                tool_calls: vec![],
+            },
+            Message::user("And the order?"),
+            Message::Assistant {
+                content: Some("It is Pending.".into()),
+                tool_calls: vec![],
+            },
+        ];
+        let expect = AgentSaidExpect {
+            contains: vec!["1093.34".into(), "pending".into(), "cancelled".into()],
+        };
+        let unmet = judge_agent_said(&expect, &conversation, "/cases/0/expect/agent_said");
+        assert_eq!(unmet.len(), 1, "{unmet:?}");
+        assert_eq!(unmet[0].at, "/cases/0/expect/agent_said/contains/2");
+        assert_eq!(unmet[0].code, "agent_said_contains");
+    }
 
     #[test]
     fn verdicts_are_read_strictly() {
@@ -268,9 +324,7 @@ mod tests {
                 content: Some("Booked TEST-742".into()),
                 tool_calls: vec![],
             },
-            Message::User {
-                content: "and?".into(),
-            },
+            Message::user("and?"),
             Message::Assistant {
                 content: Some("Your visit is booked: TEST-742.".into()),
                 tool_calls: vec![],

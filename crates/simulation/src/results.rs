@@ -1,7 +1,7 @@
 //! The results document (`toolmock run --json`) and the coverage report.
 //! Nothing in it depends on ids, the clock or the number of jobs.
 
-use crate::conversation::{Message, ModelRole};
+use crate::conversation::{Actor, Message, ModelRole};
 use crate::document::{CallStatus, CaseDoc};
 use crate::expect::{RecordedCall, Unmet};
 use crate::usage::{Price, RequestUsage, TokenUsage};
@@ -215,6 +215,10 @@ pub struct CallReport {
     /// absent for the mock's answers and for errors.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub executor: Option<Executor>,
+    /// `user` for a call a simulated user made with its own tools; absent
+    /// for the agent's calls.
+    #[serde(default, skip_serializing_if = "Actor::is_agent")]
+    pub actor: Actor,
 }
 
 fn raw(value: &Value) -> Box<RawValue> {
@@ -237,6 +241,7 @@ impl From<RecordedCall> for CallReport {
             rule: c.rule,
             delay_ms: c.delay_ms,
             executor: c.executor.filter(|e| *e == Executor::Real),
+            actor: Actor::Agent,
         }
     }
 }
@@ -603,6 +608,7 @@ mod tests {
             rule,
             delay_ms: 0,
             executor: None,
+            actor: Actor::Agent,
         }
     }
 

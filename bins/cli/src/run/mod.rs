@@ -267,11 +267,14 @@ fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
         .models()
         .map_err(|e| Failure::usage(e.to_string()))?;
     let budget = budgeted(args, &mut models)?;
+    // A cassette tapes the agent and the judge; a simulated user is live.
+    let user = models.user.clone();
     let (
         toolmock_agent::Models {
             model,
             judge,
             attempt_timeout,
+            ..
         },
         cassette,
     ) = args
@@ -327,6 +330,7 @@ fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
                 keep_raw: args.evidence.is_some(),
                 model,
                 judge,
+                user,
                 attempt_timeout: Some(attempt_timeout),
             },
             Arc::new(move || {

@@ -52,9 +52,7 @@ fn user(text: &str) -> Vec<Message> {
         Message::System {
             content: "You keep notes.".into(),
         },
-        Message::User {
-            content: text.into(),
-        },
+        Message::user(text),
     ]
 }
 

@@ -62,6 +62,13 @@ problem_codes! {
         /// The judge model could not grade a rubric: unreachable, or its answer is
         /// not the verdict asked for.
         JudgeFailed => "judge_failed",
+        /// The model endpoint that plays a case's simulated user could not be
+        /// reached or kept failing after its retries.
+        UserUnavailable => "user_unavailable",
+        /// The user model answered, but not with a usable user turn (a refused
+        /// request, an unreadable body, an empty message, tool calls from a
+        /// user without tools).
+        UserFailed => "user_failed",
         /// A `model` case reached a process with no model endpoint configured
         /// (a worker started without `--model-url` and `--model`).
         ModelNotConfigured => "model_not_configured",

@@ -5,7 +5,7 @@
 use crate::conversation::{ChatModel, ModelRole};
 use crate::document::CaseDoc;
 use crate::expect::{RecordedCall, Unmet, recorded_calls, unmet_expectations};
-use crate::judge::{grade, judge_final_answer, passes};
+use crate::judge::{grade, judge_agent_said, judge_final_answer, passes};
 use crate::model_driver::Played;
 use crate::results::{AttemptResult, RawAttempt};
 use crate::usage::{RequestUsage, TokenUsage};
@@ -32,9 +32,39 @@ pub async fn conclude_attempt<B: Backend>(
     unmet: Vec<Unmet>,
     keep_raw: bool,
 ) -> Result<AttemptResult, RunError> {
+    conclude_conversation(
+        dispatcher,
+        tenant,
+        (case, case_at),
+        attempt,
+        (unmet, Vec::new(), Vec::new()),
+        keep_raw,
+    )
+    .await
+}
+
+/// [`conclude_attempt`] with a conversation an agent outside toolmock had
+/// with a simulated user ([`crate::UserConversation::into_parts`]): what it
+/// found unmet, its messages and when each was added.
+pub async fn conclude_conversation<B: Backend>(
+    dispatcher: &Dispatcher<B>,
+    tenant: TenantId,
+    (case, case_at): (&CaseDoc, &str),
+    attempt: (AttemptId, u32),
+    (unmet, conversation, times): (
+        Vec<Unmet>,
+        Vec<crate::conversation::Message>,
+        Vec<chrono::DateTime<chrono::Utc>>,
+    ),
+    keep_raw: bool,
+) -> Result<AttemptResult, RunError> {
+    // An agent outside toolmock asks its own model: no request of it is
+    // toolmock's to count.
     let played = Played {
         unmet,
-        ..Played::default()
+        conversation,
+        times,
+        usage: Vec::new(),
     };
     conclude_played(
         dispatcher,
@@ -89,6 +119,13 @@ pub(super) async fn conclude_played<B: Backend>(
             expect,
             &conversation,
             &pointer::push(&expect_at, "final_answer"),
+        ));
+    }
+    if let Some(expect) = &case.expect.agent_said {
+        unmet.extend(judge_agent_said(
+            expect,
+            &conversation,
+            &pointer::push(&expect_at, "agent_said"),
         ));
     }
     let mut judged = None;

@@ -41,7 +41,16 @@ pub fn attempt_result(
             .map(ErrorEntry::tool_input)
             .collect(),
         virtual_time_ms: evidence.iter().map(|e| u64::from(e.delay_ms)).sum(),
-        calls: calls.into_iter().map(CallReport::from).collect(),
+        calls: calls
+            .into_iter()
+            .map(|call| {
+                let actor = case.actor_of(&call.tool);
+                CallReport {
+                    actor,
+                    ..CallReport::from(call)
+                }
+            })
+            .collect(),
         wall: Duration::ZERO,
         judge: None,
         model_requests: Vec::new(),
