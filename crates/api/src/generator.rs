@@ -272,11 +272,15 @@ fn generator_failed(error: ModelError) -> ApiError {
         // The generator's client records and replays nothing, so no
         // cassette can miss; were one ever put in front of it, its miss is
         // an answer the generator cannot use.
-        ModelError::CassetteMiss { message, .. } => ApiError::GeneratorFailed {
-            reason: "unusable",
-            limit_bytes: None,
-            message: format!("the chat-completions answer is unusable: {message}"),
-        },
+        // Nor is a budget put in front of it; were one, a spent budget is
+        // an endpoint the generator cannot use now.
+        ModelError::CassetteMiss { message, .. } | ModelError::BudgetExhausted(message) => {
+            ApiError::GeneratorFailed {
+                reason: "unusable",
+                limit_bytes: None,
+                message: format!("the chat-completions answer is unusable: {message}"),
+            }
+        }
     }
 }
 
