@@ -32,6 +32,7 @@ use std::io::Write;
 
 mod check;
 mod check_cassette;
+mod compare;
 mod diff;
 mod discover;
 mod eval;
@@ -72,6 +73,7 @@ enum Command {
     Record(record::RecordArgs),
     Verify(verify::VerifyArgs),
     CheckCassette(check_cassette::CheckCassetteArgs),
+    Compare(compare::CompareArgs),
 }
 
 toolmock_contract::problem_codes! {
@@ -199,6 +201,7 @@ where
         Command::Record(args) => record::run(&args),
         Command::Verify(args) => verify::run(&args),
         Command::CheckCassette(args) => check_cassette::run(&args),
+        Command::Compare(args) => compare::run(&args),
     };
     let code = match outcome {
         Ok(code) => code,
