@@ -256,6 +256,13 @@ fn generator_failed(error: ModelError) -> ApiError {
             limit_bytes: None,
             message: format!("the chat-completions endpoint is unavailable: {why}"),
         },
+        // The generator's client is never a cassette; a miss would be an
+        // unusable answer all the same.
+        miss @ ModelError::CassetteMiss { .. } => ApiError::GeneratorFailed {
+            reason: "unusable",
+            limit_bytes: None,
+            message: format!("the chat-completions answer is unusable: {miss}"),
+        },
         ModelError::Failed(why) => ApiError::GeneratorFailed {
             reason: "unusable",
             limit_bytes: None,
@@ -269,18 +276,13 @@ fn generator_failed(error: ModelError) -> ApiError {
                  (--generator-max-response-bytes)"
             ),
         },
-        // The generator's client records and replays nothing, so no
-        // cassette can miss; were one ever put in front of it, its miss is
-        // an answer the generator cannot use.
-        // Nor is a budget put in front of it; were one, a spent budget is
-        // an endpoint the generator cannot use now.
-        ModelError::CassetteMiss { message, .. } | ModelError::BudgetExhausted(message) => {
-            ApiError::GeneratorFailed {
-                reason: "unusable",
-                limit_bytes: None,
-                message: format!("the chat-completions answer is unusable: {message}"),
-            }
-        }
+        // The generator's client has no budget either; a spent one would
+        // leave it without an answer, as an unavailable endpoint does.
+        ModelError::BudgetExhausted(why) => ApiError::GeneratorFailed {
+            reason: "unavailable",
+            limit_bytes: None,
+            message: format!("the chat-completions endpoint is unavailable: {why}"),
+        },
     }
 }
 
