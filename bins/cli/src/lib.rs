@@ -32,6 +32,7 @@ use std::io::Write;
 
 mod check;
 mod check_cassette;
+mod compare;
 mod diff;
 mod discover;
 mod eval;
@@ -74,6 +75,7 @@ enum Command {
     Verify(verify::VerifyArgs),
     CheckCassette(check_cassette::CheckCassetteArgs),
     Import(import::ImportArgs),
+    Compare(compare::CompareArgs),
 }
 
 toolmock_contract::problem_codes! {
@@ -202,6 +204,7 @@ where
         Command::Verify(args) => verify::run(&args),
         Command::CheckCassette(args) => check_cassette::run(&args),
         Command::Import(args) => import::run(&args),
+        Command::Compare(args) => compare::run(&args),
     };
     let code = match outcome {
         Ok(code) => code,

@@ -94,9 +94,9 @@ fn conversation(attempt: u32, turn: usize) -> Vec<Message> {
         Message::System {
             content: "You keep notes for the member. Add each note the member asks for, then confirm it with its id.".into(),
         },
-        Message::User {
-            content: format!("Attempt {attempt}: note down milk, bread, eggs and butter."),
-        },
+        Message::user(format!(
+            "Attempt {attempt}: note down milk, bread, eggs and butter."
+        )),
     ];
     for done in 0..turn {
         let r = reply(done);
@@ -105,10 +105,10 @@ fn conversation(attempt: u32, turn: usize) -> Vec<Message> {
             tool_calls: r.tool_calls.clone(),
         });
         for call in &r.tool_calls {
-            messages.push(Message::Tool {
-                tool_call_id: call.id.clone(),
-                content: format!("{{\"id\":\"n-{}\"}}", done + 1),
-            });
+            messages.push(Message::tool(
+                call.id.clone(),
+                format!("{{\"id\":\"n-{}\"}}", done + 1),
+            ));
         }
     }
     messages

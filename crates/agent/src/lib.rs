@@ -593,6 +593,8 @@ mod codes {
             FlagsError::ModelUrlWithoutModel
             | FlagsError::ModelWithoutUrl
             | FlagsError::JudgeWithoutUrl
+            | FlagsError::UserModelUrlWithoutModel
+            | FlagsError::UserModelWithoutUrl
             | FlagsError::Endpoint { .. } => (),
         };
         let _ = |e: &CassetteError| match e {
@@ -613,6 +615,8 @@ mod codes {
             FlagsError::ModelUrlWithoutModel.code(),
             FlagsError::ModelWithoutUrl.code(),
             FlagsError::JudgeWithoutUrl.code(),
+            FlagsError::UserModelUrlWithoutModel.code(),
+            FlagsError::UserModelWithoutUrl.code(),
             CassetteFlagsError::ModeWithoutCassette.code(),
             CassetteFlagsError::NothingToRecord.code(),
             CassetteError::Unreadable {

@@ -31,13 +31,15 @@ const SIMULATION: &[&[&str]] = &[
     &["document", "problem", "reference", "clock"],
     // Judging recorded calls, running workflows, loading a document; the
     // conversation's messages and the model boundary (`ChatModel`); the
-    // simulated user's view of a conversation.
+    // simulated user's view of a conversation; the token usage of its
+    // requests.
     &[
         "expect",
         "workflow",
         "load",
         "conversation",
         "simulated_user",
+        "usage",
     ],
     // The results document and coverage; the scripted and model drivers and
     // the judging of conversations.
@@ -139,6 +141,7 @@ fn the_graphs_see_the_imports_they_check() {
                     "driver",
                     "conversation",
                     "simulated_user",
+                    "usage",
                     "model_driver",
                     "judge",
                     "clock",
