@@ -6,9 +6,12 @@
 #  2. no mock definition names an id or a value of the benchmark's db.json,
 #     and the scan itself finds a value planted in a copy of one; every
 #     mock example is what the benchmark's own tool answers over its state;
-#  3. the oracle replays every task whose expected actions use only ported
-#     tools through the benchmark's own Python tools, and the simulation is
-#     generated from it (the installed db.json as the shared fixture);
+#  3. each definition is within the language's 100 KB with its examples,
+#     and all fifteen's rules and results take no more bytes than tools.py;
+#     every tool is ported, so every task is a case; the oracle replays
+#     each task's expected actions through the benchmark's own Python
+#     tools, and the simulation is generated from it (the installed db.json
+#     as the shared fixture);
 #  4. `toolmock run` plays every case once and must end every attempt as
 #     expected — every call's result or domain error as the oracle's, every
 #     task's changed records as the oracle's — and `port.py compare` checks
@@ -42,6 +45,12 @@ say "scan: no mock names an id or a value of db.json"
 
 say "examples: every mock example is what the benchmark's own tool answers over the example's state"
 "$python" "$port" examples
+
+say "coverage: all fifteen tools are ported, every one of the 114 tasks is a case"
+"$python" "$port" coverage
+
+say "sizes: each definition within the limit, all of them (without examples) no larger than tools.py"
+"$python" "$port" sizes
 
 say "oracle and simulation"
 "$python" "$port" simulation "$out"

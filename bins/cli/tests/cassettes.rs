@@ -287,7 +287,14 @@ fn a_recorded_suite_replays_offline_byte_for_byte_and_misses_on_a_prompt_change(
         "cassette",
     ];
     let mut record = live.to_vec();
-    record.extend(["--cassette-mode", "record"]);
+    record.extend([
+        "--cassette-mode",
+        "record",
+        "--price",
+        "suite=2,8",
+        "--junit",
+        "junit.xml",
+    ]);
     let recorded = run(&dir, &sim, "record", &record);
     assert_eq!(recorded.code, 0, "{}{}", recorded.stdout, recorded.stderr);
     let outcomes: Vec<String> = attempts(&results(&recorded))
@@ -302,6 +309,41 @@ fn a_recorded_suite_replays_offline_byte_for_byte_and_misses_on_a_prompt_change(
     );
     let counts = server.counts();
     drop(server);
+
+    // Usage: each answer's tokens, summed per attempt, case and run, equal
+    // what the server counted; priced by --price; in the evidence and JUnit.
+    let document = results(&recorded);
+    let tokens = &document["summary"]["tokens"];
+    assert_eq!(tokens["prompt_tokens"], counts["prompt_tokens"], "{tokens}");
+    assert_eq!(tokens["completion_tokens"], counts["completion_tokens"]);
+    assert_eq!(tokens["requests"], counts["answered"]);
+    let (prompt, completion) = (
+        counts["prompt_tokens"].as_f64().unwrap(),
+        counts["completion_tokens"].as_f64().unwrap(),
+    );
+    let cost = tokens["cost"].as_f64().unwrap();
+    assert!(
+        (cost - (prompt * 2.0 + completion * 8.0) / 1e6).abs() < 1e-9,
+        "{cost}"
+    );
+    let per_case: u64 = document["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["tokens"]["prompt_tokens"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(per_case, counts["prompt_tokens"].as_u64().unwrap());
+    let usage_lines: usize = recorded
+        .evidence
+        .iter()
+        .map(|(_, text)| text.matches("\"kind\":\"model_usage\"").count())
+        .sum();
+    assert_eq!(usage_lines as u64, counts["answered"].as_u64().unwrap());
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("<property name=\"prompt_tokens\" value=\""),
+        "{junit}"
+    );
 
     // The cassette: one file per case, sorted canonical lines, no key, no URL.
     let cassette = dir.join("cassette");
@@ -328,7 +370,14 @@ fn a_recorded_suite_replays_offline_byte_for_byte_and_misses_on_a_prompt_change(
         &dir,
         &sim,
         "replay",
-        &["--cassette", "cassette", "--cassette-mode", "replay"],
+        &[
+            "--cassette",
+            "cassette",
+            "--cassette-mode",
+            "replay",
+            "--price",
+            "suite=2,8",
+        ],
     );
     assert_eq!(replayed.code, recorded.code);
     assert_eq!(replayed.stdout, recorded.stdout);
@@ -339,6 +388,15 @@ fn a_recorded_suite_replays_offline_byte_for_byte_and_misses_on_a_prompt_change(
             .contains(&format!("{lines} exchange(s) replayed, 0 recorded")),
         "{}",
         replayed.stderr
+    );
+
+    // The table has a tokens column and a tokens line.
+    let table = toolmock(&dir, &["run", "sim.json", "--cassette", "cassette"]);
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(table.contains("pass^k  tokens"), "{table}");
+    assert!(
+        table.contains(&format!("tokens: {} in", (prompt + completion) as u64)),
+        "{table}"
     );
 
     // A changed prompt: every model attempt is cassette_miss at the system
@@ -478,4 +536,72 @@ fn check_cassette_finds_orphans_edits_and_bad_lines() {
     let refused = toolmock(&dir, &["run", "sim.json", "--cassette", "cassette"]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("cassette_invalid"));
+}
+
+#[test]
+fn a_budget_runs_out_mid_suite_and_replays_cost_nothing() {
+    let dir = scratch("budget");
+    let sim = suite("You keep notes.", &[]);
+    let server = Server::start();
+    let live = [
+        "--model-url",
+        server.url.as_str(),
+        "--model",
+        "suite",
+        "--judge-model",
+        "judge_pass",
+    ];
+    let mut record = live.to_vec();
+    record.extend(["--cassette", "cassette", "--cassette-mode", "record"]);
+    let full = run(&dir, &sim, "full", &record);
+    assert_eq!(full.code, 0, "{}", full.stderr);
+    let answered = server.counts()["answered"].as_u64().unwrap();
+
+    // 60 tokens: a few requests, then none.
+    let mut limited = live.to_vec();
+    limited.extend(["--max-tokens", "60"]);
+    let ran = run(&dir, &sim, "limited", &limited);
+    assert_eq!(ran.code, 3, "{}", ran.stderr);
+    assert!(ran.stderr.contains("the budget ran out"), "{}", ran.stderr);
+    let document = results(&ran);
+    let all = attempts(&document);
+    assert_eq!(all.len(), 12, "the report is complete");
+    let exhausted = all
+        .iter()
+        .filter(|(_, a)| a["harness_errors"][0]["code"] == "budget_exhausted")
+        .count();
+    assert!(exhausted > 0 && exhausted < 12, "{exhausted}");
+    for (case, a) in &all {
+        if a["harness_errors"][0]["code"] == "budget_exhausted" {
+            assert_eq!(a["outcome"], "harness_error", "{case}");
+        }
+    }
+    assert!(all.iter().any(|(_, a)| a["outcome"] == "passed"));
+    let sent = server.counts()["answered"].as_u64().unwrap() - answered;
+    assert!(sent < answered, "{sent} of {answered} requests were sent");
+
+    // Replayed answers cost nothing: one token is enough.
+    let replay = run(
+        &dir,
+        &sim,
+        "replay",
+        &["--cassette", "cassette", "--max-tokens", "1"],
+    );
+    assert_eq!(replay.code, 0, "{}", replay.stderr);
+    assert_eq!(replay.stdout, full.stdout);
+
+    // A cost budget needs a price.
+    let refused = toolmock(
+        &dir,
+        &[
+            "run",
+            "sim.json",
+            "--cassette",
+            "cassette",
+            "--max-cost",
+            "1",
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--max-cost needs --price"));
 }

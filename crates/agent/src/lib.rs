@@ -41,11 +41,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod budget;
 pub mod cassette;
 mod flags;
 mod retry_after;
 mod transport;
 
+pub use budget::Budget;
 pub use cassette::{Cassette, CassetteFlags, CassetteMode};
 pub use flags::{FlagsError, ModelFlags, Models};
 
@@ -571,5 +573,74 @@ mod tests {
                 serde_json::json!({"reason": "response_too_large", "limit_bytes": 4096})
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod codes {
+    use crate::cassette::{CassetteError, CassetteFlagsError};
+    use crate::{EndpointError, FlagsError};
+
+    /// Every code of the crate, one per variant: a new variant fails to
+    /// compile in the matches below until it is listed here, then fails the
+    /// test until it is documented.
+    fn every_code() -> Vec<&'static str> {
+        let _ = |e: &EndpointError| match e {
+            EndpointError::InvalidUrl(_) | EndpointError::NoModel | EndpointError::Client(_) => (),
+        };
+        let _ = |e: &FlagsError| match e {
+            FlagsError::ModelUrlWithoutModel
+            | FlagsError::ModelWithoutUrl
+            | FlagsError::JudgeWithoutUrl
+            | FlagsError::Endpoint { .. } => (),
+        };
+        let _ = |e: &CassetteError| match e {
+            CassetteError::Unreadable { .. }
+            | CassetteError::Invalid { .. }
+            | CassetteError::Unwritable { .. } => (),
+        };
+        let _ = |e: &CassetteFlagsError| match e {
+            CassetteFlagsError::ModeWithoutCassette
+            | CassetteFlagsError::NothingToRecord
+            | CassetteFlagsError::Cassette { .. } => (),
+        };
+        let text = || String::new();
+        vec![
+            EndpointError::InvalidUrl(text()).code(),
+            EndpointError::NoModel.code(),
+            EndpointError::Client(text()).code(),
+            FlagsError::ModelUrlWithoutModel.code(),
+            FlagsError::ModelWithoutUrl.code(),
+            FlagsError::JudgeWithoutUrl.code(),
+            CassetteFlagsError::ModeWithoutCassette.code(),
+            CassetteFlagsError::NothingToRecord.code(),
+            CassetteError::Unreadable {
+                path: text(),
+                message: text(),
+            }
+            .code(),
+            CassetteError::Invalid {
+                path: text(),
+                line: 1,
+                message: text(),
+            }
+            .code(),
+            CassetteError::Unwritable {
+                path: text(),
+                message: text(),
+            }
+            .code(),
+            // `check-cassette`'s problem codes (CheckProblem::code).
+            "cassette_key_mismatch",
+            "cassette_orphan",
+            "cassette_stale",
+        ]
+    }
+
+    #[test]
+    fn every_code_is_documented_and_every_documented_code_exists() {
+        let doc = include_str!("../../../docs/error-codes.md");
+        toolmock_contract::check_documented_codes(doc, "toolmock-agent", &every_code())
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 }

@@ -276,6 +276,13 @@ fn generator_failed(error: ModelError) -> ApiError {
                  (--generator-max-response-bytes)"
             ),
         },
+        // The generator's client has no budget either; a spent one would
+        // leave it without an answer, as an unavailable endpoint does.
+        ModelError::BudgetExhausted(why) => ApiError::GeneratorFailed {
+            reason: "unavailable",
+            limit_bytes: None,
+            message: format!("the chat-completions endpoint is unavailable: {why}"),
+        },
     }
 }
 

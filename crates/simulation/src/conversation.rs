@@ -161,6 +161,10 @@ pub enum ModelError {
         /// The limit, in bytes.
         limit_bytes: u64,
     },
+    /// The run's budget of tokens or cost is spent: the request was not
+    /// sent (`budget_exhausted`).
+    #[error("{0}")]
+    BudgetExhausted(String),
     /// A cassette in replay mode has no answer for the request
     /// (`cassette_miss`): the message names the case, the attempt, the turn
     /// and the first difference; `detail` carries them as fields.

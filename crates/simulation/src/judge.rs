@@ -2,7 +2,7 @@
 //! recorded messages only) and `judge` (a rubric graded by a separately
 //! configured judge model over the recorded conversation and calls).
 
-use crate::conversation::{ChatModel, Message, ModelError, ModelRequest};
+use crate::conversation::{ChatModel, Message, ModelError, ModelRequest, Usage};
 use crate::document::{FinalAnswerExpect, JudgeExpect};
 use crate::expect::{RecordedCall, Unmet};
 use crate::results::JudgeReport;
@@ -140,13 +140,18 @@ pub(crate) fn read_verdict(text: &str) -> Result<JudgeReport, String> {
 /// Asks `judge` to grade `expect`'s rubric over the recorded conversation
 /// and calls. `Err` is the harness code to record (`judge_failed`, or
 /// `cassette_miss` when a replaying cassette had no answer), why no grade
-/// came back, the record's detail and its path (a miss's pointer).
+/// came back, the record's detail and its path (a miss's pointer). Beside
+/// it, the tokens the judge's answer took (spent even when the answer is
+/// refused).
 pub(crate) async fn grade(
     judge: &dyn ChatModel,
     expect: &JudgeExpect,
     conversation: &[Message],
     calls: &[RecordedCall],
-) -> Result<JudgeReport, (HarnessCode, String, Value, Option<String>)> {
+) -> (
+    Result<JudgeReport, (HarnessCode, String, Value, Option<String>)>,
+    Option<Usage>,
+) {
     let calls: Vec<Value> = calls
         .iter()
         .map(|c| {
@@ -168,21 +173,26 @@ pub(crate) async fn grade(
             ),
         },
     ];
-    let reply = judge
+    let reply = match judge
         .complete(ModelRequest {
             messages: &messages,
             tools: &[],
         })
         .await
-        .map_err(|e| {
+    {
+        Ok(reply) => reply,
+        Err(e) => {
             let code = match e {
                 ModelError::CassetteMiss { .. } => HarnessCode::CassetteMiss,
+                ModelError::BudgetExhausted(_) => HarnessCode::BudgetExhausted,
                 _ => HarnessCode::JudgeFailed,
             };
-            (code, e.to_string(), e.detail(), e.pointer())
-        })?;
-    read_verdict(reply.content.as_deref().unwrap_or(""))
-        .map_err(|why| (HarnessCode::JudgeFailed, why, json!({}), None))
+            return (Err((code, e.to_string(), e.detail(), e.pointer())), None);
+        }
+    };
+    let verdict = read_verdict(reply.content.as_deref().unwrap_or(""))
+        .map_err(|why| (HarnessCode::JudgeFailed, why, json!({}), None));
+    (verdict, reply.usage)
 }
 
 /// Whether a grade passes `expect`.

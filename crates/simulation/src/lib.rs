@@ -70,6 +70,7 @@ mod reference;
 mod results;
 mod runner;
 mod starting;
+mod usage;
 mod workflow;
 
 pub use clock::{SequenceClock, VirtualSleeper};
@@ -96,4 +97,5 @@ pub use runner::{
     run_attempt, start, start_request, unknown_library_tools,
 };
 pub use starting::start_problems;
+pub use usage::{Price, RequestUsage, TokenUsage};
 pub use workflow::{AttemptContext, CallFailure};

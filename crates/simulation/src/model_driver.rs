@@ -4,13 +4,14 @@
 
 use crate::conversation::{
     ChatModel, ConversationSink, FunctionMap, FunctionTarget, Message, ModelError, ModelRequest,
-    ToolCallRequest,
+    ModelRole, ToolCallRequest,
 };
 use crate::document::CallStatus;
 use crate::document::DriverDoc;
 use crate::expect::Unmet;
 use crate::load::LoadedSimulation;
 use crate::problem::{FileProblem, LoadCode};
+use crate::usage::RequestUsage;
 use crate::workflow::{AttemptContext, CallFailure};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -32,6 +33,8 @@ pub(crate) struct Played {
     /// When each was added (the dispatcher's injected clock, the evidence's
     /// clock), to place it among the records.
     pub times: Vec<DateTime<Utc>>,
+    /// The usage of every model request whose answer reported it, in order.
+    pub usage: Vec<RequestUsage>,
 }
 
 /// The conversation as it is played: kept in memory for the results, and
@@ -149,6 +152,7 @@ pub(crate) async fn run_model<B: Backend + 'static>(
                             HarnessCode::ModelFailed
                         }
                         ModelError::CassetteMiss { .. } => HarnessCode::CassetteMiss,
+                        ModelError::BudgetExhausted(_) => HarnessCode::BudgetExhausted,
                     };
                     let fault = HarnessFault {
                         code,
@@ -159,6 +163,13 @@ pub(crate) async fn run_model<B: Backend + 'static>(
                     return Ok(recorder.played);
                 }
             };
+            if let Some(usage) = reply.usage {
+                recorder.played.usage.push(RequestUsage {
+                    role: ModelRole::Agent,
+                    turn: turns,
+                    usage,
+                });
+            }
             let calls = reply.tool_calls.clone();
             recorder
                 .push(Message::Assistant {

@@ -113,6 +113,19 @@ pub(crate) fn write(dir: &Path, results: &RunResults) -> Result<(), Failure> {
                     .map_err(|e| fail(&path, std::io::Error::other(e)))?;
                 writeln!(out).map_err(|e| fail(&path, e))?;
             }
+            // The tokens of each model request, after the records (a
+            // request's usage has no instant of its own among them).
+            for request in &attempt.model_requests {
+                let mut line = json!({"kind": "model_usage"});
+                if let (Value::Object(out), Ok(Value::Object(fields))) =
+                    (&mut line, serde_json::to_value(request))
+                {
+                    out.extend(fields);
+                }
+                serde_json::to_writer(&mut out, &line)
+                    .map_err(|e| fail(&path, std::io::Error::other(e)))?;
+                writeln!(out).map_err(|e| fail(&path, e))?;
+            }
             serde_json::to_writer(
                 &mut out,
                 &json!({"kind": "final_state", "state": raw.final_state}),

@@ -24,6 +24,25 @@ pub(crate) fn escape(text: &str) -> String {
     out
 }
 
+/// An attempt's model tokens (and cost, when priced) as JUnit properties.
+fn properties(tokens: &toolmock_simulation::TokenUsage) -> String {
+    let mut out = String::from("      <properties>\n");
+    let mut property = |name: &str, value: String| {
+        let _ = writeln!(out, "        <property name=\"{name}\" value=\"{value}\"/>");
+    };
+    property("model_requests", tokens.requests.to_string());
+    property("prompt_tokens", tokens.prompt_tokens.to_string());
+    property("completion_tokens", tokens.completion_tokens.to_string());
+    if let Some(cached) = tokens.cached_tokens {
+        property("cached_tokens", cached.to_string());
+    }
+    if let Some(cost) = tokens.cost {
+        property("cost", format!("{cost}"));
+    }
+    out.push_str("      </properties>\n");
+    out
+}
+
 /// Renders the report.
 pub(crate) fn render(results: &RunResults) -> String {
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -44,8 +63,13 @@ pub(crate) fn render(results: &RunResults) -> String {
                 escape(&case.name),
                 a.number
             );
+            let properties = a.tokens.as_ref().map_or_else(String::new, properties);
             if a.as_expected {
-                cases.push_str("/>\n");
+                if properties.is_empty() {
+                    cases.push_str("/>\n");
+                } else {
+                    let _ = write!(cases, ">\n{properties}    </testcase>\n");
+                }
                 continue;
             }
             let why = a.first_problem().unwrap_or_else(|| {
@@ -77,7 +101,7 @@ pub(crate) fn render(results: &RunResults) -> String {
             };
             let _ = write!(
                 cases,
-                ">\n      <{tag} message=\"{}\" type=\"{kind}\">{}</{tag}>\n    </testcase>\n",
+                ">\n{properties}      <{tag} message=\"{}\" type=\"{kind}\">{}</{tag}>\n    </testcase>\n",
                 escape(&why),
                 escape(&details.join("\n"))
             );

@@ -197,6 +197,16 @@ impl Cassette {
         self.lock().identities.contains_key(&role)
     }
 
+    /// The model name `role`'s exchanges were recorded with, if any.
+    pub fn model_name(&self, role: ModelRole) -> Option<String> {
+        self.lock()
+            .identities
+            .get(&role)
+            .and_then(|identity| identity.get("model"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }
+
     /// `live` (the model that answers what the cassette cannot; none in
     /// replay, or when no endpoint is configured) as `role`, through this
     /// cassette.

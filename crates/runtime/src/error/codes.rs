@@ -81,6 +81,9 @@ problem_codes! {
         /// A model cassette replaying a run has no recorded answer for a
         /// request of the agent model or the judge (never a live call).
         CassetteMiss => "cassette_miss",
+        /// The run's budget of model tokens or cost (`--max-tokens`,
+        /// `--max-cost`) is spent: the model request was not sent.
+        BudgetExhausted => "budget_exhausted",
     }
 }
 

@@ -2,12 +2,13 @@
 //! what it recorded, the LLM judge asked for a rubric, and the finish with
 //! that verdict.
 
-use crate::conversation::ChatModel;
+use crate::conversation::{ChatModel, ModelRole};
 use crate::document::CaseDoc;
 use crate::expect::{RecordedCall, Unmet, recorded_calls, unmet_expectations};
 use crate::judge::{grade, judge_final_answer, passes};
 use crate::model_driver::Played;
 use crate::results::{AttemptResult, RawAttempt};
+use crate::usage::{RequestUsage, TokenUsage};
 use toolmock_contract::pointer;
 use toolmock_runtime::backend::Backend;
 use toolmock_runtime::dispatcher::Dispatcher;
@@ -64,6 +65,7 @@ pub(super) async fn conclude_played<B: Backend>(
         mut unmet,
         conversation,
         times,
+        usage: mut requests,
     } = played;
     let store = dispatcher.backend();
     // Four independent reads (never one snapshot, in sequence either): at
@@ -94,7 +96,17 @@ pub(super) async fn conclude_played<B: Backend>(
         && harness_errors.is_empty()
     {
         let graded = match judge {
-            Some(judge) => grade(judge, expect, &conversation, &calls).await,
+            Some(judge) => {
+                let (graded, usage) = grade(judge, expect, &conversation, &calls).await;
+                if let Some(usage) = usage {
+                    requests.push(RequestUsage {
+                        role: ModelRole::Judge,
+                        turn: 1,
+                        usage,
+                    });
+                }
+                graded
+            }
             // A rubric nobody can grade never passes unread.
             None => Err((
                 toolmock_runtime::error::HarnessCode::JudgeFailed,
@@ -145,6 +157,8 @@ pub(super) async fn conclude_played<B: Backend>(
         conversation,
     );
     result.judge = judged;
+    result.tokens = TokenUsage::of(&requests, &|_| None);
+    result.model_requests = requests;
     result.raw = keep_raw.then_some(RawAttempt {
         evidence,
         tool_input_errors,

@@ -6,6 +6,7 @@ use crate::expect::{RecordedCall, Unmet};
 use crate::results::{
     AttemptResult, CallReport, CaseResult, ErrorEntry, RunResults, Summary, coverage,
 };
+use crate::usage::TokenUsage;
 use std::time::Duration;
 use toolmock_runtime::model::AttemptOutcome;
 use toolmock_runtime::model::{
@@ -43,6 +44,8 @@ pub fn attempt_result(
         calls: calls.into_iter().map(CallReport::from).collect(),
         wall: Duration::ZERO,
         judge: None,
+        model_requests: Vec::new(),
+        tokens: None,
         raw: None,
         conversation,
     }
@@ -84,6 +87,7 @@ pub fn assemble_results(
         }
     }
     summary.cases = u32::try_from(cases.len()).unwrap_or(u32::MAX);
+    summary.tokens = TokenUsage::sum(cases.iter().map(|c| &c.tokens));
     RunResults {
         results_version: 2,
         simulation: document.name.clone(),
