@@ -6,7 +6,7 @@
 //! A [`Cassette`] wraps any [`ChatModel`] ([`Cassette::model`]): in
 //! [`CassetteMode::Record`] every request goes to the wrapped model and its
 //! answer is kept; in [`CassetteMode::Replay`] it is answered from the
-//! cassette only and a request it lacks is [`ModelError::CassetteMiss`]
+//! cassette only and a request it lacks is [`ModelError::CassetteMiss`](toolmock_simulation::ModelError::CassetteMiss)
 //! (the harness error `cassette_miss`), never a live call; in
 //! [`CassetteMode::Auto`] what the cassette has is replayed and what it
 //! lacks is recorded.
