@@ -10,11 +10,24 @@
 #      input schema, a Salesforce-enveloped result, state read and written,
 #      evidence committed before the answer) across 32 attempts, each request
 #      under its attempt's capability, wrk -t2 -c32;
-#   3. Prism serving the anchor's api.yaml, wrk -t2 -c32 -s post.lua;
-#   4. when the shared `pgbench` anchor is there ($anchor below), exactly as its
+#   3. the same call as an MCP `tools/call` over POST /api/attempts/{id}/mcp
+#      (streamable HTTP, stateless, JSON answers), on the same 32 attempts,
+#      wrk -t2 -c32;
+#   4. Prism serving the anchor's api.yaml, wrk -t2 -c32 -s post.lua;
+#   5. when the shared `pgbench` anchor is there ($anchor below), exactly as its
 #      README runs it (pgbench -n -c 32 -j 2, its own scratch database): the
 #      same durable, row-locked SQL with no HTTP, no evaluation and no JSON,
-#      the physical limit of a tool call on this machine, for the ratio.
+#      the physical limit of a tool call on this machine, for the ratio; and
+#      its one-statement form (dispatch1.pgbench), when there, the same way.
+#
+# It fails (exit 1) on what is really wrong: a non-2xx answer or a socket
+# error of toolmock, a tool input error, a harness error other than
+# `answer_lost`, fewer evidence rows than answered calls, or more
+# `answer_lost` errors than calls can be in flight when wrk stops (each of
+# the tool-call loads' two wrk runs, warm-up and measured, stops with at
+# most one call in flight per connection). Those calls are rightly recorded
+# as `answer_lost` (their answer never reached a client); they are counted
+# apart, not as failures.
 #
 # On a fresh machine it installs wrk (apt-get) and Prism (npm, into
 # .cache/bench-api/prism) when missing, starts PostgreSQL if needed
@@ -110,6 +123,11 @@ first_cap="$(sed -n 's/.*capability = "\([^"]*\)".*/\1/p' "$work/attempts.lua" |
 curl -fsS -H "Authorization: Bearer $first_cap" -H 'Content-Type: application/json' \
     -d '{"tool":"crm","operation":"find_member","arguments":{"lookup_by":"name","value":"Ann"}}' \
     "$url/api/attempts/$first_id/tool-calls" | grep -q '"FirstName":"Ann"'
+# And one over MCP: a tool result whose structured content is that record.
+curl -fsS -H "Authorization: Bearer $first_cap" -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"find_member","arguments":{"lookup_by":"name","value":"Ann"}}}' \
+    "$url/api/attempts/$first_id/mcp" | grep -q '"structuredContent":{.*"FirstName":"Ann"'
 
 export BENCH_TOKEN="$token" BENCH_TOOL_ID="$(cat "$work/tool_id")"
 export BENCH_ATTEMPTS="$work/attempts.lua" BENCH_THREADS=2
@@ -126,7 +144,11 @@ run() {
 echo "== GET /api/tools/{id}/testing (50 operations), 50 clients"
 run testing 50 scripts/bench-api/testing.lua "$url"
 echo "== POST /api/attempts/{id}/tool-calls, 32 attempts, 32 clients"
+export BENCH_SURFACE=tool-calls
 run calls 32 scripts/bench-api/tool-calls.lua "$url"
+echo "== MCP tools/call over POST /api/attempts/{id}/mcp, 32 attempts, 32 clients"
+export BENCH_SURFACE=mcp
+run mcp 32 scripts/bench-api/tool-calls.lua "$url"
 echo "== Prism 5, POST /tools/crm__find_member, 32 clients"
 run prism 32 fixtures/bench/prism/post.lua "$prism_url/tools/crm__find_member"
 
@@ -139,15 +161,22 @@ if [ -f "$anchor/dispatch.pgbench" ] && command -v pgbench >/dev/null 2>&1; then
     (cd "$work" && pgbench -n -c 32 -j 2 -T "${duration%s}" -l --log-prefix=anchor \
         -f "$anchor/dispatch.pgbench" "$base/$anchor_db" | tee "$work/pgbench.out")
     cat "$work"/anchor.* 2>/dev/null | awk 'NF >= 3 {print $3}' >"$work/pgbench.latencies" || true
+    if [ -f "$anchor/dispatch1.pgbench" ]; then
+        echo "== the pgbench anchor's one-statement form (dispatch1.pgbench), 32 clients"
+        (cd "$work" && pgbench -n -c 32 -j 2 -T "${duration%s}" \
+            -f "$anchor/dispatch1.pgbench" "$base/$anchor_db" | tee "$work/pgbench1.out")
+    fi
     psql "$DATABASE_URL" -qc "DROP DATABASE IF EXISTS $anchor_db WITH (FORCE)" >/dev/null
 fi
 
 evidence="$(psql "$base/$db" -tAc "SELECT count(*) FROM evidence")"
-faults="$(psql "$base/$db" -tAc "SELECT (SELECT count(*) FROM harness_errors) + (SELECT count(*) FROM tool_input_errors)")"
+faults="$(psql "$base/$db" -tAc "SELECT (SELECT count(*) FROM harness_errors WHERE code <> 'answer_lost') + (SELECT count(*) FROM tool_input_errors)")"
+lost="$(psql "$base/$db" -tAc "SELECT count(*) FROM harness_errors WHERE code = 'answer_lost'")"
 
-python3 - "$work" "$evidence" "$faults" "$duration" <<'EOF'
+python3 - "$work" "$evidence" "$faults" "$duration" "$lost" <<'EOF'
 import re, sys
 work, evidence, faults, duration = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+lost = int(sys.argv[5])
 UNIT = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 
 def parse(name):
@@ -163,7 +192,7 @@ def parse(name):
     out["load"] = " → ".join(l.strip() for l in open(f"{work}/{name}.load"))
     return out
 
-t, c, p = parse("testing"), parse("calls"), parse("prism")
+t, c, m, p = parse("testing"), parse("calls"), parse("mcp"), parse("prism")
 met = lambda ok: "met" if ok else "MISSED"
 print()
 print(f"Summary ({duration} each, wrk -t2; machine load before → after each run)")
@@ -172,6 +201,7 @@ print("| load | clients | requests/s | p50 ms | p90 ms | p99 ms | non-2xx | sock
 print("|---|---|---|---|---|---|---|---|---|")
 for name, r, n in (("toolmock GET /api/tools/{id}/testing (50 ops)", t, 50),
                    ("toolmock POST …/tool-calls (32 attempts)", c, 32),
+                   ("toolmock MCP tools/call, POST …/mcp (32 attempts)", m, 32),
                    ("Prism 5 POST /tools/crm__find_member", p, 32)):
     print(f"| {name} | {n} | {r['rate']:,.0f} | {r['p50']:.2f} | {r['p90']:.2f} | {r['p99']:.2f} "
           f"| {r['non2xx']} | {r['socket']} | {r['load']} |")
@@ -182,6 +212,8 @@ print(f"GET testing:  {t['rate']:,.0f} req/s (>= 2,000: {met(t['rate'] >= 2000)}
       f"p99 {t['p99']:.2f} ms (<= 20 ms: {met(t['p99'] <= 20)})")
 print(f"tool calls:   {c['rate']:,.0f} calls/s (>= 2,000: {met(c['rate'] >= 2000)}), "
       f"p99 {c['p99']:.2f} ms (<= 30 ms: {met(c['p99'] <= 30)})")
+print(f"MCP calls:    {m['rate']:,.0f} calls/s, p99 {m['p99']:.2f} ms; "
+      f"{m['rate'] / c['rate']:.2f}x the tool-call endpoint's rate")
 print(f"vs Prism:     rate {rate_ratio:.2f}x Prism's (>= 1.5x: {met(rate_ratio >= 1.5)}), "
       f"p99 {p99_ratio:.3f} of Prism's = 1/{1 / p99_ratio:.1f} (<= 1/5: {met(p99_ratio <= 0.2)})")
 try:
@@ -193,8 +225,20 @@ try:
           f"{c['rate'] / tps:.2f}x its rate, {c['p99'] / pct(0.99):.2f}x its p99")
 except (OSError, AttributeError, IndexError, ValueError):
     print("pgbench anchor: not run (../shared/anchors/pgbench or pgbench missing)")
-print(f"durability:   {evidence} evidence rows committed for the tool-call runs "
-      f"(warm-up + measured {c['requests']} answered), {faults} harness/tool input errors")
-bad = t["non2xx"] + c["non2xx"] + t["socket"] + c["socket"] + faults
-sys.exit(1 if bad or evidence < c["requests"] else 0)
+try:
+    tps1 = float(re.search(r"tps = ([\d.]+)", open(f"{work}/pgbench1.out").read()).group(1))
+    print(f"one-statement anchor (dispatch1.pgbench, 32 clients): {tps1:,.0f} tps; tool calls over "
+          f"HTTP = {c['rate'] / tps1:.2f}x, MCP tools/call = {m['rate'] / tps1:.2f}x its rate")
+except (OSError, AttributeError, ValueError):
+    print("one-statement anchor: not run (dispatch1.pgbench or pgbench missing)")
+answered = c["requests"] + m["requests"]
+# Each tool-call load's two wrk runs stop with at most one call in flight
+# per connection: those calls end recorded as answer_lost, rightly.
+in_flight = 2 * 32 + 2 * 32
+print(f"durability:   {evidence} evidence rows committed for the tool-call and MCP runs "
+      f"(warm-up + measured {answered} answered: {met(evidence >= answered)}), "
+      f"{faults} tool input or harness errors other than answer_lost (0: {met(faults == 0)}), "
+      f"{lost} answer_lost, the calls in flight when wrk stopped (<= {in_flight}: {met(lost <= in_flight)})")
+bad = t["non2xx"] + c["non2xx"] + m["non2xx"] + t["socket"] + c["socket"] + m["socket"] + faults
+sys.exit(1 if bad or evidence < answered or lost > in_flight else 0)
 EOF
