@@ -1,4 +1,7 @@
-//! One attempt's state across calls, as the dispatcher keeps it.
+//! One attempt's state across calls, as the dispatcher keeps it: each call
+//! answered by the dispatcher's own sandbox step
+//! (`toolmock_runtime::dispatcher::sandbox_answer`), its writes committed
+//! only when it passed.
 
 use crate::convert::{self, Ints};
 use crate::definition::{self, CompiledDefinition};
@@ -8,7 +11,10 @@ use pyo3::types::{PyDict, PyList, PyString};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
-use toolmock_evaluator::{CallError, CompiledContract, json_equal};
+use toolmock_evaluator::{
+    CallError, CompiledContract, LayeredOutcome, Overlay, StateView, json_equal,
+};
+use toolmock_runtime::dispatcher::sandbox_answer;
 
 /// One operation of an attempt: its contract and, unless it was left
 /// without one, its checked definition.
@@ -314,23 +320,16 @@ impl Attempt {
             ));
         };
         let variant = variant.or_else(|| self.variants.get(operation).map(String::as_str));
-        let answered = slot.contract.validate_input(&arguments).and_then(|()| {
-            let outcome = toolmock_evaluator::evaluate(
-                definition,
-                &toolmock_evaluator::Call {
-                    input: &arguments,
-                    state: &self.state,
-                    variant,
-                },
-            )?;
-            // The output schema describes results, not domain errors.
-            if outcome.error.is_none() {
-                slot.contract.validate_output(&outcome.result)?;
-            }
-            Ok(outcome)
-        });
+        // The dispatcher's own sandbox step, over this attempt's state.
+        let answered = sandbox_answer(
+            &slot.contract,
+            definition,
+            &arguments,
+            StateView::plain(&self.state),
+            variant,
+        );
         match answered {
-            Ok(toolmock_evaluator::Outcome {
+            Ok(LayeredOutcome {
                 variant,
                 rule,
                 error: Some(error),
@@ -354,18 +353,23 @@ impl Attempt {
             }
             Ok(outcome) => {
                 let result = convert::to_python(py, &outcome.result)?;
-                let (variant, rule, delay_ms) =
-                    (outcome.variant.to_owned(), outcome.rule, outcome.delay_ms);
-                let value = outcome.commit_to(&mut self.state);
-                self.elapsed_ms += u64::from(delay_ms);
+                let variant = outcome.variant.to_owned();
+                // Committed only now that the call passed every check, as
+                // the backend's locked step commits it.
+                let mut written = Overlay::new();
+                for (key, patch) in outcome.patches {
+                    written.set(key, patch);
+                }
+                written.apply_onto(&mut self.state);
+                self.elapsed_ms += u64::from(outcome.delay_ms);
                 self.records.push(Record {
                     operation: operation.to_owned(),
                     arguments,
                     answer: Answer::Ok {
                         variant,
-                        rule,
-                        result: value,
-                        delay_ms,
+                        rule: outcome.rule,
+                        result: outcome.result,
+                        delay_ms: outcome.delay_ms,
                     },
                 });
                 Ok(result)

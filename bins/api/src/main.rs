@@ -170,9 +170,26 @@ struct ServeArgs {
     /// Drafts requested (with the diagnostics fed back) before giving up.
     #[arg(long, env = "TOOLMOCK_GENERATOR_MAX_ATTEMPTS", default_value_t = 3)]
     generator_max_attempts: u32,
-    /// How long one completion may take, in seconds.
-    #[arg(long, env = "TOOLMOCK_GENERATOR_TIMEOUT_SECS", default_value_t = 60)]
+    /// How long one completion request may take, in seconds.
+    #[arg(long, env = "TOOLMOCK_GENERATOR_TIMEOUT_SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
     generator_timeout_secs: u64,
+    /// Retries of a transient failure of one completion request (429, 5xx,
+    /// time-out, connection) before `generate` answers 502 generator_failed.
+    #[arg(long, env = "TOOLMOCK_GENERATOR_RETRIES", default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(0..=20))]
+    generator_retries: u32,
+    /// The longest answer read from the generator's endpoint, in bytes; a
+    /// longer one is 502 generator_failed (response_too_large). Default 16 MiB.
+    #[arg(long, env = "TOOLMOCK_GENERATOR_MAX_RESPONSE_BYTES",
+          default_value_t = toolmock_agent::DEFAULT_MAX_RESPONSE_BYTES,
+          value_parser = clap::value_parser!(u64).range(1024..=1 << 30))]
+    generator_max_response_bytes: u64,
+    /// Completion requests in flight at once over all `generate` requests of
+    /// this process; more wait their turn.
+    #[arg(long, env = "TOOLMOCK_GENERATOR_CONCURRENCY", default_value_t = 8,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    generator_concurrency: u32,
     /// Scripted attempts this process runs at once, with the same loop as
     /// `toolmock-worker` (a one-process setup); 0: none, they wait for
     /// worker processes.
@@ -288,6 +305,27 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         max_connections: args.connection_limit,
         header_read_timeout: Duration::from_secs(args.header_read_timeout_secs),
     };
+    let generator = match args.generator_url {
+        Some(base_url) => {
+            let endpoint = toolmock_agent::Endpoint {
+                base_url,
+                model: args.generator_model,
+                api_key: args.generator_api_key,
+                // Drafts as reproducible as the endpoint allows.
+                temperature: Some(0.0),
+                seed: None,
+                timeout: Duration::from_secs(args.generator_timeout_secs),
+                max_retries: args.generator_retries,
+                concurrency: args.generator_concurrency as usize,
+                max_response_bytes: args.generator_max_response_bytes,
+            };
+            Generator::ChatCompletions(
+                ChatCompletions::new(&endpoint, args.generator_max_attempts)
+                    .map_err(|e| format!("--generator-url: {}: {e}", e.code()))?,
+            )
+        }
+        None => Generator::Schema,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -303,16 +341,6 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         toolmock_store::check_schema(&pool)
             .await
             .map_err(|e| e.to_string())?;
-        let generator = match args.generator_url {
-            Some(base_url) => Generator::ChatCompletions(ChatCompletions {
-                base_url,
-                model: args.generator_model,
-                api_key: args.generator_api_key,
-                max_attempts: args.generator_max_attempts,
-                timeout: Duration::from_secs(args.generator_timeout_secs),
-            }),
-            None => Generator::Schema,
-        };
         let config = ApiConfig {
             generator,
             body_limit: args.body_limit,

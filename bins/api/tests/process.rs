@@ -146,6 +146,19 @@ fn configuration_errors_are_clear() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--jwt-leeway-secs"), "{stderr}");
+    // A generator endpoint the client cannot use, before any connection.
+    let out = binary()
+        .args(["serve", "--database-url", "postgres://127.0.0.1:1/none"])
+        .args(["--generator-url", "ftp://models.example/v1"])
+        .env("TOOLMOCK_JWT_SECRET", SECRET)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--generator-url: invalid_model_url"),
+        "{stderr}"
+    );
     let out = binary()
         .args(["token", "--tenant", "acme"])
         .output()
@@ -166,6 +179,9 @@ fn configuration_errors_are_clear() {
         "--log-format",
         "--generator-url",
         "--generator-max-attempts",
+        "--generator-retries",
+        "--generator-max-response-bytes",
+        "--generator-concurrency",
         "--tool-call-timeout-secs",
         "--header-read-timeout-secs",
         "--body-read-timeout-secs",

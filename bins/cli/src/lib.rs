@@ -31,11 +31,13 @@ use std::ffi::OsString;
 use std::io::Write;
 
 mod check;
+mod check_cassette;
 mod diff;
 mod discover;
 mod eval;
 mod generate;
 mod hash;
+mod import;
 mod input;
 mod normalize;
 mod output;
@@ -70,6 +72,8 @@ enum Command {
     Submit(submit::SubmitArgs),
     Record(record::RecordArgs),
     Verify(verify::VerifyArgs),
+    CheckCassette(check_cassette::CheckCassetteArgs),
+    Import(import::ImportArgs),
 }
 
 toolmock_contract::problem_codes! {
@@ -196,6 +200,8 @@ where
         Command::Submit(args) => submit::run(&args),
         Command::Record(args) => record::run(&args),
         Command::Verify(args) => verify::run(&args),
+        Command::CheckCassette(args) => check_cassette::run(&args),
+        Command::Import(args) => import::run(&args),
     };
     let code = match outcome {
         Ok(code) => code,

@@ -6,69 +6,13 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod conversation_common;
+
+use conversation_common::{Server, reqwest_get, scratch, server, server_with, toolmock};
+
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The conversation server, killed when dropped.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn server() -> Server {
-    server_with(&[])
-}
-
-fn server_with(args: &[&str]) -> Server {
-    let python = root().join(".cache/test-venv/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/install-test-tools.sh",
-        python.display()
-    );
-    let mut child = Command::new(python)
-        .arg(root().join("fixtures/conversation-server/server.py"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the conversation server starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .expect("its port");
-    let port: u16 = line.trim().parse().expect("a port");
-    Server {
-        child,
-        url: format!("http://127.0.0.1:{port}/v1"),
-    }
-}
-
-fn scratch() -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "agents-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// One notes tool (`add` answers `n-1`, or `n-2` for text `b`; `get`), an
 /// agent with a prompt and a guard, and `cases`.
@@ -106,27 +50,6 @@ fn document(cases: Value) -> Value {
 
 fn model_case(name: &str, expect: Value) -> Value {
     json!({"name": name, "driver": {"type": "model", "messages": ["Note down milk."], "max_turns": 4}, "expect": expect})
-}
-
-fn toolmock(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
-    // A run that hangs (a model kept waiting for) is killed, not waited for.
-    let mut command = Command::new("timeout");
-    command
-        .args(["-s", "KILL", "300", env!("CARGO_BIN_EXE_toolmock")])
-        .current_dir(dir)
-        .args(args);
-    for var in [
-        "TOOLMOCK_MODEL_URL",
-        "TOOLMOCK_MODEL",
-        "TOOLMOCK_MODEL_API_KEY",
-        "TOOLMOCK_JUDGE_URL",
-        "TOOLMOCK_JUDGE_MODEL",
-        "TOOLMOCK_JUDGE_API_KEY",
-    ] {
-        command.env_remove(var);
-    }
-    command.envs(envs.iter().copied());
-    command.output().expect("toolmock runs")
 }
 
 /// Runs `cases` with the conversation `model`; returns the exit code, the
@@ -699,22 +622,4 @@ fn model_requests_in_flight_stay_within_the_configured_bound() {
     let counts = reqwest_get(&format!("{}/../counts", server.url));
     assert_eq!(counts["correct"], 16, "{counts}");
     assert_eq!(counts["max_in_flight"], 2, "{counts}");
-}
-
-/// A GET through `curl`-free std networking: the server's request counts.
-fn reqwest_get(url: &str) -> Value {
-    use std::io::{Read, Write};
-    let url = url.replace("/v1/..", "");
-    let rest = url.strip_prefix("http://").unwrap();
-    let (host, path) = rest.split_once('/').unwrap();
-    let mut stream = std::net::TcpStream::connect(host).unwrap();
-    write!(
-        stream,
-        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).unwrap();
-    let body = text.split_once("\r\n\r\n").unwrap().1;
-    serde_json::from_str(body).unwrap()
 }

@@ -121,6 +121,28 @@ fn invalid_literals() {
 }
 
 #[test]
+fn iteration_and_calc() {
+    let deep = json!({"$map": {"in": [1], "as": "a", "give": {"$map": {"in": [1], "as": "b", "give": {
+        "$map": {"in": [1], "as": "c", "give": {"$map": {"in": [1], "as": "d", "give": 1}}}}}}}});
+    let doc = json!({
+        "schema_version": 3,
+        "default_variant": "found",
+        "variants": {"found": {
+            "result": {
+                "name": {"$map": {"in": {"$input": "xs"}, "as": "x", "give": {"$let": ["y", "id"]}}},
+                "greeting": {"$calc": {"text": "(1 + 2", "places": 2}},
+                "deep": deep,
+                "pairs": {"$zip": [[1]]},
+                "kept": {"$filter": {"in": 5, "as": "$x", "when": [{"source": "let", "path": "z", "op": "gt", "value": 1}]}}
+            },
+            "set_state": [{"update": "items", "value": 1}, {"update": "items.0"}]
+        }},
+        "examples": [{"variant": "found", "input": {"name": "Ada"}, "expected": {}}]
+    });
+    insta::assert_snapshot!(check("iteration", &pretty(&doc), &greet_contract()));
+}
+
+#[test]
 fn limits_and_variants() {
     let rules: Vec<Value> = (0..101).map(|_| json!({"when": []})).collect();
     let doc = json!({

@@ -26,6 +26,9 @@ pub struct ModelFlags {
         hide_env_values = true
     )]
     pub model_api_key: Option<String>,
+    /// The model that plays simulated users (default: the agent's).
+    #[command(flatten)]
+    pub user: crate::UserModelFlags,
     /// Sampling temperature, when the endpoint supports it.
     #[arg(long, value_name = "T", env = "TOOLMOCK_MODEL_TEMPERATURE")]
     pub model_temperature: Option<f32>,
@@ -82,6 +85,8 @@ pub struct Models {
     pub model: Option<Arc<dyn ChatModel>>,
     /// Grades `judge` rubrics.
     pub judge: Option<Arc<dyn ChatModel>>,
+    /// Plays simulated users (the agent's model unless configured apart).
+    pub user: Option<Arc<dyn ChatModel>>,
     /// How long one model-driven attempt may run (`--attempt-timeout-secs`).
     pub attempt_timeout: Duration,
 }
@@ -98,6 +103,12 @@ pub enum FlagsError {
     /// `--judge-model` was given with neither `--judge-url` nor `--model-url`.
     #[error("--judge-model needs --judge-url or --model-url")]
     JudgeWithoutUrl,
+    /// `--user-model-url` was given without `--user-model`.
+    #[error("--user-model-url needs --user-model")]
+    UserModelUrlWithoutModel,
+    /// `--user-model` was given with neither `--user-model-url` nor `--model-url`.
+    #[error("--user-model needs --user-model-url or --model-url")]
+    UserModelWithoutUrl,
     /// An endpoint the flags name cannot be used.
     #[error("{code}: {source}", code = .source.code())]
     Endpoint {
@@ -114,6 +125,8 @@ impl FlagsError {
             FlagsError::ModelUrlWithoutModel => "model_url_without_model",
             FlagsError::ModelWithoutUrl => "model_without_url",
             FlagsError::JudgeWithoutUrl => "judge_without_url",
+            FlagsError::UserModelUrlWithoutModel => "user_model_url_without_model",
+            FlagsError::UserModelWithoutUrl => "user_model_without_url",
             FlagsError::Endpoint { source } => source.code(),
         }
     }
@@ -159,9 +172,19 @@ impl ModelFlags {
             (Some(_), None) => return Err(FlagsError::JudgeWithoutUrl),
             (None, _) => None,
         };
+        let user = match self
+            .user
+            .endpoint(self.model_url.as_ref(), self.model_api_key.as_ref())?
+        {
+            crate::user_flags::UserEndpoint::Agent => model.clone(),
+            crate::user_flags::UserEndpoint::Own(url, name, key) => {
+                Some(build(self.endpoint(url, name, key))?)
+            }
+        };
         Ok(Models {
             model,
             judge,
+            user,
             attempt_timeout: Duration::from_secs(self.attempt_timeout_secs),
         })
     }
@@ -201,6 +224,32 @@ mod tests {
         ])
         .expect("configured");
         assert!(both.model.is_some() && both.judge.is_some());
+        // The user model is the agent's unless configured apart.
+        assert!(Arc::ptr_eq(
+            both.model.as_ref().expect("model"),
+            both.user.as_ref().expect("user")
+        ));
+        let apart = models(&[
+            "--model-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--user-model",
+            "u",
+        ])
+        .expect("a user model on the agent's endpoint");
+        assert!(!Arc::ptr_eq(
+            apart.model.as_ref().expect("model"),
+            apart.user.as_ref().expect("user")
+        ));
+        let user_only = models(&[
+            "--user-model-url",
+            "http://127.0.0.1:9/v1",
+            "--user-model",
+            "u",
+        ])
+        .expect("a user model alone is fine");
+        assert!(user_only.model.is_none() && user_only.user.is_some());
         assert!(!format!("{both:?}").contains("sk-secret"));
         let judge_only = models(&["--judge-url", "http://127.0.0.1:9/v1", "--judge-model", "j"])
             .expect("a judge alone is fine");
@@ -224,6 +273,16 @@ mod tests {
                 &["--judge-model", "j"][..],
                 "judge_without_url",
                 "--judge-model needs",
+            ),
+            (
+                &["--user-model-url", "http://x/v1"][..],
+                "user_model_url_without_model",
+                "--user-model-url needs --user-model",
+            ),
+            (
+                &["--user-model", "u"][..],
+                "user_model_without_url",
+                "--user-model needs",
             ),
             (
                 &["--model-url", "ftp://x", "--model", "m"][..],

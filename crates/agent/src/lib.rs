@@ -41,11 +41,17 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod budget;
+pub mod cassette;
 mod flags;
 mod retry_after;
 mod transport;
+mod user_flags;
 
+pub use budget::Budget;
+pub use cassette::{Cassette, CassetteFlags, CassetteMode};
 pub use flags::{FlagsError, ModelFlags, Models};
+pub use user_flags::UserModelFlags;
 
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
@@ -62,7 +68,7 @@ use async_openai::types::chat::{
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use toolmock_simulation::{
-    ChatModel, Message, ModelError, ModelFuture, ModelReply, ModelRequest, ToolCallRequest,
+    ChatModel, Message, ModelError, ModelFuture, ModelReply, ModelRequest, ToolCallRequest, Usage,
 };
 
 /// The default of [`Endpoint::max_response_bytes`]: 16 MiB, far above any
@@ -251,7 +257,9 @@ fn wire_message(message: &Message) -> ChatCompletionRequestMessage {
                 name: None,
             })
         }
-        Message::User { content } => {
+        // A user's own tool calls never reach the agent (the driver leaves
+        // them out of the agent's view); only the words are the protocol's.
+        Message::User { content, .. } => {
             ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {
                 content: ChatCompletionRequestUserMessageContent::Text(content.clone()),
                 name: None,
@@ -284,6 +292,7 @@ fn wire_message(message: &Message) -> ChatCompletionRequestMessage {
         Message::Tool {
             tool_call_id,
             content,
+            ..
         } => ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
             content: ChatCompletionRequestToolMessageContent::Text(content.clone()),
             tool_call_id: tool_call_id.clone(),
@@ -340,11 +349,34 @@ impl ChatModel for OpenAiChat {
                     },
                 })
                 .collect();
+            let usage = response.usage.map(|u| Usage {
+                prompt_tokens: u64::from(u.prompt_tokens),
+                completion_tokens: u64::from(u.completion_tokens),
+                cached_tokens: u
+                    .prompt_tokens_details
+                    .and_then(|d| d.cached_tokens)
+                    .map(u64::from),
+            });
             Ok(ModelReply {
                 content: choice.message.content,
                 tool_calls,
+                usage,
             })
         })
+    }
+
+    fn identity(&self) -> serde_json::Value {
+        // What is sent with every request besides the conversation and the
+        // tools; never the URL or the key.
+        let mut identity = serde_json::Map::new();
+        identity.insert("model".into(), self.model.clone().into());
+        if let Some(t) = self.temperature {
+            identity.insert("temperature".into(), f64::from(t).into());
+        }
+        if let Some(seed) = self.seed {
+            identity.insert("seed".into(), seed.into());
+        }
+        serde_json::Value::Object(identity)
     }
 }
 
@@ -393,9 +425,7 @@ mod tests {
     #[tokio::test]
     async fn a_server_nobody_listens_on_is_unavailable() {
         let model = OpenAiChat::new(&endpoint()).expect("client");
-        let messages = [Message::User {
-            content: "hi".into(),
-        }];
+        let messages = [Message::user("hi")];
         let reply = model
             .complete(ModelRequest {
                 messages: &messages,
@@ -415,9 +445,7 @@ mod tests {
         e.base_url = url;
         e.timeout = Duration::from_secs(30);
         let model = OpenAiChat::new(&e).expect("client");
-        let messages = [Message::User {
-            content: "hi".into(),
-        }];
+        let messages = [Message::user("hi")];
         model
             .complete(ModelRequest {
                 messages: &messages,
@@ -546,5 +574,74 @@ mod tests {
                 serde_json::json!({"reason": "response_too_large", "limit_bytes": 4096})
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod codes {
+    use crate::cassette::{CassetteError, CassetteFlagsError};
+    use crate::{EndpointError, FlagsError};
+
+    /// Every code of the crate, one per variant: a new variant fails to
+    /// compile in the matches below until it is listed here, then fails the
+    /// test until it is documented.
+    fn every_code() -> Vec<&'static str> {
+        let _ = |e: &EndpointError| match e {
+            EndpointError::InvalidUrl(_) | EndpointError::NoModel | EndpointError::Client(_) => (),
+        };
+        let _ = |e: &FlagsError| match e {
+            FlagsError::ModelUrlWithoutModel
+            | FlagsError::ModelWithoutUrl
+            | FlagsError::JudgeWithoutUrl
+            | FlagsError::Endpoint { .. } => (),
+        };
+        let _ = |e: &CassetteError| match e {
+            CassetteError::Unreadable { .. }
+            | CassetteError::Invalid { .. }
+            | CassetteError::Unwritable { .. } => (),
+        };
+        let _ = |e: &CassetteFlagsError| match e {
+            CassetteFlagsError::ModeWithoutCassette
+            | CassetteFlagsError::NothingToRecord
+            | CassetteFlagsError::Cassette { .. } => (),
+        };
+        let text = || String::new();
+        vec![
+            EndpointError::InvalidUrl(text()).code(),
+            EndpointError::NoModel.code(),
+            EndpointError::Client(text()).code(),
+            FlagsError::ModelUrlWithoutModel.code(),
+            FlagsError::ModelWithoutUrl.code(),
+            FlagsError::JudgeWithoutUrl.code(),
+            CassetteFlagsError::ModeWithoutCassette.code(),
+            CassetteFlagsError::NothingToRecord.code(),
+            CassetteError::Unreadable {
+                path: text(),
+                message: text(),
+            }
+            .code(),
+            CassetteError::Invalid {
+                path: text(),
+                line: 1,
+                message: text(),
+            }
+            .code(),
+            CassetteError::Unwritable {
+                path: text(),
+                message: text(),
+            }
+            .code(),
+            // `check-cassette`'s problem codes (CheckProblem::code).
+            "cassette_key_mismatch",
+            "cassette_orphan",
+            "cassette_stale",
+        ]
+    }
+
+    #[test]
+    fn every_code_is_documented_and_every_documented_code_exists() {
+        let doc = include_str!("../../../docs/error-codes.md");
+        toolmock_contract::check_documented_codes(doc, "toolmock-agent", &every_code())
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 }

@@ -7,7 +7,7 @@
 //! [`ModelError`] this crate makes describes the failure (the status class,
 //! what was missing, the size), never the body.
 
-use async_openai::error::OpenAIError;
+use async_openai::error::{OpenAIError, WrappedError};
 use async_openai::middleware::HttpRequestFactory;
 use std::future::Future;
 use std::pin::Pin;
@@ -60,10 +60,23 @@ impl tower::Service<HttpRequestFactory> for Capped {
                 }
                 body.extend_from_slice(&chunk);
             }
+            let mut headers = response.headers().clone();
+            // async-openai's retry layer retries a 429 only when its body is
+            // an OpenAI error object, and reports any other (a proxy's page,
+            // plain text) as an answer that is not a completion. What a 429
+            // says is never used, only its status and `Retry-After`: such a
+            // body is replaced by a neutral error, so the 429 is retried as
+            // any other.
+            if response.status() == reqwest::StatusCode::TOO_MANY_REQUESTS
+                && serde_json::from_slice::<WrappedError>(&body).is_err()
+            {
+                body = br#"{"error": {"message": "rate limited"}}"#.to_vec();
+                headers.remove(reqwest::header::CONTENT_LENGTH);
+            }
             let mut rebuilt = http::Response::new(body);
             *rebuilt.status_mut() = response.status();
             *rebuilt.version_mut() = response.version();
-            *rebuilt.headers_mut() = response.headers().clone();
+            *rebuilt.headers_mut() = headers;
             Ok(reqwest::Response::from(rebuilt))
         })
     }

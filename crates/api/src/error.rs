@@ -364,10 +364,15 @@ pub enum ApiError {
     /// still pass.
     #[error("{}", .0.message)]
     Domain(toolmock_evaluator::DomainError),
-    /// The configured chat-completions generator failed (unreachable, an
-    /// error status, an answer without content).
+    /// The configured chat-completions generator failed (unavailable after
+    /// the client's retries, an unusable answer, an answer past the size
+    /// limit). The message never quotes what the endpoint sent.
     #[error("the generator failed: {message}")]
     GeneratorFailed {
+        /// `unavailable`, `unusable` or `response_too_large`.
+        reason: &'static str,
+        /// The limit an answer passed (`response_too_large`).
+        limit_bytes: Option<u64>,
         /// What went wrong.
         message: String,
     },
@@ -551,6 +556,17 @@ impl ApiError {
                 if let Some(data) = &error.data {
                     body.details = Some(json!({ "data": data }));
                 }
+            }
+            ApiError::GeneratorFailed {
+                reason,
+                limit_bytes,
+                ..
+            } => {
+                let mut details = json!({ "reason": reason });
+                if let Some(limit) = limit_bytes {
+                    details["limit_bytes"] = json!(limit);
+                }
+                body.details = Some(details);
             }
             ApiError::Internal(_) => {
                 // The cause stays in the log; the caller gets the id to quote.

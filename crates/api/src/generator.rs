@@ -4,36 +4,50 @@
 //!
 //! A model's draft goes through exactly the check a save does (docs/spec.md §7,
 //! against the compiled contract); when it fails, the diagnostics are sent
-//! back and the model tries again, at most [`ChatCompletions::max_attempts`]
-//! times. An unchecked draft is never returned as a draft, so it can never be
-//! saved as one.
+//! back and the model tries again, at most `max_attempts` times
+//! ([`ChatCompletions::new`]). An unchecked draft is never returned as a
+//! draft, so it can never be saved as one.
+//!
+//! The endpoint is reached through `toolmock-agent`'s client, the one the
+//! model driver and the judge use: the same time-out per request, bound on
+//! an answer's size, retries of 429 (after a `Retry-After` no longer than
+//! the time-out), 5xx, connection failures and time-outs, bound on requests
+//! in flight, and failures that never quote what the endpoint sent.
 
 use crate::error::ApiError;
 use serde::Serialize;
 use serde_json::{Value, json};
-use std::time::Duration;
+use std::sync::Arc;
+use toolmock_agent::{Endpoint, EndpointError, OpenAiChat};
 use toolmock_contract::OperationContract;
 use toolmock_evaluator::{CompiledContract, compile_checked};
+use toolmock_simulation::{ChatModel, Message, ModelError, ModelRequest};
 use utoipa::ToSchema;
 
-/// An OpenAI-compatible chat-completions endpoint.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A model behind an OpenAI-compatible chat-completions endpoint that
+/// drafts mocks, with its client built once (its bound on requests in
+/// flight holds across requests).
+#[derive(Debug, Clone)]
 pub struct ChatCompletions {
-    /// The endpoint's base URL; `/chat/completions` is appended
-    /// (e.g. `http://127.0.0.1:8000/v1`).
-    pub base_url: String,
-    /// The model name sent with each request.
-    pub model: String,
-    /// Sent as `Authorization: Bearer …` when set.
-    pub api_key: Option<String>,
-    /// How many drafts are requested before giving up (at least 1).
-    pub max_attempts: u32,
-    /// How long one completion may take.
-    pub timeout: Duration,
+    model: Arc<OpenAiChat>,
+    max_attempts: u32,
+}
+
+impl ChatCompletions {
+    /// A generator asking `endpoint` for at most `max_attempts` drafts per
+    /// `generate` (at least 1). The endpoint's time-out, retries, size limit
+    /// and concurrency are the client's (`toolmock_agent::Endpoint`); drafts
+    /// are asked for at the endpoint's `temperature`.
+    pub fn new(endpoint: &Endpoint, max_attempts: u32) -> Result<Self, EndpointError> {
+        Ok(Self {
+            model: Arc::new(OpenAiChat::new(endpoint)?),
+            max_attempts: max_attempts.max(1),
+        })
+    }
 }
 
 /// Which generator answers `generate`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub enum Generator {
     /// Derived from the schemas by `toolmock-schema` (no I/O).
     #[default]
@@ -170,18 +184,15 @@ impl ChatCompletions {
             request.push_str(&format!("\nInstructions from the user:\n{text}\n"));
         }
         let mut messages = vec![
-            json!({"role": "system", "content": SYSTEM_PROMPT}),
-            json!({"role": "user", "content": request}),
+            Message::System {
+                content: SYSTEM_PROMPT.into(),
+            },
+            Message::user(request),
         ];
-        let client = reqwest::Client::builder()
-            .timeout(self.timeout)
-            .build()
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
-        let url = format!("{}/chat/completions", self.base_url.trim_end_matches('/'));
-        let attempts = self.max_attempts.max(1);
+        let attempts = self.max_attempts;
         let mut diagnostics = Value::Array(Vec::new());
         for attempt in 1..=attempts {
-            let content = self.complete(&client, &url, &messages).await?;
+            let content = self.complete(&messages).await?;
             let problems = match serde_json::from_str::<Value>(reply_document(&content)) {
                 Ok(definition) => match compile_checked(&definition, Some(&compiled)) {
                     Ok(_) => {
@@ -198,12 +209,15 @@ impl ChatCompletions {
                 },
                 Err(e) => json!([{"code": "invalid_json", "path": "", "message": e.to_string()}]),
             };
-            messages.push(json!({"role": "assistant", "content": content}));
-            messages.push(json!({"role": "user", "content": format!(
-                "The definition fails its check. Every problem, as {{code, path, message}} with a \
-                 JSON pointer into the definition:\n{problems}\nReply with the corrected JSON \
-                 document only."
-            )}));
+            messages.push(Message::Assistant {
+                content: Some(content),
+                tool_calls: Vec::new(),
+            });
+            messages.push(Message::user(format!(
+                "The definition fails its check. Every problem, as {{code, path, message}} \
+                 with a JSON pointer into the definition:\n{problems}\nReply with the \
+                 corrected JSON document only."
+            )));
             diagnostics = problems;
         }
         Ok(GenerateResult::GenerationFailed {
@@ -213,39 +227,60 @@ impl ChatCompletions {
         })
     }
 
-    async fn complete(
-        &self,
-        client: &reqwest::Client,
-        url: &str,
-        messages: &[Value],
-    ) -> Result<String, ApiError> {
-        let mut request = client.post(url).json(&json!({
-            "model": self.model,
-            "messages": messages,
-            "temperature": 0,
-        }));
-        if let Some(key) = &self.api_key {
-            request = request.bearer_auth(key);
-        }
-        let failed = |message: String| ApiError::GeneratorFailed { message };
-        let response = request
-            .send()
+    /// One completion's text, through the client (its retries included).
+    async fn complete(&self, messages: &[Message]) -> Result<String, ApiError> {
+        let reply = self
+            .model
+            .complete(ModelRequest {
+                messages,
+                tools: &[],
+            })
             .await
-            .map_err(|e| failed(format!("the chat-completions endpoint is unreachable: {e}")))?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(failed(format!(
-                "the chat-completions endpoint answered {status}"
-            )));
-        }
-        let body: Value = response
-            .json()
-            .await
-            .map_err(|e| failed(format!("the chat-completions answer is not JSON: {e}")))?;
-        body["choices"][0]["message"]["content"]
-            .as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| failed("the chat-completions answer has no message content".into()))
+            .map_err(generator_failed)?;
+        reply.content.ok_or_else(|| ApiError::GeneratorFailed {
+            reason: "unusable",
+            limit_bytes: None,
+            message: "the chat-completions answer has no message content".into(),
+        })
+    }
+}
+
+/// A client's failure as the API's: the client's message (which never
+/// quotes the endpoint) under the generator's name and flag.
+fn generator_failed(error: ModelError) -> ApiError {
+    match error {
+        ModelError::Unavailable(why) => ApiError::GeneratorFailed {
+            reason: "unavailable",
+            limit_bytes: None,
+            message: format!("the chat-completions endpoint is unavailable: {why}"),
+        },
+        // The generator's client is never a cassette; a miss would be an
+        // unusable answer all the same.
+        miss @ ModelError::CassetteMiss { .. } => ApiError::GeneratorFailed {
+            reason: "unusable",
+            limit_bytes: None,
+            message: format!("the chat-completions answer is unusable: {miss}"),
+        },
+        ModelError::Failed(why) => ApiError::GeneratorFailed {
+            reason: "unusable",
+            limit_bytes: None,
+            message: format!("the chat-completions answer is unusable: {why}"),
+        },
+        ModelError::TooLarge { limit_bytes } => ApiError::GeneratorFailed {
+            reason: "response_too_large",
+            limit_bytes: Some(limit_bytes),
+            message: format!(
+                "the chat-completions answer exceeded the {limit_bytes}-byte limit on an answer \
+                 (--generator-max-response-bytes)"
+            ),
+        },
+        // The generator's client has no budget either; a spent one would
+        // leave it without an answer, as an unavailable endpoint does.
+        ModelError::BudgetExhausted(why) => ApiError::GeneratorFailed {
+            reason: "unavailable",
+            limit_bytes: None,
+            message: format!("the chat-completions endpoint is unavailable: {why}"),
+        },
     }
 }
 

@@ -20,7 +20,7 @@ use toolmock_store::PgStore;
 pub const MAX_DEFINITION_DELAY: Duration = Duration::from_secs(30);
 
 /// The tunables of the HTTP layer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ApiConfig {
     /// Which generator answers `generate` (default: schema-derived).
     pub generator: Generator,

@@ -697,7 +697,9 @@ function messageItem(m) {
     body.push(h("ul", { class: "asks" }, m.tool_calls.map((c) =>
       h("li", {}, "calls ", h("code", {}, c.name), " with ", h("code", {}, c.arguments)))));
   }
-  return h("li", { class: `message ${m.role}` }, h("div", { class: "head" }, h("strong", {}, who), badge(m.role, "message")), ...body);
+  // A simulated user's message that ended the conversation names its marker.
+  const stop = m.stop ? badge(`stop ${m.stop}`, "message") : null;
+  return h("li", { class: `message ${m.role}` }, h("div", { class: "head" }, h("strong", {}, who), badge(m.role, "message"), stop), ...body);
 }
 
 async function attemptPage(id) {
@@ -723,7 +725,9 @@ async function attemptPage(id) {
     // tool error; the state is unchanged).
     const answered = kind === "ok" || kind === "domain_error";
     const how = h("span", { class: "muted" }, `variant ${e.variant}${e.rule !== null && e.rule !== undefined ? `, rule ${e.rule}` : ""} · ${e.delay_ms} ms simulated`);
-    const head = h("div", { class: "head" }, h("strong", {}, `${n}. ${title}`), badge(kind === "domain_error" ? "domain error" : kind, kind),
+    // A simulated user's own call says so; the agent's are the rest.
+    const actor = e.actor === "user" ? badge("user's call", "message") : null;
+    const head = h("div", { class: "head" }, h("strong", {}, `${n}. ${title}`), actor, badge(kind === "domain_error" ? "domain error" : kind, kind),
       kind === "domain_error" ? h("code", {}, e.error.code) : null, answered ? how : h("code", {}, e.code));
     const body = [h("div", {}, h("span", { class: "muted" }, "arguments"), json(e.arguments))];
     if (answered) {

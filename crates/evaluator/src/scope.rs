@@ -81,6 +81,7 @@ pub(crate) struct Memo<'a>(
     [Cell<Option<Option<&'a Value>>>; PATH_MEMO],
     RefCell<Vec<Option<Value>>>,
     Cell<u32>,
+    RefCell<Vec<Option<&'a Value>>>,
 );
 
 impl<'a> Memo<'a> {
@@ -89,6 +90,7 @@ impl<'a> Memo<'a> {
             [const { Cell::new(None) }; PATH_MEMO],
             RefCell::new(Vec::new()),
             Cell::new(0),
+            RefCell::new(Vec::new()),
         )
     }
 }
@@ -139,6 +141,9 @@ pub(crate) struct Scope<'a> {
     pub(crate) ahead: Option<&'a Ahead>,
     /// The elements visited so far by this call's iterations.
     work: &'a Cell<u32>,
+    /// The elements in sight that are read in place from the input or the
+    /// state (an iteration over a referenced collection), by slot: no copy.
+    pub(crate) borrowed: &'a RefCell<Vec<Option<&'a Value>>>,
 }
 
 impl<'a> Scope<'a> {
@@ -150,6 +155,7 @@ impl<'a> Scope<'a> {
             lets: &memo.1,
             ahead: None,
             work: &memo.2,
+            borrowed: &memo.3,
         }
     }
 
@@ -166,6 +172,7 @@ impl<'a> Scope<'a> {
             lets: &memo.1,
             ahead: Some(ahead),
             work: &memo.2,
+            borrowed: &memo.3,
         }
     }
 
@@ -178,6 +185,7 @@ impl<'a> Scope<'a> {
             lets: &memo.1,
             ahead: None,
             work: &memo.2,
+            borrowed: &memo.3,
         }
     }
 
@@ -211,6 +219,27 @@ impl<'a> Scope<'a> {
             lets.resize(slot + 1, None);
         }
         lets.get_mut(slot).and_then(|cell| cell.replace(value))
+    }
+
+    /// Puts `value`, read in place, in sight in slot `slot`; the answer is
+    /// what the slot held, to put back the same way.
+    pub(crate) fn bind_borrowed(&self, slot: usize, value: Option<&'a Value>) -> Option<&'a Value> {
+        let mut bound = self.borrowed.borrow_mut();
+        if bound.len() <= slot {
+            bound.resize(slot + 1, None);
+        }
+        match bound.get_mut(slot) {
+            Some(cell) => std::mem::replace(cell, value),
+            None => None,
+        }
+    }
+
+    /// The value in sight in slot `slot`: read in place, or held.
+    pub(crate) fn with_bound<T>(&self, slot: usize, f: impl FnOnce(Option<&Value>) -> T) -> T {
+        if let Some(Some(value)) = self.borrowed.borrow().get(slot) {
+            return f(Some(value));
+        }
+        f(self.lets.borrow().get(slot).and_then(Option::as_ref))
     }
 
     /// Takes the value out of slot `slot` and puts `previous` back.

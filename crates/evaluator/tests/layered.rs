@@ -6,8 +6,9 @@
 //! with reads (whole records, `$find`, conditions, the whole state),
 //! writes (nested, into array elements, at missing members, top-level) and
 //! removals (a record, an array element, the members a `where` selects, a
-//! removal then a write at the same place) against both and compares after
-//! every call.
+//! removal then a write at the same place) and updates (the members a
+//! `where` selects, the elements a `when` selects, one member after a
+//! write to it) against both and compares after every call.
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -56,6 +57,16 @@ fn definition() -> CompiledDefinition {
                 {"remove": ["fresh", id, "deep"]},
                 {"remove": ["n", "x"]}
             ]},
+            "update_where": {"result": {"ok": true}, "set_state": [
+                {"update": "orders", "as": "o", "where": {"status": {"$input": "s"}},
+                 "merge": {"count": {"$count": {"$let": ["o", "items"]}}, "status": "touched"}}
+            ]},
+            "update_item": {"result": {"ok": true}, "set_state": [
+                {"path": ["orders", id, "status"], "value": "seen"},
+                {"update": ["orders", id, "items"], "as": "x", "when": [{"source": "let", "path": "x", "op": "eq", "value": "a"}],
+                 "value": {"$concat": [{"$let": "x"}, {"$input": "s"}]}},
+                {"update": ["orders", id], "as": "o", "merge": {"was": {"$let": ["o", "status"]}}}
+            ]},
             "cond": {
                 "result": "different",
                 "rules": [{"when": [{"source": "state", "path": ["orders", id, "status"], "op": "eq", "value": {"$input": "s"}}],
@@ -90,7 +101,7 @@ fn base() -> Map<String, Value> {
         .unwrap_or_default()
 }
 
-const VARIANTS: [&str; 15] = [
+const VARIANTS: [&str; 17] = [
     "get",
     "status",
     "item",
@@ -106,6 +117,8 @@ const VARIANTS: [&str; 15] = [
     "drop_items_where",
     "drop_then_write",
     "write_then_drop",
+    "update_where",
+    "update_item",
 ];
 
 fn calls() -> impl Strategy<Value = Vec<(usize, u8, u8, u8)>> {

@@ -67,7 +67,7 @@ async fn served() -> Result<Arc<Embedded<MemoryStore>>, Box<dyn std::error::Erro
         dispatcher,
         tenant,
         Arc::new(loaded.simulation),
-        Some("books_a_day"),
+        (Some("books_a_day"), None),
         Limits::default(),
     )
     .await?)

@@ -6,9 +6,12 @@
 
 use crate::error::{McpCode, ServeError};
 use crate::handler::{Attempts, Entered, ToolServer, server_error};
+use crate::handler::{harness_error, success};
 use crate::tools::ServedTools;
 use axum::http::request::Parts;
+use rmcp::model::CallToolResult;
 use rmcp::model::ErrorData;
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -22,12 +25,17 @@ use toolmock_runtime::error::StartError;
 use toolmock_runtime::model::{PinRecord, SimulationId, TenantId};
 use toolmock_simulation::document::CaseDoc;
 use toolmock_simulation::{
-    AttemptResult, Installed, LoadedSimulation, RunError, RunResults, assemble_results,
-    conclude_attempt, install, start_problems, start_request,
+    AttemptContext, AttemptResult, ChatModel, FileProblem, Installed, LoadCode, LoadedSimulation,
+    RunError, RunResults, UserConversation, UserPlayer, UserReply, assemble_results,
+    conclude_conversation, install, start_problems, start_request,
 };
 
 /// The most attempts one `serve` hands out (one start's bound).
 pub const MAX_ATTEMPTS: u32 = 10_000;
+
+/// How long one `ask_user` may wait for the user model, its retries
+/// included: an MCP call is answered, never left hanging.
+const USER_REQUEST_LIMIT: Duration = Duration::from_secs(600);
 
 /// When an attempt ends besides an explicit finish, the session's close or
 /// the server's shutdown.
@@ -52,6 +60,8 @@ struct Slot {
     calls: AtomicU64,
     last: Mutex<Instant>,
     began: Instant,
+    /// The conversation with the case's simulated user (`ask_user`).
+    talk: tokio::sync::Mutex<UserConversation>,
 }
 
 impl Slot {
@@ -79,6 +89,9 @@ pub struct Embedded<B> {
     limits: Limits,
     slots: Mutex<BTreeMap<u32, Arc<Slot>>>,
     ended: Notify,
+    /// The case's simulated user and the model that plays it.
+    user: Option<(UserPlayer, Arc<dyn ChatModel>)>,
+    workflows: std::collections::HashMap<String, toolmock_runtime::model::WorkflowDoc>,
 }
 
 impl<B> std::fmt::Debug for Embedded<B> {
@@ -116,27 +129,48 @@ fn choose_case(loaded: &LoadedSimulation, name: Option<&str>) -> Result<usize, S
 
 impl<B: Backend + 'static> Embedded<B> {
     /// Installs `loaded` in `tenant` (every problem listed, as `toolmock run
-    /// --check` would) and prepares to serve case `case` (or the only one).
+    /// --check` would) and prepares to serve case `case` (or the only one);
+    /// `user` plays its simulated user, if it has one (refused without:
+    /// `user_model_not_configured`).
     pub async fn prepare(
         dispatcher: Arc<Dispatcher<B>>,
         tenant: TenantId,
         loaded: Arc<LoadedSimulation>,
-        case: Option<&str>,
+        (case, user): (Option<&str>, Option<Arc<dyn ChatModel>>),
         limits: Limits,
     ) -> Result<Arc<Self>, ServeError> {
         let case = choose_case(&loaded, case)?;
+        let user = match (&loaded.document.cases[case].user, user) {
+            (Some(doc), Some(model)) => Some((UserPlayer::new(&loaded, doc), model)),
+            (Some(_), None) => {
+                return Err(ServeError::Problems(vec![FileProblem::new(
+                    loaded.file.clone(),
+                    toolmock_contract::Problem::new(
+                        LoadCode::UserModelNotConfigured,
+                        pointer::push(&pointer::index("/cases", case), "user"),
+                        "the case has a simulated user: give --user-model-url and --user-model",
+                    ),
+                )]));
+            }
+            (None, _) => None,
+        };
         let installed = install(&dispatcher, tenant, &loaded).await?;
         // A first start pins what every attempt will be served (each
         // attempt's own start pins the same revisions: nothing changes them
         // in between).
         let (_, probe) = start_one(&dispatcher, &loaded, &installed, case).await?;
         dispatcher.forget_simulation(probe.id);
-        let tools = ServedTools::new(
+        let mut tools = ServedTools::new(
             &loaded.document.agent.tools,
             &probe.pins,
             &loaded.document.agent.workflows,
         )?;
+        if user.is_some() {
+            tools = tools.with_ask_user()?;
+        }
         Ok(Arc::new(Self {
+            user,
+            workflows: loaded.workflows(),
             dispatcher,
             loaded,
             installed,
@@ -206,6 +240,7 @@ impl<B: Backend + 'static> Embedded<B> {
             calls: AtomicU64::new(0),
             last: Mutex::new(Instant::now()),
             began: Instant::now(),
+            talk: tokio::sync::Mutex::new(UserConversation::default()),
         });
         // Two first requests for one number: the first start wins; the
         // other's attempt stays unused (never judged, never reported).
@@ -242,6 +277,7 @@ impl<B: Backend + 'static> Embedded<B> {
             tenant: self.installed.tenant,
             attempt: slot.attempt.id,
             capability: slot.attempt.capability.clone(),
+            resolved: None,
             ticket: Ticket { slot, guard },
         })
     }
@@ -278,13 +314,14 @@ impl<B: Backend + 'static> Embedded<B> {
         if done.is_some() {
             return Err(ServeError::AttemptFinished { attempt: number });
         }
-        let mut result = conclude_attempt(
+        // What was said with the simulated user (nothing without one).
+        let talk = std::mem::take(&mut *slot.talk.lock().await);
+        let mut result = conclude_conversation(
             &self.dispatcher,
             self.installed.tenant,
-            self.case(),
-            &pointer::index("/cases", self.case),
+            (self.case(), &pointer::index("/cases", self.case)),
             (slot.attempt.id, number),
-            Vec::new(),
+            talk.into_parts(),
             self.limits.keep_raw,
         )
         .await?;
@@ -294,6 +331,51 @@ impl<B: Backend + 'static> Embedded<B> {
         drop(done);
         self.ended.notify_waiters();
         Ok(result)
+    }
+
+    /// `ask_user` of the attempt `entered`: the agent's `message` to the
+    /// simulated user, and its reply as the tool's result — `{"reply"}`,
+    /// with `"ended": true` and `stop` when the user ended the conversation,
+    /// `{"ended": true}` alone once it is over; a fault of the user model is
+    /// a recorded harness error (a JSON-RPC error, as any).
+    async fn ask_user(
+        &self,
+        entered: &Entered<Ticket>,
+        message: Option<String>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let Some((player, model)) = &self.user else {
+            return Err(server_error(
+                McpCode::AskUserNotServed,
+                "the served case has no simulated user",
+            ));
+        };
+        let ctx = AttemptContext {
+            dispatcher: &*self.dispatcher,
+            tenant: entered.tenant,
+            attempt: entered.attempt,
+            capability: &entered.capability,
+            workflows: &self.workflows,
+        };
+        let mut talk = entered.ticket.slot.talk.lock().await;
+        let reply = talk
+            .ask(
+                &ctx,
+                message,
+                (player, model.as_ref(), USER_REQUEST_LIMIT),
+                &pointer::index("/cases", self.case),
+            )
+            .await
+            .map_err(|e| server_error(McpCode::StorageFailed, e.to_string()))?;
+        Ok(match reply {
+            UserReply::Said(text) => success(json!({"reply": text})),
+            UserReply::Stopped { text, marker } => {
+                success(json!({"reply": text, "stop": marker, "ended": true}))
+            }
+            UserReply::Ended => success(json!({"ended": true})),
+            UserReply::Fault { code, message } => {
+                return Err(harness_error(code.as_str(), &message, None));
+            }
+        })
     }
 
     /// Ends every attempt still open.
@@ -432,6 +514,14 @@ impl<B: Backend + 'static> Attempts for ProcessAttempt<B> {
     async fn leave(&self, entered: Entered<Ticket>) {
         self.embedded.leave_slot(entered).await;
     }
+
+    async fn ask_user(
+        &self,
+        entered: &Entered<Ticket>,
+        message: Option<String>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.embedded.ask_user(entered, message).await
+    }
 }
 
 /// The attempt number the HTTP router put in a request's extensions (from
@@ -469,5 +559,13 @@ impl<B: Backend + 'static> Attempts for PathAttempts<B> {
 
     async fn leave(&self, entered: Entered<Ticket>) {
         self.embedded.leave_slot(entered).await;
+    }
+
+    async fn ask_user(
+        &self,
+        entered: &Entered<Ticket>,
+        message: Option<String>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.embedded.ask_user(entered, message).await
     }
 }

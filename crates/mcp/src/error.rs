@@ -24,6 +24,9 @@ problem_codes! {
         StorageFailed => "storage_failed",
         /// The capability is not valid for this attempt (nothing was recorded).
         CapabilityRejected => "capability_rejected",
+        /// `ask_user` was called where no simulated user is served (nothing
+        /// was recorded).
+        AskUserNotServed => "ask_user_not_served",
     }
 }
 

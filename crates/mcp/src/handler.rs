@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use toolmock_runtime::Dispatcher;
 use toolmock_runtime::ToolCall;
 use toolmock_runtime::backend::Backend;
+use toolmock_runtime::dispatcher::ResolvedCapability;
 use toolmock_runtime::error::DispatchError;
 use toolmock_runtime::model::{AttemptId, Capability, TenantId, WorkflowDoc};
 use toolmock_simulation::document::CallStatus;
@@ -34,6 +35,11 @@ pub struct Entered<T> {
     pub attempt: AttemptId,
     /// Its capability (every call presents it to the dispatcher).
     pub capability: Capability,
+    /// The capability already resolved to the attempt, when the resolver
+    /// had to find it anyway (the API's, by its bearer token): an
+    /// operation's call hands it to `Dispatcher::call_resolved` instead of
+    /// looking the capability up again.
+    pub resolved: Option<ResolvedCapability>,
     /// Whatever the resolver keeps while the call runs (e.g. a guard that
     /// holds off the attempt's finish).
     pub ticket: T,
@@ -56,6 +62,24 @@ pub trait Attempts: Send + Sync + 'static {
 
     /// Called after each call has been answered (recorded), with its ticket.
     fn leave(&self, entered: Entered<Self::Ticket>) -> impl Future<Output = ()> + Send;
+
+    /// The served case's simulated user answers what the agent says
+    /// (`message`; none: the agent only listens) through `ask_user`. Only
+    /// resolvers that serve a case with a simulated user list that tool;
+    /// the others never get here.
+    fn ask_user(
+        &self,
+        entered: &Entered<Self::Ticket>,
+        message: Option<String>,
+    ) -> impl Future<Output = Result<CallToolResult, ErrorData>> + Send {
+        let _ = (entered, message);
+        async {
+            Err(server_error(
+                McpCode::AskUserNotServed,
+                "no simulated user is served here",
+            ))
+        }
+    }
 }
 
 struct Inner<B, A> {
@@ -139,6 +163,9 @@ impl<B: Backend + 'static, A: Attempts> ToolServer<B, A> {
         gone: Option<CancellationToken>,
         receipt: Option<Arc<Receipt>>,
     ) -> Result<CallToolResult, ErrorData> {
+        if let Some(Target::AskUser) = self.inner.tools.target(name) {
+            return self.ask_user(parts, &arguments).await;
+        }
         let entered = self.inner.attempts.enter(parts).await?;
         let (reply, answered) = tokio::sync::oneshot::channel();
         let server = self.clone();
@@ -147,7 +174,7 @@ impl<B: Backend + 'static, A: Attempts> ToolServer<B, A> {
             let (outcome, call) = server
                 .dispatch(
                     (entered.tenant, entered.attempt),
-                    &entered.capability,
+                    (&entered.capability, entered.resolved.as_ref()),
                     &name,
                     arguments,
                 )
@@ -191,12 +218,37 @@ impl<B: Backend + 'static, A: Attempts> ToolServer<B, A> {
         }
     }
 
+    /// `ask_user`: the agent's `message` (a string, or none) to the served
+    /// case's simulated user, whose reply is the result. Nothing of it is
+    /// an operation call: its messages are the attempt's conversation.
+    async fn ask_user(
+        &self,
+        parts: Option<&Parts>,
+        arguments: &Value,
+    ) -> Result<CallToolResult, ErrorData> {
+        let message = match arguments.get("message") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(_) => {
+                return Ok(tool_input_error(
+                    "invalid_arguments",
+                    "message must be a string",
+                    Some("/message"),
+                ));
+            }
+        };
+        let entered = self.inner.attempts.enter(parts).await?;
+        let outcome = self.inner.attempts.ask_user(&entered, message).await;
+        self.inner.attempts.leave(entered).await;
+        outcome
+    }
+
     /// Runs the call `name` of the attempt; with the operation call it made
     /// (none for a workflow), for the record of a lost answer.
     async fn dispatch(
         &self,
         (tenant, attempt): (TenantId, AttemptId),
-        capability: &Capability,
+        (capability, resolved): (&Capability, Option<&ResolvedCapability>),
         name: &str,
         arguments: Value,
     ) -> (Result<Value, Failure>, Option<ToolCall>) {
@@ -219,15 +271,17 @@ impl<B: Backend + 'static, A: Attempts> ToolServer<B, A> {
             Some(Target::Operation { tool, operation }) => {
                 ToolCall::new(tool.as_str(), operation.as_str(), arguments)
             }
+            // Answered before a call is dispatched (`ask_user`).
+            Some(Target::AskUser) => ToolCall::new(name, "", arguments),
             // A name the agent was never shown: the dispatcher records it
             // (`unknown_tool`, a harness error) like any unknown operation.
             None => ToolCall::new(name, name, arguments),
         };
-        let outcome = inner
-            .dispatcher
-            .call(tenant, capability, &call)
-            .await
-            .map_err(Failure::Dispatch);
+        let outcome = match resolved {
+            Some(resolved) => inner.dispatcher.call_resolved(resolved, &call).await,
+            None => inner.dispatcher.call(tenant, capability, &call).await,
+        }
+        .map_err(Failure::Dispatch);
         (outcome, Some(call))
     }
 }
@@ -416,20 +470,21 @@ impl<B: Backend + 'static, A: Attempts> rmcp::ServerHandler for ToolServer<B, A>
 }
 
 /// One attempt, already resolved (the API's `/api/attempts/{id}/mcp`: the
-/// bearer capability named it); every request of the handler is for it.
+/// bearer capability named it); every request of the handler is for it,
+/// and its operations' calls take that resolution instead of looking the
+/// capability up again.
 #[derive(Debug, Clone)]
 pub struct FixedAttempt {
-    tenant: TenantId,
-    attempt: AttemptId,
+    resolved: ResolvedCapability,
     capability: Capability,
 }
 
 impl FixedAttempt {
-    /// The attempt `attempt` of `tenant`, called with `capability`.
-    pub fn new(tenant: TenantId, attempt: AttemptId, capability: Capability) -> Self {
+    /// The attempt `capability` was resolved to (`resolved`, from
+    /// `Dispatcher::adopt_capability` or `Dispatcher::cached_capability`).
+    pub fn new(resolved: ResolvedCapability, capability: Capability) -> Self {
         Self {
-            tenant,
-            attempt,
+            resolved,
             capability,
         }
     }
@@ -440,9 +495,10 @@ impl Attempts for FixedAttempt {
 
     async fn enter(&self, _parts: Option<&Parts>) -> Result<Entered<()>, ErrorData> {
         Ok(Entered {
-            tenant: self.tenant,
-            attempt: self.attempt,
+            tenant: self.resolved.tenant(),
+            attempt: self.resolved.attempt(),
             capability: self.capability.clone(),
+            resolved: Some(self.resolved.clone()),
             ticket: (),
         })
     }

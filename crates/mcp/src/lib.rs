@@ -49,7 +49,7 @@
 //! let store = MemoryStore::new();
 //! let tenant = store.create_tenant("serve").await?;
 //! let dispatcher = Arc::new(Dispatcher::new(store));
-//! let served = Embedded::prepare(dispatcher, tenant, Arc::new(loaded), None, Limits::default()).await?;
+//! let served = Embedded::prepare(dispatcher, tenant, Arc::new(loaded), (None, None), Limits::default()).await?;
 //! assert_eq!(served.tools().list()[0].name, "book");
 //! // What an MCP client's `tools/call` of attempt 1 does:
 //! let server = served.server(toolmock_mcp::ProcessAttempt::new(served.clone(), 1));
@@ -83,7 +83,7 @@ pub use handler::{
     success, tool_input_error,
 };
 pub use tokio_util::sync::CancellationToken;
-pub use tools::{ServedTools, Target};
+pub use tools::{ASK_USER, ServedTools, Target};
 pub use transport::{Mcp, router, serve_stdio, stateless_service};
 
 #[cfg(test)]

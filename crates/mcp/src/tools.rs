@@ -25,7 +25,13 @@ pub enum Target {
         /// The workflow's name.
         name: String,
     },
+    /// The case's simulated user: the agent says something and hears the
+    /// user's reply (docs/mcp.md, "A simulated user over MCP").
+    AskUser,
 }
+
+/// The MCP tool through which an agent talks with a case's simulated user.
+pub const ASK_USER: &str = "ask_user";
 
 /// The served tools: the `tools/list` answer and the name → target table.
 #[derive(Debug, Clone)]
@@ -138,6 +144,37 @@ impl ServedTools {
         })
     }
 
+    /// With [`ASK_USER`] listed last: the served case has a simulated user.
+    /// An operation or workflow of that name is refused
+    /// (`duplicate_tool_name`).
+    pub fn with_ask_user(mut self) -> Result<Self, ServeError> {
+        if let Some(first) = self.targets.get(ASK_USER) {
+            return Err(ServeError::DuplicateToolName {
+                name: ASK_USER.into(),
+                first: describe(first),
+                second: describe(&Target::AskUser),
+            });
+        }
+        let input = json!({
+            "type": "object",
+            "properties": {"message": {"type": "string",
+                "description": "What you say to the user; leave it out to hear the user's first message."}},
+            "additionalProperties": false
+        });
+        let tool = Tool::new(
+            Cow::Borrowed(ASK_USER),
+            Cow::Borrowed(
+                "Say something to the user and get their reply. The answer is {\"reply\": TEXT}; when the user ends the conversation it also has \"ended\": true (and the user's \"stop\" marker), and you should stop.",
+            ),
+            Arc::new(schema_object(&input)),
+        );
+        let mut tools = self.tools.as_ref().clone();
+        tools.push(tool);
+        self.tools = Arc::new(tools);
+        self.targets.insert(ASK_USER.into(), Target::AskUser);
+        Ok(self)
+    }
+
     /// The `tools/list` answer, in the agent's order.
     pub fn list(&self) -> &[Tool] {
         &self.tools
@@ -153,5 +190,6 @@ fn describe(target: &Target) -> String {
     match target {
         Target::Operation { tool, operation } => format!("{tool}/{operation}"),
         Target::Workflow { name } => format!("workflow {name}"),
+        Target::AskUser => "the simulated user's ask_user".to_owned(),
     }
 }

@@ -38,11 +38,13 @@ impl ChatModel for Scripted {
                     name: "notes__add".into(),
                     arguments: format!("{{\"text\": \"note {done}\"}}"),
                 }],
+                usage: None,
             }
         } else {
             ModelReply {
                 content: Some("Added four notes.".into()),
                 tool_calls: vec![],
+                usage: None,
             }
         };
         Box::pin(std::future::ready(Ok(reply)))

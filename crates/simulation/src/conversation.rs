@@ -12,6 +12,7 @@
 //! map is kept both ways, so a name the model sends back is resolved
 //! exactly, and one it invents is not resolved at all.
 
+pub use crate::document::Actor;
 use crate::document::AgentDoc;
 use crate::load::LoadedSimulation;
 use chrono::{DateTime, Utc};
@@ -32,10 +33,19 @@ pub enum Message {
         /// The text.
         content: String,
     },
-    /// One of the case's `messages`.
+    /// A user turn: one of the case's `messages`, or a simulated user's
+    /// reply.
     User {
         /// The text.
         content: String,
+        /// The stop marker the text contains, when a simulated user ended
+        /// the conversation with it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stop: Option<String>,
+        /// A simulated user's calls of its own tools (the agent never sees
+        /// this message: only the user's words reach it).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCallRequest>,
     },
     /// The model's answer: text, tool calls, or both.
     Assistant {
@@ -53,7 +63,30 @@ pub enum Message {
         tool_call_id: String,
         /// The text sent back.
         content: String,
+        /// Whose call it answers (`agent` unless written).
+        #[serde(default, skip_serializing_if = "Actor::is_agent")]
+        actor: Actor,
     },
+}
+
+impl Message {
+    /// A user turn of plain text.
+    pub fn user(content: impl Into<String>) -> Self {
+        Message::User {
+            content: content.into(),
+            stop: None,
+            tool_calls: Vec::new(),
+        }
+    }
+
+    /// A tool message answering one of the agent's calls.
+    pub fn tool(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Message::Tool {
+            tool_call_id: tool_call_id.into(),
+            content: content.into(),
+            actor: Actor::Agent,
+        }
+    }
 }
 
 /// One function call the model asked for.
@@ -94,6 +127,52 @@ pub struct ModelReply {
     pub content: Option<String>,
     /// Its tool calls, in order.
     pub tool_calls: Vec<ToolCallRequest>,
+    /// The tokens the endpoint says the answer took, when it says.
+    pub usage: Option<Usage>,
+}
+
+/// The tokens one model answer took, as the endpoint reported them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens of the request (`prompt_tokens`).
+    pub prompt_tokens: u64,
+    /// Tokens of the answer (`completion_tokens`).
+    pub completion_tokens: u64,
+    /// Of the prompt tokens, those the endpoint served from its cache, when
+    /// it says (`prompt_tokens_details.cached_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
+}
+
+/// Which model of an attempt a request is for: a cassette keeps their
+/// exchanges apart, a usage report names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelRole {
+    /// The model that plays the agent.
+    Agent,
+    /// The judge model that grades a rubric.
+    Judge,
+}
+
+impl ModelRole {
+    /// Its stable text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelRole::Agent => "agent",
+            ModelRole::Judge => "judge",
+        }
+    }
+}
+
+/// The attempt a model's requests belong to (handed to
+/// [`ChatModel::for_attempt`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptScope {
+    /// The case's name.
+    pub case: String,
+    /// The attempt's number within its case (1, 2, …).
+    pub attempt: u32,
 }
 
 /// Why a model gave no reply. Either ends the attempt `harness_error`: it
@@ -115,6 +194,20 @@ pub enum ModelError {
         /// The limit, in bytes.
         limit_bytes: u64,
     },
+    /// The run's budget of tokens or cost is spent: the request was not
+    /// sent (`budget_exhausted`).
+    #[error("{0}")]
+    BudgetExhausted(String),
+    /// A cassette in replay mode has no answer for the request
+    /// (`cassette_miss`): the message names the case, the attempt, the turn
+    /// and the first difference; `detail` carries them as fields.
+    #[error("{message}")]
+    CassetteMiss {
+        /// What was asked for and where the request differs.
+        message: String,
+        /// `{"case", "attempt", "turn", "role", "pointer"}`.
+        detail: Value,
+    },
 }
 
 impl ModelError {
@@ -126,7 +219,20 @@ impl ModelError {
             ModelError::TooLarge { limit_bytes } => {
                 serde_json::json!({"reason": "response_too_large", "limit_bytes": limit_bytes})
             }
+            ModelError::CassetteMiss { detail, .. } => detail.clone(),
             _ => serde_json::json!({}),
+        }
+    }
+
+    /// The JSON pointer its harness error carries as its `path`: where a
+    /// cassette miss's request first differs from the recorded one.
+    pub fn pointer(&self) -> Option<String> {
+        match self {
+            ModelError::CassetteMiss { detail, .. } => detail
+                .get("pointer")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            _ => None,
         }
     }
 }
@@ -141,6 +247,31 @@ pub type ModelFuture<'a> =
 pub trait ChatModel: Send + Sync + std::fmt::Debug {
     /// Answers one request.
     fn complete<'a>(&'a self, request: ModelRequest<'a>) -> ModelFuture<'a>;
+
+    /// What besides the request determines the answer — the model name and
+    /// the sampling parameters sent with every request — as a JSON object
+    /// (a cassette keys its exchanges by it). Never the endpoint's URL or
+    /// key. Default: nothing (`{}`).
+    fn identity(&self) -> Value {
+        json!({})
+    }
+
+    /// The model as one attempt uses it: a model that keeps per-attempt
+    /// state (a cassette counts the attempt's turns and its repeated
+    /// requests) answers a view of itself; `None` (the default) means the
+    /// model itself.
+    fn for_attempt(&self, scope: &AttemptScope) -> Option<std::sync::Arc<dyn ChatModel>> {
+        let _ = scope;
+        None
+    }
+}
+
+/// `model` as `scope`'s attempt uses it ([`ChatModel::for_attempt`]).
+pub fn attempt_model(
+    model: &std::sync::Arc<dyn ChatModel>,
+    scope: &AttemptScope,
+) -> std::sync::Arc<dyn ChatModel> {
+    model.for_attempt(scope).unwrap_or_else(|| model.clone())
 }
 
 /// A boxed, sendable future of a [`ConversationSink`].
@@ -258,7 +389,26 @@ impl FunctionMap {
     /// tools it names, then its workflows it names, in its `tools` order.
     pub fn of_agent(loaded: &LoadedSimulation) -> Self {
         let agent: &AgentDoc = &loaded.document.agent;
-        let tools = agent.tools.iter().filter_map(|name| {
+        let workflows = agent.tools.iter().filter_map(|name| {
+            let w = agent.workflows.iter().find(|w| &w.name == name)?;
+            Some((w.name.as_str(), w.description.as_str()))
+        });
+        Self::build(Self::operations_of(loaded, &agent.tools), workflows)
+    }
+
+    /// The functions of the tools `names` names (a simulated user's: no
+    /// workflow), in that order.
+    pub fn of_tools(loaded: &LoadedSimulation, names: &[String]) -> Self {
+        Self::build(Self::operations_of(loaded, names), std::iter::empty())
+    }
+
+    /// Each tool `names` names with its operations, as [`Self::build`]
+    /// takes them; a name that is no tool (a workflow) is left out.
+    fn operations_of<'a>(
+        loaded: &'a LoadedSimulation,
+        names: &'a [String],
+    ) -> impl Iterator<Item = (&'a str, Vec<(&'a str, &'a str, &'a Value)>)> {
+        names.iter().filter_map(|name| {
             let tool = loaded.tools.iter().find(|t| &t.name == name)?;
             Some((
                 tool.name.as_str(),
@@ -273,12 +423,7 @@ impl FunctionMap {
                     })
                     .collect(),
             ))
-        });
-        let workflows = agent.tools.iter().filter_map(|name| {
-            let w = agent.workflows.iter().find(|w| &w.name == name)?;
-            Some((w.name.as_str(), w.description.as_str()))
-        });
-        Self::build(tools, workflows)
+        })
     }
 
     /// The function tools, in the order they are offered.

@@ -357,9 +357,24 @@ pub struct CaseDoc {
     pub attempts: Option<u32>,
     /// Who plays the agent.
     pub driver: DriverDoc,
+    /// Who plays the user, when a model does (`docs/agents.md`, "A
+    /// simulated user"); without it the user is the driver's `messages`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<UserDoc>,
     /// What must hold of the attempt.
     #[serde(default)]
     pub expect: CaseExpect,
+}
+
+impl CaseDoc {
+    /// Who calls `tool` in this case: the simulated user when it is one of
+    /// the user's tools (a tool belongs to one side), else the agent.
+    pub fn actor_of(&self, tool: &str) -> Actor {
+        match &self.user {
+            Some(UserDoc::Model { tools, .. }) if tools.iter().any(|t| t == tool) => Actor::User,
+            _ => Actor::Agent,
+        }
+    }
 }
 
 /// Who plays the agent.
@@ -382,7 +397,11 @@ pub enum DriverDoc {
     /// operations and workflows the agent can reach its function tools.
     /// The endpoint is configured by whoever runs the case, never here.
     Model {
-        /// The user's turns; each after the agent's final answer to the one before.
+        /// The user's turns; each after the agent's final answer to the one
+        /// before. With a simulated user (the case's `user`) they open the
+        /// conversation and the user model goes on after them; without one
+        /// there must be at least one.
+        #[serde(default)]
         messages: Vec<String>,
         /// The bound on model requests over the whole conversation (default
         /// 10); reaching it fails the attempt (`turn_limit`).
@@ -405,6 +424,43 @@ pub enum DriverDoc {
 
 fn ten() -> u32 {
     10
+}
+
+/// Who plays the user of a case (`docs/agents.md`, "A simulated user").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum UserDoc {
+    /// A model plays the user: the documented guidelines and these
+    /// instructions are its system message, the agent's messages the other
+    /// side of its conversation, and its replies the user's turns.
+    Model {
+        /// What the user wants and knows: the task, in the user's terms.
+        instructions: String,
+        /// How the user behaves (added to the system message when given).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        persona: String,
+        /// Markers that end the conversation when a user message contains
+        /// one (default `###STOP###`, `###TRANSFER###`, `###OUT-OF-SCOPE###`).
+        #[serde(default = "stop_markers")]
+        stop: Vec<String>,
+        /// The most messages the user model writes (default 10); the agent
+        /// still waiting for a user turn after them fails the attempt
+        /// (`turn_limit` at `user/max_turns`).
+        #[serde(default = "ten")]
+        max_turns: u32,
+        /// Tools the user calls on their own side (names of the document's
+        /// tools, none of them the agent's): mocked and recorded like the
+        /// agent's calls, in the attempt's state.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tools: Vec<String>,
+    },
+}
+
+/// The stop markers of a simulated user without its own.
+pub fn stop_markers() -> Vec<String> {
+    ["###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###"]
+        .map(str::to_owned)
+        .to_vec()
 }
 
 impl DriverDoc {
@@ -487,6 +543,20 @@ pub struct CaseExpect {
     /// A rubric graded by the judge model over the recorded conversation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<JudgeExpect>,
+    /// What the agent must have told the user in any of its messages
+    /// (model-driven cases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_said: Option<AgentSaidExpect>,
+}
+
+/// Texts the agent must have said somewhere in the conversation: each must
+/// occur in one of its messages, compared without regard to case and with
+/// the message's commas left out (`1,000` is said as `1000`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSaidExpect {
+    /// Each must occur in some assistant message.
+    pub contains: Vec<String>,
 }
 
 impl Default for CaseExpect {
@@ -497,6 +567,7 @@ impl Default for CaseExpect {
             trajectory: Vec::new(),
             final_answer: None,
             judge: None,
+            agent_said: None,
         }
     }
 }
@@ -658,6 +729,32 @@ impl CallStatus {
             CallStatus::ToolInputError => "tool_input_error",
             CallStatus::HarnessError => "harness_error",
             CallStatus::DomainError => "domain_error",
+        }
+    }
+}
+
+/// Who made a tool call: the agent, or a simulated user on their own side.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Actor {
+    /// The agent under test.
+    #[default]
+    Agent,
+    /// The simulated user.
+    User,
+}
+
+impl Actor {
+    /// Whether it is the agent (the default, left out when written).
+    pub fn is_agent(&self) -> bool {
+        *self == Actor::Agent
+    }
+
+    /// `agent` or `user`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Actor::Agent => "agent",
+            Actor::User => "user",
         }
     }
 }

@@ -2,12 +2,13 @@
 //! recorded messages only) and `judge` (a rubric graded by a separately
 //! configured judge model over the recorded conversation and calls).
 
-use crate::conversation::{ChatModel, Message, ModelRequest};
-use crate::document::{FinalAnswerExpect, JudgeExpect};
+use crate::conversation::{ChatModel, Message, ModelError, ModelRequest, Usage};
+use crate::document::{AgentSaidExpect, FinalAnswerExpect, JudgeExpect};
 use crate::expect::{RecordedCall, Unmet};
 use crate::results::JudgeReport;
 use serde_json::{Value, json};
 use toolmock_contract::pointer;
+use toolmock_runtime::error::HarnessCode;
 
 /// The agent's final answer: the last assistant message without tool calls.
 pub(crate) fn final_answer(conversation: &[Message]) -> Option<&str> {
@@ -67,6 +68,42 @@ pub(crate) fn judge_final_answer(
         }
     }
     unmet
+}
+
+/// Every text of `expect` that no assistant message of `conversation`
+/// holds, at `at` (`/cases/N/expect/agent_said`): compared without regard
+/// to case, the message's commas left out.
+pub(crate) fn judge_agent_said(
+    expect: &AgentSaidExpect,
+    conversation: &[Message],
+    at: &str,
+) -> Vec<Unmet> {
+    let said: Vec<String> = conversation
+        .iter()
+        .filter_map(|m| match m {
+            Message::Assistant {
+                content: Some(text),
+                ..
+            } => Some(text.to_lowercase().replace(',', "")),
+            _ => None,
+        })
+        .collect();
+    expect
+        .contains
+        .iter()
+        .enumerate()
+        .filter(|(_, text)| {
+            let wanted = text.to_lowercase();
+            !said.iter().any(|s| s.contains(&wanted))
+        })
+        .map(|(i, text)| {
+            Unmet::new(
+                pointer::index(&pointer::push(at, "contains"), i),
+                "agent_said_contains",
+                format!("no message of the agent says {text:?}"),
+            )
+        })
+        .collect()
 }
 
 const JUDGE_INSTRUCTIONS: &str = "You grade a conversation between a user and an AI agent that uses tools. \
@@ -137,14 +174,20 @@ pub(crate) fn read_verdict(text: &str) -> Result<JudgeReport, String> {
 }
 
 /// Asks `judge` to grade `expect`'s rubric over the recorded conversation
-/// and calls. `Err` is why no grade came back and the record's detail
-/// (recorded as `judge_failed`).
+/// and calls. `Err` is the harness code to record (`judge_failed`, or
+/// `cassette_miss` when a replaying cassette had no answer), why no grade
+/// came back, the record's detail and its path (a miss's pointer). Beside
+/// it, the tokens the judge's answer took (spent even when the answer is
+/// refused).
 pub(crate) async fn grade(
     judge: &dyn ChatModel,
     expect: &JudgeExpect,
     conversation: &[Message],
     calls: &[RecordedCall],
-) -> Result<JudgeReport, (String, Value)> {
+) -> (
+    Result<JudgeReport, (HarnessCode, String, Value, Option<String>)>,
+    Option<Usage>,
+) {
     let calls: Vec<Value> = calls
         .iter()
         .map(|c| {
@@ -159,21 +202,31 @@ pub(crate) async fn grade(
         Message::System {
             content: JUDGE_INSTRUCTIONS.to_owned(),
         },
-        Message::User {
-            content: format!(
-                "Rubric:\n{}\n\nTranscript (JSON):\n{}",
-                expect.rubric, transcript
-            ),
-        },
+        Message::user(format!(
+            "Rubric:\n{}\n\nTranscript (JSON):\n{}",
+            expect.rubric, transcript
+        )),
     ];
-    let reply = judge
+    let reply = match judge
         .complete(ModelRequest {
             messages: &messages,
             tools: &[],
         })
         .await
-        .map_err(|e| (e.to_string(), e.detail()))?;
-    read_verdict(reply.content.as_deref().unwrap_or("")).map_err(|why| (why, json!({})))
+    {
+        Ok(reply) => reply,
+        Err(e) => {
+            let code = match e {
+                ModelError::CassetteMiss { .. } => HarnessCode::CassetteMiss,
+                ModelError::BudgetExhausted(_) => HarnessCode::BudgetExhausted,
+                _ => HarnessCode::JudgeFailed,
+            };
+            return (Err((code, e.to_string(), e.detail(), e.pointer())), None);
+        }
+    };
+    let verdict = read_verdict(reply.content.as_deref().unwrap_or(""))
+        .map_err(|why| (HarnessCode::JudgeFailed, why, json!({}), None));
+    (verdict, reply.usage)
 }
 
 /// Whether a grade passes `expect`.
@@ -184,6 +237,28 @@ pub(crate) fn passes(expect: &JudgeExpect, report: &JudgeReport) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_the_agent_said_is_found_in_any_of_its_messages() {
+        let conversation = vec![
+            Message::Assistant {
+                content: Some("Your refund is $1,093.34.".into()),
+                tool_calls: vec![],
+            },
+            Message::user("And the order?"),
+            Message::Assistant {
+                content: Some("It is Pending.".into()),
+                tool_calls: vec![],
+            },
+        ];
+        let expect = AgentSaidExpect {
+            contains: vec!["1093.34".into(), "pending".into(), "cancelled".into()],
+        };
+        let unmet = judge_agent_said(&expect, &conversation, "/cases/0/expect/agent_said");
+        assert_eq!(unmet.len(), 1, "{unmet:?}");
+        assert_eq!(unmet[0].at, "/cases/0/expect/agent_said/contains/2");
+        assert_eq!(unmet[0].code, "agent_said_contains");
+    }
 
     #[test]
     fn verdicts_are_read_strictly() {
@@ -249,9 +324,7 @@ mod tests {
                 content: Some("Booked TEST-742".into()),
                 tool_calls: vec![],
             },
-            Message::User {
-                content: "and?".into(),
-            },
+            Message::user("and?"),
             Message::Assistant {
                 content: Some("Your visit is booked: TEST-742.".into()),
                 tool_calls: vec![],

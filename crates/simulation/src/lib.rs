@@ -69,14 +69,16 @@ mod problem;
 mod reference;
 mod results;
 mod runner;
+mod simulated_user;
 mod starting;
+mod usage;
 mod workflow;
 
 pub use clock::{SequenceClock, VirtualSleeper};
 pub use conversation::{
-    ChatModel, ConversationSink, FunctionMap, FunctionTarget, FunctionTool, MAX_FUNCTION_NAME,
-    Message, ModelError, ModelFuture, ModelReply, ModelRequest, SinkFuture, ToolCallRequest,
-    system_message,
+    Actor, AttemptScope, ChatModel, ConversationSink, FunctionMap, FunctionTarget, FunctionTool,
+    MAX_FUNCTION_NAME, Message, ModelError, ModelFuture, ModelReply, ModelRequest, ModelRole,
+    SinkFuture, ToolCallRequest, Usage, attempt_model, system_message,
 };
 pub use expect::{RecordedCall, Unmet, recorded_calls, unmet_expectations};
 pub use load::real::{RealHandlers, real_handlers};
@@ -85,6 +87,7 @@ pub use load::{
     inline_file, load_file, load_slice, load_value, read_file, read_slice, read_value,
     schema_problems,
 };
+pub use model_driver::{UserConversation, UserReply};
 pub use problem::{FileProblem, LoadCode};
 pub use results::{
     AttemptResult, CallReport, CaseResult, DivergedMock, ErrorEntry, JudgeReport,
@@ -92,8 +95,10 @@ pub use results::{
 };
 pub use runner::{
     DEFAULT_ATTEMPT_TIMEOUT, Installed, Keeping, Players, RunError, RunOptions, assemble_results,
-    attempt_result, check, conclude_attempt, install, install_inline, play_attempt, run,
-    run_attempt, start, start_request, unknown_library_tools,
+    attempt_result, check, conclude_attempt, conclude_conversation, install, install_inline,
+    play_attempt, run, run_attempt, start, start_request, unknown_library_tools,
 };
+pub use simulated_user::{OPENER, USER_GUIDELINES, UserPlayer, agent_view, user_view};
 pub use starting::start_problems;
+pub use usage::{Price, RequestUsage, TokenUsage};
 pub use workflow::{AttemptContext, CallFailure};

@@ -3,14 +3,16 @@
 //! attempt's capability (`docs/agents.md`).
 
 use crate::conversation::{
-    ChatModel, ConversationSink, FunctionMap, FunctionTarget, Message, ModelError, ModelRequest,
-    ToolCallRequest,
+    Actor, ChatModel, ConversationSink, FunctionMap, FunctionTarget, Message, ModelError,
+    ModelRequest, ModelRole, ToolCallRequest,
 };
 use crate::document::CallStatus;
 use crate::document::DriverDoc;
 use crate::expect::Unmet;
 use crate::load::LoadedSimulation;
 use crate::problem::{FileProblem, LoadCode};
+use crate::simulated_user::{UserPlayer, agent_view, user_view};
+use crate::usage::RequestUsage;
 use crate::workflow::{AttemptContext, CallFailure};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -32,6 +34,8 @@ pub(crate) struct Played {
     /// When each was added (the dispatcher's injected clock, the evidence's
     /// clock), to place it among the records.
     pub times: Vec<DateTime<Utc>>,
+    /// The usage of every model request whose answer reported it, in order.
+    pub usage: Vec<RequestUsage>,
 }
 
 /// The conversation as it is played: kept in memory for the results, and
@@ -88,19 +92,34 @@ fn domain_error_message(code: &str, message: &str, data: Option<&Value>) -> Stri
     json!({ "error": error }).to_string()
 }
 
+/// Who plays the user besides the fixed messages: a case's simulated user
+/// and the model that plays it.
+pub(crate) type SimulatedUser<'a> = Option<(&'a UserPlayer, &'a dyn ChatModel)>;
+
+/// How a user turn went.
+enum UserTurn {
+    /// The user said something to the agent.
+    Spoke,
+    /// The conversation is over: a stop marker, or the user's turn limit.
+    Ended,
+    /// A harness error was recorded (its code and message).
+    Fault(HarnessCode, String),
+}
+
 /// Plays `messages` with `model`: the system message, then each user turn
+/// — the fixed `messages`, then (with a simulated user) the user model's —
 /// until the model answers without tool calls, at most `max_turns` model
 /// requests in all; every message is handed to `sink` as it is added. Only
 /// a failure that could not be recorded is an `Err`.
 pub(crate) async fn run_model<B: Backend + 'static>(
     ctx: &AttemptContext<'_, B>,
     (system, messages, max_turns): (String, &[String], u32),
-    functions: &FunctionMap,
+    (functions, user): (&FunctionMap, SimulatedUser<'_>),
     (model, sink, limit): (&dyn ChatModel, Option<&dyn ConversationSink>, Duration),
     case_at: &str,
 ) -> Result<Played, DispatchError> {
     // The attempt's deadline, on the real clock: what it bounds is how long
-    // the model keeps the attempt waiting (tool calls end by themselves).
+    // the models keep the attempt waiting (tool calls end by themselves).
     let deadline = tokio::time::Instant::now() + limit;
     let now = || ctx.dispatcher.now();
     let mut recorder = Recorder {
@@ -110,12 +129,26 @@ pub(crate) async fn run_model<B: Backend + 'static>(
     };
     recorder.push(Message::System { content: system }).await?;
     let mut turns = 0u32;
-    for user in messages {
-        recorder
-            .push(Message::User {
-                content: user.clone(),
-            })
+    let mut user_turns = 0u32;
+    let mut fixed = messages.iter();
+    loop {
+        if let Some(text) = fixed.next() {
+            recorder.push(Message::user(text.clone())).await?;
+        } else if let Some((player, user_model)) = user {
+            let turn = user_turn(
+                ctx,
+                &mut recorder,
+                (player, user_model, &mut user_turns),
+                (deadline, limit),
+                case_at,
+            )
             .await?;
+            if !matches!(turn, UserTurn::Spoke) {
+                return Ok(recorder.played);
+            }
+        } else {
+            return Ok(recorder.played);
+        }
         loop {
             if turns >= max_turns {
                 recorder.played.unmet.push(Unmet::new(
@@ -126,18 +159,14 @@ pub(crate) async fn run_model<B: Backend + 'static>(
                 return Ok(recorder.played);
             }
             turns += 1;
+            let view = agent_view(&recorder.played.conversation);
             let request = ModelRequest {
-                messages: &recorder.played.conversation,
+                messages: &view,
                 tools: functions.tools(),
             };
             let Ok(answered) = tokio::time::timeout_at(deadline, model.complete(request)).await
             else {
-                let message = format!(
-                    "the attempt ran past its deadline of {} s while waiting for the model",
-                    limit.as_secs()
-                );
-                let detail = json!({"attempt_timeout_secs": limit.as_secs()});
-                record(ctx, HarnessCode::AttemptTimeout, message, detail).await?;
+                past_deadline(ctx, limit, "the model").await?;
                 return Ok(recorder.played);
             };
             let reply = match answered {
@@ -148,11 +177,25 @@ pub(crate) async fn run_model<B: Backend + 'static>(
                         ModelError::Failed(_) | ModelError::TooLarge { .. } => {
                             HarnessCode::ModelFailed
                         }
+                        ModelError::CassetteMiss { .. } => HarnessCode::CassetteMiss,
+                        ModelError::BudgetExhausted(_) => HarnessCode::BudgetExhausted,
                     };
-                    record(ctx, code, error.to_string(), error.detail()).await?;
+                    let fault = HarnessFault {
+                        code,
+                        message: error.to_string(),
+                        path: error.pointer(),
+                    };
+                    record_fault(ctx, fault, error.detail()).await?;
                     return Ok(recorder.played);
                 }
             };
+            if let Some(usage) = reply.usage {
+                recorder.played.usage.push(RequestUsage {
+                    role: ModelRole::Agent,
+                    turn: turns,
+                    usage,
+                });
+            }
             let calls = reply.tool_calls.clone();
             recorder
                 .push(Message::Assistant {
@@ -168,10 +211,7 @@ pub(crate) async fn run_model<B: Backend + 'static>(
                 match answer(ctx, functions, call).await? {
                     Answer::Tool(content) => {
                         recorder
-                            .push(Message::Tool {
-                                tool_call_id: call.id.clone(),
-                                content,
-                            })
+                            .push(Message::tool(call.id.clone(), content))
                             .await?;
                     }
                     Answer::Stop => return Ok(recorder.played),
@@ -179,25 +219,250 @@ pub(crate) async fn run_model<B: Backend + 'static>(
             }
         }
     }
-    Ok(recorder.played)
 }
 
-/// Cases a run without a model (`model`) or a judge (`judge`) cannot play: a `model` driver without a model, a
-/// `judge` rubric without a judge.
+/// Records that the attempt ran past its deadline waiting for `whom`;
+/// the message recorded.
+async fn past_deadline<B: Backend>(
+    ctx: &AttemptContext<'_, B>,
+    limit: Duration,
+    whom: &str,
+) -> Result<String, DispatchError> {
+    let message = format!(
+        "the attempt ran past its deadline of {} s while waiting for {whom}",
+        limit.as_secs()
+    );
+    let detail = json!({"attempt_timeout_secs": limit.as_secs()});
+    record(ctx, HarnessCode::AttemptTimeout, message.clone(), detail).await?;
+    Ok(message)
+}
+
+/// What a simulated user answered an agent outside toolmock
+/// ([`UserConversation::ask`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UserReply {
+    /// The user's next message.
+    Said(String),
+    /// The user's last message, which ended the conversation with `marker`.
+    Stopped {
+        /// The message.
+        text: String,
+        /// The stop marker it contains.
+        marker: String,
+    },
+    /// The conversation is over: it was stopped before, or the user's turn
+    /// limit is reached now (an unmet `turn_limit`).
+    Ended,
+    /// The user model failed; the harness error is recorded.
+    Fault {
+        /// `user_unavailable`, `user_failed` or `attempt_timeout`.
+        code: HarnessCode,
+        /// Its message.
+        message: String,
+    },
+}
+
+/// A simulated user's conversation with an agent outside toolmock (an MCP
+/// client asking through `toolmock serve`'s `ask_user`): the agent's words
+/// come in one message at a time, and the user model answers each as it
+/// answers the model driver. What it keeps is concluded with the attempt.
+#[derive(Debug, Default)]
+pub struct UserConversation {
+    played: Played,
+    used: u32,
+    over: bool,
+}
+
+impl UserConversation {
+    /// The agent says `agent_says` (nothing: it only asks for the user's
+    /// message, e.g. the first) and the user answers. Each request waits at
+    /// most `limit` for the user model.
+    pub async fn ask<B: Backend + 'static>(
+        &mut self,
+        ctx: &AttemptContext<'_, B>,
+        agent_says: Option<String>,
+        (player, model, limit): (&UserPlayer, &dyn ChatModel, Duration),
+        case_at: &str,
+    ) -> Result<UserReply, DispatchError> {
+        if self.over {
+            return Ok(UserReply::Ended);
+        }
+        let now = || ctx.dispatcher.now();
+        let mut recorder = Recorder {
+            played: std::mem::take(&mut self.played),
+            sink: None,
+            now: &now,
+        };
+        if let Some(text) = agent_says.filter(|t| !t.is_empty()) {
+            recorder
+                .push(Message::Assistant {
+                    content: Some(text),
+                    tool_calls: Vec::new(),
+                })
+                .await?;
+        }
+        let deadline = tokio::time::Instant::now() + limit;
+        let turn = user_turn(
+            ctx,
+            &mut recorder,
+            (player, model, &mut self.used),
+            (deadline, limit),
+            case_at,
+        )
+        .await?;
+        self.played = recorder.played;
+        let last = match self.played.conversation.last() {
+            Some(Message::User { content, stop, .. }) => Some((content.clone(), stop.clone())),
+            _ => None,
+        };
+        Ok(match (turn, last) {
+            (UserTurn::Fault(code, message), _) => {
+                self.over = true;
+                UserReply::Fault { code, message }
+            }
+            (UserTurn::Ended, Some((text, Some(marker)))) => {
+                self.over = true;
+                UserReply::Stopped { text, marker }
+            }
+            (UserTurn::Spoke, Some((text, _))) => UserReply::Said(text),
+            _ => {
+                self.over = true;
+                UserReply::Ended
+            }
+        })
+    }
+
+    /// What it kept, for the attempt's conclusion: the unmet `turn_limit`
+    /// (if any), the messages and when each was added.
+    pub fn into_parts(self) -> (Vec<Unmet>, Vec<Message>, Vec<DateTime<Utc>>) {
+        (
+            self.played.unmet,
+            self.played.conversation,
+            self.played.times,
+        )
+    }
+}
+
+/// The simulated user's turn: the user model is asked (again after each of
+/// its own tool calls) until it says something to the agent, ends the
+/// conversation with a stop marker, reaches its turn limit or fails.
+async fn user_turn<B: Backend + 'static>(
+    ctx: &AttemptContext<'_, B>,
+    recorder: &mut Recorder<'_>,
+    (player, model, used): (&UserPlayer, &dyn ChatModel, &mut u32),
+    (deadline, limit): (tokio::time::Instant, Duration),
+    case_at: &str,
+) -> Result<UserTurn, DispatchError> {
+    loop {
+        if *used >= player.max_turns {
+            recorder.played.unmet.push(Unmet::new(
+                pointer::push(&pointer::push(case_at, "user"), "max_turns"),
+                "turn_limit",
+                format!(
+                    "the user model had written {} message(s), its limit, and the conversation had not ended",
+                    player.max_turns
+                ),
+            ));
+            return Ok(UserTurn::Ended);
+        }
+        *used += 1;
+        let view = user_view(&player.system, &recorder.played.conversation);
+        let request = ModelRequest {
+            messages: &view,
+            tools: player.functions.tools(),
+        };
+        let Ok(answered) = tokio::time::timeout_at(deadline, model.complete(request)).await else {
+            let message = past_deadline(ctx, limit, "the user model").await?;
+            return Ok(UserTurn::Fault(HarnessCode::AttemptTimeout, message));
+        };
+        let reply = match answered {
+            Ok(reply) => reply,
+            Err(error) => {
+                let code = match error {
+                    ModelError::Unavailable(_) => HarnessCode::UserUnavailable,
+                    ModelError::Failed(_) | ModelError::TooLarge { .. } => HarnessCode::UserFailed,
+                    // A cassette tapes the agent and the judge, never the
+                    // user; a miss is the cassette's all the same.
+                    ModelError::CassetteMiss { .. } => HarnessCode::CassetteMiss,
+                    ModelError::BudgetExhausted(_) => HarnessCode::BudgetExhausted,
+                };
+                let message = error.to_string().replacen("the model", "the user model", 1);
+                record(ctx, code, message.clone(), error.detail()).await?;
+                return Ok(UserTurn::Fault(code, message));
+            }
+        };
+        let content = reply.content.unwrap_or_default();
+        let unusable = if content.trim().is_empty() && reply.tool_calls.is_empty() {
+            Some("the user model's answer has neither text nor tool calls")
+        } else if !reply.tool_calls.is_empty() && player.functions.tools().is_empty() {
+            Some("the user model asked for tool calls, but the case's user has no tools")
+        } else {
+            None
+        };
+        if let Some(why) = unusable {
+            record(ctx, HarnessCode::UserFailed, why.to_owned(), json!({})).await?;
+            return Ok(UserTurn::Fault(HarnessCode::UserFailed, why.to_owned()));
+        }
+        let stop = player.stop_in(&content).map(str::to_owned);
+        let calls = reply.tool_calls;
+        recorder
+            .push(Message::User {
+                content,
+                stop: stop.clone(),
+                tool_calls: calls.clone(),
+            })
+            .await?;
+        for call in &calls {
+            match answer(ctx, &player.functions, call).await? {
+                Answer::Tool(content) => {
+                    recorder
+                        .push(Message::Tool {
+                            tool_call_id: call.id.clone(),
+                            content,
+                            actor: Actor::User,
+                        })
+                        .await?;
+                }
+                Answer::Stop => {
+                    let why = "a call of the user's own tools ended in a harness error";
+                    return Ok(UserTurn::Fault(HarnessCode::UserFailed, why.to_owned()));
+                }
+            }
+        }
+        if stop.is_some() {
+            return Ok(UserTurn::Ended);
+        }
+        if calls.is_empty() {
+            return Ok(UserTurn::Spoke);
+        }
+    }
+}
+
+/// Cases a run without a model (`model`), a user model (`user`) or a judge
+/// (`judge`) cannot play: a `model` driver without a model, a simulated
+/// user without a user model, a `judge` rubric without a judge.
 pub(crate) fn unconfigured(
     loaded: &LoadedSimulation,
-    model: bool,
+    (model, user): (bool, bool),
     judge: bool,
 ) -> Vec<FileProblem> {
     let mut problems = Vec::new();
     for (i, case) in loaded.document.cases.iter().enumerate() {
         let at = pointer::index("/cases", i);
-        if matches!(case.driver, DriverDoc::Model { .. }) && !model {
+        let model_driver = matches!(case.driver, DriverDoc::Model { .. });
+        if model_driver && !model {
             problems.push(FileProblem::load(
                 loaded.file.clone(),
                 pointer::push(&at, "driver"),
                 LoadCode::ModelNotConfigured,
                 "a model driver needs a model endpoint: give --model-url and --model",
+            ));
+        } else if case.user.is_some() && !user {
+            problems.push(FileProblem::load(
+                loaded.file.clone(),
+                pointer::push(&at, "user"),
+                LoadCode::UserModelNotConfigured,
+                "a simulated user needs a user model: give --user-model-url and --user-model (or --model-url and --model, which it shares by default)",
             ));
         }
         if case.expect.judge.is_some() && !judge {
@@ -223,6 +488,14 @@ async fn record<B: Backend>(
         message,
         path: None,
     };
+    record_fault(ctx, fault, detail).await
+}
+
+async fn record_fault<B: Backend>(
+    ctx: &AttemptContext<'_, B>,
+    fault: HarnessFault,
+    detail: serde_json::Value,
+) -> Result<(), DispatchError> {
     ctx.dispatcher
         .record_fault(ctx.tenant, ctx.attempt, None, None, fault, detail)
         .await

@@ -72,6 +72,19 @@ problem_codes! {
         JudgeNotConfigured => "judge_not_configured",
         /// A `final_answer.matches` that is not a regular expression.
         InvalidRegex => "invalid_regex",
+        /// A case's simulated user on a driver that holds no conversation
+        /// (`scripted` or `http`): only a `model` agent, or an MCP agent
+        /// through `toolmock serve`, talks with it.
+        UserNotSupported => "user_not_supported",
+        /// A `model` driver with neither `messages` nor a simulated user:
+        /// nobody would say anything to the agent.
+        NoUserTurns => "no_user_turns",
+        /// A simulated user's tool is also the agent's: every tool belongs
+        /// to one side, so that its calls are the agent's or the user's.
+        UserToolOfAgent => "user_tool_of_agent",
+        /// A case with a simulated user, run where no user model is
+        /// configured (`toolmock serve` without `--user-model`).
+        UserModelNotConfigured => "user_model_not_configured",
     }
 }
 

@@ -1,9 +1,10 @@
 //! The results document (`toolmock run --json`) and the coverage report.
 //! Nothing in it depends on ids, the clock or the number of jobs.
 
-use crate::conversation::Message;
+use crate::conversation::{Actor, Message, ModelRole};
 use crate::document::{CallStatus, CaseDoc};
 use crate::expect::{RecordedCall, Unmet};
+use crate::usage::{Price, RequestUsage, TokenUsage};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -83,6 +84,9 @@ pub struct Summary {
     /// (not the run's duration: attempts run concurrently, and a virtual
     /// delay costs no wall time).
     pub virtual_time_ms: u64,
+    /// The model tokens of every attempt (absent when none reported usage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<TokenUsage>,
 }
 
 /// One case.
@@ -101,6 +105,9 @@ pub struct CaseResult {
     pub pass_k: PassK,
     /// Its attempts, by number.
     pub attempts: Vec<AttemptResult>,
+    /// The model tokens of its attempts (absent when none reported usage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<TokenUsage>,
 }
 
 /// pass^k (τ-bench's reliability measure) for k = the case's attempts.
@@ -138,6 +145,13 @@ pub struct AttemptResult {
     /// The judge model's grade of the case's rubric, when it was asked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judge: Option<JudgeReport>,
+    /// The usage of each model request (the agent model's and the judge's)
+    /// whose answer reported it, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_requests: Vec<RequestUsage>,
+    /// Their sum (absent when no request reported usage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<TokenUsage>,
     /// Wall time (not in the document: it differs from run to run).
     #[serde(skip)]
     pub wall: Duration,
@@ -201,6 +215,10 @@ pub struct CallReport {
     /// absent for the mock's answers and for errors.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub executor: Option<Executor>,
+    /// `user` for a call a simulated user made with its own tools; absent
+    /// for the agent's calls.
+    #[serde(default, skip_serializing_if = "Actor::is_agent")]
+    pub actor: Actor,
 }
 
 fn raw(value: &Value) -> Box<RawValue> {
@@ -223,6 +241,7 @@ impl From<RecordedCall> for CallReport {
             rule: c.rule,
             delay_ms: c.delay_ms,
             executor: c.executor.filter(|e| *e == Executor::Real),
+            actor: Actor::Agent,
         }
     }
 }
@@ -524,8 +543,23 @@ impl CaseResult {
             attempts_as_expected: u32::try_from(good).unwrap_or(u32::MAX),
             pass_rate,
             pass_k: PassK::of(&attempts),
+            tokens: TokenUsage::sum(attempts.iter().map(|a| &a.tokens)),
             attempts,
         }
+    }
+}
+
+impl RunResults {
+    /// Prices every model request by `price` (its role's model's price per
+    /// million tokens, if any), and sums the costs per attempt, case and run.
+    pub fn price(&mut self, price: &dyn Fn(ModelRole) -> Option<Price>) {
+        for case in &mut self.cases {
+            for attempt in &mut case.attempts {
+                attempt.tokens = TokenUsage::of(&attempt.model_requests, price);
+            }
+            case.tokens = TokenUsage::sum(case.attempts.iter().map(|a| &a.tokens));
+        }
+        self.summary.tokens = TokenUsage::sum(self.cases.iter().map(|c| &c.tokens));
     }
 }
 
@@ -574,6 +608,7 @@ mod tests {
             rule,
             delay_ms: 0,
             executor: None,
+            actor: Actor::Agent,
         }
     }
 

@@ -52,6 +52,7 @@ impl ChatModel for OneCall {
             ModelReply {
                 content: Some("Added.".into()),
                 tool_calls: vec![],
+                usage: None,
             }
         } else {
             ModelReply {
@@ -61,6 +62,7 @@ impl ChatModel for OneCall {
                     name: "notes__add".into(),
                     arguments: "{\"text\": \"milk\"}".into(),
                 }],
+                usage: None,
             }
         };
         Box::pin(std::future::ready(Ok(reply)))

@@ -30,8 +30,15 @@ const SIMULATION: &[&[&str]] = &[
     // The document, the loader's problems, typed references.
     &["document", "problem", "reference", "clock"],
     // Judging recorded calls, running workflows, loading a document; the
-    // conversation's messages and the model boundary (`ChatModel`).
-    &["expect", "workflow", "load", "conversation"],
+    // conversation's messages and the model boundary (`ChatModel`); the
+    // simulated user's view of a conversation.
+    &[
+        "expect",
+        "workflow",
+        "load",
+        "conversation",
+        "simulated_user",
+    ],
     // The results document and coverage; the scripted and model drivers and
     // the judging of conversations.
     &["results", "driver", "model_driver", "judge", "starting"],
@@ -131,6 +138,7 @@ fn the_graphs_see_the_imports_they_check() {
                     "results",
                     "driver",
                     "conversation",
+                    "simulated_user",
                     "model_driver",
                     "judge",
                     "clock",

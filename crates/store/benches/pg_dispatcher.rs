@@ -22,7 +22,6 @@
 //! folder beside the workspace, see `anchor_pgbench`). The dispatcher connects as the application role
 //! (`toolmock_app`), as deployments do.
 
-#[path = "support/scratch.rs"]
 mod scratch;
 
 use serde_json::json;

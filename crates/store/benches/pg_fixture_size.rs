@@ -1,6 +1,6 @@
 //! A call's latency on PostgreSQL against the size of the shared fixture
 //! (docs/performance.md, "Shared fixtures"): for fixtures of about 0.1, 1.4
-//! and 14 MB, one simulation of the shop (`tests/support/shop.rs`) over the
+//! and 14 MB, one simulation of the shop (`tests/shop/mod.rs`) over the
 //! fixture, one attempt, then `BENCH_CALLS` calls (default 400) one after
 //! the other, a read of an order and a nested write of another's status in
 //! turn, through the dispatcher on PostgreSQL as the application role (the
@@ -13,9 +13,10 @@
 //! A fresh database `toolmock_bench_fixture_<pid>` is created on the server
 //! of `DATABASE_URL` and dropped at the end.
 
-#[path = "support/scratch.rs"]
 mod scratch;
-#[path = "../tests/support/shop.rs"]
+// The tests' shop, one directory over: a bench's modules live under
+// benches/, and the shop is the tests' own fixture first.
+#[path = "../tests/shop/mod.rs"]
 mod shop;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};

@@ -9,7 +9,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
 
-#[path = "support/shop.rs"]
 mod shop;
 
 use serde_json::{Map, Value, json};

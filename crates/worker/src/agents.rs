@@ -22,6 +22,9 @@ pub struct Agents {
     /// Grades `judge` rubrics; without one such a rubric ends the attempt
     /// `harness_error` (`judge_failed`).
     pub judge: Option<Arc<dyn ChatModel>>,
+    /// Plays cases' simulated users (none: `model` plays them; with neither,
+    /// such an attempt ends `harness_error`).
+    pub user: Option<Arc<dyn ChatModel>>,
     /// The API's base URL as agent services reach it (the tool-call and
     /// finish endpoints are under it); without one an `http` attempt ends
     /// `harness_error` (`agent_service_unreachable`).
@@ -51,6 +54,7 @@ impl Agents {
         Self {
             model: None,
             judge: None,
+            user: None,
             api_url: None,
             service_timeout: Duration::from_secs(300),
             attempt_timeout: toolmock_simulation::DEFAULT_ATTEMPT_TIMEOUT,
@@ -126,6 +130,7 @@ impl AgentFlags {
         let Models {
             model,
             judge,
+            user,
             attempt_timeout,
         } = self
             .models
@@ -142,6 +147,7 @@ impl AgentFlags {
         Ok(Agents {
             model,
             judge,
+            user,
             api_url: api_url.map(|u| u.trim_end_matches('/').to_owned()),
             service_timeout: Duration::from_secs(self.agent_service_timeout_secs),
             attempt_timeout,

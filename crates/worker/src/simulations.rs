@@ -109,6 +109,7 @@ impl Simulations {
         let playable = Arc::new(Playable {
             workflows: loaded.workflows(),
             players: Players::new(&loaded, agents.model.clone(), agents.judge.clone())
+                .with_user(agents.user.clone().or_else(|| agents.model.clone()))
                 .with_attempt_timeout(agents.attempt_timeout),
             loaded,
             own,

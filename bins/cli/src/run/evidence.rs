@@ -1,7 +1,9 @@
 //! `--evidence DIR`: per attempt, JSON Lines of everything it recorded, in
 //! the order it happened: `evidence`, `tool_input_error`, `harness_error`
 //! and (model-driven attempts) `message` lines — the conversation, each
-//! message with its `role` — then one `final_state` line.
+//! message with its `role` — then one `final_state` line. Each call's line
+//! says whose call it was (`actor`: `agent`, or `user` for a simulated
+//! user's own tools).
 //! Files: `DIR/NN-CASE/attempt-N.jsonl` (NN the case's position from 01).
 
 use crate::Failure;
@@ -55,10 +57,26 @@ pub(crate) fn write(dir: &Path, results: &RunResults) -> Result<(), Failure> {
         for attempt in &case.attempts {
             let Some(raw) = &attempt.raw else { continue };
             let mut lines: Vec<(Option<i64>, Value)> = Vec::new();
+            // A tool belongs to one side: the simulated user's tools are
+            // those its calls were reported under.
+            let users: std::collections::HashSet<&str> = attempt
+                .calls
+                .iter()
+                .filter(|c| !c.actor.is_agent())
+                .map(|c| c.tool.as_str())
+                .collect();
+            let actor = |tool: &str| {
+                if users.contains(tool) {
+                    "user"
+                } else {
+                    "agent"
+                }
+            };
             for e in &raw.evidence {
                 lines.push((
                     e.started_at.timestamp_nanos_opt(),
                     json!({
+                        "actor": actor(&e.tool),
                         "kind": "evidence",
                         "tool": e.tool, "operation": e.operation, "pin": pin(&e.pin),
                         "executor": e.executor.as_str(), "variant": e.variant, "rule": e.rule,
@@ -74,6 +92,7 @@ pub(crate) fn write(dir: &Path, results: &RunResults) -> Result<(), Failure> {
                 lines.push((
                     e.at.timestamp_nanos_opt(),
                     json!({
+                        "actor": actor(&e.tool),
                         "kind": "tool_input_error",
                         "tool": e.tool, "operation": e.operation,
                         "pin": e.pin.as_ref().map(pin), "arguments": e.arguments,
@@ -110,6 +129,19 @@ pub(crate) fn write(dir: &Path, results: &RunResults) -> Result<(), Failure> {
             let mut out = std::io::BufWriter::new(file);
             for (_, line) in &lines {
                 serde_json::to_writer(&mut out, line)
+                    .map_err(|e| fail(&path, std::io::Error::other(e)))?;
+                writeln!(out).map_err(|e| fail(&path, e))?;
+            }
+            // The tokens of each model request, after the records (a
+            // request's usage has no instant of its own among them).
+            for request in &attempt.model_requests {
+                let mut line = json!({"kind": "model_usage"});
+                if let (Value::Object(out), Ok(Value::Object(fields))) =
+                    (&mut line, serde_json::to_value(request))
+                {
+                    out.extend(fields);
+                }
+                serde_json::to_writer(&mut out, &line)
                     .map_err(|e| fail(&path, std::io::Error::other(e)))?;
                 writeln!(out).map_err(|e| fail(&path, e))?;
             }

@@ -1,10 +1,12 @@
 //! JUnit XML: one testsuite per case, one testcase per attempt; an attempt
 //! that ended otherwise than expected is a `<failure>` when it failed or
 //! passed unexpectedly, an `<error>` when it hit an unexpected harness error.
+//! A model-driven attempt's testcase holds its conversation, who said what,
+//! as `<system-out>`.
 
 use std::fmt::Write as _;
 use toolmock_runtime::model::AttemptOutcome;
-use toolmock_simulation::RunResults;
+use toolmock_simulation::{Message, RunResults};
 
 /// Escapes text for XML attributes and character data; drops characters XML 1.0 forbids.
 pub(crate) fn escape(text: &str) -> String {
@@ -22,6 +24,64 @@ pub(crate) fn escape(text: &str) -> String {
         }
     }
     out
+}
+
+/// An attempt's model tokens (and cost, when priced) as JUnit properties.
+fn properties(tokens: &toolmock_simulation::TokenUsage) -> String {
+    let mut out = String::from("      <properties>\n");
+    let mut property = |name: &str, value: String| {
+        let _ = writeln!(out, "        <property name=\"{name}\" value=\"{value}\"/>");
+    };
+    property("model_requests", tokens.requests.to_string());
+    property("prompt_tokens", tokens.prompt_tokens.to_string());
+    property("completion_tokens", tokens.completion_tokens.to_string());
+    if let Some(cached) = tokens.cached_tokens {
+        property("cached_tokens", cached.to_string());
+    }
+    if let Some(cost) = tokens.cost {
+        property("cost", format!("{cost}"));
+    }
+    out.push_str("      </properties>\n");
+    out
+}
+
+/// A model-driven attempt's conversation as `<system-out>`: who said what,
+/// one line each (`user: …`, `assistant: …`, an assistant's or a simulated
+/// user's tool calls as `assistant calls NAME ARGUMENTS`); empty for an
+/// attempt without a conversation. The system message and tool results are
+/// in `--evidence` and `--json`.
+fn transcript(conversation: &[Message]) -> String {
+    let mut lines = String::new();
+    for message in conversation {
+        let (role, content, calls) = match message {
+            Message::User {
+                content,
+                stop,
+                tool_calls,
+            } => {
+                let mut text = content.clone();
+                if let Some(marker) = stop {
+                    let _ = write!(text, " [stop: {marker}]");
+                }
+                ("user", Some(text), tool_calls.as_slice())
+            }
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => ("assistant", content.clone(), tool_calls.as_slice()),
+            Message::System { .. } | Message::Tool { .. } => continue,
+        };
+        if let Some(text) = content.filter(|t| !t.is_empty()) {
+            let _ = writeln!(lines, "{role}: {text}");
+        }
+        for call in calls {
+            let _ = writeln!(lines, "{role} calls {} {}", call.name, call.arguments);
+        }
+    }
+    if lines.is_empty() {
+        return lines;
+    }
+    format!("      <system-out>{}</system-out>\n", escape(&lines))
 }
 
 /// Renders the report.
@@ -44,8 +104,14 @@ pub(crate) fn render(results: &RunResults) -> String {
                 escape(&case.name),
                 a.number
             );
+            let properties = a.tokens.as_ref().map_or_else(String::new, properties);
+            let said = transcript(&a.conversation);
             if a.as_expected {
-                cases.push_str("/>\n");
+                if properties.is_empty() && said.is_empty() {
+                    cases.push_str("/>\n");
+                } else {
+                    let _ = write!(cases, ">\n{properties}{said}    </testcase>\n");
+                }
                 continue;
             }
             let why = a.first_problem().unwrap_or_else(|| {
@@ -77,7 +143,7 @@ pub(crate) fn render(results: &RunResults) -> String {
             };
             let _ = write!(
                 cases,
-                ">\n      <{tag} message=\"{}\" type=\"{kind}\">{}</{tag}>\n    </testcase>\n",
+                ">\n{properties}      <{tag} message=\"{}\" type=\"{kind}\">{}</{tag}>\n{said}    </testcase>\n",
                 escape(&why),
                 escape(&details.join("\n"))
             );

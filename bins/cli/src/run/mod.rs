@@ -27,7 +27,9 @@ use toolmock_simulation::{
 /// document) and the coverage of every pinned definition. Exit status: 0 when
 /// every attempt ended as its case expects (or, with --min-pass-rate, when
 /// every case's pass rate reaches it), 1 otherwise, 2 when the file is
-/// unusable (its problems are printed as FILE: /json/pointer: code: message).
+/// unusable (its problems are printed as FILE: /json/pointer: code: message),
+/// 3 when --max-tokens or --max-cost ran out (attempts that needed another
+/// model request ended harness_error, budget_exhausted).
 ///
 /// delay_ms runs on a virtual clock: it is summed per attempt and reported,
 /// not slept, unless --real-delays (or the simulation's "real_delays": true).
@@ -45,6 +47,7 @@ use toolmock_simulation::{
 ///   toolmock run fixtures/healthplus/simulation.json
 ///   toolmock run sim.json --jobs 8 --json > results.json --junit junit.xml
 ///   toolmock run agent.json --model-url http://127.0.0.1:11434/v1 --model qwen2.5:7b
+///   toolmock run agent.json --cassette cassettes --cassette-mode replay
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub(crate) struct RunArgs {
@@ -77,6 +80,25 @@ pub(crate) struct RunArgs {
     /// and never written to a report or the evidence.
     #[command(flatten)]
     models: toolmock_agent::ModelFlags,
+    /// The model cassette: record the model's and the judge's exchanges, or
+    /// replay them offline (docs/cassettes.md).
+    #[command(flatten)]
+    cassette: toolmock_agent::CassetteFlags,
+    /// A model's price per million tokens, MODEL=IN,OUT (repeatable, e.g.
+    /// --price gpt-4.1-mini=0.4,1.6): the usage of the requests of the
+    /// model (--model, --judge-model, or the cassette's) gets a cost.
+    #[arg(long, value_name = "MODEL=IN,OUT", value_parser = parse_price)]
+    price: Vec<(String, simulation::Price)>,
+    /// The most model tokens (prompt plus completion, as the endpoint
+    /// reports them) the run may spend; then no new request is sent and the
+    /// attempts that need one end harness_error (budget_exhausted). Replayed
+    /// answers cost nothing.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_tokens: Option<u64>,
+    /// The most the run's model requests may cost, priced by --price (which
+    /// it needs); then as --max-tokens.
+    #[arg(long, value_name = "X")]
+    max_cost: Option<f64>,
     /// How much of a real tool's answer is read (real-tools mode).
     #[command(flatten)]
     real: toolmock_discovery::RealToolFlags,
@@ -103,12 +125,13 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
     }
     .validate()?;
     let file = args.simulation.display().to_string();
-    let (results, jobs, elapsed) = match execute(args, true)? {
+    let (results, jobs, elapsed, refused) = match execute(args, true)? {
         Executed::Ran {
             results,
             jobs,
             elapsed,
-        } => (results, jobs, elapsed),
+            refused,
+        } => (results, jobs, elapsed, refused),
         Executed::Checked { cases, pinned } => {
             crate::output::written(
                 writeln!(
@@ -154,6 +177,13 @@ pub(crate) fn run(args: &RunArgs) -> Result<u8, Failure> {
     if let Some(dir) = &args.evidence {
         evidence::write(dir, &results)?;
     }
+    if refused > 0 {
+        let _ = writeln!(
+            std::io::stderr(),
+            "toolmock: the budget ran out: {refused} model request(s) were not sent (budget_exhausted); exit 3"
+        );
+        return Ok(3);
+    }
     Ok(report.exit_code(&results))
 }
 
@@ -176,7 +206,7 @@ where
         ));
     }
     let results = match execute(&args, false)? {
-        Executed::Ran { results, .. } => results,
+        Executed::Ran { results, .. } => *results,
         Executed::Refused(problems) => return Err(crate::Refusal::Problems(problems)),
         Executed::Failed(error) => {
             return Err(crate::Refusal::Failed {
@@ -211,11 +241,13 @@ struct RunOnly {
 
 /// What a run came to, before anything is reported.
 enum Executed {
-    /// The attempts ran, with so many jobs, in so much wall time.
+    /// The attempts ran, with so many jobs, in so much wall time; so many
+    /// model requests were refused by the budget.
     Ran {
-        results: RunResults,
+        results: Box<RunResults>,
         jobs: usize,
         elapsed: Duration,
+        refused: u64,
     },
     /// `--check` passed: so many cases, so many operations pinned.
     Checked { cases: usize, pinned: usize },
@@ -230,13 +262,24 @@ enum Executed {
 /// problem — the loader's, the definitions', the start's — is listed at
 /// once). `progress`: a progress bar when on terminals.
 fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
-    let toolmock_agent::Models {
-        model,
-        judge,
-        attempt_timeout,
-    } = args
+    let mut models = args
         .models
         .models()
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    let budget = budgeted(args, &mut models)?;
+    // A cassette tapes the agent and the judge; a simulated user is live.
+    let user = models.user.clone();
+    let (
+        toolmock_agent::Models {
+            model,
+            judge,
+            attempt_timeout,
+            ..
+        },
+        cassette,
+    ) = args
+        .cassette
+        .apply(models)
         .map_err(|e| Failure::usage(e.to_string()))?;
     let loaded = match simulation::read_file(&args.simulation) {
         Ok(loaded) => loaded,
@@ -287,6 +330,7 @@ fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
                 keep_raw: args.evidence.is_some(),
                 model,
                 judge,
+                user,
                 attempt_timeout: Some(attempt_timeout),
             },
             Arc::new(move || {
@@ -301,14 +345,129 @@ fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
         }
         results
     });
+    if let Some(cassette) = &cassette {
+        save_cassette(cassette)?;
+    }
     match outcome {
-        Ok(results) => Ok(Executed::Ran {
-            results,
-            jobs,
-            elapsed: began.elapsed(),
-        }),
+        Ok(mut results) => {
+            price(args, cassette.as_deref(), &mut results);
+            Ok(Executed::Ran {
+                results: Box::new(results),
+                jobs,
+                elapsed: began.elapsed(),
+                refused: budget.map_or(0, |b| b.refused()),
+            })
+        }
         Err(error) => Ok(ended(error)),
     }
+}
+
+/// `MODEL=IN,OUT`: a model name and its input and output price per
+/// million tokens (non-negative numbers).
+fn parse_price(text: &str) -> Result<(String, simulation::Price), String> {
+    let usage = || format!("{text:?} is not MODEL=IN,OUT (prices per million tokens)");
+    let (model, prices) = text.rsplit_once('=').ok_or_else(usage)?;
+    let (input, output) = prices.split_once(',').ok_or_else(usage)?;
+    let number = |p: &str| {
+        p.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|n| n.is_finite() && *n >= 0.0)
+            .ok_or_else(usage)
+    };
+    if model.is_empty() {
+        return Err(usage());
+    }
+    Ok((
+        model.to_owned(),
+        simulation::Price {
+            input: number(input)?,
+            output: number(output)?,
+        },
+    ))
+}
+
+/// The price `--price` gives `model`, if any (the last one given wins, as
+/// with any repeated flag).
+fn price_of(args: &RunArgs, model: Option<&str>) -> Option<simulation::Price> {
+    let model = model?;
+    args.price
+        .iter()
+        .rev()
+        .find(|(m, _)| m == model)
+        .map(|(_, p)| *p)
+}
+
+/// The run's budget (`--max-tokens`, `--max-cost`), with the live models
+/// put under it (a cassette then wraps them: replays cost nothing).
+fn budgeted(
+    args: &RunArgs,
+    models: &mut toolmock_agent::Models,
+) -> Result<Option<Arc<toolmock_agent::Budget>>, Failure> {
+    if let Some(max) = args.max_cost
+        && !(max.is_finite() && max > 0.0)
+    {
+        return Err(Failure::usage("--max-cost must be a positive number"));
+    }
+    if args.max_cost.is_some() && args.price.is_empty() {
+        return Err(Failure::usage(
+            "--max-cost needs --price for the models it counts",
+        ));
+    }
+    let Some(budget) = toolmock_agent::Budget::new(args.max_tokens, args.max_cost) else {
+        return Ok(None);
+    };
+    if let Some(model) = models.model.take() {
+        let price = price_of(args, args.models.model.as_deref());
+        models.model = Some(budget.wrap(model, price));
+    }
+    if let Some(judge) = models.judge.take() {
+        let price = price_of(args, args.models.judge_model.as_deref());
+        models.judge = Some(budget.wrap(judge, price));
+    }
+    Ok(Some(budget))
+}
+
+/// Prices the run's model requests by `--price`: each role's model is the
+/// one the flags name, else the one the cassette recorded.
+fn price(args: &RunArgs, cassette: Option<&toolmock_agent::Cassette>, results: &mut RunResults) {
+    if args.price.is_empty() {
+        return;
+    }
+    let name = |role: simulation::ModelRole| -> Option<String> {
+        let flag = match role {
+            simulation::ModelRole::Agent => args.models.model.clone(),
+            simulation::ModelRole::Judge => args.models.judge_model.clone(),
+        };
+        flag.or_else(|| cassette.and_then(|c| c.model_name(role)))
+    };
+    let names = [
+        name(simulation::ModelRole::Agent),
+        name(simulation::ModelRole::Judge),
+    ];
+    results.price(&|role| {
+        price_of(
+            args,
+            names[usize::from(role == simulation::ModelRole::Judge)].as_deref(),
+        )
+    });
+}
+
+/// Writes what a run recorded into its cassette and says on stderr what it
+/// replayed and recorded (stdout stays what the run printed).
+pub(crate) fn save_cassette(cassette: &toolmock_agent::Cassette) -> Result<(), Failure> {
+    let saved = cassette.save().map_err(|e| Failure {
+        message: format!("{}: {e}", e.code()),
+        exit: 1,
+    })?;
+    let _ = writeln!(
+        std::io::stderr(),
+        "toolmock: cassette ({}): {} exchange(s) replayed, {} recorded",
+        cassette.mode().as_str(),
+        saved.replayed,
+        saved.recorded
+    );
+    Ok(())
 }
 
 /// The embedded runtime's dispatcher for a loaded simulation, as `run` and

@@ -65,22 +65,33 @@ pub(crate) fn render(results: &RunResults) -> String {
         .max()
         .unwrap_or(7)
         .max(7);
+    // The tokens column only when some model reported usage.
+    let tokens = s.tokens.is_some();
     let _ = writeln!(
         out,
-        "     {:<width$}  {:<outcome_width$}  {:<13}  {:>9}  pass^k",
-        "case", "outcome", "expected", "pass rate"
+        "     {:<width$}  {:<outcome_width$}  {:<13}  {:>9}  pass^k{}",
+        "case",
+        "outcome",
+        "expected",
+        "pass rate",
+        if tokens { "  tokens" } else { "" }
     );
     for case in &results.cases {
         let ok = case.attempts_as_expected as usize == case.attempts.len();
+        let pass_k = if case.pass_k.passed { "yes" } else { "no" };
+        let last = match (&case.tokens, tokens) {
+            (Some(t), true) => format!("{pass_k:<6}  {:>6}", t.total()),
+            (None, true) => format!("{pass_k:<6}  {:>6}", "-"),
+            (_, false) => pass_k.to_owned(),
+        };
         let _ = writeln!(
             out,
-            "{}  {:<width$}  {:<outcome_width$}  {:<13}  {:>9}  {}",
+            "{}  {:<width$}  {:<outcome_width$}  {:<13}  {:>9}  {last}",
             if ok { " ok " } else { "FAIL" },
             case.name,
             outcomes(case),
             case.expected_outcome.as_str(),
             format!("{:.0}%", case.pass_rate * 100.0),
-            if case.pass_k.passed { "yes" } else { "no" },
         );
     }
     let failures: Vec<(&CaseResult, String)> = results
@@ -117,6 +128,22 @@ pub(crate) fn render(results: &RunResults) -> String {
         s.harness_error,
         s.virtual_time_ms as f64 / 1000.0
     );
+    if let Some(t) = &s.tokens {
+        let cached = t
+            .cached_tokens
+            .map_or_else(String::new, |c| format!(", {c} cached"));
+        let cost = t
+            .cost
+            .map_or_else(String::new, |c| format!("; cost {c:.4}"));
+        let _ = writeln!(
+            out,
+            "tokens: {} in {} (prompt {}{cached}, completion {}){cost}",
+            t.total(),
+            plural(u64::from(t.requests), "model request"),
+            t.prompt_tokens,
+            t.completion_tokens
+        );
+    }
     let pinned = results.coverage.iter().filter(|c| c.pinned).count();
     let branches: u64 = results.coverage.iter().map(|c| c.branches).sum();
     let exercised: u64 = results.coverage.iter().map(|c| c.exercised).sum();

@@ -90,9 +90,13 @@ impl Background {
         };
         let limits = limits(&args);
         let case = args.case.clone();
+        let user = args
+            .user
+            .standalone()
+            .map_err(|e| failed(&e, Some(e.code())))?;
         let stop = CancellationToken::new();
         let started = runtime.block_on(async {
-            let embedded = embed(dispatcher, loaded, case.as_deref(), limits).await?;
+            let embedded = embed(dispatcher, loaded, (case.as_deref(), user), limits).await?;
             let (listener, bound) = listen(addr).await?;
             if let Some(idle) = limits.idle {
                 watch_idle(&embedded, &stop, idle);

@@ -81,6 +81,9 @@ pub(crate) struct ServeArgs {
     /// How much of a real tool's answer is read (real-tools mode).
     #[command(flatten)]
     real: toolmock_discovery::RealToolFlags,
+    /// The model that plays the case's simulated user (`ask_user`).
+    #[command(flatten)]
+    user: toolmock_agent::UserModelFlags,
 }
 
 pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
@@ -96,7 +99,11 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
             return Ok(2);
         }
     };
-    let outcome = runtime.block_on(serve(args, &file, dispatcher, loaded, limits(args)));
+    let user = args
+        .user
+        .standalone()
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    let outcome = runtime.block_on(serve((args, user), &file, dispatcher, loaded, limits(args)));
     // A stdin read cannot be cancelled: do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));
     let results = match outcome {
@@ -193,13 +200,13 @@ fn watch_idle(embedded: &Arc<Embedded<MemoryStore>>, stop: &CancellationToken, i
 }
 
 async fn serve(
-    args: &ServeArgs,
+    (args, user): (&ServeArgs, Option<Arc<dyn simulation::ChatModel>>),
     file: &str,
     dispatcher: Arc<Dispatcher<MemoryStore>>,
     loaded: Box<simulation::LoadedSimulation>,
     limits: Limits,
 ) -> Result<RunResults, ServeError> {
-    let embedded = embed(dispatcher, loaded, args.case.as_deref(), limits).await?;
+    let embedded = embed(dispatcher, loaded, (args.case.as_deref(), user), limits).await?;
     let stop = CancellationToken::new();
     if let Some(idle) = limits.idle {
         watch_idle(&embedded, &stop, idle);
@@ -252,7 +259,7 @@ async fn serve(
 async fn embed(
     dispatcher: Arc<Dispatcher<MemoryStore>>,
     loaded: Box<simulation::LoadedSimulation>,
-    case: Option<&str>,
+    case: (Option<&str>, Option<Arc<dyn simulation::ChatModel>>),
     limits: Limits,
 ) -> Result<Arc<Embedded<MemoryStore>>, ServeError> {
     let tenant = dispatcher

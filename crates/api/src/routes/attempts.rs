@@ -21,7 +21,7 @@ use toolmock_runtime::backend::{AttemptStore, FixtureStore, PinStore};
 use toolmock_runtime::dispatcher::ResolvedCapability;
 use toolmock_runtime::model::{AttemptId, Capability, TenantId};
 use toolmock_simulation::document::{CaseDoc, DriverDoc};
-use toolmock_simulation::{RunError, conclude_attempt};
+use toolmock_simulation::{Actor, RunError, conclude_attempt};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -173,7 +173,9 @@ pub(crate) async fn mcp(
         state.shared_dispatcher(),
         tools,
         workflows.into_iter().map(|w| (w.name.clone(), w)).collect(),
-        toolmock_mcp::FixedAttempt::new(tenant, attempt, capability.capability),
+        // The extractor's resolution, handed on: the call does not look the
+        // capability up again.
+        toolmock_mcp::FixedAttempt::new(capability.resolved, capability.capability),
         "toolmock",
     );
     // Behind the API, whose own host is whatever its clients use.
@@ -236,6 +238,7 @@ pub(crate) async fn finish_attempt(
             variants: Vec::new(),
             attempts: None,
             driver: DriverDoc::External,
+            user: None,
             expect: Default::default(),
         },
     };
@@ -291,6 +294,10 @@ pub(crate) async fn get_attempt(
     let snapshot = store.state(tenant, attempt).await?;
     let records = crate::stored::records(store, tenant, attempt).await?;
     let conversation = store.attempt_messages(tenant, attempt).await?;
+    let case = document
+        .as_ref()
+        .and_then(|d| d.cases.get(listing.case_position as usize))
+        .cloned();
     let mut view = attempt_view(
         attempt_item(listing, document.as_ref()),
         &record,
@@ -300,5 +307,14 @@ pub(crate) async fn get_attempt(
         records.harness_errors,
     );
     view.conversation = conversation.into_iter().map(message_view).collect();
+    // A simulated user's own calls say so (a tool belongs to one side).
+    if let Some(case) = case {
+        for call in view.evidence.iter_mut().chain(&mut view.tool_input_errors) {
+            let tool = call.get("tool").and_then(Value::as_str).unwrap_or("");
+            if let (Actor::User, Value::Object(fields)) = (case.actor_of(tool), &mut *call) {
+                fields.insert("actor".into(), Value::from("user"));
+            }
+        }
+    }
     Ok(Json(view))
 }

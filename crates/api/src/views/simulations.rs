@@ -270,12 +270,20 @@ pub(crate) struct MessageView {
     /// The text (an assistant that only calls tools has none; a tool
     /// message's is the result as JSON text, or `{"error": …}`).
     pub(crate) content: Option<String>,
-    /// An assistant's tool calls, in the order the model gave them.
+    /// An assistant's tool calls, in the order the model gave them (or a
+    /// simulated user's calls of its own tools).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tool_calls: Option<Vec<ToolCallView>>,
     /// A tool message: the call it answers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tool_call_id: Option<String>,
+    /// A simulated user's message that ended the conversation: the stop
+    /// marker it contains.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) stop: Option<String>,
+    /// A tool message answering a simulated user's own call: `user`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) actor: Option<String>,
 }
 
 /// One function call an assistant message asked for.
@@ -307,6 +315,8 @@ pub(crate) fn message_view(m: toolmock_store::StoredMessage) -> MessageView {
             .get("tool_calls")
             .and_then(|c| serde_json::from_value(c.clone()).ok()),
         tool_call_id: text("tool_call_id"),
+        stop: text("stop"),
+        actor: text("actor"),
     }
 }
 

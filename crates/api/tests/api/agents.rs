@@ -75,7 +75,7 @@ pub(crate) fn server() -> Server {
     }
 }
 
-fn model(server: &Server, name: &str) -> Arc<dyn ChatModel> {
+pub(crate) fn model(server: &Server, name: &str) -> Arc<dyn ChatModel> {
     model_timed(server, name, Duration::from_secs(20))
 }
 
@@ -154,15 +154,9 @@ fn case_of(model: &str) -> Value {
 
 /// Per (case, attempt number): outcome, unmet expectations, evidence,
 /// errors, conversation and judge report.
-type Views = BTreeMap<(String, u32), Value>;
+pub(crate) type Views = BTreeMap<(String, u32), Value>;
 
 async fn embedded(doc: &Value, model: Arc<dyn ChatModel>, judge: Arc<dyn ChatModel>) -> Views {
-    let loaded = load_value(doc, "request", &Files::InlineOnly).unwrap();
-    let store = MemoryStore::new();
-    let tenant = store.create_tenant("acme").await.unwrap();
-    let dispatcher = Dispatcher::new(store)
-        .with_clock(Arc::new(SequenceClock::default()))
-        .with_sleeper(Arc::new(VirtualSleeper));
     let options = RunOptions {
         jobs: 1,
         keep_raw: true,
@@ -170,11 +164,22 @@ async fn embedded(doc: &Value, model: Arc<dyn ChatModel>, judge: Arc<dyn ChatMod
         judge: Some(judge),
         ..RunOptions::default()
     };
+    embedded_with(doc, &options).await
+}
+
+/// `doc` played by the embedded runner with `options`.
+pub(crate) async fn embedded_with(doc: &Value, options: &RunOptions) -> Views {
+    let loaded = load_value(doc, "request", &Files::InlineOnly).unwrap();
+    let store = MemoryStore::new();
+    let tenant = store.create_tenant("acme").await.unwrap();
+    let dispatcher = Dispatcher::new(store)
+        .with_clock(Arc::new(SequenceClock::default()))
+        .with_sleeper(Arc::new(VirtualSleeper));
     let results = run(
         Arc::new(dispatcher),
         tenant,
         Arc::new(loaded),
-        &options,
+        options,
         Arc::new(|| {}),
     )
     .await
@@ -215,7 +220,7 @@ pub(crate) async fn wait_finished(pool: &PgPool, simulation: Uuid, within: Durat
 
 /// Starts `doc` through the API, lets one worker with `agents` play it,
 /// and reads back what PostgreSQL kept; also the attempts as started.
-async fn served(pool: &PgPool, doc: &Value, agents: Agents) -> (Views, Vec<Value>) {
+pub(crate) async fn served(pool: &PgPool, doc: &Value, agents: Agents) -> (Views, Vec<Value>) {
     let app = app(pool);
     let bearer = token("acme", &[RUN]);
     let started = start(&app, &bearer, doc).await;

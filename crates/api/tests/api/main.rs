@@ -20,6 +20,7 @@ mod modules;
 mod openapi;
 mod parity;
 mod seed;
+mod simulated_user;
 mod simulations;
 mod testing_flow;
 mod tools;

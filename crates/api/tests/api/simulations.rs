@@ -724,7 +724,9 @@ async fn a_workflow_calls_only_its_agents_tools(pool: PgPool) {
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn an_attempt_nobody_finishes_ends_as_harness_error_when_its_lease_runs_out(pool: PgPool) {
     let config = ApiConfig {
-        attempt_lease: std::time::Duration::from_millis(300),
+        // Long enough that a loaded machine starts and finishes the first
+        // attempt before the lease runs out (300 ms was not, at load 14).
+        attempt_lease: std::time::Duration::from_secs(2),
         ..ApiConfig::default()
     };
     let state = AppState::new(pool.clone(), AuthConfig::hs256(SECRET).unwrap(), config);
@@ -753,7 +755,7 @@ async fn an_attempt_nobody_finishes_ends_as_harness_error_when_its_lease_runs_ou
         0
     );
 
-    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
     assert_eq!(
         toolmock_api::expire_abandoned_attempts(&state)
             .await

@@ -8,7 +8,9 @@
 //!   harness error `missing_reference`, however many examples happened to
 //!   supply it. A rule's own conditions prove a path present, and so does
 //!   the failure of an earlier rule whose only condition is `exists: false`
-//!   or `ne` on it; a variant's own `result` or `set_state` must be safe in
+//!   or `ne` on it; a `$if`'s conditions prove paths in its `then`; a test
+//!   of an array element proves its earlier siblings (`items.2` proves
+//!   `items.0`); a variant's own `result` or `set_state` must be safe in
 //!   every case it is rendered (no rule matched, or a matching rule left it
 //!   out). One warning per input path: its pointer is the first place
 //!   that reads the path unproven, and its message counts and lists the
@@ -74,7 +76,7 @@ pub fn warnings(definition: &Value, contract: Option<&CompiledContract>) -> Warn
             // Paths proven present by the failure of each rule before: a
             // rule whose only condition is `exists: false` or `ne` on an
             // input path fails only when that path resolves.
-            let mut failed: Vec<Vec<&str>> = vec![Vec::new()];
+            let mut failed: Vec<Vec<String>> = vec![Vec::new()];
             for rule in rules {
                 let mut next = failed.last().cloned().unwrap_or_default();
                 next.extend(proven_by_failure(rule));
@@ -83,7 +85,7 @@ pub fn warnings(definition: &Value, contract: Option<&CompiledContract>) -> Warn
             for (i, rule) in rules.iter().enumerate() {
                 let rule_at = pointer_index(&pointer_push(&at, "rules"), i);
                 let mut guards = guarded_paths(rule);
-                guards.extend(failed[i].iter().copied());
+                guards.extend(failed[i].iter().cloned());
                 for member in ["result", "error", "set_state"] {
                     if let Some(value) = rule.get(member) {
                         let scenarios = [guards.clone()];
@@ -113,7 +115,7 @@ pub fn warnings(definition: &Value, contract: Option<&CompiledContract>) -> Warn
                 for (k, rule) in rules.iter().enumerate() {
                     if leaves_out(rule) {
                         let mut guards = guarded_paths(rule);
-                        guards.extend(failed[k].iter().copied());
+                        guards.extend(failed[k].iter().cloned());
                         scenarios.push(guards);
                     }
                 }
@@ -184,7 +186,7 @@ impl Unproven {
 
 /// The input path a rule's failure proves present: its only condition is
 /// `exists: false` or `ne` on that path.
-fn proven_by_failure(rule: &Value) -> Option<&str> {
+fn proven_by_failure(rule: &Value) -> Option<String> {
     let [condition] = rule.get("when")?.as_array()?.as_slice() else {
         return None;
     };
@@ -196,35 +198,86 @@ fn proven_by_failure(rule: &Value) -> Option<&str> {
         Some("exists") => condition.get("value") == Some(&Value::Bool(false)),
         _ => false,
     };
-    proves
-        .then(|| condition.get("path").and_then(Value::as_str))
-        .flatten()
+    proves.then(|| dotted(condition.get("path")?)).flatten()
 }
 
-/// Input paths a rule's conditions prove present: `exists: true`, `eq` and
-/// `in` hold only on a path that resolves.
-fn guarded_paths(rule: &Value) -> Vec<&str> {
-    rule.get("when")
-        .and_then(Value::as_array)
+/// Input paths a rule's conditions prove present: `exists: true`, `eq`,
+/// `in` and (version 3) the ordering ops hold only on a path that resolves.
+fn guarded_paths(rule: &Value) -> Vec<String> {
+    guards_of(rule.get("when"))
+}
+
+/// The input paths the conditions of a `when` prove present, each as a
+/// dotted path (a path written as an array of literal segments counts as
+/// its dotted form; one with a computed segment proves nothing).
+fn guards_of(when: Option<&Value>) -> Vec<String> {
+    when.and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter(|c| c.get("source").and_then(Value::as_str) == Some("input"))
         .filter(|c| match c.get("op").and_then(Value::as_str) {
-            Some("eq" | "in") => true,
+            Some("eq" | "in" | "contains" | "subset_of" | "eq_ci" | "lt" | "le" | "gt" | "ge") => {
+                true
+            }
             Some("exists") => c.get("value") == Some(&Value::Bool(true)),
             _ => false,
         })
-        .filter_map(|c| c.get("path").and_then(Value::as_str))
+        .filter_map(|c| dotted(c.get("path")?))
         .collect()
 }
 
-/// Whether a guard on `guard` proves `path` present: the same path, or a
-/// path below it (which cannot resolve unless it does).
+/// A condition's path as a dotted path: as written, or an array of
+/// literal segments joined; `None` for a computed one.
+fn dotted(path: &Value) -> Option<String> {
+    match path {
+        Value::String(path) => Some(path.clone()),
+        Value::Array(items) => {
+            let segments: Option<Vec<String>> = items
+                .iter()
+                .map(|s| match s {
+                    Value::String(key) if !key.contains('.') && !key.is_empty() => {
+                        Some(key.clone())
+                    }
+                    Value::Number(n) => n.as_u64().map(|n| n.to_string()),
+                    _ => None,
+                })
+                .collect();
+            segments.map(|s| s.join("."))
+        }
+        _ => None,
+    }
+}
+
+/// Whether a guard on `guard` proves `path` present: the same path, a path
+/// below it (which cannot resolve unless it does), or an earlier element of
+/// an array an element of which it proves (an array has no holes: element
+/// 3 there means elements 0 to 2 are there too).
 fn proves(guard: &str, path: &str) -> bool {
-    guard == path
+    if guard == path
         || guard
             .strip_prefix(path)
             .is_some_and(|rest| rest.starts_with('.'))
+    {
+        return true;
+    }
+    let (g, p): (Vec<&str>, Vec<&str>) = (guard.split('.').collect(), path.split('.').collect());
+    let Some((last, parents)) = p.split_last() else {
+        return false;
+    };
+    parents.len() < g.len()
+        && g.iter().zip(parents).all(|(a, b)| a == b)
+        && match (index(last), g.get(parents.len()).and_then(|s| index(s))) {
+            (Some(earlier), Some(proven)) => earlier <= proven,
+            _ => false,
+        }
+}
+
+/// An array index segment: decimal digits without a leading zero.
+fn index(segment: &str) -> Option<u64> {
+    let digits = !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit());
+    (digits && (segment == "0" || !segment.starts_with('0')))
+        .then(|| segment.parse().ok())
+        .flatten()
 }
 
 /// Walks an expression, noting each `$input` reference the schema does
@@ -234,11 +287,36 @@ fn optional_references(
     value: &Value,
     at: &str,
     schema: &Value,
-    scenarios: &[Vec<&str>],
+    scenarios: &[Vec<String>],
     out: &mut Unproven,
 ) {
     match value {
         Value::Object(map) => {
+            if let (1, Some(Value::Object(choice))) = (map.len(), map.get("$if")) {
+                // (Version 3) `then` is rendered only when `when` holds, so
+                // its conditions prove paths there, in every scenario.
+                let at = pointer_push(at, "$if");
+                let proven = guards_of(choice.get("when"));
+                let guarded: Vec<Vec<String>> = scenarios
+                    .iter()
+                    .map(|guards| {
+                        guards
+                            .iter()
+                            .cloned()
+                            .chain(proven.iter().cloned())
+                            .collect()
+                    })
+                    .collect();
+                for (key, item) in choice {
+                    let inside = if key == "then" {
+                        &guarded[..]
+                    } else {
+                        scenarios
+                    };
+                    optional_references(item, &pointer_push(&at, key), schema, inside, out);
+                }
+                return;
+            }
             if let (1, Some(Value::String(path))) = (map.len(), map.get("$input")) {
                 let segments: Vec<&str> = if path.is_empty() {
                     Vec::new()
@@ -544,10 +622,37 @@ mod tests {
     }
 
     #[test]
+    fn a_choice_proves_its_then_branch_and_array_paths_are_guards() {
+        let schema =
+            json!({"type": "object", "properties": {"a": {}, "b": {}, "items": {"type": "array"}}});
+        let when =
+            json!([{"source": "input", "path": ["items", 2], "op": "exists", "value": true}]);
+        let result = json!({"$if": {"when": when, "then": [{"$input": "items.1"}, {"$input": "b"}],
+                                    "else": {"$input": "items.0"}}});
+        let mut unproven = Unproven::default();
+        optional_references(&result, "/r", &schema, &[Vec::new()], &mut unproven);
+        let paths: Vec<&str> = unproven.paths.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["items.0", "b"],
+            "items.1 is proven in then, not items.0 in else"
+        );
+    }
+
+    #[test]
     fn guards_and_shadowed_rules() {
         assert!(proves("a.b", "a"));
         assert!(proves("a", "a"));
         assert!(!proves("ab", "a"));
+        // An element that exists implies its earlier siblings exist.
+        assert!(proves("items.3", "items.1"));
+        assert!(proves("items.3.id", "items.0"));
+        assert!(proves("a.items.10", "a.items.9"));
+        assert!(!proves("items.1", "items.3"));
+        assert!(!proves("items.3", "items.1.id"), "element 1 may lack id");
+        assert!(!proves("items.3", "other.1"));
+        assert!(!proves("items.x", "items.0"));
+        assert!(!proves("items.3", "items.01"));
         let when = |path: &str| json!({"source": "input", "path": path, "op": "eq", "value": 1.0});
         let rules = vec![
             json!({"when": [when("a")]}),

@@ -246,6 +246,7 @@ impl Checker {
     /// The path of a condition whose source is `let`: a dotted string or an
     /// array, whose first segment is a name in sight.
     fn let_source_path(&mut self, path: Option<&Value>, at: &str) -> Option<Box<NamedPath>> {
+        let dotted = path.is_some_and(Value::is_string);
         let items: Vec<Value> = match path? {
             Value::String(raw) => match Path::parse(raw) {
                 Ok(parsed) if !raw.is_empty() => parsed
@@ -280,7 +281,8 @@ impl Checker {
             );
             return None;
         };
-        self.named_path(name, rest, at, 1).map(Box::new)
+        self.named_path(name, rest, at, usize::from(!dotted))
+            .map(Box::new)
     }
 
     /// In version 2, a condition's `value` that is exactly one `$input` or

@@ -96,17 +96,43 @@ pub(crate) fn collection<'s>(
     })
 }
 
+/// An element in sight: moved out of a collection the call computed, or
+/// read in place from the input or the state (no copy).
+pub(crate) enum Held<'s> {
+    Owned(Value),
+    Borrowed(&'s Value),
+}
+
+impl Held<'_> {
+    fn into_owned(self) -> Value {
+        match self {
+            Held::Owned(value) => value,
+            Held::Borrowed(value) => value.clone(),
+        }
+    }
+}
+
+/// A member's key (an object's) and the member.
+type Member<'s> = (Option<Cow<'s, str>>, Held<'s>);
+
 /// The elements of a collection (an array's in order, an object's values
-/// in key order) with their keys, owned: moved out of an owned collection,
-/// copied out of a borrowed one.
-fn elements(collection: Cow<'_, Value>) -> Vec<(Option<String>, Value)> {
+/// in key order) with their keys: moved out of an owned collection, read
+/// in place from a borrowed one.
+fn elements(collection: Cow<'_, Value>) -> Vec<Member<'_>> {
     match collection {
-        Cow::Owned(Value::Array(items)) => items.into_iter().map(|v| (None, v)).collect(),
-        Cow::Owned(Value::Object(map)) => map.into_iter().map(|(k, v)| (Some(k), v)).collect(),
-        Cow::Borrowed(Value::Array(items)) => items.iter().map(|v| (None, v.clone())).collect(),
+        Cow::Owned(Value::Array(items)) => {
+            items.into_iter().map(|v| (None, Held::Owned(v))).collect()
+        }
+        Cow::Owned(Value::Object(map)) => map
+            .into_iter()
+            .map(|(k, v)| (Some(Cow::Owned(k)), Held::Owned(v)))
+            .collect(),
+        Cow::Borrowed(Value::Array(items)) => {
+            items.iter().map(|v| (None, Held::Borrowed(v))).collect()
+        }
         Cow::Borrowed(Value::Object(map)) => map
             .iter()
-            .map(|(k, v)| (Some(k.clone()), v.clone()))
+            .map(|(k, v)| (Some(Cow::Borrowed(k.as_str())), Held::Borrowed(v)))
             .collect(),
         _ => Vec::new(),
     }
@@ -114,12 +140,12 @@ fn elements(collection: Cow<'_, Value>) -> Vec<(Option<String>, Value)> {
 
 /// Whether every condition holds with `element` in sight in `slot`; the
 /// element is handed back.
-fn test(
+fn test<'s>(
     when: &[CompiledCondition],
     slot: Option<usize>,
-    element: Value,
-    scope: &Scope<'_>,
-) -> Result<(bool, Value), CallError> {
+    element: Held<'s>,
+    scope: &Scope<'s>,
+) -> Result<(bool, Held<'s>), CallError> {
     with_element(slot, element, scope, |scope| {
         for condition in when {
             if !holds(condition, scope)? {
@@ -132,19 +158,29 @@ fn test(
 
 /// Runs `f` with `element` in sight in `slot` (when the iteration names
 /// it); the element is handed back with the answer.
-pub(crate) fn with_element<T>(
+pub(crate) fn with_element<'s, T>(
     slot: Option<usize>,
-    element: Value,
-    scope: &Scope<'_>,
-    f: impl FnOnce(&Scope<'_>) -> Result<T, CallError>,
-) -> Result<(T, Value), CallError> {
+    element: Held<'s>,
+    scope: &Scope<'s>,
+    f: impl FnOnce(&Scope<'s>) -> Result<T, CallError>,
+) -> Result<(T, Held<'s>), CallError> {
     let Some(slot) = slot else {
         return f(scope).map(|out| (out, element));
     };
-    let previous = scope.bind(slot, element);
-    let out = f(scope);
-    let element = scope.unbind(slot, previous).unwrap_or(Value::Null);
-    out.map(|out| (out, element))
+    match element {
+        Held::Borrowed(value) => {
+            let previous = scope.bind_borrowed(slot, Some(value));
+            let out = f(scope);
+            scope.bind_borrowed(slot, previous);
+            out.map(|out| (out, Held::Borrowed(value)))
+        }
+        Held::Owned(value) => {
+            let previous = scope.bind(slot, value);
+            let out = f(scope);
+            let element = scope.unbind(slot, previous).unwrap_or(Value::Null);
+            out.map(|out| (out, Held::Owned(element)))
+        }
+    }
 }
 
 impl Change {
@@ -160,7 +196,13 @@ impl Change {
             return Ok((false, element));
         }
         match &self.when {
-            Some(when) => test(when, self.element.map(|e| e.slot), element, scope),
+            Some(when) => test(
+                when,
+                self.element.map(|e| e.slot),
+                Held::Owned(element),
+                scope,
+            )
+            .map(|(selected, held)| (selected, held.into_owned())),
             None => Ok((true, element)),
         }
     }
@@ -174,11 +216,12 @@ impl Change {
     /// The new value of one selected element.
     pub(crate) fn apply(&self, element: Value, scope: &Scope<'_>) -> Result<Value, CallError> {
         let slot = self.element.map(|e| e.slot);
-        let (rendered, element) =
-            with_element(slot, element, scope, |scope| match &self.replace {
+        let (rendered, element) = with_element(slot, Held::Owned(element), scope, |scope| {
+            match &self.replace {
                 Replace::Value(expr) | Replace::Merge(expr) => expr.render(scope),
-            })?;
-        match (&self.replace, element) {
+            }
+        })?;
+        match (&self.replace, element.into_owned()) {
             (Replace::Value(_), _) => Ok(rendered),
             (Replace::Merge(expr), Value::Object(mut members)) => match rendered {
                 Value::Object(more) => {
@@ -264,6 +307,16 @@ impl Change {
 
 impl Render for IterOp {
     fn render(&self, scope: &Scope<'_>) -> Result<Value, CallError> {
+        self.render_in(scope)
+    }
+
+    fn clone_render(&self) -> Box<dyn Render> {
+        Box::new(self.clone())
+    }
+}
+
+impl IterOp {
+    fn render_in<'s>(&self, scope: &Scope<'s>) -> Result<Value, CallError> {
         let found = collection(&self.collection, scope, self.name, &self.at)?;
         if let Kind::Update(change) = &self.kind {
             let mut updated = found.into_owned();
@@ -291,9 +344,9 @@ impl Render for IterOp {
                     match (keep, key) {
                         (false, _) => {}
                         (true, Some(key)) => {
-                            kept_members.insert(key, element);
+                            kept_members.insert(key.into_owned(), element.into_owned());
                         }
-                        (true, None) => kept_items.push(element),
+                        (true, None) => kept_items.push(element.into_owned()),
                     }
                 }
                 Ok(if is_object {
@@ -314,10 +367,6 @@ impl Render for IterOp {
             }
             Kind::Update(_) => Ok(Value::Null),
         }
-    }
-
-    fn clone_render(&self) -> Box<dyn Render> {
-        Box::new(self.clone())
     }
 }
 
@@ -395,12 +444,18 @@ pub(crate) fn compile(c: &mut Checker, key: &str, operand: &Value, at: &str) -> 
     });
     let origin = collection.as_ref().map_or(Origin::State, element_origin);
     let body = enter(c, &op_at, |c| {
+        if name == "$update" {
+            let change = change(c, fields, &op_at, origin);
+            return (
+                change.as_ref().and_then(|ch| ch.element),
+                change.map(|ch| Kind::Update(Box::new(ch))),
+            );
+        }
         let element = element_name(c, fields, &op_at, origin);
         let kind = match name {
             "$map" => fields
                 .get("give")
                 .map(|v| Kind::Map(c.node(v, &pointer_push(&op_at, "give")))),
-            "$update" => change(c, fields, &op_at, element).map(|ch| Kind::Update(Box::new(ch))),
             _ => fields.get("when").map(|w| {
                 let when = c
                     .when_list(w, &pointer_push(&op_at, "when"))
@@ -479,19 +534,37 @@ pub(crate) fn element_name(
 }
 
 /// The selection and replacement of an update (`$update`'s, or an
-/// `update` write's, at `at`), with `element` in sight.
+/// `update` write's, at `at`): `where` values first (rendered once,
+/// before any element is seen), then the element (supplied by `origin`)
+/// in sight for `when`, `value` and `merge`.
 pub(crate) fn change(
     c: &mut Checker,
     fields: &Map<String, Value>,
     at: &str,
-    element: Option<Element>,
+    origin: Origin,
 ) -> Option<Change> {
     let before = c.diagnostics.len();
     let selection = if fields.contains_key("where") || fields.contains_key("where_ci") {
-        Some(selection(c, fields, at, "an update")?)
+        selection(c, fields, at, "an update")
     } else {
         None
     };
+    let element = element_name(c, fields, at, origin);
+    let change = rest_of_change(c, fields, at, element, selection, before);
+    if element.is_some() {
+        c.lets.pop();
+    }
+    change
+}
+
+fn rest_of_change(
+    c: &mut Checker,
+    fields: &Map<String, Value>,
+    at: &str,
+    element: Option<Element>,
+    selection: Option<Selection>,
+    before: usize,
+) -> Option<Change> {
     let when = fields
         .get("when")
         .map(|w| c.when_list(w, &pointer_push(at, "when")).into_boxed_slice());

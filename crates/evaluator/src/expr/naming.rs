@@ -80,12 +80,11 @@ struct Bound {
 
 impl Render for Bound {
     fn render(&self, scope: &Scope<'_>) -> Result<Value, CallError> {
-        match scope.lets.borrow().get(self.slot) {
-            Some(Some(value)) => Ok(value.clone()),
-            // The check puts an element's name in sight only inside its
-            // iteration, which fills the slot first.
-            _ => Err(unbound(&self.at)),
-        }
+        // The check puts an element's name in sight only inside its
+        // iteration, which fills the slot first.
+        scope
+            .with_bound(self.slot, |value| value.cloned())
+            .ok_or_else(|| unbound(&self.at))
     }
 
     fn clone_render(&self) -> Box<dyn Render> {
@@ -141,6 +140,29 @@ pub(crate) struct NamedPath {
 impl NamedPath {
     /// The value at the path for this call; `None` when it does not resolve.
     pub(crate) fn find(&self, scope: &Scope<'_>) -> Result<Option<Value>, CallError> {
+        if let Some(slot) = self.bound
+            && self
+                .parts
+                .iter()
+                .all(|p| matches!(p, NamedPart::Literal(_)))
+        {
+            // The common case (`["x", "price"]`): walked in place, no copy
+            // but of what is found.
+            let parts = &self.parts;
+            let walk = |root: &Value| -> Option<Value> {
+                let mut at = root;
+                for part in parts.iter() {
+                    at = match part {
+                        NamedPart::Literal(segment) => step(at, segment)?,
+                        NamedPart::Computed(_) => return None,
+                    };
+                }
+                Some(at.clone())
+            };
+            return scope
+                .with_bound(slot, |value| value.map(walk))
+                .ok_or_else(|| unbound(&self.at));
+        }
         let mut segments = Vec::with_capacity(self.parts.len());
         for part in self.parts.iter() {
             segments.push(match part {
@@ -163,10 +185,9 @@ impl NamedPath {
         }
         let walk = |root: &Value| segments.iter().try_fold(root, |v, s| step(v, s)).cloned();
         match self.bound {
-            Some(slot) => match scope.lets.borrow().get(slot) {
-                Some(Some(value)) => Ok(walk(value)),
-                _ => Err(unbound(&self.at)),
-            },
+            Some(slot) => scope
+                .with_bound(slot, |value| value.map(walk))
+                .ok_or_else(|| unbound(&self.at)),
             None => Ok(walk(&self.head.render(scope)?)),
         }
     }
@@ -326,7 +347,8 @@ impl Checker {
     }
 
     /// The path `rest` inside the named value `name` (written at `at`, its
-    /// segments from index `first` of the array there).
+    /// segments from index `first` of the array there; `first` is 0 for a
+    /// dotted path, whose segments have no place of their own).
     pub(crate) fn named_path(
         &mut self,
         name: &str,
@@ -334,7 +356,13 @@ impl Checker {
         at: &str,
         first: usize,
     ) -> Option<NamedPath> {
-        let named = self.named(name, &pointer_index(at, 0))?;
+        // A path written as an array names its value at its first member.
+        let name_at = if first > 0 {
+            pointer_index(at, 0)
+        } else {
+            at.to_owned()
+        };
+        let named = self.named(name, &name_at)?;
         let before = self.diagnostics.len();
         if rest.len() + 1 > MAX_SEGMENTS {
             self.diagnostics.push(

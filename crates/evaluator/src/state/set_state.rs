@@ -184,15 +184,8 @@ impl Checker {
             &pointer_push(at, "update"),
             if selects { 1 } else { 2 },
         );
-        let change = iteration::enter(self, at, |c| {
-            let element = iteration::element_name(c, map, at, Origin::State);
-            let change = iteration::change(c, map, at, element);
-            if element.is_some() {
-                c.lets.pop();
-            }
-            change
-        })
-        .flatten();
+        let change =
+            iteration::enter(self, at, |c| iteration::change(c, map, at, Origin::State)).flatten();
         match (path, change) {
             (Some((top, path)), Some(change)) if self.diagnostics.len() == before => Some(Write {
                 top,

@@ -24,7 +24,9 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use toolmock_evaluator::{CallError, evaluate_layered};
+use toolmock_evaluator::{
+    CallError, CompiledContract, CompiledDefinition, LayeredOutcome, StateView, evaluate_layered,
+};
 
 /// A capability resolved to its attempt.
 pub(super) enum Resolved {
@@ -577,9 +579,33 @@ impl<B: Backend> Dispatcher<B> {
     }
 }
 
+/// What a sandbox call answers over `state`, before anything is recorded
+/// or committed: the input validated against the contract, the mock
+/// evaluated, the result validated against the output schema (a domain
+/// error is not: the schema describes results). Pure: the locked step of
+/// every backend runs it, and so does a caller that keeps an attempt's
+/// state itself (the Python package's `Attempt`), which then commits the
+/// outcome's patches only when this returned `Ok`.
+pub fn sandbox_answer<'d>(
+    contract: &CompiledContract,
+    definition: &'d CompiledDefinition,
+    input: &Value,
+    state: StateView<'_>,
+    variant: Option<&str>,
+) -> Result<LayeredOutcome<'d>, CallError> {
+    contract.validate_input(input)?;
+    // Through the caller's view of the state: for a backend, a shared base
+    // and the attempt's overlay, never a copy of the base.
+    let outcome = evaluate_layered(definition, input, state, variant)?;
+    if outcome.error.is_none() {
+        contract.validate_output(&outcome.result)?;
+    }
+    Ok(outcome)
+}
+
 /// A sandbox call's step, run by `apply_call` on the attempt's state after
-/// the lease check: the input, the mock and the output. Free of side
-/// effects, so a backend may run it again.
+/// the lease check: [`sandbox_answer`], as evidence. Free of side effects,
+/// so a backend may run it again.
 fn sandbox_step<'a>(
     bound: &'a Bound,
     call: &'a ToolCall,
@@ -589,15 +615,8 @@ fn sandbox_step<'a>(
 ) -> impl Fn(toolmock_evaluator::StateView<'_>) -> Result<Step, CallError> + Send + 'a {
     let variant = bound.binding.variant_for(&call.tool, &call.operation);
     move |state| {
-        pin.contract.validate_input(&call.input)?;
-        // Through the backend's view of the state: a shared base and
-        // the attempt's overlay, never a copy of the base.
-        let outcome = evaluate_layered(&pin.definition, &call.input, state, variant)?;
-        // The output schema describes results, not domain errors.
-        if outcome.error.is_none() {
-            pin.contract.validate_output(&outcome.result)?;
-        }
-        let toolmock_evaluator::LayeredOutcome {
+        let outcome = sandbox_answer(&pin.contract, &pin.definition, &call.input, state, variant)?;
+        let LayeredOutcome {
             variant,
             rule,
             result,

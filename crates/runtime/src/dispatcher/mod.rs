@@ -13,6 +13,8 @@ mod faults;
 mod pins;
 mod start;
 
+pub use call::sandbox_answer;
+
 use crate::backend::{
     Backend, Clock, ExternalExecutor, NoExternalExecutor, Sleeper, SystemClock, TokioSleeper,
 };

@@ -62,6 +62,13 @@ problem_codes! {
         /// The judge model could not grade a rubric: unreachable, or its answer is
         /// not the verdict asked for.
         JudgeFailed => "judge_failed",
+        /// The model endpoint that plays a case's simulated user could not be
+        /// reached or kept failing after its retries.
+        UserUnavailable => "user_unavailable",
+        /// The user model answered, but not with a usable user turn (a refused
+        /// request, an unreadable body, an empty message, tool calls from a
+        /// user without tools).
+        UserFailed => "user_failed",
         /// A `model` case reached a process with no model endpoint configured
         /// (a worker started without `--model-url` and `--model`).
         ModelNotConfigured => "model_not_configured",
@@ -78,6 +85,12 @@ problem_codes! {
         /// An `http` case's agent service took the attempt but did not finish
         /// it within the worker's time-out.
         AgentServiceTimeout => "agent_service_timeout",
+        /// A model cassette replaying a run has no recorded answer for a
+        /// request of the agent model or the judge (never a live call).
+        CassetteMiss => "cassette_miss",
+        /// The run's budget of model tokens or cost (`--max-tokens`,
+        /// `--max-cost`) is spent: the model request was not sent.
+        BudgetExhausted => "budget_exhausted",
     }
 }
 

@@ -2,7 +2,7 @@
 //! steps and their typed references — each problem at its pointer.
 
 use super::{Files, KnownTool, Loader};
-use crate::document::{CallMatcher, CaseDoc, DriverDoc, StepExpect, TrajectoryExpect};
+use crate::document::{CallMatcher, CaseDoc, DriverDoc, StepExpect, TrajectoryExpect, UserDoc};
 use crate::problem::LoadCode;
 use crate::reference::{BadReference, FoundReference, Scope, resolve_path, scan, split_head};
 use serde_json::Value;
@@ -254,6 +254,7 @@ impl Loader {
                 "an http driver hands the attempt to an agent service that plays it through the API's tool-call endpoint; toolmock run has no such endpoint (start the simulation through the API with a worker)",
             );
         }
+        self.check_user(case, at, known, direct);
         if let Some(pattern) = case
             .expect
             .final_answer
@@ -379,6 +380,54 @@ impl Loader {
                     }
                     Some(_) => {}
                 }
+            }
+        }
+    }
+
+    /// A case's simulated user: on a driver that holds a conversation,
+    /// with tools of its own; a `model` driver without one needs messages.
+    fn check_user(
+        &mut self,
+        case: &CaseDoc,
+        at: &str,
+        known: &HashMap<String, KnownTool>,
+        direct: &HashSet<&str>,
+    ) {
+        let Some(UserDoc::Model { tools, .. }) = &case.user else {
+            if matches!(&case.driver, DriverDoc::Model { messages, .. } if messages.is_empty()) {
+                self.problem(
+                    pointer::push(&pointer::push(at, "driver"), "messages"),
+                    LoadCode::NoUserTurns,
+                    "a model driver needs the user's messages, or a simulated user (the case's \"user\")",
+                );
+            }
+            return;
+        };
+        let user_at = pointer::push(at, "user");
+        if matches!(
+            case.driver,
+            DriverDoc::Scripted { .. } | DriverDoc::Http { .. }
+        ) {
+            self.problem(
+                user_at.clone(),
+                LoadCode::UserNotSupported,
+                "a simulated user talks with a model agent (a model driver) or an MCP agent through toolmock serve (an external driver); this driver holds no conversation",
+            );
+        }
+        for (t, tool) in tools.iter().enumerate() {
+            let here = pointer::index(&pointer::push(&user_at, "tools"), t);
+            if !known.contains_key(tool) {
+                self.problem(
+                    here,
+                    LoadCode::UnknownTool,
+                    format!("no tool is called {tool:?}"),
+                );
+            } else if direct.contains(tool.as_str()) {
+                self.problem(
+                    here,
+                    LoadCode::UserToolOfAgent,
+                    format!("{tool:?} is the agent's tool too: a tool belongs to the agent or to the user"),
+                );
             }
         }
     }

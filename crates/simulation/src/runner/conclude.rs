@@ -2,12 +2,13 @@
 //! what it recorded, the LLM judge asked for a rubric, and the finish with
 //! that verdict.
 
-use crate::conversation::ChatModel;
+use crate::conversation::{ChatModel, ModelRole};
 use crate::document::CaseDoc;
 use crate::expect::{RecordedCall, Unmet, recorded_calls, unmet_expectations};
-use crate::judge::{grade, judge_final_answer, passes};
+use crate::judge::{grade, judge_agent_said, judge_final_answer, passes};
 use crate::model_driver::Played;
 use crate::results::{AttemptResult, RawAttempt};
+use crate::usage::{RequestUsage, TokenUsage};
 use toolmock_contract::pointer;
 use toolmock_runtime::backend::Backend;
 use toolmock_runtime::dispatcher::Dispatcher;
@@ -31,9 +32,39 @@ pub async fn conclude_attempt<B: Backend>(
     unmet: Vec<Unmet>,
     keep_raw: bool,
 ) -> Result<AttemptResult, RunError> {
+    conclude_conversation(
+        dispatcher,
+        tenant,
+        (case, case_at),
+        attempt,
+        (unmet, Vec::new(), Vec::new()),
+        keep_raw,
+    )
+    .await
+}
+
+/// [`conclude_attempt`] with a conversation an agent outside toolmock had
+/// with a simulated user ([`crate::UserConversation::into_parts`]): what it
+/// found unmet, its messages and when each was added.
+pub async fn conclude_conversation<B: Backend>(
+    dispatcher: &Dispatcher<B>,
+    tenant: TenantId,
+    (case, case_at): (&CaseDoc, &str),
+    attempt: (AttemptId, u32),
+    (unmet, conversation, times): (
+        Vec<Unmet>,
+        Vec<crate::conversation::Message>,
+        Vec<chrono::DateTime<chrono::Utc>>,
+    ),
+    keep_raw: bool,
+) -> Result<AttemptResult, RunError> {
+    // An agent outside toolmock asks its own model: no request of it is
+    // toolmock's to count.
     let played = Played {
         unmet,
-        ..Played::default()
+        conversation,
+        times,
+        usage: Vec::new(),
     };
     conclude_played(
         dispatcher,
@@ -64,6 +95,7 @@ pub(super) async fn conclude_played<B: Backend>(
         mut unmet,
         conversation,
         times,
+        usage: mut requests,
     } = played;
     let store = dispatcher.backend();
     // Four independent reads (never one snapshot, in sequence either): at
@@ -89,16 +121,35 @@ pub(super) async fn conclude_played<B: Backend>(
             &pointer::push(&expect_at, "final_answer"),
         ));
     }
+    if let Some(expect) = &case.expect.agent_said {
+        unmet.extend(judge_agent_said(
+            expect,
+            &conversation,
+            &pointer::push(&expect_at, "agent_said"),
+        ));
+    }
     let mut judged = None;
     if let Some(expect) = &case.expect.judge
         && harness_errors.is_empty()
     {
         let graded = match judge {
-            Some(judge) => grade(judge, expect, &conversation, &calls).await,
+            Some(judge) => {
+                let (graded, usage) = grade(judge, expect, &conversation, &calls).await;
+                if let Some(usage) = usage {
+                    requests.push(RequestUsage {
+                        role: ModelRole::Judge,
+                        turn: 1,
+                        usage,
+                    });
+                }
+                graded
+            }
             // A rubric nobody can grade never passes unread.
             None => Err((
+                toolmock_runtime::error::HarnessCode::JudgeFailed,
                 "no judge model is configured here to grade the rubric".to_owned(),
                 serde_json::json!({}),
+                None,
             )),
         };
         match graded {
@@ -115,11 +166,11 @@ pub(super) async fn conclude_played<B: Backend>(
                 }
                 judged = Some(report);
             }
-            Err((why, detail)) => {
+            Err((code, why, detail, path)) => {
                 let fault = toolmock_runtime::error::HarnessFault {
-                    code: toolmock_runtime::error::HarnessCode::JudgeFailed,
+                    code,
                     message: why,
-                    path: None,
+                    path,
                 };
                 dispatcher
                     .record_fault(tenant, attempt, None, None, fault, detail)
@@ -143,6 +194,8 @@ pub(super) async fn conclude_played<B: Backend>(
         conversation,
     );
     result.judge = judged;
+    result.tokens = TokenUsage::of(&requests, &|_| None);
+    result.model_requests = requests;
     result.raw = keep_raw.then_some(RawAttempt {
         evidence,
         tool_input_errors,

@@ -158,6 +158,18 @@ fn agent_spec(loaded: &LoadedSimulation, tool: impl Fn(&str) -> Option<ToolRef>)
             }
         }
     }
+    // A simulated user's tools are called under the attempt's capability
+    // too (their calls share its state): the start pins them with the
+    // agent's, and only the user is offered them.
+    for case in &loaded.document.cases {
+        if let Some(crate::document::UserDoc::Model { tools, .. }) = &case.user {
+            for tool in tools {
+                if !names.contains(&tool.as_str()) {
+                    names.push(tool);
+                }
+            }
+        }
+    }
     AgentSpec {
         tools: names.into_iter().filter_map(reference).collect(),
         workflows: agent.workflows.clone(),

@@ -13,7 +13,7 @@ mod results;
 mod start;
 mod suite;
 
-pub use conclude::conclude_attempt;
+pub use conclude::{conclude_attempt, conclude_conversation};
 pub use error::RunError;
 pub use install::{Installed, install, install_inline, unknown_library_tools};
 pub use play::{DEFAULT_ATTEMPT_TIMEOUT, Keeping, Players, play_attempt, run_attempt};

@@ -1,12 +1,15 @@
 //! Playing one attempt: the script, or the model's conversation, then its
 //! conclusion (`conclude`).
 
-use crate::conversation::{ChatModel, ConversationSink, FunctionMap, system_message};
+use crate::conversation::{
+    AttemptScope, ChatModel, ConversationSink, FunctionMap, attempt_model, system_message,
+};
 use crate::document::{CaseDoc, DriverDoc};
 use crate::driver::run_script;
 use crate::load::LoadedSimulation;
 use crate::model_driver::run_model;
 use crate::results::AttemptResult;
+use crate::simulated_user::UserPlayer;
 use crate::workflow::AttemptContext;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -32,6 +35,10 @@ pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1800);
 pub struct Players {
     model: Option<Arc<dyn ChatModel>>,
     judge: Option<Arc<dyn ChatModel>>,
+    /// Plays the cases' simulated users.
+    user: Option<Arc<dyn ChatModel>>,
+    /// Each case's simulated user, by case name.
+    users: HashMap<String, UserPlayer>,
     functions: FunctionMap,
     system: String,
     attempt_timeout: Duration,
@@ -42,6 +49,8 @@ impl Default for Players {
         Self {
             model: None,
             judge: None,
+            user: None,
+            users: HashMap::new(),
             functions: FunctionMap::default(),
             system: String::new(),
             attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
@@ -56,13 +65,37 @@ impl Players {
         model: Option<Arc<dyn ChatModel>>,
         judge: Option<Arc<dyn ChatModel>>,
     ) -> Self {
+        let users = loaded
+            .document
+            .cases
+            .iter()
+            .filter_map(|case| {
+                let user = case.user.as_ref()?;
+                Some((case.name.clone(), UserPlayer::new(loaded, user)))
+            })
+            .collect();
         Self {
             model,
             judge,
+            user: None,
+            users,
             functions: FunctionMap::of_agent(loaded),
             system: system_message(&loaded.document.agent),
             attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
         }
+    }
+
+    /// With `user` playing the cases' simulated users (none: a case with
+    /// one ends `harness_error`, `user_unavailable`).
+    #[must_use]
+    pub fn with_user(mut self, user: Option<Arc<dyn ChatModel>>) -> Self {
+        self.user = user;
+        self
+    }
+
+    /// The user model and the simulated user of `case`, when it has one.
+    pub fn user_of(&self, case: &str) -> Option<(&UserPlayer, &Arc<dyn ChatModel>)> {
+        Some((self.users.get(case)?, self.user.as_ref()?))
     }
 
     /// With each model-driven attempt's deadline `limit` (default
@@ -128,14 +161,42 @@ pub async fn play_attempt<B: Backend + 'static>(
     };
     let began = Instant::now();
     let ctx = context(dispatcher, tenant, attempt, workflows);
-    let played = run_model(
-        &ctx,
-        (players.system.clone(), messages, *max_turns),
-        &players.functions,
-        (model.as_ref(), keeping.sink, players.attempt_timeout),
-        case_at,
-    )
-    .await?;
+    // Each attempt's own view of its models (a cassette counts its turns).
+    let scope = AttemptScope {
+        case: case.name.clone(),
+        attempt: attempt.number,
+    };
+    let model = attempt_model(model, &scope);
+    let judge = players.judge.as_ref().map(|j| attempt_model(j, &scope));
+    let user_model = players
+        .user_of(&case.name)
+        .map(|(player, user)| (player, attempt_model(user, &scope)));
+    let user = user_model
+        .as_ref()
+        .map(|(player, model)| (*player, model.as_ref()));
+    let played = if case.user.is_some() && user.is_none() {
+        // Never reached from `toolmock run` (refused before the start) nor
+        // from a worker (the user model defaults to the agent's).
+        let failure = ctx
+            .harness_error(
+                toolmock_runtime::error::HarnessCode::UserUnavailable,
+                "no user model is configured here to play the case's simulated user".into(),
+            )
+            .await;
+        if let crate::workflow::CallFailure::Fatal(e) = failure {
+            return Err(e.into());
+        }
+        crate::model_driver::Played::default()
+    } else {
+        run_model(
+            &ctx,
+            (players.system.clone(), messages, *max_turns),
+            (&players.functions, user),
+            (model.as_ref(), keeping.sink, players.attempt_timeout),
+            case_at,
+        )
+        .await?
+    };
     let mut result = conclude_played(
         dispatcher,
         tenant,
@@ -143,7 +204,7 @@ pub async fn play_attempt<B: Backend + 'static>(
         case_at,
         (attempt.id, attempt.number),
         played,
-        (keeping.raw, players.judge.as_deref()),
+        (keeping.raw, judge.as_deref()),
     )
     .await?;
     result.wall = began.elapsed();

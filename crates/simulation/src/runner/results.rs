@@ -6,6 +6,7 @@ use crate::expect::{RecordedCall, Unmet};
 use crate::results::{
     AttemptResult, CallReport, CaseResult, ErrorEntry, RunResults, Summary, coverage,
 };
+use crate::usage::TokenUsage;
 use std::time::Duration;
 use toolmock_runtime::model::AttemptOutcome;
 use toolmock_runtime::model::{
@@ -40,9 +41,20 @@ pub fn attempt_result(
             .map(ErrorEntry::tool_input)
             .collect(),
         virtual_time_ms: evidence.iter().map(|e| u64::from(e.delay_ms)).sum(),
-        calls: calls.into_iter().map(CallReport::from).collect(),
+        calls: calls
+            .into_iter()
+            .map(|call| {
+                let actor = case.actor_of(&call.tool);
+                CallReport {
+                    actor,
+                    ..CallReport::from(call)
+                }
+            })
+            .collect(),
         wall: Duration::ZERO,
         judge: None,
+        model_requests: Vec::new(),
+        tokens: None,
         raw: None,
         conversation,
     }
@@ -84,6 +96,7 @@ pub fn assemble_results(
         }
     }
     summary.cases = u32::try_from(cases.len()).unwrap_or(u32::MAX);
+    summary.tokens = TokenUsage::sum(cases.iter().map(|c| &c.tokens));
     RunResults {
         results_version: 2,
         simulation: document.name.clone(),

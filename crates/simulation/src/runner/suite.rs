@@ -77,6 +77,8 @@ pub struct RunOptions {
     pub model: Option<Arc<dyn ChatModel>>,
     /// The judge model that grades `judge` rubrics (none: they cannot run).
     pub judge: Option<Arc<dyn ChatModel>>,
+    /// The model that plays simulated users (none: `model` plays them).
+    pub user: Option<Arc<dyn ChatModel>>,
     /// How long a model-driven attempt may run (none:
     /// [`DEFAULT_ATTEMPT_TIMEOUT`]); past it, it ends `harness_error`
     /// (`attempt_timeout`).
@@ -93,7 +95,12 @@ pub async fn run<B: Backend + 'static>(
     options: &RunOptions,
     progress: Arc<dyn Fn() + Send + Sync>,
 ) -> Result<RunResults, RunError> {
-    let missing = unconfigured(&loaded, options.model.is_some(), options.judge.is_some());
+    let user = options.user.clone().or_else(|| options.model.clone());
+    let missing = unconfigured(
+        &loaded,
+        (options.model.is_some(), user.is_some()),
+        options.judge.is_some(),
+    );
     if !missing.is_empty() {
         return Err(RunError::Problems(missing));
     }
@@ -101,6 +108,7 @@ pub async fn run<B: Backend + 'static>(
     let workflows = Arc::new(loaded.workflows());
     let players = Arc::new(
         Players::new(&loaded, options.model.clone(), options.judge.clone())
+            .with_user(user)
             .with_attempt_timeout(options.attempt_timeout.unwrap_or(DEFAULT_ATTEMPT_TIMEOUT)),
     );
     let attempts = Arc::new(started.attempts.clone());
