@@ -7,12 +7,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
 
-mod real_common;
-
-use real_common::{HttpFixture, McpFixture, clinic_contracts, document, root};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use toolmock_real_tools_fixture::{HttpFixture, McpFixture, clinic_contracts, document, root};
 
 fn toolmock() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_toolmock"))

@@ -5,9 +5,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
 
-#[path = "../../cli/tests/real_common/mod.rs"]
-mod real_common;
-
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::io::{BufRead, BufReader};
@@ -634,8 +631,8 @@ async fn sigterm_past_the_grace_ends_begun_attempts_and_doubles_nothing(pool: Pg
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn a_worker_runs_a_real_tools_simulation_through_the_real_handlers(pool: PgPool) {
     use toolmock_discovery::{Endpoint, Options, discover};
-    let mcp = real_common::McpFixture::start();
-    let http = real_common::HttpFixture::start();
+    let mcp = toolmock_real_tools_fixture::McpFixture::start();
+    let http = toolmock_real_tools_fixture::HttpFixture::start();
     let discovery = discover(&Endpoint::http(&mcp.url).unwrap(), &Options::default())
         .await
         .unwrap();
@@ -648,7 +645,8 @@ async fn a_worker_runs_a_real_tools_simulation_through_the_real_handlers(pool: P
                 .unwrap()
         })
         .collect();
-    let document = real_common::document(Value::Array(contracts), &mcp.url, &http.url);
+    let document =
+        toolmock_real_tools_fixture::document(Value::Array(contracts), &mcp.url, &http.url);
     let attempts = queue(&pool, &document).await;
     assert_eq!(attempts.len(), 2);
     let url = app_url(&pool).await;

@@ -35,7 +35,7 @@ const ROWS: &[&[&str]] = &[
 ];
 
 /// Test tooling: a dev-dependency only, of any crate.
-const DEV_ONLY: &[&str] = &["toolmock-module-graph"];
+const DEV_ONLY: &[&str] = &["toolmock-module-graph", "toolmock-real-tools-fixture"];
 
 fn metadata() -> Value {
     let output = std::process::Command::new(env!("CARGO"))

@@ -1,6 +1,6 @@
 //! A call's latency on PostgreSQL against the size of the shared fixture
 //! (docs/performance.md, "Shared fixtures"): for fixtures of about 0.1, 1.4
-//! and 14 MB, one simulation of the shop (`tests/shop/mod.rs`) over the
+//! and 14 MB, one simulation of the shop (`toolmock_store::testkit`) over the
 //! fixture, one attempt, then `BENCH_CALLS` calls (default 400) one after
 //! the other, a read of an order and a nested write of another's status in
 //! turn, through the dispatcher on PostgreSQL as the application role (the
@@ -14,10 +14,6 @@
 //! of `DATABASE_URL` and dropped at the end.
 
 mod scratch;
-// The tests' shop, one directory over: a bench's modules live under
-// benches/, and the shop is the tests' own fixture first.
-#[path = "../tests/shop/mod.rs"]
-mod shop;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use std::time::{Duration, Instant};
@@ -49,18 +45,19 @@ async fn run(options: PgConnectOptions, calls: usize) -> scratch::Outcome {
         .connect_with(options)
         .await?;
     migrate(&owner).await?;
-    let app = shop::app_pool(&owner).await;
+    let app = toolmock_store::testkit::app_pool(&owner).await;
     println!(
         "| fixture | base row | first call (loads the base) | read p50 / p99 | nested write p50 / p99 |"
     );
     println!("|---|---|---|---|---|");
     for orders in SIZES {
-        let fixture = shop::orders(orders, 190);
+        let fixture = toolmock_store::testkit::orders(orders, 190);
         let megabytes = serde_json::to_vec(&fixture)?.len() as f64 / 1e6;
         // A store of its own: its base cache starts empty, as a new
         // process's does.
         let rig = Rig::new(PgStore::new(app.clone()));
-        let (tenant, started) = shop::start(&rig, &format!("t{orders}"), fixture, 1).await;
+        let (tenant, started) =
+            toolmock_store::testkit::start(&rig, &format!("t{orders}"), fixture, 1).await;
         let base_bytes: i64 = sqlx::query_scalar(
             "SELECT pg_column_size(base)::int8 FROM simulation_fixture_bases WHERE simulation_id = $1",
         )
@@ -68,7 +65,7 @@ async fn run(options: PgConnectOptions, calls: usize) -> scratch::Outcome {
         .fetch_one(&owner)
         .await?;
         let began = Instant::now();
-        shop::call(&rig, tenant, &started, 0, "get", "#W1").await;
+        toolmock_store::testkit::call(&rig, tenant, &started, 0, "get", "#W1").await;
         let first = began.elapsed();
         let (mut reads, mut writes) = (Vec::new(), Vec::new());
         for n in 0..calls {
@@ -80,7 +77,7 @@ async fn run(options: PgConnectOptions, calls: usize) -> scratch::Outcome {
                 ("cancel", &mut writes)
             };
             let began = Instant::now();
-            shop::call(&rig, tenant, &started, 0, op, &id).await;
+            toolmock_store::testkit::call(&rig, tenant, &started, 0, op, &id).await;
             into.push(began.elapsed());
         }
         println!(

@@ -38,6 +38,8 @@ mod error;
 mod pg;
 mod rows;
 mod schema_check;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 
 pub use error::{SqlState, map_sqlx_error};
 pub use pg::{

@@ -7,16 +7,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
 
-mod shop;
-
 use serde_json::{Map, Value, json};
-use shop::{app_pool, call, orders, start};
 use sqlx::PgPool;
 use toolmock_runtime::MemoryStore;
 use toolmock_runtime::backend::{Backend, EvidenceSink, FixtureStore};
 use toolmock_runtime::model::Verdict;
 use toolmock_runtime::testkit::Rig;
 use toolmock_store::PgStore;
+use toolmock_store::testkit::{app_pool, call, orders, start};
 
 /// A 1 MB fixture and 50 attempts: one base row, and every attempt's state
 /// row is a few bytes — before and after its writes — while its reads and

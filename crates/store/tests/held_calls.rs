@@ -9,10 +9,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
 
-mod shop;
-
 use serde_json::{Map, Value, json};
-use shop::{app_pool, op, start_tool};
 use sqlx::PgPool;
 use std::time::Duration;
 use toolmock_runtime::backend::{Backend, EvidenceSink, FixtureStore};
@@ -21,6 +18,7 @@ use toolmock_runtime::error::{DispatchError, HarnessCode, StoreError};
 use toolmock_runtime::model::{AttemptId, InlineTool, TenantId};
 use toolmock_runtime::testkit::Rig;
 use toolmock_runtime::{Dispatcher, MemoryStore, ToolCall};
+use toolmock_store::testkit::{app_pool, op, start_tool};
 use toolmock_store::{Fence, PgStore};
 
 const OWNER: &str = "worker-1";

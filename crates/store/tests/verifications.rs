@@ -6,16 +6,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
 
-mod shop;
-
 use serde_json::json;
-use shop::app_pool;
 use sqlx::PgPool;
 use std::time::Duration;
 use toolmock_runtime::backend::Catalog;
 use toolmock_runtime::error::StoreError;
 use toolmock_runtime::model::{OperationId, TenantId, ToolId};
 use toolmock_runtime::testkit::{ledger_definition, library_ledger};
+use toolmock_store::testkit::app_pool;
 use toolmock_store::{MAX_VERIFICATION_CLAIMS, PgStore, VerificationResult};
 
 async fn setup(pool: &PgPool) -> (PgStore, TenantId, ToolId, OperationId) {

@@ -3,10 +3,12 @@
 //! streamable HTTP, with its schema-breaking `count_visits` tool), a small
 //! HTTP server on a thread that answers custom operations and effect nodes
 //! and keeps what it was sent, and the real-tools simulation document that
-//! uses both. Shared by `toolmock run`'s tests and the worker's
-//! (`bins/worker/tests/real_tools.rs`).
+//! uses both. Shared by `toolmock run`'s tests (`bins/cli/tests/real_tools.rs`)
+//! and the worker's (`bins/worker/tests/process.rs`): a dev-dependency only,
+//! never linked into a shipped binary.
 
-#![allow(dead_code, unreachable_pub)] // each test binary uses a part
+#![forbid(unsafe_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // set-up: a failure must stop the test
 
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -30,6 +32,7 @@ fn installed(path: PathBuf) -> PathBuf {
 }
 
 /// The fixture MCP server over streamable HTTP on a free port.
+#[derive(Debug)]
 pub struct McpFixture {
     child: Child,
     /// Its endpoint, `http://127.0.0.1:PORT/mcp`.
@@ -82,6 +85,7 @@ impl Drop for McpFixture {
 /// A small HTTP/1.1 server: `POST /notes` answers `{"saved": text,
 /// "previous": "real"}`, `POST /hook` answers `{"received": true}`,
 /// `POST /broken` answers 500; it keeps every (path, body) it was sent.
+#[derive(Debug)]
 pub struct HttpFixture {
     /// `http://127.0.0.1:PORT`.
     pub url: String,

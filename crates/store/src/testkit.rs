@@ -1,9 +1,9 @@
-//! The shop of the shared-fixture tests and benches: an inline tool whose
-//! `get` reads an order by a computed path, `cancel` writes one order's
-//! status (a nested write) and `note` replaces a top-level key; a fixture of
-//! `orders`; a start of it on any backend; a call.
+//! The shop of the store's shared-fixture tests and benches (feature
+//! `testkit`, on for this crate's own tests and benches only): an inline
+//! tool whose `get` reads an order by a computed path, `cancel` writes one
+//! order's status (a nested write) and `note` replaces a top-level key; a
+//! fixture of `orders`; a start of it on any backend; a call.
 
-#![allow(dead_code)] // each test or bench uses its own part
 #![allow(clippy::unwrap_used, clippy::expect_used)] // set-up: a failure must stop the test or bench
 
 use serde_json::{Map, Value, json};
@@ -18,8 +18,9 @@ use toolmock_runtime::model::{
 use toolmock_runtime::testkit::Rig;
 use toolmock_runtime::{FixtureInput, StartRequest, ToolCall};
 
-pub(crate) async fn app_pool(pool: &PgPool) -> PgPool {
-    let options = toolmock_store::as_app_role((*pool.connect_options()).clone());
+/// A pool on the same database as `pool`, connected as the application role.
+pub async fn app_pool(pool: &PgPool) -> PgPool {
+    let options = crate::as_app_role((*pool.connect_options()).clone());
     sqlx::postgres::PgPoolOptions::new()
         .max_connections(4)
         .connect_with(options)
@@ -27,7 +28,8 @@ pub(crate) async fn app_pool(pool: &PgPool) -> PgPool {
         .unwrap()
 }
 
-pub(crate) fn op(name: &str, testing: Value) -> InlineOperation {
+/// An inline custom operation `name` with the mock definition `testing`.
+pub fn op(name: &str, testing: Value) -> InlineOperation {
     let open = json!({"type": "object"});
     InlineOperation {
         name: name.into(),
@@ -41,7 +43,7 @@ pub(crate) fn op(name: &str, testing: Value) -> InlineOperation {
 
 /// `get` reads an order, `cancel` writes one order's status (a nested
 /// write), `note` replaces a top-level key of its own.
-pub(crate) fn shop() -> InlineTool {
+pub fn shop() -> InlineTool {
     let id = json!({"$input": "id"});
     InlineTool {
         name: "shop".into(),
@@ -80,7 +82,7 @@ pub(crate) fn shop() -> InlineTool {
 }
 
 /// `orders` of `n` members of about `size` bytes each.
-pub(crate) fn orders(n: usize, size: usize) -> Map<String, Value> {
+pub fn orders(n: usize, size: usize) -> Map<String, Value> {
     (0..n)
         .map(|i| {
             (
@@ -92,7 +94,7 @@ pub(crate) fn orders(n: usize, size: usize) -> Map<String, Value> {
 }
 
 /// Starts a sandbox simulation of the shop over `fixture` (none when empty).
-pub(crate) async fn start<B: Backend>(
+pub async fn start<B: Backend>(
     rig: &Rig<B>,
     name: &str,
     fixture: Map<String, Value>,
@@ -106,7 +108,7 @@ pub(crate) async fn start<B: Backend>(
 /// Starts a sandbox simulation of `tool` in a new tenant `name`: one case of
 /// `attempts` attempts leased to `owner`, over one shared fixture of
 /// `fixture`'s members when there is one.
-pub(crate) async fn start_tool<B: Backend>(
+pub async fn start_tool<B: Backend>(
     rig: &Rig<B>,
     name: &str,
     tool: InlineTool,
@@ -146,7 +148,9 @@ pub(crate) async fn start_tool<B: Backend>(
     (tenant, started)
 }
 
-pub(crate) async fn call<B: Backend>(
+/// Calls the shop's `op` with `{"id": id}` in attempt `attempt` and
+/// gives its result.
+pub async fn call<B: Backend>(
     rig: &Rig<B>,
     tenant: TenantId,
     started: &StartedSimulation,
