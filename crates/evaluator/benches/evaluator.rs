@@ -17,6 +17,9 @@
 //! - `iteration/map_10000`: one call whose result is a `$map` over 10,000
 //!   records of the state (each giving its `price`, by `$let` path), and
 //!   `iteration/map_sum_10000` the `$sum` of it. Target: ≤ 5 ms.
+//!   `iteration/any_condition_10000`: `$any` over the same records as a
+//!   condition (of a `$if`), the match the last record: it never copies the
+//!   state (it once copied all of it each time it was tried).
 //!
 //! The data files in `benches/data/` are written by `scripts/bench-data.py`.
 
@@ -195,11 +198,17 @@ fn iteration(c: &mut Criterion) {
             "map_sum_10000",
             json!({"$sum": {"$map": {"in": {"$state": "items"}, "as": "x", "give": {"$let": ["x", "price"]}}}}),
         ),
+        (
+            "any_condition_10000",
+            json!({"$if": {"when": [{"$any": {"in": {"$state": "items"}, "as": "x",
+                "when": [{"source": "let", "path": "x.id", "op": "eq", "value": "item-9999"}]}}],
+                "then": 1, "else": 0}}),
+        ),
     ] {
         // The records are the call's state (a fixture), not the definition's.
         let doc = json!({"schema_version": 3, "default_variant": "v",
             "variants": {"v": {"result": result}},
-            "examples": [{"variant": "v", "input": {}, "state": {"items": []}, "expected": if name == "map_10000" { json!([]) } else { json!(0) }}]});
+            "examples": [{"variant": "v", "input": {}, "state": {"items": []}, "expected": match name { "map_10000" => json!([]), _ => json!(0) }}]});
         let compiled = compile_checked(&doc, None).expect("the iteration bench definition passes");
         let mut state = serde_json::Map::new();
         state.insert("items".into(), Value::Array(items.clone()));

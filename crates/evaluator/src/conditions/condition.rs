@@ -50,6 +50,13 @@ pub(crate) trait ConditionOp: std::fmt::Debug + Send + Sync {
     /// `found` is `None`.
     fn holds(&self, found: Option<&Value>, subject: &Subject<'_, '_>) -> Result<bool, CallError>;
 
+    /// Whether it reads `found` at all: `$any`/`$all` as a condition test
+    /// an expression of their own, and resolving their (whole-state) path
+    /// would copy the whole state each time they are tried.
+    fn reads_found(&self) -> bool {
+        true
+    }
+
     /// A copy (compiled definitions are `Clone`).
     fn clone_op(&self) -> Box<dyn ConditionOp>;
 }
@@ -117,6 +124,11 @@ impl Subject<'_, '_> {
 /// Whether `condition` holds for this call; a condition that cannot be
 /// decided (a computed path's segment that fails) ends the call with its error.
 pub(crate) fn holds(condition: &CompiledCondition, scope: &Scope<'_>) -> Result<bool, CallError> {
+    if let Test::Op(op) = &condition.test
+        && !op.reads_found()
+    {
+        return op.holds(None, &Subject { condition, scope });
+    }
     let state_whole;
     let resolved = match (&condition.named, &condition.computed) {
         (Some(named), _) => match named.find(scope)? {

@@ -310,6 +310,10 @@ impl ConditionOp for Holds {
         Ok(self.0.render(subject.scope)? == Value::Bool(true))
     }
 
+    fn reads_found(&self) -> bool {
+        false
+    }
+
     fn clone_op(&self) -> Box<dyn ConditionOp> {
         Box::new(self.clone())
     }
