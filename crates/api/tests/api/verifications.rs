@@ -115,9 +115,16 @@ async fn logged_clinic(
     app: &Router,
     bearer: &str,
 ) -> (FixtureServer, std::path::PathBuf, Reply, String) {
-    let dir = std::env::temp_dir().join(format!("verify-api-{}", std::process::id()));
+    // A folder of its own: a test that ends removes its folder, and a
+    // shared one vanished under a server still writing its log (its calls
+    // then failed as internal errors).
+    let dir = std::env::temp_dir().join(format!(
+        "verify-api-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
-    let log = dir.join(format!("calls-{}.log", uuid::Uuid::new_v4()));
+    let log = dir.join("calls.log");
     let server = FixtureServer::start_with(&["--calls-log", log.to_str().unwrap()]);
     let created = send(
         app,
@@ -181,7 +188,7 @@ async fn a_worker_verifies_a_tool_and_a_diverged_mock_is_marked(pool: PgPool) {
     assert_eq!(found["ok"], false);
     assert_eq!(found["requested_by"], "acme-user", "{found:#}");
     let lookup_result = result(&found, "lookup_patient");
-    assert_eq!(lookup_result["verdict"], "diverged");
+    assert_eq!(lookup_result["verdict"], "diverged", "{found:#}");
     assert_eq!(lookup_result["revision"], revision);
     assert_eq!(lookup_result["divergences"], 1);
     let check = &lookup_result["report"]["checks"][0];
