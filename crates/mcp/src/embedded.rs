@@ -354,6 +354,7 @@ impl<B: Backend + 'static> Embedded<B> {
             tenant: entered.tenant,
             attempt: entered.attempt,
             capability: &entered.capability,
+            resolved: None,
             workflows: &self.workflows,
         };
         let mut talk = entered.ticket.slot.talk.lock().await;
