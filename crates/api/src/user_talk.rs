@@ -174,8 +174,15 @@ pub(crate) async fn ask(
     let (answer, answered) = tokio::sync::oneshot::channel();
     let state = state.clone();
     tokio::spawn(async move {
-        let reply = converse(&state, &talkable, position, (tenant, attempt), &capability, message)
-            .await;
+        let reply = converse(
+            &state,
+            &talkable,
+            position,
+            (tenant, attempt),
+            &capability,
+            message,
+        )
+        .await;
         if answer.send(reply).is_err() {
             // The agent never saw the reply the conversation now holds.
             state
@@ -245,7 +252,10 @@ async fn converse(
         // Nobody can play the user: the attempt can never pass.
         let why = "no user model is configured on this API process to play the case's simulated \
                    user (--user-model-url and --user-model, or --model-url and --model)";
-        return match ctx.harness_error(HarnessCode::UserUnavailable, why.into()).await {
+        return match ctx
+            .harness_error(HarnessCode::UserUnavailable, why.into())
+            .await
+        {
             toolmock_simulation::CallFailure::Fatal(e) => Err(ApiError::from(e)),
             toolmock_simulation::CallFailure::Recorded { .. } => Ok(UserReply::Fault {
                 code: HarnessCode::UserUnavailable,
@@ -258,7 +268,9 @@ async fn converse(
     let mut times = Vec::with_capacity(stored.len());
     for kept in stored {
         let message = serde_json::from_value::<Message>(kept.message).map_err(|e| {
-            ApiError::Internal(format!("a kept message of the conversation does not parse: {e}"))
+            ApiError::Internal(format!(
+                "a kept message of the conversation does not parse: {e}"
+            ))
         })?;
         messages.push(message);
         times.push(kept.at);

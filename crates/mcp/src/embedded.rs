@@ -27,8 +27,7 @@ use toolmock_simulation::document::CaseDoc;
 use toolmock_simulation::{
     AttemptContext, AttemptResult, ChatModel, FileProblem, Installed, LoadCode, LoadedSimulation,
     RunError, RunResults, UserConversation, UserPlayer, UserReply, assemble_results,
-    user_turns_used_up,
-    conclude_conversation, install, start_problems, start_request,
+    conclude_conversation, install, start_problems, start_request, user_turns_used_up,
 };
 
 /// The most attempts one `serve` hands out (one start's bound).
@@ -324,7 +323,11 @@ impl<B: Backend + 'static> Embedded<B> {
         if let Some((player, _)) = &self.user
             && !unmet.iter().any(|u| u.code == "turn_limit")
         {
-            unmet.extend(user_turns_used_up(player.max_turns, &conversation, &case_at));
+            unmet.extend(user_turns_used_up(
+                player.max_turns,
+                &conversation,
+                &case_at,
+            ));
         }
         let mut result = conclude_conversation(
             &self.dispatcher,

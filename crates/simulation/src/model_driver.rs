@@ -373,7 +373,11 @@ impl UserConversation {
 /// carried a stop marker: the conversation did not end as the user's
 /// instructions say it ends, exactly as the model driver would have found
 /// when it asked the user for one more turn. `None` otherwise.
-pub fn user_turns_used_up(max_turns: u32, conversation: &[Message], case_at: &str) -> Option<Unmet> {
+pub fn user_turns_used_up(
+    max_turns: u32,
+    conversation: &[Message],
+    case_at: &str,
+) -> Option<Unmet> {
     let mut written = 0u32;
     for message in conversation {
         if let Message::User { stop, .. } = message {
@@ -409,7 +413,10 @@ async fn user_turn<B: Backend + 'static>(
 ) -> Result<UserTurn, DispatchError> {
     loop {
         if *used >= player.max_turns {
-            recorder.played.unmet.push(turn_limit(player.max_turns, case_at));
+            recorder
+                .played
+                .unmet
+                .push(turn_limit(player.max_turns, case_at));
             return Ok(UserTurn::Ended);
         }
         *used += 1;
@@ -670,4 +677,50 @@ async fn answer<B: Backend + 'static>(
     };
     // The result exactly as rendered: its JSON text, no wrapper.
     Ok(outcome.map_or_else(|answer| answer, |result| Answer::Tool(result.to_string())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stopped(text: &str) -> Message {
+        Message::User {
+            content: text.into(),
+            stop: Some("###STOP###".into()),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    fn said(text: &str) -> Message {
+        Message::Assistant {
+            content: Some(text.into()),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    /// The rule an external agent's conversation is judged by: the user's
+    /// turns used up without a stop marker, whoever spoke last.
+    #[test]
+    fn a_user_whose_turns_are_used_up_without_a_stop_has_not_ended() {
+        let two = [Message::user("a"), said("b"), Message::user("c")];
+        let unmet = user_turns_used_up(2, &two, "/cases/3").expect("used up");
+        assert_eq!(
+            (unmet.code.as_str(), unmet.at.as_str()),
+            ("turn_limit", "/cases/3/user/max_turns")
+        );
+        assert!(user_turns_used_up(3, &two, "/cases/3").is_none());
+        let ended = [Message::user("a"), said("b"), stopped("bye ###STOP###")];
+        assert!(user_turns_used_up(2, &ended, "/cases/3").is_none());
+        assert!(user_turns_used_up(1, &[], "/cases/3").is_none());
+    }
+
+    /// A conversation kept elsewhere resumes where it was: the user's
+    /// turns counted, over once stopped.
+    #[test]
+    fn a_resumed_conversation_counts_the_users_turns_and_its_end() {
+        let going = UserConversation::resume(vec![Message::user("a"), said("b")], Vec::new());
+        assert_eq!((going.used, going.over), (1, false));
+        let over = UserConversation::resume(vec![said("b"), stopped("###STOP###")], Vec::new());
+        assert_eq!((over.used, over.over), (1, true));
+    }
 }

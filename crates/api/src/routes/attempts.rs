@@ -7,22 +7,22 @@ use crate::auth::bearer;
 use crate::auth::{Authorized, RunSimulations};
 use crate::error::{ApiCode, ApiError};
 use crate::extract::{ApiJsonVerbatim, ApiPath};
+use crate::user_talk::{UserAnswer, UserTalks};
 use crate::views::simulations::{
     AttemptView, FinishedView, attempt_item, attempt_view, message_view,
 };
+use axum::Extension;
 use axum::Json;
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use serde::Deserialize;
 use serde_json::Value;
+use std::sync::Arc;
 use toolmock_contract::pointer;
 use toolmock_runtime::ToolCall;
 use toolmock_runtime::backend::{AttemptStore, FixtureStore, PinStore};
 use toolmock_runtime::dispatcher::ResolvedCapability;
 use toolmock_runtime::model::{AttemptId, Capability, TenantId};
-use crate::user_talk::{UserAnswer, UserTalks};
-use axum::Extension;
-use std::sync::Arc;
 use toolmock_simulation::document::{CaseDoc, DriverDoc, UserDoc};
 use toolmock_simulation::{Actor, Message, RunError, Unmet, conclude_conversation};
 use utoipa::ToSchema;
@@ -207,7 +207,10 @@ pub(crate) async fn mcp(
     // user (its position read only when some case has one).
     let mut with_user = false;
     if let Some(document) = &document
-        && document.cases.iter().any(crate::user_talk::talks_with_a_user)
+        && document
+            .cases
+            .iter()
+            .any(crate::user_talk::talks_with_a_user)
     {
         let listing = store.attempt_listing(tenant, attempt).await?;
         with_user = document
@@ -413,9 +416,13 @@ async fn conversation_of(
     let mut messages = Vec::with_capacity(stored.len());
     let mut times = Vec::with_capacity(stored.len());
     for kept in stored {
-        messages.push(serde_json::from_value::<Message>(kept.message).map_err(|e| {
-            ApiError::Internal(format!("a kept message of the conversation does not parse: {e}"))
-        })?);
+        messages.push(
+            serde_json::from_value::<Message>(kept.message).map_err(|e| {
+                ApiError::Internal(format!(
+                    "a kept message of the conversation does not parse: {e}"
+                ))
+            })?,
+        );
         times.push(kept.at);
     }
     let unmet = toolmock_simulation::user_turns_used_up(*max_turns, &messages, case_at)

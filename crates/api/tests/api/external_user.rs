@@ -207,10 +207,7 @@ async fn a_user_whose_turns_are_used_up_fails_the_attempt_turn_limit(pool: PgPoo
         let finished = finish(&app, attempt).await;
         assert_eq!(finished["outcome"], "failed", "{finished}");
         let unmet = finished["unmet"].as_array().unwrap();
-        let limit: Vec<&Value> = unmet
-            .iter()
-            .filter(|u| u["code"] == "turn_limit")
-            .collect();
+        let limit: Vec<&Value> = unmet.iter().filter(|u| u["code"] == "turn_limit").collect();
         assert_eq!(limit.len(), 1, "{finished}");
         assert_eq!(limit[0]["at"], "/cases/0/user/max_turns");
     }
@@ -231,7 +228,12 @@ async fn a_user_model_fault_is_a_harness_error_never_a_pass(pool: PgPool) {
         let attempts = started(&app, &external_case(json!({}))).await;
         let one = &attempts[0];
         let reply = ask(&app, one, json!({})).await;
-        assert_eq!(reply.status, StatusCode::FAILED_DEPENDENCY, "{}", reply.json);
+        assert_eq!(
+            reply.status,
+            StatusCode::FAILED_DEPENDENCY,
+            "{}",
+            reply.json
+        );
         assert_eq!(reply.json["error"]["class"], "harness_error");
         assert_eq!(reply.code(), code, "{}", reply.json);
         // The agent's work would pass: the fault decides.
@@ -283,7 +285,12 @@ async fn ask_user_refuses_what_it_cannot_serve(pool: PgPool) {
         (StatusCode::FORBIDDEN, "foreign_capability")
     );
     let wrong = ask(&app, one, json!({"message": 7})).await;
-    assert_eq!(wrong.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", wrong.json);
+    assert_eq!(
+        wrong.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        wrong.json
+    );
     let unknown = ask(&app, one, json!({"text": "hi"})).await;
     assert_eq!(unknown.code(), "unknown_field", "{}", unknown.json);
     // Nothing refused was kept, nor sent to the user model.
@@ -329,7 +336,11 @@ async fn the_python_sdk_asks_the_simulated_user_over_the_mcp_endpoint(pool: PgPo
     let report = tokio::task::spawn_blocking(move || python_user_client(&url, &capability))
         .await
         .unwrap();
-    assert_eq!(report["tools"], json!(["add", "get", "ask_user"]), "{report:#}");
+    assert_eq!(
+        report["tools"],
+        json!(["add", "get", "ask_user"]),
+        "{report:#}"
+    );
     let result = |key: &str| report[key]["structuredContent"].clone();
     assert_eq!(result("first"), json!({"reply": "I need a note, please."}));
     assert_eq!(result("asked"), json!({"reply": "milk"}));
