@@ -457,3 +457,112 @@ fn serving_a_simulated_user_needs_a_user_model() {
         "{stderr}"
     );
 }
+
+/// The simulated user's model is taped beside the agent's: recorded once,
+/// replayed with the server stopped and no model flags at all — the same
+/// bytes on stdout —, and a changed instruction misses at the user model's
+/// system message, naming the user's turn.
+#[test]
+fn a_simulated_users_conversation_replays_from_the_cassette_with_the_server_stopped() {
+    let server = server();
+    let dir = scratch();
+    let write = |instructions: &str| {
+        let mut case = user_case(
+            json!({"tools": ["phone"]}),
+            json!({"final_answer": {"contains": ["n-1"]}}),
+        );
+        case["user"]["instructions"] = json!(instructions);
+        std::fs::write(
+            dir.join("sim.json"),
+            serde_json::to_vec_pretty(&document(json!([case]))).unwrap(),
+        )
+        .unwrap();
+    };
+    write("You want a note.\nThe note says: milk");
+    let recorded = toolmock(
+        &dir,
+        &[
+            "run",
+            "sim.json",
+            "--json",
+            "--model-url",
+            &server.url,
+            "--model",
+            "asker",
+            "--user-model",
+            "customer_tools",
+            "--cassette",
+            "cassette",
+            "--cassette-mode",
+            "record",
+        ],
+        &[],
+    );
+    let stdout = String::from_utf8(recorded.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&recorded.stderr);
+    assert_eq!(recorded.status.code(), Some(0), "{stdout}{stderr}");
+    let results: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        said(attempt(&results))[1..3],
+        ["user: calls phone__unlock", "tool: {\"unlocked\":true}"],
+        "{results}"
+    );
+    drop(server);
+
+    // The user's requests are lines of their own, its tool calls with ids
+    // apart from the agent's.
+    let text = std::fs::read_to_string(dir.join("cassette/c.jsonl")).unwrap();
+    let roles: Vec<String> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["role"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert!(roles.iter().any(|r| r == "user"), "{text}");
+    assert!(roles.iter().any(|r| r == "agent"), "{text}");
+    assert!(text.contains("\"id\":\"user_call_1_1\""), "{text}");
+    let check = toolmock(&dir, &["check-cassette", "sim.json", "cassette"], &[]);
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+
+    let replayed = toolmock(
+        &dir,
+        &["run", "sim.json", "--json", "--cassette", "cassette"],
+        &[],
+    );
+    let replayed_err = String::from_utf8_lossy(&replayed.stderr);
+    assert_eq!(replayed.status.code(), Some(0), "{replayed_err}");
+    assert_eq!(String::from_utf8(replayed.stdout).unwrap(), stdout);
+    assert!(
+        replayed_err.contains(&format!("{} exchange(s) replayed, 0 recorded", roles.len())),
+        "{replayed_err}"
+    );
+
+    write("You want a note.\nThe note says: eggs");
+    let missed = toolmock(
+        &dir,
+        &["run", "sim.json", "--json", "--cassette", "cassette"],
+        &[],
+    );
+    assert_eq!(missed.status.code(), Some(1));
+    let results: Value = serde_json::from_slice(&missed.stdout).unwrap();
+    let a = attempt(&results);
+    assert_eq!(a["outcome"], "harness_error", "{a}");
+    let error = &a["harness_errors"][0];
+    assert_eq!(error["code"], "cassette_miss", "{error}");
+    assert_eq!(error["path"], "/messages/0/content", "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("case \"c\", attempt 1, user turn 1"),
+        "{error}"
+    );
+}
