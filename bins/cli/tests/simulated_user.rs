@@ -370,6 +370,30 @@ mod serve_common;
 fn an_mcp_agent_asks_the_simulated_user_through_ask_user() {
     let server = server();
     let dir = scratch();
+    let served = serve_ask_user(
+        &dir,
+        &["--user-model-url", &server.url, "--user-model", "customer"],
+    );
+    let results: Value = serde_json::from_str(&served).unwrap();
+    let a = attempt(&results);
+    assert_eq!(a["outcome"], "passed", "{results:#}");
+    assert_eq!(
+        said(a),
+        [
+            "user: I need a note, please.",
+            "assistant: What should the note say?",
+            "user: milk",
+            "assistant: Added note n-1.",
+            "user: Thanks! ###STOP###",
+        ]
+    );
+    assert_eq!(a["conversation"][4]["stop"], "###STOP###");
+}
+
+/// `toolmock serve --stdio` of an external case with a simulated user, with
+/// `flags`, played by an MCP client that asks the user, adds the note and
+/// ends: the results document it wrote, as text.
+fn serve_ask_user(dir: &Path, flags: &[&str]) -> String {
     let mut case = user_case(
         json!({}),
         json!({"final_state": {"subset": {"last": "milk"}}}),
@@ -382,17 +406,9 @@ fn an_mcp_agent_asks_the_simulated_user_through_ask_user() {
     )
     .unwrap();
     let results = dir.join("results.json");
-    let mut served = serve_common::StdioServed::serve(
-        &simulation,
-        &[
-            "--user-model-url",
-            &server.url,
-            "--user-model",
-            "customer",
-            "--json",
-            results.to_str().unwrap(),
-        ],
-    );
+    let mut args = vec!["--json", results.to_str().unwrap()];
+    args.extend_from_slice(flags);
+    let mut served = serve_common::StdioServed::serve(&simulation, &args);
     let listed = served.request(1, "tools/list", json!({}));
     let names: Vec<&str> = listed["result"]["tools"]
         .as_array()
@@ -423,20 +439,40 @@ fn an_mcp_agent_asks_the_simulated_user_through_ask_user() {
     assert_eq!(wrong["result"]["isError"], true, "{wrong}");
     served.close_stdin();
     assert_eq!(served.exits_within(std::time::Duration::from_secs(20)), 0);
-    let results = serve_common::read_results(&results);
-    let a = attempt(&results);
-    assert_eq!(a["outcome"], "passed", "{results:#}");
-    assert_eq!(
-        said(a),
-        [
-            "user: I need a note, please.",
-            "assistant: What should the note say?",
-            "user: milk",
-            "assistant: Added note n-1.",
-            "user: Thanks! ###STOP###",
-        ]
+    std::fs::read_to_string(&results).unwrap()
+}
+
+/// `toolmock serve --cassette` tapes the served case's user model: recorded
+/// once, replayed with the server stopped and no user model flags — the
+/// same results document.
+#[test]
+fn serve_replays_the_simulated_user_from_a_cassette() {
+    let server = server();
+    let dir = scratch();
+    let cassette = dir.join("cassette");
+    let cassette = cassette.to_str().unwrap();
+    let recorded = serve_ask_user(
+        &dir,
+        &[
+            "--user-model-url",
+            &server.url,
+            "--user-model",
+            "customer",
+            "--cassette",
+            cassette,
+            "--cassette-mode",
+            "record",
+        ],
     );
-    assert_eq!(a["conversation"][4]["stop"], "###STOP###");
+    drop(server);
+    let text = std::fs::read_to_string(dir.join("cassette/c.jsonl")).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(
+        text.lines().all(|l| l.contains("\"role\":\"user\"")),
+        "{text}"
+    );
+    let replayed = serve_ask_user(&dir, &["--cassette", cassette]);
+    assert_eq!(replayed, recorded);
 }
 
 #[test]
