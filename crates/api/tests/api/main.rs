@@ -6,6 +6,7 @@
 mod agent_service;
 mod agents;
 mod common;
+mod concurrent_calls;
 mod discover;
 mod dispatcher;
 mod domain;
