@@ -35,6 +35,7 @@
 
 pub mod auth;
 mod call_task;
+mod cassette_upload;
 mod error;
 mod extract;
 mod generator;

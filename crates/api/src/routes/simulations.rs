@@ -74,7 +74,7 @@ pub(crate) async fn start_simulation(
     ApiJson(mut body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<StartedView>), ApiError> {
     let tenant = auth.principal.tenant;
-    let cassette = super::cassettes::take_cassette(&mut body)?;
+    let cassette = crate::cassette_upload::take_cassette(&mut body)?;
     let invalid = |problems: &[FileProblem]| {
         ApiError::unprocessable(
             ApiCode::InvalidSimulation,

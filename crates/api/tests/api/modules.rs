@@ -20,6 +20,7 @@ const LAYERS: &[&[&str]] = &[
     // Request plumbing, response views, what the API reads back.
     &[
         "call_task",
+        "cassette_upload",
         "served_tools",
         "extract",
         "user_talk",
