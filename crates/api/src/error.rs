@@ -93,6 +93,10 @@ problem_codes! {
         SimulationRunning => "simulation_running",
         /// A simulation started without a document has no results document.
         NoSimulationDocument => "no_simulation_document",
+        /// A start's `cassette` member is unusable; every problem is listed with its pointer.
+        InvalidCassette => "invalid_cassette",
+        /// A simulation started without a cassette has none to download.
+        NoCassette => "no_cassette",
         /// The attempt's case is played by its scripted driver, not by the caller.
         NotExternal => "not_external",
         /// `ask-user` (or `ask_user`) of an attempt whose case has no simulated user an external agent talks with.

@@ -435,16 +435,28 @@ async fn user_turn<B: Backend + 'static>(
                 let code = match error {
                     ModelError::Unavailable(_) => HarnessCode::UserUnavailable,
                     ModelError::Failed(_) | ModelError::TooLarge { .. } => HarnessCode::UserFailed,
-                    // A cassette tapes the agent and the judge, never the
-                    // user; a miss is the cassette's all the same.
+                    // The user model's miss is the cassette's, as the
+                    // agent's and the judge's are.
                     ModelError::CassetteMiss { .. } => HarnessCode::CassetteMiss,
                     ModelError::BudgetExhausted(_) => HarnessCode::BudgetExhausted,
                 };
                 let message = error.to_string().replacen("the model", "the user model", 1);
-                record(ctx, code, message.clone(), error.detail()).await?;
+                let fault = HarnessFault {
+                    code,
+                    message: message.clone(),
+                    path: error.pointer(),
+                };
+                record_fault(ctx, fault, error.detail()).await?;
                 return Ok(UserTurn::Fault(code, message));
             }
         };
+        if let Some(usage) = reply.usage {
+            recorder.played.usage.push(RequestUsage {
+                role: ModelRole::User,
+                turn: *used,
+                usage,
+            });
+        }
         let content = reply.content.unwrap_or_default();
         let unusable = if content.trim().is_empty() && reply.tool_calls.is_empty() {
             Some("the user model's answer has neither text nor tool calls")

@@ -6,6 +6,7 @@
 
 mod agents;
 mod attempts;
+mod cassettes;
 mod health;
 mod simulations;
 mod testing;
@@ -189,6 +190,12 @@ pub const ROUTES: &[Route] = &[
         path: "/api/simulations/{id}/results",
         access: Access::Permission(RUN_SIMULATIONS),
         register: || routes!(simulations::get_results),
+    },
+    Route {
+        method: "GET",
+        path: "/api/simulations/{id}/cassette",
+        access: Access::Permission(RUN_SIMULATIONS),
+        register: || routes!(cassettes::get_cassette),
     },
     Route {
         method: "GET",

@@ -5,6 +5,7 @@
 
 mod agent_service;
 mod agents;
+mod cassettes;
 mod common;
 mod discover;
 mod dispatcher;

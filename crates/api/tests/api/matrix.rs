@@ -112,12 +112,16 @@ async fn tenant_a(app: &Router) -> Ids {
     .await;
     assert_eq!(agent.status, StatusCode::CREATED, "{}", agent.json);
     let agent = agent.json["id"].as_str().unwrap().to_owned();
+    // Started with a (still empty) model cassette, so that its download is
+    // served.
+    let mut document = calendar_simulation(&tool, 1);
+    document["cassette"] = json!({"mode": "record", "exchanges": []});
     let started = send(
         app,
         Method::POST,
         "/api/simulations",
         Some(&bearer),
-        Some(&calendar_simulation(&tool, 1)),
+        Some(&document),
     )
     .await;
     assert_eq!(started.status, StatusCode::CREATED, "{}", started.json);
