@@ -243,6 +243,9 @@ async fn converse(
         tenant,
         attempt,
         capability,
+        // The user's own calls resolve the capability from the
+        // dispatcher's bindings, as the model driver's do.
+        resolved: None,
         workflows: &talkable.workflows,
     };
     let Some(player) = talkable.users.get(position).and_then(Option::as_ref) else {
