@@ -101,6 +101,7 @@ echo "submit wall: $(echo "$ended - $started" | bc) s (exit $status)"
 echo "first queued -> last finished: $(psql_app "SELECT round(extract(epoch FROM max(finished_at) - min(queued_at))::numeric, 2) FROM attempts") s"
 echo "attempts by outcome: $(psql_app "SELECT string_agg(outcome || ' ' || n, ', ') FROM (SELECT outcome, count(*) n FROM attempts GROUP BY outcome) o")"
 echo "messages: $(psql_app "SELECT count(*) FROM attempt_messages"), calls: $(psql_app "SELECT count(*) FROM evidence")"
+echo "harness errors: $(psql_app "SELECT coalesce(string_agg(code || ': ' || left(message, 160), ' | '), 'none') FROM harness_errors")"
 if [[ $status -ne 0 ]]; then
     head -c 2000 "$work/submit.stderr" >&2
     exit 1
