@@ -243,8 +243,9 @@ async fn converse(
         tenant,
         attempt,
         capability,
-        // The user's own calls resolve the capability from the
-        // dispatcher's bindings, as the model driver's do.
+        // The user's own tool calls (a dual-control case's) are few: each
+        // resolves the capability, from the dispatcher's bindings after the
+        // first.
         resolved: None,
         workflows: &talkable.workflows,
     };
