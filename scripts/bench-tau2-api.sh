@@ -12,8 +12,9 @@
 #
 # Prints the wall time of `toolmock submit` (start to results), PostgreSQL's
 # first-queued -> last-finished, and the outcomes; fails unless every
-# attempt passed. Environment: CARGO_TARGET_DIR, BENCH_ATTEMPTS (4),
-# BENCH_CONCURRENCY (each worker's, 16), BENCH_SERVER_PROCESSES (2).
+# attempt passed. Environment: CARGO_TARGET_DIR, BENCH_PROFILE (release),
+# BENCH_ATTEMPTS (4), BENCH_CONCURRENCY (each worker's, 16),
+# BENCH_SERVER_PROCESSES (2).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,10 +27,17 @@ set --  # test-env.sh runs its arguments as a command
 . scripts/test-env.sh
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
-cargo build --release --locked -q -p toolmock-cli -p toolmock-api-bin -p toolmock-worker-bin
-cli="$CARGO_TARGET_DIR/release/toolmock"
-api="$CARGO_TARGET_DIR/release/toolmock-api"
-worker="$CARGO_TARGET_DIR/release/toolmock-worker"
+# BENCH_PROFILE=debug measures the dev build (an upper bound) where a
+# release build is out of reach.
+profile="${BENCH_PROFILE:-release}"
+if [[ "$profile" == release ]]; then
+    cargo build --release --locked -q -p toolmock-cli -p toolmock-api-bin -p toolmock-worker-bin
+else
+    cargo build --locked -q -p toolmock-cli -p toolmock-api-bin -p toolmock-worker-bin
+fi
+cli="$CARGO_TARGET_DIR/$profile/toolmock"
+api="$CARGO_TARGET_DIR/$profile/toolmock-api"
+worker="$CARGO_TARGET_DIR/$profile/toolmock-worker"
 venv="$root/.cache/tau2-venv"
 [[ -x "$venv/bin/python" ]] || { echo "no $venv: run scripts/install-test-tools.sh" >&2; exit 1; }
 retail="$(echo "$venv"/lib/python*/site-packages/tau2/data/tau2/domains/retail)"
@@ -93,6 +101,7 @@ echo "submit wall: $(echo "$ended - $started" | bc) s (exit $status)"
 echo "first queued -> last finished: $(psql_app "SELECT round(extract(epoch FROM max(finished_at) - min(queued_at))::numeric, 2) FROM attempts") s"
 echo "attempts by outcome: $(psql_app "SELECT string_agg(outcome || ' ' || n, ', ') FROM (SELECT outcome, count(*) n FROM attempts GROUP BY outcome) o")"
 echo "messages: $(psql_app "SELECT count(*) FROM attempt_messages"), calls: $(psql_app "SELECT count(*) FROM evidence")"
+echo "harness errors: $(psql_app "SELECT coalesce(string_agg(code || ': ' || left(message, 160), ' | '), 'none') FROM harness_errors")"
 if [[ $status -ne 0 ]]; then
     head -c 2000 "$work/submit.stderr" >&2
     exit 1

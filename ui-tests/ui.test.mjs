@@ -534,7 +534,8 @@ test("no page threw", () => {
 
 test("every page was photographed", () => {
   assert.deepEqual(taken.sort(), [
-    "attempt-domain-error", "attempt-failed", "attempt-harness-error", "attempt-model", "coverage", "operation-conflict",
+    "attempt-domain-error", "attempt-failed", "attempt-harness-error", "attempt-model", "attempt-simulated-user", "coverage",
+    "operation-conflict",
     "operation-current", "operation-diagnostics", "operation-saved", "operation-stale", "sign-in", "simulation",
     "simulation-fixtures", "simulation-running", "simulations", "simulations-empty", "tool", "tool-verification", "tools",
     "tools-empty",

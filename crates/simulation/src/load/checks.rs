@@ -411,7 +411,7 @@ impl Loader {
             self.problem(
                 user_at.clone(),
                 LoadCode::UserNotSupported,
-                "a simulated user talks with a model agent (a model driver) or an MCP agent through toolmock serve (an external driver); this driver holds no conversation",
+                "a simulated user talks with a model agent (a model driver) or an agent outside toolmock (an external driver, through toolmock serve or the API's ask-user); this driver holds no conversation",
             );
         }
         for (t, tool) in tools.iter().enumerate() {
