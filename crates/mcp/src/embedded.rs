@@ -28,6 +28,7 @@ use toolmock_simulation::{
     AttemptContext, AttemptResult, AttemptScope, ChatModel, FileProblem, Installed, LoadCode,
     LoadedSimulation, RunError, RunResults, UserConversation, UserPlayer, UserReply,
     assemble_results, attempt_model, conclude_conversation, install, start_problems, start_request,
+    user_turns_used_up,
 };
 
 /// The most attempts one `serve` hands out (one start's bound).
@@ -326,12 +327,25 @@ impl<B: Backend + 'static> Embedded<B> {
         }
         // What was said with the simulated user (nothing without one).
         let talk = std::mem::take(&mut *slot.talk.lock().await);
+        let case_at = pointer::index("/cases", self.case);
+        let (mut unmet, conversation, times) = talk.into_parts();
+        // A user whose turns are used up without a stop marker has not
+        // ended the conversation, whether or not the agent asked again.
+        if let Some((player, _)) = &self.user
+            && !unmet.iter().any(|u| u.code == "turn_limit")
+        {
+            unmet.extend(user_turns_used_up(
+                player.max_turns,
+                &conversation,
+                &case_at,
+            ));
+        }
         let mut result = conclude_conversation(
             &self.dispatcher,
             self.installed.tenant,
-            (self.case(), &pointer::index("/cases", self.case)),
+            (self.case(), &case_at),
             (slot.attempt.id, number),
-            talk.into_parts(),
+            (unmet, conversation, times),
             self.limits.keep_raw,
         )
         .await?;
@@ -364,6 +378,7 @@ impl<B: Backend + 'static> Embedded<B> {
             tenant: entered.tenant,
             attempt: entered.attempt,
             capability: &entered.capability,
+            resolved: None,
             workflows: &self.workflows,
         };
         let mut talk = entered.ticket.slot.talk.lock().await;
@@ -372,7 +387,7 @@ impl<B: Backend + 'static> Embedded<B> {
                 &ctx,
                 message,
                 (player, model.as_ref(), USER_REQUEST_LIMIT),
-                &pointer::index("/cases", self.case),
+                (&pointer::index("/cases", self.case), None),
             )
             .await
             .map_err(|e| server_error(McpCode::StorageFailed, e.to_string()))?;

@@ -11,6 +11,7 @@ mod discover;
 mod dispatcher;
 mod domain;
 mod errors;
+mod external_user;
 mod fail_closed;
 mod generator;
 mod hardening;

@@ -74,6 +74,7 @@ fn sample(route: &Route, ids: &Ids) -> Option<(String, Option<Value>)> {
         // A custom tool has no server: served (auth passed), refused as 422.
         ("POST", "/api/tools/{id}/discover") => Some(json!({})),
         ("POST", "/api/attempts/{id}/finish") => None,
+        ("POST", "/api/attempts/{id}/ask-user") => Some(json!({"message": "Hello"})),
         ("POST", "/api/attempts/{id}/mcp") => {
             Some(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                    "params": {"name": "book", "arguments": {"day": "2026-01-02"}}}))
