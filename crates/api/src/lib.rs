@@ -45,6 +45,7 @@ mod middleware;
 pub mod routes;
 pub mod security_headers;
 pub mod seed;
+mod served_tools;
 mod state;
 mod stored;
 pub mod ui;

@@ -104,9 +104,16 @@ impl std::fmt::Debug for AppState {
 impl AppState {
     /// State over a migrated pool.
     pub fn new(pool: PgPool, auth: AuthConfig, config: ApiConfig) -> Self {
+        Self::over_store(PgStore::new(pool), auth, config)
+    }
+
+    /// State over a store the caller made (over a migrated pool): what a
+    /// test uses to serve with a store it set up itself.
+    pub fn over_store(store: PgStore, auth: AuthConfig, config: ApiConfig) -> Self {
+        let pool = store.pool().clone();
         Self {
             inner: Arc::new(Inner {
-                dispatcher: Arc::new(Dispatcher::new(PgStore::new(pool.clone()))),
+                dispatcher: Arc::new(Dispatcher::new(store)),
                 pool,
                 auth,
                 tenants: Mutex::new(HashSet::new()),

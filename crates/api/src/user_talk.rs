@@ -243,6 +243,10 @@ async fn converse(
         tenant,
         attempt,
         capability,
+        // The user's own tool calls (a dual-control case's) are few: each
+        // resolves the capability, from the dispatcher's bindings after the
+        // first.
+        resolved: None,
         workflows: &talkable.workflows,
     };
     let Some(player) = talkable.users.get(position).and_then(Option::as_ref) else {

@@ -20,7 +20,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use toolmock_contract::pointer;
 use toolmock_runtime::ToolCall;
-use toolmock_runtime::backend::{AttemptStore, FixtureStore, PinStore};
+use toolmock_runtime::backend::{AttemptStore, FixtureStore};
 use toolmock_runtime::dispatcher::ResolvedCapability;
 use toolmock_runtime::model::{AttemptId, Capability, TenantId};
 use toolmock_simulation::document::{CaseDoc, DriverDoc, UserDoc};
@@ -193,60 +193,61 @@ pub(crate) async fn mcp(
     use tower::ServiceExt as _;
     let capability = capability.for_attempt(id)?;
     let (tenant, attempt) = (capability.tenant, capability.attempt);
-    let store = state.store();
-    let record = store.attempt(tenant, attempt).await?;
     // An ended attempt's capability, or one whose lease is over, opens no
     // MCP session (the tool-call endpoint records such a call as
     // `lease_expired`; an MCP client is refused before it lists anything).
-    if record.outcome.is_some() || record.lease_expires_at <= chrono::Utc::now() {
-        return Err(ApiError::InvalidCapability);
-    }
-    let pins = store.simulation_pins(tenant, record.simulation).await?;
-    let document = crate::stored::document(store, tenant, record.simulation).await?;
-    // `ask_user` is served only to an attempt whose case has a simulated
-    // user (its position read only when some case has one).
-    let mut with_user = false;
-    if let Some(document) = &document
-        && document
-            .cases
-            .iter()
-            .any(crate::user_talk::talks_with_a_user)
-    {
-        let listing = store.attempt_listing(tenant, attempt).await?;
-        with_user = document
-            .cases
-            .get(listing.case_position as usize)
-            .is_some_and(crate::user_talk::talks_with_a_user);
-    }
-    let (direct, workflows) = match document {
-        Some(document) => (document.agent.tools, document.agent.workflows),
+    // A capability just read says so itself; one this process has served
+    // before is read again, except for a `tools/call`, whose lease the
+    // dispatcher checks in the call's one statement (recording a call of
+    // an ended attempt as `lease_expired`, as the tool-call endpoint does).
+    let request = match capability.resolved.live() {
+        Some(false) => return Err(ApiError::InvalidCapability),
+        Some(true) => request,
         None => {
-            let mut direct: Vec<String> = Vec::new();
-            for pin in &pins.pins {
-                if !direct.contains(&pin.tool) {
-                    direct.push(pin.tool.clone());
+            let (call, request) = crate::served_tools::is_tool_call(&state, request).await?;
+            if !call {
+                let record = state.store().attempt(tenant, attempt).await?;
+                if record.outcome.is_some() || record.lease_expires_at <= chrono::Utc::now() {
+                    return Err(ApiError::InvalidCapability);
                 }
             }
-            (direct, Vec::new())
+            request
         }
     };
-    let mut tools = toolmock_mcp::ServedTools::new(&direct, &pins.pins, &workflows)
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
-    if with_user {
+    let served =
+        crate::served_tools::served(&state, tenant, capability.resolved.simulation()).await?;
+    // `ask_user` is served only to an attempt whose case has a simulated
+    // user (its position read only when some case of the simulation has one).
+    let with_user = match &served.with_user {
+        None => false,
+        Some(_) => {
+            let listing = state.store().attempt_listing(tenant, attempt).await?;
+            served
+                .user_cases
+                .get(listing.case_position as usize)
+                .copied()
+                .unwrap_or(false)
+        }
+    };
+    let tools = match (&served.with_user, with_user) {
+        (Some(Ok(tools)), true) => tools.clone(),
         // The agent's own `ask_user` would hide the user's: said, not
         // served half (the HTTP route still reaches the user).
-        tools = tools.with_ask_user().map_err(|e| ApiError::StateConflict {
-            code: ApiCode::Conflict,
-            message: format!(
-                "{e}: this MCP endpoint cannot serve the simulated user's ask_user; \
-                 use POST /api/attempts/{{id}}/ask-user"
-            ),
-        })?;
-    }
+        (Some(Err(e)), true) => {
+            return Err(ApiError::StateConflict {
+                code: ApiCode::Conflict,
+                message: format!(
+                    "{e}: this MCP endpoint cannot serve the simulated user's ask_user; \
+                     use POST /api/attempts/{{id}}/ask-user"
+                ),
+            });
+        }
+        _ => served.tools.clone(),
+    };
     let server = toolmock_mcp::ToolServer::new(
         state.shared_dispatcher(),
         tools,
-        workflows.into_iter().map(|w| (w.name.clone(), w)).collect(),
+        served.workflows.clone(),
         // The extractor's resolution, handed on: the call does not look the
         // capability up again.
         UserAttempt {

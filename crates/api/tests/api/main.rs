@@ -7,6 +7,7 @@ mod agent_service;
 mod agents;
 mod cassettes;
 mod common;
+mod concurrent_calls;
 mod discover;
 mod dispatcher;
 mod domain;
