@@ -5,72 +5,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
 
+mod service_common;
+
+use service_common::{Service, token};
+
 use sqlx::PgPool;
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::time::{SystemTime, UNIX_EPOCH};
-use toolmock_api::{ApiConfig, AppState, AuthConfig, Claims, mint_hs256, router};
-
-const SECRET: &[u8] = b"submit test secret, at least 32 bytes";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn token(permissions: &[&str]) -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    mint_hs256(
-        SECRET,
-        &Claims {
-            sub: "submitter".into(),
-            tenant: "acme".into(),
-            permissions: permissions.iter().map(|p| (*p).to_owned()).collect(),
-            exp: now + 3600,
-            iat: Some(now),
-            iss: None,
-            aud: None,
-        },
-    )
-    .unwrap()
-}
-
-/// The API on a real socket and two workers on `pool`, in this process.
-struct Service {
-    base: String,
-    stops: Vec<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Service {
-    async fn start(pool: &PgPool) -> Service {
-        let auth = AuthConfig::hs256(SECRET).unwrap();
-        let app = router(AppState::new(pool.clone(), auth, ApiConfig::default()));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        let mut stops = Vec::new();
-        for owner in ["submit-worker-1", "submit-worker-2"] {
-            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-            let mut config = toolmock_worker::WorkerConfig::new(owner);
-            config.poll = std::time::Duration::from_millis(50);
-            let store = toolmock_store::PgStore::new(pool.clone());
-            tokio::spawn(toolmock_worker::run(store, config, async {
-                let _ = stopped.await;
-            }));
-            stops.push(stop);
-        }
-        Service { base, stops }
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        for stop in self.stops.drain(..) {
-            let _ = stop.send(());
-        }
-    }
 }
 
 async fn toolmock(args: Vec<String>, token: Option<String>) -> Output {
@@ -97,7 +41,7 @@ const HEALTHPLUS: &str = "fixtures/healthplus/simulation.json";
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn healthplus_through_the_api_prints_the_table_toolmock_run_prints(pool: PgPool) {
-    let service = Service::start(&pool).await;
+    let service = Service::start(&pool, "submit-worker", &toolmock_worker::Agents::none()).await;
     let embedded = toolmock(vec!["run".into(), HEALTHPLUS.into()], None).await;
     let junit = Path::new(env!("CARGO_TARGET_TMPDIR")).join("submit-healthplus.xml");
     let submitted = toolmock(
@@ -154,7 +98,7 @@ async fn healthplus_through_the_api_prints_the_table_toolmock_run_prints(pool: P
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn refusals_end_with_the_api_s_own_words(pool: PgPool) {
-    let service = Service::start(&pool).await;
+    let service = Service::start(&pool, "submit-worker", &toolmock_worker::Agents::none()).await;
     // A file that loads here but that the API refuses at the start (its
     // definition's example does not hold): the API's problems with their
     // paths, exit 2 as `toolmock run` does for a file it refuses.

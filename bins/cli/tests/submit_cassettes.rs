@@ -10,80 +10,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
 
 mod conversation_common;
+mod service_common;
 
 use conversation_common::{scratch, server};
 use serde_json::{Value, json};
+use service_common::{Service, token};
 use sqlx::PgPool;
 use std::path::Path;
 use std::process::Output;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use toolmock_api::{ApiConfig, AppState, AuthConfig, Claims, mint_hs256, router};
+use std::time::Duration;
 use toolmock_worker::Agents;
-
-const SECRET: &[u8] = b"cassette test secret, at least 32 bytes";
-
-fn token() -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    mint_hs256(
-        SECRET,
-        &Claims {
-            sub: "submitter".into(),
-            tenant: "acme".into(),
-            permissions: vec!["AIManager:RunSimulations".into()],
-            exp: now + 3600,
-            iat: Some(now),
-            iss: None,
-            aud: None,
-        },
-    )
-    .unwrap()
-}
-
-/// The API on a real socket and two workers with `agents`, stopped when
-/// dropped.
-struct Service {
-    base: String,
-    stops: Vec<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Service {
-    async fn start(pool: &PgPool, name: &str, agents: &Agents) -> Service {
-        let auth = AuthConfig::hs256(SECRET).unwrap();
-        let app = router(AppState::new(pool.clone(), auth, ApiConfig::default()));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        let mut stops = Vec::new();
-        for n in 1..=2 {
-            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-            let mut config = toolmock_worker::WorkerConfig::new(format!("{name}-{n}"));
-            config.poll = Duration::from_millis(50);
-            let store = toolmock_store::PgStore::new(pool.clone());
-            tokio::spawn(toolmock_worker::run_with(
-                store,
-                config,
-                agents.clone(),
-                async {
-                    let _ = stopped.await;
-                },
-            ));
-            stops.push(stop);
-        }
-        Service { base, stops }
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        for stop in self.stops.drain(..) {
-            let _ = stop.send(());
-        }
-    }
-}
 
 /// A model on the conversation server at `url`.
 fn model(url: &str, name: &str) -> Arc<dyn toolmock_simulation::ChatModel> {
@@ -121,7 +58,7 @@ async fn submit(dir: &Path, base: &str, extra: &[&str]) -> Output {
                 command.env_remove(var);
             }
         }
-        command.env("TOOLMOCK_TOKEN", token());
+        command.env("TOOLMOCK_TOKEN", token(&["AIManager:RunSimulations"]));
         command.output().unwrap()
     })
     .await
