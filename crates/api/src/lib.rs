@@ -49,6 +49,7 @@ mod served_tools;
 mod state;
 mod stored;
 pub mod ui;
+mod user_talk;
 mod views;
 
 pub use auth::{AuthConfig, AuthConfigError, Claims, Principal, mint_hs256};

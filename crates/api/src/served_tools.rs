@@ -28,6 +28,12 @@ pub(crate) struct Served {
     pub(crate) tools: ServedTools,
     /// The agent's workflows, by name.
     pub(crate) workflows: HashMap<String, WorkflowDoc>,
+    /// By case position: whether the case talks with a simulated user.
+    pub(crate) user_cases: Vec<bool>,
+    /// When some case does: `tools` with the simulated user's `ask_user`,
+    /// or why the agent's tools cannot serve it (one of its own is called
+    /// `ask_user`).
+    pub(crate) with_user: Option<Result<ServedTools, String>>,
 }
 
 /// The served tools kept, by tenant and simulation.
@@ -54,6 +60,15 @@ pub(crate) async fn served(
     let store = state.store();
     let pins = store.simulation_pins(tenant, simulation).await?;
     let document = crate::stored::document(store, tenant, simulation).await?;
+    let user_cases: Vec<bool> = document
+        .as_ref()
+        .map(|d| {
+            d.cases
+                .iter()
+                .map(crate::user_talk::talks_with_a_user)
+                .collect()
+        })
+        .unwrap_or_default();
     let (direct, workflows) = match document {
         Some(document) => (document.agent.tools, document.agent.workflows),
         None => {
@@ -68,8 +83,13 @@ pub(crate) async fn served(
     };
     let tools = ServedTools::new(&direct, &pins.pins, &workflows)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let with_user = user_cases
+        .contains(&true)
+        .then(|| tools.clone().with_ask_user().map_err(|e| e.to_string()));
     let served = Arc::new(Served {
         tools,
+        user_cases,
+        with_user,
         workflows: workflows.into_iter().map(|w| (w.name.clone(), w)).collect(),
     });
     let mut kept = SERVED.lock().unwrap_or_else(PoisonError::into_inner);
