@@ -36,10 +36,12 @@ pub(crate) struct Served {
     pub(crate) with_user: Option<Result<ServedTools, String>>,
 }
 
+/// The served tools kept, by tenant and simulation.
+type Table = HashMap<(TenantId, SimulationId), Arc<Served>>;
+
 /// By tenant and simulation: a simulation id is unique, and what it
 /// serves was fixed at its start, so one table serves every state.
-static SERVED: LazyLock<Mutex<HashMap<(TenantId, SimulationId), Arc<Served>>>> =
-    LazyLock::new(Mutex::default);
+static SERVED: LazyLock<Mutex<Table>> = LazyLock::new(Mutex::default);
 
 /// The served tools of `simulation`, read once per process.
 pub(crate) async fn served(

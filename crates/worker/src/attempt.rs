@@ -109,6 +109,8 @@ async fn run(
         Some((own, _)) => own.as_ref(),
         None => &shared.dispatcher,
     };
+    // The claim bound the capability: the first call need not look it up.
+    dispatcher.adopt_capability(&attempt.capability, claimed.capability_check());
     let result = play_attempt(
         dispatcher,
         tenant,

@@ -66,7 +66,7 @@ pub struct PgStore {
     copies: std::sync::Arc<held::Copies>,
     /// Whether a call's one-statement write checks that the state row is
     /// still at its copy's version: always, except in the test that shows
-    /// what that check keeps out ([`PgStore::without_version_check`]).
+    /// what that check keeps out (`PgStore::without_version_check`, `testkit` only).
     check_versions: bool,
 }
 

@@ -15,7 +15,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{PoisonError, RwLock};
 use std::time::Duration;
 use toolmock_runtime::error::StoreError;
-use toolmock_runtime::model::{AttemptId, SimulationId, TenantId, TestCaseId, TokenHash};
+use toolmock_runtime::model::{
+    AttemptBinding, AttemptId, CapabilityCheck, SimulationId, TenantId, TestCaseId, TokenHash,
+    VariantChoice,
+};
 use uuid::Uuid;
 
 /// The `LISTEN`/`NOTIFY` channel on which queueing an attempt wakes idle
@@ -31,6 +34,24 @@ pub struct Fence {
     pub owner: String,
     /// The epoch of the claim.
     pub epoch: i64,
+}
+
+impl Claimed {
+    /// What looking the claim's capability up would answer: its attempt,
+    /// live (the claim just granted the lease). A dispatcher adopts it
+    /// (`Dispatcher::adopt_capability`) so that the attempt's first call
+    /// does not read it again.
+    pub fn capability_check(&self) -> CapabilityCheck {
+        CapabilityCheck {
+            binding: AttemptBinding {
+                tenant: self.tenant,
+                attempt: self.attempt,
+                simulation: self.simulation,
+                variants: self.variants.clone(),
+            },
+            live: true,
+        }
+    }
 }
 
 /// The fences a store holds, and how many writes they refused.
@@ -57,6 +78,10 @@ pub struct Claimed {
     pub number: u32,
     /// The lease this claim holds.
     pub fence: Fence,
+    /// Its test case's variant choices: with the above, what the claim's
+    /// capability is bound to, so a dispatcher can adopt the capability
+    /// without looking it up (`Claimed::capability_check`).
+    pub variants: Vec<VariantChoice>,
     /// When it was queued.
     pub queued_at: DateTime<Utc>,
 }
@@ -193,6 +218,7 @@ impl PgStore {
             sqlx::types::Json<serde_json::Map<String, serde_json::Value>>,
             i64,
             String,
+            sqlx::types::Json<Vec<VariantChoice>>,
         );
         let row: Option<Row> = db(sqlx::query_as(
             "WITH picked AS ( \
@@ -212,7 +238,7 @@ impl PgStore {
                  INSERT INTO attempt_leases (tenant_id, attempt_id, event, owner, epoch, at) \
                  SELECT tenant_id, id, 'claimed', $1, lease_epoch, clock_timestamp() FROM claimed) \
              SELECT c.tenant_id, c.id, c.simulation_id, c.test_case_id, c.number, c.lease_epoch, \
-                 c.queued_at, t.name, s.state, s.version, s.form \
+                 c.queued_at, t.name, s.state, s.version, s.form, t.variants \
              FROM claimed c JOIN test_cases t ON t.tenant_id = c.tenant_id AND t.id = c.test_case_id \
              JOIN attempt_state s ON s.tenant_id = c.tenant_id AND s.attempt_id = c.id",
         )
@@ -233,6 +259,7 @@ impl PgStore {
             state,
             version,
             form,
+            variants,
         )) = row
         else {
             return Ok(None);
@@ -264,6 +291,7 @@ impl PgStore {
                 owner: owner.to_owned(),
                 epoch,
             },
+            variants: variants.0,
             queued_at: queued_at.unwrap_or_else(Utc::now),
         }))
     }

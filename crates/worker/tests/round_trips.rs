@@ -1,0 +1,111 @@
+//! The round trips a worker's attempt waits on — its claim, its calls, its
+//! judgement and its finish — counted statement by statement through a
+//! relay in front of PostgreSQL (`toolmock_store::testkit`), so that they
+//! cannot creep back: a scripted attempt of ten calls takes 14 — its
+//! claim (which also binds its capability and reads its state row), ten
+//! calls of one statement each, one read of what it recorded and its state
+//! for the judgement, the finish, the judgement's record — plus what the
+//! worker does once whatever the number of attempts (listening, the
+//! simulation's document and pins, the reaper's and the verifications'
+//! first sweeps, a claim that finds the queue empty).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
+
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use std::time::{Duration, Instant};
+use toolmock_runtime::Dispatcher;
+use toolmock_runtime::backend::Catalog;
+use toolmock_runtime::model::AttemptId;
+use toolmock_simulation::{Files, install_inline, load_value, start_request};
+use toolmock_store::PgStore;
+use toolmock_store::testkit::counted_app_pool;
+use toolmock_worker::{WorkerConfig, run};
+
+const ATTEMPTS: u64 = 20;
+const CALLS: usize = 10;
+/// Statements per attempt of ten calls.
+const PER_ATTEMPT: u64 = 14;
+/// Statements the worker makes once, whatever the number of attempts (15
+/// measured); one more statement per attempt exceeds it.
+const ONCE: u64 = 30;
+
+/// The notes fixture: one scripted case of ten calls, `ATTEMPTS` attempts.
+fn document() -> Value {
+    let mut doc: Value =
+        serde_json::from_str(include_str!("../../../fixtures/api/notes-simulation.json")).unwrap();
+    doc["attempts"] = json!(ATTEMPTS);
+    let steps: Vec<Value> = (0..CALLS)
+        .map(|n| json!({"tool": "notes", "operation": "add", "arguments": {"text": format!("n{n}")}}))
+        .collect();
+    doc["cases"] = json!([{
+        "name": "ten",
+        "driver": {"type": "scripted", "steps": steps},
+        "expect": {"final_state": {"exact": {"last": format!("n{}", CALLS - 1)}}}
+    }]);
+    doc
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_worker_s_attempt_takes_a_bounded_number_of_round_trips(pool: PgPool) {
+    let store = PgStore::new(pool.clone());
+    let dispatcher = Dispatcher::new(store.clone());
+    let tenant = store.create_tenant("acme").await.unwrap();
+    let doc = document();
+    let loaded = load_value(&doc, "request", &Files::InlineOnly).unwrap();
+    let installed = install_inline(&dispatcher, tenant, &loaded).await.unwrap();
+    let mut request = start_request(&loaded.document, installed.agent).unwrap();
+    request.lease_owner = "api:test".into();
+    request.lease = Duration::from_secs(3600);
+    let started = dispatcher.start(tenant, &request).await.unwrap();
+    store
+        .record_simulation_document(tenant, started.id, "notes", &doc, "test")
+        .await
+        .unwrap();
+    let ids: Vec<AttemptId> = started.attempts.iter().map(|a| a.id).collect();
+    store.queue_attempts(tenant, &ids).await.unwrap();
+
+    let (counted, trips) = counted_app_pool(&pool, 8).await;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let mut config = WorkerConfig::new("counted");
+    // Nothing periodic fires during the run: what is counted is the
+    // attempts' own statements.
+    (config.poll, config.heartbeat, config.reap_every) = (
+        Duration::from_secs(600),
+        Duration::from_secs(20),
+        Duration::from_secs(600),
+    );
+    let worker = tokio::spawn(run(PgStore::new(counted), config, async {
+        let _ = stopped.await;
+    }));
+    let began = Instant::now();
+    loop {
+        let finished: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM attempts WHERE simulation_id = $1 AND outcome = 'passed'",
+        )
+        .bind(started.id.as_uuid())
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        if finished == i64::try_from(ATTEMPTS).unwrap() {
+            break;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "{finished} passed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _ = stop.send(());
+    let report = worker.await.unwrap().unwrap();
+    assert_eq!((report.claimed, report.finished), (ATTEMPTS, ATTEMPTS));
+    let total = trips.count();
+    println!(
+        "{total} statements for {ATTEMPTS} attempts of {CALLS} calls: {:.2} per attempt",
+        total as f64 / ATTEMPTS as f64
+    );
+    assert!(
+        total <= PER_ATTEMPT * ATTEMPTS + ONCE,
+        "{total} statements for {ATTEMPTS} attempts ({PER_ATTEMPT} each, {ONCE} once)"
+    );
+}
