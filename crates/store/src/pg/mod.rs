@@ -23,6 +23,7 @@ mod pins;
 mod queue;
 mod simulations;
 mod tool_views;
+mod usage;
 mod verifications;
 
 pub use conversations::StoredMessage;
@@ -31,6 +32,7 @@ pub use simulations::{AttemptListing, SimulationListing};
 pub use tool_views::{
     IndexedOperation, RevisionSummary, StoredContract, TestingIndex, ToolListing,
 };
+pub use usage::{BudgetLimits, BudgetStanding, UsageRecord, UsageTotals};
 pub use verifications::{
     ClaimedVerification, MAX_VERIFICATION_CLAIMS, VerificationMark, VerificationRecord,
     VerificationResult, VerificationSettings,
