@@ -109,10 +109,26 @@ async fn run(
         Some((own, _)) => own.as_ref(),
         None => &shared.dispatcher,
     };
+    // Every model request of the attempt metered: its usage recorded, its
+    // simulation's budget (fixed at the start) enforced.
+    let budgeted = shared
+        .store
+        .budget_standing(tenant, claimed.simulation)
+        .await
+        .map_err(|e| format!("reading the simulation's budget failed: {e}"))?
+        .is_some();
+    let meter = crate::metered::Meter {
+        store: shared.store.clone(),
+        tenant,
+        simulation: claimed.simulation,
+        attempt: claimed.attempt,
+        budgeted,
+    };
+    let players = meter.players(&playable.players, shared.agents.prices);
     let result = play_attempt(
         dispatcher,
         tenant,
-        (&playable.workflows, &playable.players),
+        (&playable.workflows, &players),
         case,
         &case_at,
         &attempt,
