@@ -307,6 +307,12 @@ pub(crate) async fn get_attempt(
         records.harness_errors,
     );
     view.conversation = conversation.into_iter().map(message_view).collect();
+    view.model_requests = store
+        .attempt_usage(tenant, attempt)
+        .await?
+        .into_iter()
+        .map(crate::views::usage::model_request_view)
+        .collect();
     // A simulated user's own calls say so (a tool belongs to one side).
     if let Some(case) = case {
         for call in view.evidence.iter_mut().chain(&mut view.tool_input_errors) {

@@ -192,6 +192,12 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "GET",
+        path: "/api/simulations/{id}/compare/{head}",
+        access: Access::Permission(RUN_SIMULATIONS),
+        register: || routes!(simulations::compare_simulations),
+    },
+    Route {
+        method: "GET",
         path: "/api/simulations/{id}/events",
         access: Access::Permission(RUN_SIMULATIONS),
         register: || routes!(simulations::simulation_events),
