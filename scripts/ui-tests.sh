@@ -27,6 +27,9 @@ export TOOLMOCK_MODEL_URL="http://127.0.0.1:$(head -n 1 "$conversation_port")/v1
 # ("play correct") and reports its tokens, priced here as a worker's
 # operator would (docs/operations.md, "Budgets and prices").
 export TOOLMOCK_MODEL=suite TOOLMOCK_JUDGE_MODEL=judge_pass TOOLMOCK_PRICES="suite=2,8"
+# External attempts' simulated users (ask-user): a customer that unlocks its
+# phone (its own tool) before it asks for a note.
+export TOOLMOCK_USER_MODEL=customer_tools
 # The verification page's real tool listens on this machine's loopback, which
 # a worker refuses by default (docs/operations.md, private targets).
 export TOOLMOCK_ALLOW_PRIVATE_TARGETS=true

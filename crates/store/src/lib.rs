@@ -45,9 +45,9 @@ pub use error::{SqlState, map_sqlx_error};
 pub use pg::{
     AttemptListing, BudgetLimits, BudgetStanding, Claimed, ClaimedVerification, Fence,
     IndexedOperation, MAX_VERIFICATION_CLAIMS, PgStore, QUEUE_CHANNEL, Reaped, Released,
-    RevisionSummary, SimulationListing, StoredContract, StoredMessage, TestingIndex, ToolListing,
-    UsageRecord, UsageTotals, VerificationMark, VerificationRecord, VerificationResult,
-    VerificationSettings,
+    RevisionSummary, SimulationListing, StoredCassette, StoredContract, StoredMessage,
+    TestingIndex, ToolListing, UsageRecord, UsageTotals, VerificationMark, VerificationRecord,
+    VerificationResult, VerificationSettings,
 };
 pub use schema_check::{SchemaCheckError, check_schema};
 

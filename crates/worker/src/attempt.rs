@@ -123,6 +123,10 @@ async fn run(
         simulation: claimed.simulation,
         attempt: claimed.attempt,
         budgeted,
+        replaying: playable
+            .cassette
+            .as_ref()
+            .is_some_and(|c| c.mode() == toolmock_agent::CassetteMode::Replay),
     };
     let players = meter.players(&playable.players, shared.agents.prices);
     let result = play_attempt(
@@ -139,6 +143,20 @@ async fn run(
     )
     .await
     .map_err(|e| e.to_string())?;
+    if let Some(cassette) = &playable.cassette {
+        let lines: Vec<String> = cassette
+            .take_recorded(&claimed.test_case_name, claimed.number)
+            .iter()
+            .map(toolmock_agent::cassette::Exchange::line)
+            .collect();
+        if !lines.is_empty() {
+            shared
+                .store
+                .record_cassette_exchanges(tenant, claimed.simulation, claimed.attempt, &lines)
+                .await
+                .map_err(|e| format!("recording the cassette's exchanges failed: {e}"))?;
+        }
+    }
     let unmet = serde_json::to_value(&result.unmet).map_err(|e| e.to_string())?;
     let judge = result
         .judge

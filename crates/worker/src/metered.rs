@@ -25,6 +25,11 @@ pub(crate) struct Meter {
     pub(crate) attempt: AttemptId,
     /// Read once per attempt: a simulation's budget is fixed at its start.
     pub(crate) budgeted: bool,
+    /// Its simulation replays a cassette (mode `replay`): every answer is
+    /// the cassette's, recorded as `replayed`, and costs nothing. (Under
+    /// `auto` a replayed answer is not told apart from a live one here: it
+    /// is counted as live, so the budget errs on the safe side.)
+    pub(crate) replaying: bool,
 }
 
 impl Meter {
@@ -48,7 +53,7 @@ impl Meter {
 
     /// Why the request must not be sent, if the budget forbids it.
     async fn refusal(&self, role: &str, price: Option<Price>) -> Result<(), ModelError> {
-        if !self.budgeted {
+        if !self.budgeted || self.replaying {
             return Ok(());
         }
         let standing = self
@@ -102,7 +107,7 @@ impl ChatModel for Metered {
                     completion_tokens: usage.completion_tokens,
                     cached_tokens: usage.cached_tokens,
                     cost: self.price.map(|p| p.cost(usage)),
-                    replayed: false,
+                    replayed: self.meter.replaying,
                     at: chrono::Utc::now(),
                 };
                 // An answer whose spend cannot be recorded is not used: the
