@@ -157,19 +157,10 @@ impl AttemptRow {
     }
 }
 
-/// The usage sums of the `model_usage` rows `u` a query filters, as the
-/// columns `SumsRow` reads (`sum(bigint)` is numeric: cast back).
-macro_rules! usage_sums {
-    () => {
-        "count(u.id) AS usage_requests, \
-         COALESCE(sum(u.prompt_tokens), 0)::bigint AS usage_prompt, \
-         COALESCE(sum(u.completion_tokens), 0)::bigint AS usage_completion, \
-         sum(u.cached_tokens)::bigint AS usage_cached, sum(u.cost) AS usage_cost"
-    };
-}
-
-const LISTING: &str = concat!(
-    "SELECT s.id, d.name, s.agent_id, s.created_at, \
+// The usage sums (`us`) are the `model_usage` rows of the simulation or
+// the attempt, as the columns `SumsRow` reads (`sum(bigint)` is numeric:
+// cast back).
+const LISTING: &str = "SELECT s.id, d.name, s.agent_id, s.created_at, \
          count(a.id) AS attempts, \
          count(a.id) FILTER (WHERE a.status = 'queued') AS queued, \
          count(a.id) FILTER (WHERE a.outcome IS NULL AND a.status <> 'queued') AS running, \
@@ -180,19 +171,18 @@ const LISTING: &str = concat!(
      FROM simulations s \
      LEFT JOIN simulation_documents d ON d.simulation_id = s.id \
      LEFT JOIN simulation_fixture_bases b ON b.tenant_id = s.tenant_id AND b.simulation_id = s.id \
-     CROSS JOIN LATERAL (SELECT ",
-    usage_sums!(),
-    " FROM model_usage u \
+     CROSS JOIN LATERAL (SELECT count(u.id) AS usage_requests, \
+         COALESCE(sum(u.prompt_tokens), 0)::bigint AS usage_prompt, \
+         COALESCE(sum(u.completion_tokens), 0)::bigint AS usage_completion, \
+         sum(u.cached_tokens)::bigint AS usage_cached, sum(u.cost) AS usage_cost FROM model_usage u \
          WHERE u.tenant_id = s.tenant_id AND u.simulation_id = s.id) us \
-     LEFT JOIN attempts a ON a.simulation_id = s.id"
-);
+     LEFT JOIN attempts a ON a.simulation_id = s.id";
 
 /// What [`LISTING`] groups by: the simulation and its one-row joins.
 const GROUP: &str = "GROUP BY s.id, d.name, b.fixtures_hash, us.usage_requests, us.usage_prompt, \
      us.usage_completion, us.usage_cached, us.usage_cost";
 
-const ATTEMPTS: &str = concat!(
-    "SELECT a.id, c.name AS test_case, c.position, a.number, a.outcome, \
+const ATTEMPTS: &str = "SELECT a.id, c.name AS test_case, c.position, a.number, a.outcome, \
          a.status = 'queued' AS queued, \
          a.has_harness_error, a.finished_at, j.unmet, \
          (SELECT count(*) FROM evidence e \
@@ -205,11 +195,11 @@ const ATTEMPTS: &str = concat!(
      FROM attempts a \
      JOIN test_cases c ON c.id = a.test_case_id \
      LEFT JOIN attempt_judgements j ON j.attempt_id = a.id \
-     CROSS JOIN LATERAL (SELECT ",
-    usage_sums!(),
-    " FROM model_usage u \
-         WHERE u.tenant_id = a.tenant_id AND u.attempt_id = a.id) us"
-);
+     CROSS JOIN LATERAL (SELECT count(u.id) AS usage_requests, \
+         COALESCE(sum(u.prompt_tokens), 0)::bigint AS usage_prompt, \
+         COALESCE(sum(u.completion_tokens), 0)::bigint AS usage_completion, \
+         sum(u.cached_tokens)::bigint AS usage_cached, sum(u.cost) AS usage_cost FROM model_usage u \
+         WHERE u.tenant_id = a.tenant_id AND u.attempt_id = a.id) us";
 
 impl PgStore {
     /// Keeps the document a simulation was started with.

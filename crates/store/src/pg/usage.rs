@@ -130,7 +130,7 @@ impl UsageRow {
     }
 }
 
-/// The sums a listing query reads (`usage_sums!` of `simulations.rs`),
+/// The sums a listing query of `simulations.rs` reads (its `us` rows),
 /// as columns.
 #[derive(sqlx::FromRow)]
 pub(super) struct SumsRow {
