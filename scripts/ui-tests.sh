@@ -23,7 +23,10 @@ rm -f "$conversation_port"
 conversation=$!
 for _ in $(seq 1 300); do [[ -s "$conversation_port" ]] && break; sleep 0.1; done
 export TOOLMOCK_MODEL_URL="http://127.0.0.1:$(head -n 1 "$conversation_port")/v1"
-export TOOLMOCK_MODEL=correct TOOLMOCK_JUDGE_MODEL=judge_pass
+# Its `suite` model plays the conversation a case's first message names
+# ("play correct") and reports its tokens, priced here as a worker's
+# operator would (docs/operations.md, "Budgets and prices").
+export TOOLMOCK_MODEL=suite TOOLMOCK_JUDGE_MODEL=judge_pass TOOLMOCK_PRICES="suite=2,8"
 # External attempts' simulated users (ask-user): a customer that unlocks its
 # phone (its own tool) before it asks for a note.
 export TOOLMOCK_USER_MODEL=customer_tools

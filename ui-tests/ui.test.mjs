@@ -334,7 +334,9 @@ test("a model-driven attempt's timeline shows the assistant's turns between the 
     agent: { name: "scribe", prompt: "You keep notes.", tools: ["notes"] },
     cases: [{
       name: "notes milk",
-      driver: { type: "model", messages: ["Note down milk."], max_turns: 4 },
+      // The conversation server's `suite` model plays the conversation the
+      // first user message names, and reports its tokens.
+      driver: { type: "model", messages: ["play correct"], max_turns: 4 },
       expect: { final_answer: { contains: ["n-1"] }, judge: { rubric: "The agent adds the note and confirms it with its id." } },
     }],
   };
@@ -350,13 +352,95 @@ test("a model-driven attempt's timeline shows the assistant's turns between the 
   assert.match(await page.locator("h1").innerText(), /passed/);
   const entries = await page.locator("#timeline > li").allInnerTexts();
   assert.equal(entries.length, 4, entries.join("\n---\n"));
-  assert.match(entries[0], /User[\s\S]*Note down milk\./);
+  assert.match(entries[0], /User[\s\S]*play correct/);
   assert.match(entries[1], /Assistant[\s\S]*calls notes__add with \{"text": ?"milk"\}/);
   assert.match(entries[2], /1\. notes\/add/);
   assert.match(entries[3], /Assistant[\s\S]*Added note n-1\./);
   assert.equal(await page.locator("#timeline li.message.assistant").count(), 2);
   assert.match(await page.getByRole("heading", { name: /^Timeline/ }).innerText(), /Timeline \(1 call\)/);
   assert.match(await page.locator("#judge").innerText(), /passed[\s\S]*score 0\.9/);
+});
+
+/** A model suite of two cases over the notes tool: the second case's conversation is `second`. */
+function tokenSuite(second) {
+  const add = { type: "object", properties: { text: { type: "string" } }, required: ["text"] };
+  const expect = { final_answer: { contains: ["n-1"] } };
+  return {
+    simulation_version: 1,
+    name: "token notes",
+    tools: [{
+      name: "notes", from: "custom",
+      operations: [{ name: "add", description: "Adds a note.", input_schema: add, output_schema: { type: "object", required: ["id"] } }],
+      definitions: { add: {
+        schema_version: 1, default_variant: "ok", variants: { ok: { result: { id: "n-1" } } },
+        examples: [{ variant: "ok", input: { text: "a" }, expected: { id: "n-1" } }],
+      } },
+    }],
+    agent: { name: "scribe", prompt: "You keep notes.", tools: ["notes"] },
+    cases: [
+      { name: "notes milk", driver: { type: "model", messages: ["play correct"], max_turns: 4 }, expect },
+      { name: "notes again", driver: { type: "model", messages: [`play ${second}`], max_turns: 3 }, expect },
+    ],
+  };
+}
+
+async function finished(id) {
+  const deadline = Date.now() + 60_000;
+  let view;
+  while ((view = await api("GET", `/api/simulations/${id}`)).status !== "finished") {
+    assert.ok(Date.now() < deadline, "the simulation finishes within a minute");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return view;
+}
+
+test("tokens per attempt and simulation, a spent budget, and two runs side by side with the regression first", async () => {
+  // BASE: both cases hold; HEAD: the second case's model loops until its turn limit.
+  const before = await api("POST", "/api/simulations", tokenSuite("correct"));
+  await finished(before.id);
+  const after = await api("POST", "/api/simulations", tokenSuite("loop"));
+  const view = await finished(after.id);
+  assert.ok(view.tokens.total_tokens > 0, JSON.stringify(view.tokens));
+  await page.goto(`${base}/#/simulations/${after.id}`);
+  await shoot("simulation-tokens", "Simulation token notes");
+  // The outcome table has a tokens column: each attempt's prompt plus completion tokens, and its cost.
+  const row = page.locator("#attempts tr", { hasText: "notes milk #1" });
+  const milk = view.attempts.find((a) => a.test_case === "notes milk");
+  assert.match(await row.locator("td.tokens").innerText(), new RegExp(`^${milk.tokens.total_tokens} · 0\\.0`));
+  assert.match(await page.locator("#tokens").innerText(), new RegExp(`${view.tokens.total_tokens}`));
+  // Each attempt's page lists its requests.
+  await row.getByRole("link", { name: "notes milk #1" }).click();
+  await shoot("attempt-usage", /Attempt notes milk #1/);
+  assert.equal(await page.locator("#model-requests tbody tr").count(), 2);
+  assert.match(await page.locator("#model-requests tbody tr").first().innerText(), /agent\s+1\s+\d+\s+\d+/);
+  // From the list: the newest run and the one before it of the same name are picked to compare.
+  await page.goto(`${base}/#/simulations`);
+  await page.locator("#compare-picker").waitFor();
+  assert.equal(await page.locator("#simulations td.tokens").first().innerText(), `${view.tokens.total_tokens} · ${view.tokens.cost.toFixed(view.tokens.cost < 0.01 ? 6 : 4)}`);
+  assert.equal(await page.locator("#compare-head").inputValue(), after.id);
+  assert.equal(await page.locator("#compare-base").inputValue(), before.id);
+  await page.locator("#compare").click();
+  await shoot("compare", "Compare two runs");
+  assert.match(await page.locator("#regressions").innerText(), /1 regression/);
+  const rows = page.locator("#comparison tbody tr");
+  assert.equal(await rows.count(), 2);
+  const first = await rows.first().innerText();
+  assert.match(first, /notes again\s+regression\s+100%\s+0%\s+yes\s+no/);
+  assert.equal(await rows.first().getAttribute("class"), "change-regression");
+  const colour = await rows.first().locator("td").first().evaluate((el) => getComputedStyle(el).backgroundColor);
+  assert.equal(colour, "rgb(253, 231, 229)");
+  assert.match(await rows.nth(1).innerText(), /notes milk\s+same\s+100%\s+100%/);
+  assert.match(await page.locator("#side-base").innerText(), /2 of 2 attempt\(s\) as expected/);
+  assert.match(await page.locator("#side-head").innerText(), /1 of 2 attempt\(s\) as expected/);
+  // A budget of one token: the first request is sent, then nothing more.
+  const starved = await api("POST", "/api/simulations?max_tokens=1", tokenSuite("correct"));
+  const spent = await finished(starved.id);
+  assert.equal(spent.budget.exhausted, true);
+  assert.equal(spent.harness_error, 2, JSON.stringify(spent.attempts));
+  await page.goto(`${base}/#/simulations/${starved.id}`);
+  await shoot("simulation-budget", "Simulation token notes");
+  assert.match(await page.locator("#summary .notice.bad").innerText(), /The budget is spent[\s\S]*2 attempt\(s\) ended harness_error \(budget_exhausted\)/);
+  assert.match(await page.locator("#budget").innerText(), /of 1 tokens \(request\)/);
 });
 
 test("an external agent's conversation with its simulated user shows who said what", async () => {
@@ -534,10 +618,9 @@ test("no page threw", () => {
 
 test("every page was photographed", () => {
   assert.deepEqual(taken.sort(), [
-    "attempt-domain-error", "attempt-failed", "attempt-harness-error", "attempt-model", "attempt-simulated-user", "coverage",
-    "operation-conflict",
-    "operation-current", "operation-diagnostics", "operation-saved", "operation-stale", "sign-in", "simulation",
-    "simulation-fixtures", "simulation-running", "simulations", "simulations-empty", "tool", "tool-verification", "tools",
-    "tools-empty",
+    "attempt-domain-error", "attempt-failed", "attempt-harness-error", "attempt-model", "attempt-simulated-user", "attempt-usage", "compare",
+    "coverage", "operation-conflict", "operation-current", "operation-diagnostics", "operation-saved", "operation-stale",
+    "sign-in", "simulation", "simulation-budget", "simulation-fixtures", "simulation-running", "simulation-tokens",
+    "simulations", "simulations-empty", "tool", "tool-verification", "tools", "tools-empty",
   ]);
 });

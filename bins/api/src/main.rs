@@ -39,6 +39,42 @@ enum Command {
     /// library, idempotently: only what is absent or changed is written
     /// (docs/api.md, "Seeding a library").
     Seed(SeedArgs),
+    /// Set, show or clear a tenant's default budget of model tokens and
+    /// cost: the bounds a simulation gets when its start names none
+    /// (docs/operations.md, "Budgets").
+    Budget(BudgetArgs),
+}
+
+#[derive(Debug, Args)]
+struct BudgetArgs {
+    /// The tenant: a UUID or a name (mapped to a stable UUID, as in tokens).
+    #[arg(long)]
+    tenant: String,
+    /// The default most model tokens (prompt plus completion) of one
+    /// simulation.
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=i64::MAX as u64))]
+    max_tokens: Option<u64>,
+    /// The default most cost of one simulation, in the unit of the
+    /// workers' `--price`.
+    #[arg(long, value_name = "X", value_parser = positive_cost)]
+    max_cost: Option<f64>,
+    /// Remove the tenant's default (simulations then have a budget only
+    /// when their start gives one).
+    #[arg(long, conflicts_with_all = ["max_tokens", "max_cost"])]
+    clear: bool,
+    /// PostgreSQL connection URL (the application role `toolmock_app` will
+    /// do); the schema must be migrated.
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: String,
+}
+
+/// A cost bound: a finite number above 0.
+fn positive_cost(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .ok_or_else(|| format!("{text:?} is not a positive number"))
 }
 
 #[derive(Debug, Args)]
@@ -236,6 +272,7 @@ fn main() -> ExitCode {
         Command::Migrate(args) => migrate(&args),
         Command::Token(args) => token(&args),
         Command::Seed(args) => seed(&args),
+        Command::Budget(args) => budget(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -447,6 +484,54 @@ fn seed(args: &SeedArgs) -> Result<(), String> {
             report.count(SeedAction::Appended),
             report.count(SeedAction::LeftAlone)
         );
+        Ok(())
+    })
+}
+
+fn budget(args: &BudgetArgs) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let pool = toolmock_store::connect(&args.database_url, 1)
+            .await
+            .map_err(|e| format!("cannot connect to the database: {e}"))?;
+        toolmock_store::check_schema(&pool)
+            .await
+            .map_err(|e| format!("{}: {e}", e.code()))?;
+        let store = toolmock_store::PgStore::new(pool.clone());
+        let tenant = toolmock_api::auth::tenant_id(&args.tenant);
+        let limits = toolmock_store::BudgetLimits {
+            max_tokens: args.max_tokens,
+            max_cost: args.max_cost,
+        };
+        let result = if args.clear || !limits.is_empty() {
+            store.set_tenant_budget(tenant, &args.tenant, limits).await
+        } else {
+            Ok(())
+        };
+        let now = match result {
+            Ok(()) => store.tenant_budget(tenant).await,
+            Err(e) => Err(e),
+        };
+        pool.close().await;
+        let now = now.map_err(|e| format!("{}: {e}", e.code()))?;
+        let shown = |n: Option<String>| n.unwrap_or_else(|| "none".into());
+        match now {
+            Some(l) => println!(
+                "tenant {:?} ({}): default budget max_tokens {}, max_cost {}",
+                args.tenant,
+                tenant.as_uuid(),
+                shown(l.max_tokens.map(|n| n.to_string())),
+                shown(l.max_cost.map(|x| x.to_string())),
+            ),
+            None => println!(
+                "tenant {:?} ({}): no default budget",
+                args.tenant,
+                tenant.as_uuid()
+            ),
+        }
         Ok(())
     })
 }

@@ -6,6 +6,9 @@ use serde_json::{Value, json};
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use toolmock_simulation::compare::{
+    CaseComparison, CaseSide, Change, compare_cases, results_cases,
+};
 
 /// Compare two results documents of the same suite, case by case.
 ///
@@ -39,118 +42,29 @@ pub(crate) struct CompareArgs {
     junit: Option<PathBuf>,
 }
 
-/// One side of a case.
-#[derive(Debug, Clone)]
-struct Side {
-    pass_rate: f64,
-    pass_k: bool,
-    k: u64,
-    tokens: Option<u64>,
-    cost: Option<f64>,
-}
-
-impl Side {
-    fn of(case: &Value) -> Self {
-        let tokens = &case["tokens"];
-        Self {
-            pass_rate: case["pass_rate"].as_f64().unwrap_or(0.0),
-            pass_k: case["pass_k"]["passed"].as_bool().unwrap_or(false),
-            k: case["pass_k"]["k"].as_u64().unwrap_or(0),
-            tokens: tokens.is_object().then(|| {
-                tokens["prompt_tokens"].as_u64().unwrap_or(0)
-                    + tokens["completion_tokens"].as_u64().unwrap_or(0)
-            }),
-            cost: tokens["cost"].as_f64(),
-        }
-    }
-
-    fn json(&self) -> Value {
-        let mut side = json!({"pass_rate": self.pass_rate, "pass_k": self.pass_k, "k": self.k});
-        if let Some(t) = self.tokens {
-            side["tokens"] = json!(t);
-        }
-        if let Some(c) = self.cost {
-            side["cost"] = json!(c);
-        }
-        side
-    }
-}
-
-/// A case on both sides.
-struct Row {
-    name: String,
-    status: &'static str,
-    base: Option<Side>,
-    head: Option<Side>,
-}
-
 fn read(path: &Path) -> Result<Vec<(String, Value)>, Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::usage(format!("{}: cannot read: {e}", path.display())))?;
     let document: Value = serde_json::from_str(&text)
         .map_err(|e| Failure::usage(format!("{}: not JSON: {e}", path.display())))?;
-    let Some(cases) = document["cases"].as_array() else {
-        return Err(Failure::usage(format!(
+    results_cases(&document).ok_or_else(|| {
+        Failure::usage(format!(
             "{}: not a results document (no cases)",
             path.display()
-        )));
-    };
-    Ok(cases
-        .iter()
-        .map(|c| (c["name"].as_str().unwrap_or_default().to_owned(), c.clone()))
-        .collect())
+        ))
+    })
 }
 
-fn rows(base: &[(String, Value)], head: &[(String, Value)]) -> Vec<Row> {
-    let find = |side: &[(String, Value)], name: &str| {
-        side.iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, c)| Side::of(c))
-    };
-    let mut rows: Vec<Row> = head
-        .iter()
-        .map(|(name, case)| {
-            let now = Side::of(case);
-            let before = find(base, name);
-            let status = match &before {
-                None => "added",
-                Some(b) if b.pass_k && !now.pass_k => "regression",
-                Some(b) if !b.pass_k && now.pass_k => "fixed",
-                Some(_) => "same",
-            };
-            Row {
-                name: name.clone(),
-                status,
-                base: before,
-                head: Some(now),
-            }
-        })
-        .collect();
-    for (name, case) in base {
-        if find(head, name).is_none() {
-            rows.push(Row {
-                name: name.clone(),
-                status: "removed",
-                base: Some(Side::of(case)),
-                head: None,
-            });
-        }
-    }
-    // Regressions first; otherwise HEAD's order (a stable sort).
-    rows.sort_by_key(|r| r.status != "regression");
-    rows
-}
-
-fn rate(side: Option<&Side>) -> String {
+fn rate(side: Option<&CaseSide>) -> String {
     side.map_or_else(|| "-".into(), |s| format!("{:.0}%", s.pass_rate * 100.0))
 }
 
-fn tokens(side: Option<&Side>) -> String {
+fn tokens(side: Option<&CaseSide>) -> String {
     side.and_then(|s| s.tokens)
         .map_or_else(|| "-".into(), |t| t.to_string())
 }
 
-fn table(rows: &[Row]) -> String {
+fn table(rows: &[CaseComparison]) -> String {
     let width = rows
         .iter()
         .map(|r| r.name.chars().count())
@@ -161,7 +75,7 @@ fn table(rows: &[Row]) -> String {
         "{:<width$}  {:<10}  {:>9}  {:>9}  {:>7}  {:>7}  {:>9}  {:>9}\n",
         "case", "change", "base rate", "head rate", "base k", "head k", "base tok", "head tok"
     );
-    let k = |s: Option<&Side>| {
+    let k = |s: Option<&CaseSide>| {
         s.map_or_else(
             || "-".to_owned(),
             |s| if s.pass_k { "yes".into() } else { "no".into() },
@@ -172,7 +86,7 @@ fn table(rows: &[Row]) -> String {
             out,
             "{:<width$}  {:<10}  {:>9}  {:>9}  {:>7}  {:>7}  {:>9}  {:>9}",
             r.name,
-            r.status,
+            r.change.as_str(),
             rate(r.base.as_ref()),
             rate(r.head.as_ref()),
             k(r.base.as_ref()),
@@ -181,8 +95,11 @@ fn table(rows: &[Row]) -> String {
             tokens(r.head.as_ref()),
         );
     }
-    let regressions = rows.iter().filter(|r| r.status == "regression").count();
-    let fixed = rows.iter().filter(|r| r.status == "fixed").count();
+    let regressions = rows
+        .iter()
+        .filter(|r| r.change == Change::Regression)
+        .count();
+    let fixed = rows.iter().filter(|r| r.change == Change::Fixed).count();
     let _ = writeln!(
         out,
         "\n{regressions} regression(s), {fixed} fixed, {} case(s)",
@@ -191,9 +108,12 @@ fn table(rows: &[Row]) -> String {
     out
 }
 
-fn junit(rows: &[Row]) -> String {
+fn junit(rows: &[CaseComparison]) -> String {
     use crate::run::junit::escape;
-    let failures = rows.iter().filter(|r| r.status == "regression").count();
+    let failures = rows
+        .iter()
+        .filter(|r| r.change == Change::Regression)
+        .count();
     let mut out = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"compare\" tests=\"{}\" failures=\"{failures}\" errors=\"0\">\n  <testsuite name=\"compare\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\">\n",
         rows.len(),
@@ -205,7 +125,7 @@ fn junit(rows: &[Row]) -> String {
             "    <testcase classname=\"compare\" name=\"{}\"",
             escape(&r.name)
         );
-        if r.status == "regression" {
+        if r.change == Change::Regression {
             let _ = writeln!(
                 out,
                 ">\n      <failure message=\"held before, not now: pass rate {} -> {}\" type=\"regression\"/>\n    </testcase>",
@@ -221,20 +141,13 @@ fn junit(rows: &[Row]) -> String {
 }
 
 pub(crate) fn run(args: &CompareArgs) -> Result<u8, Failure> {
-    let rows = rows(&read(&args.base)?, &read(&args.head)?);
-    let regressions = rows.iter().filter(|r| r.status == "regression").count();
+    let rows = compare_cases(&read(&args.base)?, &read(&args.head)?);
+    let regressions = rows
+        .iter()
+        .filter(|r| r.change == Change::Regression)
+        .count();
     let text = if args.json {
-        let cases: Vec<Value> = rows
-            .iter()
-            .map(|r| {
-                json!({"name": r.name, "change": r.status,
-                       "base": r.base.as_ref().map(Side::json), "head": r.head.as_ref().map(Side::json)})
-            })
-            .collect();
-        format!(
-            "{:#}\n",
-            json!({"regressions": regressions, "cases": cases})
-        )
+        format!("{:#}\n", json!({"regressions": regressions, "cases": rows}))
     } else {
         table(&rows)
     };

@@ -8,6 +8,42 @@ use toolmock_simulation::{
     AttemptScope, ChatModel, ModelError, ModelFuture, ModelRequest, Price, Usage,
 };
 
+/// `MODEL=IN,OUT` (`--price`): a model name and its input and output price
+/// per million tokens (non-negative numbers).
+pub fn parse_price(text: &str) -> Result<(String, Price), String> {
+    let usage = || format!("{text:?} is not MODEL=IN,OUT (prices per million tokens)");
+    let (model, prices) = text.rsplit_once('=').ok_or_else(usage)?;
+    let (input, output) = prices.split_once(',').ok_or_else(usage)?;
+    let number = |p: &str| {
+        p.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|n| n.is_finite() && *n >= 0.0)
+            .ok_or_else(usage)
+    };
+    if model.is_empty() {
+        return Err(usage());
+    }
+    Ok((
+        model.to_owned(),
+        Price {
+            input: number(input)?,
+            output: number(output)?,
+        },
+    ))
+}
+
+/// The price `prices` (as `--price` gives them, repeated) set for `model`,
+/// if any: the last one given wins, as with any repeated flag.
+pub fn price_of(prices: &[(String, Price)], model: Option<&str>) -> Option<Price> {
+    let model = model?;
+    prices
+        .iter()
+        .rev()
+        .find(|(m, _)| m == model)
+        .map(|(_, p)| *p)
+}
+
 /// What a run may spend on model requests, and what it has spent.
 #[derive(Debug)]
 pub struct Budget {

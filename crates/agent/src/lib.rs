@@ -48,7 +48,7 @@ mod retry_after;
 mod transport;
 mod user_flags;
 
-pub use budget::Budget;
+pub use budget::{Budget, parse_price, price_of};
 pub use cassette::{Cassette, CassetteFlags, CassetteMode};
 pub use flags::{FlagsError, ModelFlags, Models};
 pub use user_flags::UserModelFlags;

@@ -169,13 +169,14 @@ async function route() {
   if (!token()) return showSignIn();
   showWho();
   const parts = (location.hash.replace(/^#\/?/, "") || "tools").split("/");
-  for (const a of document.querySelectorAll("[data-nav]")) a.classList.toggle("active", a.dataset.nav === parts[0]);
+  for (const a of document.querySelectorAll("[data-nav]")) a.classList.toggle("active", a.dataset.nav === (parts[0] === "compare" ? "simulations" : parts[0]));
   render(h("p", { class: "muted" }, "Loading…"));
   try {
     if (parts[0] === "tools" && parts.length === 1) await toolsPage();
     else if (parts[0] === "tools" && parts[2] === "operations") await operationPage(parts[1], parts[3]);
     else if (parts[0] === "tools") await toolPage(parts[1]);
     else if (parts[0] === "simulations" && parts.length === 1) await simulationsPage();
+    else if (parts[0] === "compare" && parts.length === 3) await comparePage(parts[1], parts[2]);
     else if (parts[0] === "simulations" && parts[2] === "coverage") await coveragePage(parts[1]);
     else if (parts[0] === "simulations") await simulationPage(parts[1]);
     else if (parts[0] === "attempts") await attemptPage(parts[1]);
@@ -566,6 +567,49 @@ function counts(s) {
     s.running ? badge(`${s.running} running`, "running") : null);
 }
 
+/** Tokens (prompt plus completion) as a number with its cost, or a dash. */
+function tokensText(t) {
+  if (!t) return "—";
+  return t.cost !== undefined && t.cost !== null ? `${t.total_tokens} · ${costText(t.cost)}` : `${t.total_tokens}`;
+}
+
+const costText = (cost) => (cost === undefined || cost === null ? "—" : cost.toFixed(cost < 0.01 ? 6 : 4));
+
+/** What a simulation spent and its budget, when it has one. */
+function budgetPart(view) {
+  const spent = view.tokens ? h("p", { id: "tokens" }, h("span", { class: "muted" }, "Model tokens "), tokensText(view.tokens),
+    h("span", { class: "muted" }, ` over ${view.tokens.requests} request(s) (${view.tokens.prompt_tokens} prompt, ${view.tokens.completion_tokens} completion)`)) : null;
+  const b = view.budget;
+  if (!b) return [spent];
+  const bounds = [
+    b.max_tokens ? `${b.spent_tokens} of ${b.max_tokens} tokens (${b.max_tokens_from})` : null,
+    b.max_cost ? `${costText(b.spent_cost)} of ${b.max_cost} cost (${b.max_cost_from})` : null,
+  ].filter(Boolean).join(", ");
+  const line = h("p", { id: "budget" }, h("span", { class: "muted" }, "Budget "), bounds);
+  const spentOut = b.exhausted
+    ? notice("bad", h("strong", {}, "The budget is spent"), `: no new model request is sent. ${b.budget_exhausted_attempts} attempt(s) ended harness_error (budget_exhausted); the others ran to their end.`)
+    : null;
+  return [spent, line, spentOut];
+}
+
+/** Picks two finished simulations to compare; the newest two of one name first. */
+function comparePicker(simulations) {
+  const finished = simulations.filter((s) => s.status === "finished");
+  if (finished.length < 2) return null;
+  const label = (s) => `${s.name || s.id} · ${when(s.created_at)}`;
+  const options = (selected) => finished.map((s) => h("option", { value: s.id, selected: s.id === selected }, label(s)));
+  // Newest first: HEAD is the newest finished one, BASE the one before it of the same name.
+  const head = finished[0];
+  const base = finished.slice(1).find((s) => s.name === head.name) || finished[1];
+  const baseSelect = h("select", { id: "compare-base", "aria-label": "Base simulation" }, options(base.id));
+  const headSelect = h("select", { id: "compare-head", "aria-label": "Head simulation" }, options(head.id));
+  const go = () => { location.hash = `#/compare/${baseSelect.value}/${headSelect.value}`; };
+  return h("div", { class: "card", id: "compare-picker" },
+    h("strong", {}, "Compare two runs "), h("span", { class: "muted" }, "of the same suite, e.g. before and after a prompt change: "),
+    h("div", { class: "row" }, h("label", {}, "Base ", baseSelect), h("label", {}, "Head ", headSelect),
+      h("button", { id: "compare", onclick: go }, "Compare")));
+}
+
 async function simulationsPage() {
   const page = await api("GET", "/api/simulations?limit=100");
   const area = h("textarea", { id: "document", spellcheck: "false", "aria-label": "Simulation document (JSON)", placeholder: '{"simulation_version": 1, "name": "…", "tools": […], "agent": {…}, "cases": […]}' });
@@ -590,11 +634,13 @@ async function simulationsPage() {
       h("td", {}, h("a", { href: `#/simulations/${s.id}` }, s.name || s.id)),
       h("td", {}, badge(s.status)),
       h("td", {}, counts(s)),
+      h("td", { class: "tokens" }, tokensText(s.tokens)),
       h("td", {}, when(s.created_at))));
   render(
     h("h1", {}, "Simulations"),
+    comparePicker(page.simulations),
     rows.length
-      ? h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Simulation"), h("th", {}, "Status"), h("th", {}, "Attempts"), h("th", {}, "Started"))), h("tbody", {}, rows))
+      ? h("table", { id: "simulations" }, h("thead", {}, h("tr", {}, h("th", {}, "Simulation"), h("th", {}, "Status"), h("th", {}, "Attempts"), h("th", {}, "Tokens"), h("th", {}, "Started"))), h("tbody", {}, rows))
       : h("p", { class: "muted" }, "No simulations yet."),
     h("h2", {}, "Start a simulation"),
     h("p", { class: "muted" }, "Paste a simulation document (docs/simulations.md); library tools are referenced as {\"from\": \"library\", \"id\": …}."),
@@ -612,6 +658,7 @@ function attemptRow(a) {
     h("td", {}, a.outcome ? badge(a.outcome) : badge(a.status === "queued" ? "queued" : "running")),
     h("td", {}, a.expected_outcome || "—", a.as_expected === false ? h("span", {}, " ", badge("unexpected", "error")) : null),
     h("td", {}, `${a.calls}`),
+    h("td", { class: "tokens" }, tokensText(a.tokens)),
     h("td", {}, unmet));
 }
 
@@ -623,7 +670,7 @@ async function simulationPage(id) {
   const paint = (s, attempts) => {
     summary.replaceChildren(
       h("p", {}, badge(s.status, s.status), " ", counts(s)),
-      progress(s));
+      progress(s), ...budgetPart({ ...s, budget: view.budget }).filter(Boolean));
     if (attempts) tbody.replaceChildren(...attempts.map(attemptRow));
   };
   paint(view, view.attempts);
@@ -641,7 +688,7 @@ async function simulationPage(id) {
     fixtures,
     live,
     h("h2", {}, "Attempts"),
-    h("table", { id: "attempts" }, h("thead", {}, h("tr", {}, h("th", {}, "Attempt"), h("th", {}, "Driver"), h("th", {}, "Outcome"), h("th", {}, "Expected"), h("th", {}, "Calls"), h("th", {}, "Unmet expectations"))), tbody),
+    h("table", { id: "attempts" }, h("thead", {}, h("tr", {}, h("th", {}, "Attempt"), h("th", {}, "Driver"), h("th", {}, "Outcome"), h("th", {}, "Expected"), h("th", {}, "Calls"), h("th", {}, "Tokens"), h("th", {}, "Unmet expectations"))), tbody),
     h("p", {}, h("a", { href: `#/simulations/${id}/coverage`, id: "coverage-link" }, "Coverage report →")),
     h("h2", {}, "Pins"),
     h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Operation"), h("th", {}, "Pin"), h("th", {}, "Revision"), h("th", {}, "Definition"))), h("tbody", {}, pins)),
@@ -686,6 +733,53 @@ async function coveragePage(id) {
   );
 }
 
+// ---- Two runs side by side -------------------------------------------------
+
+const percent = (side) => (side ? `${Math.round(side.pass_rate * 100)}%` : "—");
+const held = (side) => (side ? badge(side.pass_k ? "yes" : "no", side.pass_k ? "passed" : "failed") : "—");
+const sideTokens = (side) => (side && side.tokens !== undefined ? `${side.tokens}` : "—");
+const sideCost = (side) => (side ? costText(side.cost) : "—");
+
+/** HEAD minus BASE, signed, when both sides have the number. */
+function delta(base, head, digits) {
+  if (base === undefined || base === null || head === undefined || head === null) return "—";
+  const d = head - base;
+  const text = digits === undefined ? `${d}` : d.toFixed(digits);
+  return d > 0 ? `+${text}` : text;
+}
+
+async function comparePage(baseId, headId) {
+  const c = await api("GET", `/api/simulations/${baseId}/compare/${headId}`);
+  const changeKind = { regression: "error", fixed: "passed", same: "unchanged", added: "info", removed: "gone" };
+  const rows = c.cases.map((r) => h("tr", { class: `change-${r.change}`, "data-case": r.name },
+    h("td", {}, r.name),
+    h("td", {}, badge(r.change, changeKind[r.change])),
+    h("td", { class: "side base" }, percent(r.base)), h("td", { class: "side head" }, percent(r.head)),
+    h("td", { class: "side base" }, held(r.base)), h("td", { class: "side head" }, held(r.head)),
+    h("td", { class: "side base" }, sideTokens(r.base)), h("td", { class: "side head" }, sideTokens(r.head)),
+    h("td", {}, delta(r.base && r.base.tokens, r.head && r.head.tokens)),
+    h("td", { class: "side base" }, sideCost(r.base)), h("td", { class: "side head" }, sideCost(r.head))));
+  const column = (title, s) => h("div", { class: "card grow", id: `side-${title.toLowerCase()}` },
+    h("h2", {}, title, " ", h("a", { href: `#/simulations/${s.id}` }, s.name || s.id)),
+    h("p", { class: "muted" }, `started ${when(s.created_at)}`),
+    h("p", {}, `${s.as_expected} of ${s.attempts} attempt(s) as expected over ${s.cases} case(s)`),
+    h("p", {}, h("span", { class: "muted" }, "Tokens "), s.tokens === undefined ? "—" : `${s.tokens}`, h("span", { class: "muted" }, " · cost "), costText(s.cost)));
+  render(
+    h("p", {}, h("a", { href: "#/simulations" }, "← Simulations")),
+    h("h1", {}, "Compare two runs"),
+    c.same_suite ? null : notice("warn", "These simulations were started from documents of different names: their cases are matched by name."),
+    h("div", { class: "row" }, column("Base", c.base), column("Head", c.head)),
+    c.regressions
+      ? notice("bad", h("strong", { id: "regressions" }, `${c.regressions} regression(s)`), ": held before (every attempt as expected), not now. Listed first.")
+      : notice("ok", h("span", { id: "regressions" }, "No regression"), `; ${c.fixed} case(s) fixed.`),
+    h("div", { class: "table-box" }, h("table", { id: "comparison" },
+      h("thead", {}, h("tr", {}, h("th", {}, "Case"), h("th", {}, "Change"), h("th", {}, "Base rate"), h("th", {}, "Head rate"),
+        h("th", {}, "Base pass^k"), h("th", {}, "Head pass^k"), h("th", {}, "Base tokens"), h("th", {}, "Head tokens"), h("th", {}, "Δ tokens"),
+        h("th", {}, "Base cost"), h("th", {}, "Head cost"))),
+      h("tbody", {}, rows))),
+  );
+}
+
 // ---- An attempt's timeline -------------------------------------------------
 
 /** A user's or the assistant's turn of a model-driven attempt, as text. */
@@ -700,6 +794,19 @@ function messageItem(m) {
   // A simulated user's message that ended the conversation names its marker.
   const stop = m.stop ? badge(`stop ${m.stop}`, "message") : null;
   return h("li", { class: `message ${m.role}` }, h("div", { class: "head" }, h("strong", {}, who), badge(m.role, "message"), stop), ...body);
+}
+
+/** An attempt's model requests, one row each, and their sum. */
+function modelRequests(a) {
+  const requests = a.model_requests || [];
+  if (!requests.length) return null;
+  const rows = requests.map((r) => h("tr", {},
+    h("td", {}, badge(r.role, "message")), h("td", {}, `${r.turn}`), h("td", {}, `${r.prompt_tokens}`), h("td", {}, `${r.completion_tokens}`),
+    h("td", {}, r.cached_tokens === undefined ? "—" : `${r.cached_tokens}`), h("td", {}, costText(r.cost)), h("td", {}, r.replayed ? "replayed" : "sent")));
+  return h("div", { id: "usage" },
+    h("h2", {}, "Model requests"),
+    h("p", {}, h("span", { class: "muted" }, "Tokens "), tokensText(a.tokens)),
+    h("table", { id: "model-requests" }, h("thead", {}, h("tr", {}, h("th", {}, "Model"), h("th", {}, "Turn"), h("th", {}, "Prompt"), h("th", {}, "Completion"), h("th", {}, "Cached"), h("th", {}, "Cost"), h("th", {}, "Answer"))), h("tbody", {}, rows)));
 }
 
 async function attemptPage(id) {
@@ -754,6 +861,7 @@ async function attemptPage(id) {
     a.expected_outcome ? h("p", {}, `Its case expects `, h("strong", {}, a.expected_outcome), a.as_expected === true ? " — as expected." : a.as_expected === false ? " — not what happened." : ".") : null,
     unmet ? h("div", {}, h("h2", {}, "Unmet expectations"), unmet) : null,
     a.judge ? h("div", { id: "judge" }, h("h2", {}, "Judge"), h("p", {}, badge(a.judge.verdict === "pass" ? "passed" : "failed"), ` score ${a.judge.score}: `, a.judge.reasoning)) : null,
+    modelRequests(a),
     h("h2", {}, `Timeline (${calls} call${calls === 1 ? "" : "s"})`),
     entries.length ? h("ol", { class: "timeline", id: "timeline" }, items) : h("p", { class: "muted" }, "No calls recorded."),
     h("h2", {}, `Final state (version ${a.state.version})`),

@@ -58,6 +58,7 @@
 #![warn(missing_docs)]
 
 mod clock;
+pub mod compare;
 mod conversation;
 pub mod document;
 mod driver;

@@ -16,8 +16,8 @@ pub enum SqlState {
     /// `harness_error`).
     FinalAttempt,
     /// `TM011`: a finished attempt's state row would be written, or its
-    /// conversation, evidence or tool input errors added to (a harness
-    /// error may still be recorded).
+    /// conversation, evidence, tool input errors or model usage added to (a
+    /// harness error may still be recorded).
     SealedAttempt,
     /// `TM012`: a capability's revocation would be cleared or moved, or the
     /// capability moved to another attempt, tenant or token.

@@ -7,10 +7,10 @@
 use crate::setup::WorkerError;
 use std::sync::Arc;
 use std::time::Duration;
-use toolmock_agent::{ModelFlags, Models};
+use toolmock_agent::{ModelFlags, Models, price_of};
 use toolmock_discovery::TargetPolicy;
 use toolmock_runtime::model::{AttemptId, TenantId};
-use toolmock_simulation::{ChatModel, ConversationSink, Message, SinkFuture};
+use toolmock_simulation::{ChatModel, ConversationSink, Message, Price, SinkFuture};
 use toolmock_store::PgStore;
 
 /// The players of a worker's agent-played cases.
@@ -44,6 +44,21 @@ pub struct Agents {
     /// an MCP server over streamable HTTP, an OpenAPI document); a longer
     /// one fails the call `response_too_large`.
     pub real_max_response_bytes: u64,
+    /// The price of each role's model (`--price`), which gives its
+    /// requests' usage a cost.
+    pub prices: RolePrices,
+}
+
+/// The price per million tokens of the model each role's requests go to
+/// (none: its usage has no cost).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RolePrices {
+    /// The agent model's (`--model`).
+    pub agent: Option<Price>,
+    /// The judge's (`--judge-model`).
+    pub judge: Option<Price>,
+    /// The simulated user's (`--user-model`, else the agent model's).
+    pub user: Option<Price>,
 }
 
 impl Agents {
@@ -61,6 +76,7 @@ impl Agents {
             http: handover_client(),
             targets: TargetPolicy::default(),
             real_max_response_bytes: toolmock_discovery::DEFAULT_MAX_RESPONSE_BYTES,
+            prices: RolePrices::default(),
         }
     }
 }
@@ -121,9 +137,26 @@ pub struct AgentFlags {
     /// How much of a tenant's real tool's answer is read.
     #[command(flatten)]
     pub real: toolmock_discovery::RealToolFlags,
+    /// A model's price per million tokens, MODEL=IN,OUT (repeatable; the
+    /// variable takes a `;`-separated list): the usage of the requests of
+    /// that model gets a cost, which a simulation's `max_cost` counts.
+    #[arg(long = "price", value_name = "MODEL=IN,OUT", env = "TOOLMOCK_PRICES",
+          value_delimiter = ';', value_parser = toolmock_agent::parse_price)]
+    pub prices: Vec<(String, Price)>,
 }
 
 impl AgentFlags {
+    /// The price of each role's model, by its name in the model flags.
+    fn role_prices(&self) -> RolePrices {
+        let flags = &self.models;
+        let price = |model: Option<&String>| price_of(&self.prices, model.map(String::as_str));
+        RolePrices {
+            agent: price(flags.model.as_ref()),
+            judge: price(flags.judge_model.as_ref()),
+            user: price(flags.user.user_model.as_ref().or(flags.model.as_ref())),
+        }
+    }
+
     /// The players the flags configure; `default_api_url` stands in for a
     /// missing `--api-url`. A flag given without its partner is refused.
     pub fn agents(&self, default_api_url: Option<String>) -> Result<Agents, WorkerError> {
@@ -157,6 +190,7 @@ impl AgentFlags {
                 allowed_hosts: self.allow_target_hosts.clone(),
             },
             real_max_response_bytes: self.real.real_max_response_bytes,
+            prices: self.role_prices(),
         })
     }
 }

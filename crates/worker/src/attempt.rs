@@ -111,10 +111,30 @@ async fn run(
     };
     // The claim bound the capability: the first call need not look it up.
     dispatcher.adopt_capability(&attempt.capability, claimed.capability_check());
+    // Every model request of the attempt metered: its usage recorded, its
+    // simulation's budget (fixed at the start) enforced.
+    let budgeted = shared
+        .store
+        .budget_standing(tenant, claimed.simulation)
+        .await
+        .map_err(|e| format!("reading the simulation's budget failed: {e}"))?
+        .is_some();
+    let meter = crate::metered::Meter {
+        store: shared.store.clone(),
+        tenant,
+        simulation: claimed.simulation,
+        attempt: claimed.attempt,
+        budgeted,
+        replaying: playable
+            .cassette
+            .as_ref()
+            .is_some_and(|c| c.mode() == toolmock_agent::CassetteMode::Replay),
+    };
+    let players = meter.players(&playable.players, shared.agents.prices);
     let result = play_attempt(
         dispatcher,
         tenant,
-        (&playable.workflows, &playable.players),
+        (&playable.workflows, &players),
         case,
         &case_at,
         &attempt,

@@ -38,6 +38,7 @@
 
 mod agents;
 mod attempt;
+mod metered;
 mod reaper;
 mod service;
 mod setup;
@@ -46,7 +47,7 @@ mod simulations;
 pub mod telemetry;
 mod verification;
 
-pub use agents::{AgentFlags, Agents, PgSink};
+pub use agents::{AgentFlags, Agents, PgSink, RolePrices};
 pub use reaper::{REAP_BATCH, reap_expired, spawn_reaper};
 pub use setup::{Report, WorkerConfig, WorkerError};
 

@@ -16,6 +16,8 @@ const WORKER: &[&[&str]] = &[
     &["setup", "telemetry"],
     // The agents (model, judge, services), the reaper, verifications.
     &["agents", "reaper", "verification"],
+    // Each attempt's model requests metered: the budget and the usage.
+    &["metered"],
     // The simulations loaded, then what the loop and its tasks share.
     &["simulations"],
     &["shared"],

@@ -87,7 +87,7 @@ pub(crate) struct RunArgs {
     /// A model's price per million tokens, MODEL=IN,OUT (repeatable, e.g.
     /// --price gpt-4.1-mini=0.4,1.6): the usage of the requests of the
     /// model (--model, --judge-model, or the cassette's) gets a cost.
-    #[arg(long, value_name = "MODEL=IN,OUT", value_parser = parse_price)]
+    #[arg(long, value_name = "MODEL=IN,OUT", value_parser = toolmock_agent::parse_price)]
     price: Vec<(String, simulation::Price)>,
     /// The most model tokens (prompt plus completion, as the endpoint
     /// reports them) the run may spend; then no new request is sent and the
@@ -360,40 +360,10 @@ fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
     }
 }
 
-/// `MODEL=IN,OUT`: a model name and its input and output price per
-/// million tokens (non-negative numbers).
-fn parse_price(text: &str) -> Result<(String, simulation::Price), String> {
-    let usage = || format!("{text:?} is not MODEL=IN,OUT (prices per million tokens)");
-    let (model, prices) = text.rsplit_once('=').ok_or_else(usage)?;
-    let (input, output) = prices.split_once(',').ok_or_else(usage)?;
-    let number = |p: &str| {
-        p.trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|n| n.is_finite() && *n >= 0.0)
-            .ok_or_else(usage)
-    };
-    if model.is_empty() {
-        return Err(usage());
-    }
-    Ok((
-        model.to_owned(),
-        simulation::Price {
-            input: number(input)?,
-            output: number(output)?,
-        },
-    ))
-}
-
 /// The price `--price` gives `model`, if any (the last one given wins, as
 /// with any repeated flag).
 fn price_of(args: &RunArgs, model: Option<&str>) -> Option<simulation::Price> {
-    let model = model?;
-    args.price
-        .iter()
-        .rev()
-        .find(|(m, _)| m == model)
-        .map(|(_, p)| *p)
+    toolmock_agent::price_of(&args.price, model)
 }
 
 /// The run's budget (`--max-tokens`, `--max-cost`), with the live models

@@ -469,6 +469,12 @@ pub(crate) async fn get_attempt(
         records.harness_errors,
     );
     view.conversation = conversation.into_iter().map(message_view).collect();
+    view.model_requests = store
+        .attempt_usage(tenant, attempt)
+        .await?
+        .into_iter()
+        .map(crate::views::usage::model_request_view)
+        .collect();
     // Every call says whose it is: a simulated user's own tools are the
     // user's (a tool belongs to one side), every other call the agent's.
     for call in view.evidence.iter_mut().chain(&mut view.tool_input_errors) {

@@ -193,6 +193,12 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "GET",
+        path: "/api/simulations/{id}/compare/{head}",
+        access: Access::Permission(RUN_SIMULATIONS),
+        register: || routes!(simulations::compare_simulations),
+    },
+    Route {
+        method: "GET",
         path: "/api/simulations/{id}/cassette",
         access: Access::Permission(RUN_SIMULATIONS),
         register: || routes!(cassettes::get_cassette),

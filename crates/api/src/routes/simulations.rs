@@ -10,6 +10,7 @@ use crate::views::simulations::{
     CoverageView, SimulationEvent, SimulationPage, SimulationView, StartedAttemptView, StartedView,
     attempt_item, driver_name, pin_view, simulation_item, step_events,
 };
+use crate::views::usage::{ComparisonView, budget_view, comparison_view, run_usage};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -27,6 +28,7 @@ use toolmock_simulation::{
     CallReport, FileProblem, Files, RunError, coverage, install_inline, load_value, recorded_calls,
     start_problems, start_request, unknown_library_tools,
 };
+use toolmock_store::BudgetLimits;
 use uuid::Uuid;
 
 /// Loader and start problems as the API lists them, each at its pointer
@@ -62,18 +64,22 @@ fn run_error(error: RunError, code: ApiCode) -> ApiError {
 /// attempts with their fixture state and capabilities, and runs the scripted
 /// cases' attempts in the background.
 #[utoipa::path(post, path = "/api/simulations", tag = "simulations",
+    params(StartQuery),
     request_body(content = Object, description = "The simulation document (version 1, docs/simulations.md); files are not read: every manifest, contract list and definition is inline. An optional member `cassette`, `{\"mode\": \"record\" | \"replay\" | \"auto\", \"exchanges\": [exchange, …]}` (docs/cassettes.md), is the model cassette the simulation's workers replay from and record into; it is not part of the stored document"),
     security(("bearer" = ["AIManager:RunSimulations"])),
     responses(
         (status = 201, description = "Started", body = StartedView),
+        (status = 400, description = "`invalid_query`: a budget that is not a positive number", body = crate::ErrorEnvelope),
         (status = 422, description = "`invalid_cassette`: the `cassette` member is unusable (every problem with its pointer); `invalid_simulation`: the document does not load (every problem with its pointer, an unknown library tool included); `start_refused`: every stale or missing operation, invalid definition, state conflict and effect node", body = crate::ErrorEnvelope),
     ))]
 pub(crate) async fn start_simulation(
     auth: Authorized<RunSimulations>,
     State(state): State<AppState>,
+    ApiQuery(budget): ApiQuery<StartQuery>,
     ApiJson(mut body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<StartedView>), ApiError> {
     let tenant = auth.principal.tenant;
+    budget.check()?;
     let cassette = crate::cassette_upload::take_cassette(&mut body)?;
     let invalid = |problems: &[FileProblem]| {
         ApiError::unprocessable(
@@ -133,6 +139,26 @@ pub(crate) async fn start_simulation(
             &auth.principal.subject,
         )
         .await?;
+    // Fixed before any attempt is queued: a worker reads it before its
+    // first request.
+    let default = state
+        .store()
+        .tenant_budget(tenant)
+        .await?
+        .unwrap_or_default();
+    let limits = BudgetLimits {
+        max_tokens: budget.max_tokens.or(default.max_tokens),
+        max_cost: budget.max_cost.or(default.max_cost),
+    };
+    state
+        .store()
+        .record_simulation_budget(
+            tenant,
+            started.id,
+            limits,
+            (budget.max_tokens.is_none(), budget.max_cost.is_none()),
+        )
+        .await?;
     // Before any attempt is queued: a worker that claims one finds it.
     if let Some((mode, lines)) = &cassette {
         state
@@ -179,6 +205,43 @@ pub(crate) async fn start_simulation(
         state.store().queue_attempts(tenant, &queued).await?;
     }
     Ok((StatusCode::CREATED, Json(view)))
+}
+
+/// `POST /api/simulations` query: the simulation's budget (docs/api.md,
+/// "Budgets"). Each bound not given is the tenant's default, if its
+/// operator set one.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StartQuery {
+    /// The most model tokens (prompt plus completion) the simulation's
+    /// requests may spend; then no new request is sent and the attempts
+    /// that need one end `harness_error` (`budget_exhausted`).
+    #[param(minimum = 1)]
+    max_tokens: Option<u64>,
+    /// The most they may cost, in the unit of the workers' `--price`.
+    #[param(exclusive_minimum = 0)]
+    max_cost: Option<f64>,
+}
+
+impl StartQuery {
+    fn check(&self) -> Result<(), ApiError> {
+        if let Some(max) = self.max_tokens
+            && (max == 0 || i64::try_from(max).is_err())
+        {
+            return Err(ApiError::InvalidQuery {
+                message: format!("max_tokens must be between 1 and {}, not {max}", i64::MAX),
+            });
+        }
+        if let Some(max) = self.max_cost
+            && !(max.is_finite() && max > 0.0)
+        {
+            return Err(ApiError::InvalidQuery {
+                message: format!("max_cost must be a positive number, not {max}"),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// `GET /api/simulations` query.
@@ -258,11 +321,19 @@ pub(crate) async fn get_simulation(
         .into_iter()
         .map(|a| attempt_item(a, parsed.as_ref()))
         .collect();
+    let budget = match store.budget_standing(tenant, simulation).await? {
+        Some(standing) => Some(budget_view(
+            standing,
+            store.budget_refusals(tenant, simulation).await?,
+        )),
+        None => None,
+    };
     Ok(Json(SimulationView {
         summary: simulation_item(summary),
         pins: pins.pins.iter().map(pin_view).collect(),
         attempts,
         document: raw,
+        budget,
     }))
 }
 
@@ -333,9 +404,18 @@ pub(crate) async fn get_results(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<toolmock_simulation::RunResults>, ApiError> {
-    let tenant = auth.principal.tenant;
-    let simulation = SimulationId(id);
-    let store = state.store();
+    results_of(state.store(), auth.principal.tenant, SimulationId(id))
+        .await
+        .map(Json)
+}
+
+/// A finished simulation's results document, built from PostgreSQL.
+async fn results_of(
+    store: &toolmock_store::PgStore,
+    tenant: toolmock_runtime::model::TenantId,
+    simulation: SimulationId,
+) -> Result<toolmock_simulation::RunResults, ApiError> {
+    let id = simulation.as_uuid();
     let summary = store.simulation(tenant, simulation).await?;
     let unfinished = summary.queued + summary.running;
     if unfinished > 0 {
@@ -395,6 +475,8 @@ pub(crate) async fn get_results(
             conversation,
         );
         result.judge = judge;
+        (result.model_requests, result.tokens) =
+            run_usage(&store.attempt_usage(tenant, a.id).await?);
         per_case[a.case_position as usize].push(result);
     }
     let mut results = toolmock_simulation::assemble_results(
@@ -404,7 +486,61 @@ pub(crate) async fn get_results(
         summary.fixtures_hash,
     );
     results.diverged_mocks = diverged_mocks(store, tenant, &pins.pins).await?;
-    Ok(Json(results))
+    Ok(results)
+}
+
+/// Two finished simulations of one suite compared case by case (the
+/// simulation of the path is BASE, `head` HEAD): per case the pass rate,
+/// pass^k, tokens and cost on each side and the change, regressions first
+/// — `toolmock compare` over their results documents.
+#[utoipa::path(get, path = "/api/simulations/{id}/compare/{head}", tag = "simulations",
+    params(("id" = Uuid, Path, description = "BASE: the simulation before the change"),
+           ("head" = Uuid, Path, description = "HEAD: the simulation after it")),
+    security(("bearer" = ["AIManager:RunSimulations"])),
+    responses(
+        (status = 200, description = "The comparison", body = ComparisonView),
+        (status = 404, description = "No such simulation for this tenant (either)", body = crate::ErrorEnvelope),
+        (status = 409, description = "`simulation_running` while an attempt of either has not finished; `no_simulation_document` for one started without a document", body = crate::ErrorEnvelope),
+    ))]
+pub(crate) async fn compare_simulations(
+    auth: Authorized<RunSimulations>,
+    State(state): State<AppState>,
+    ApiPath((id, head)): ApiPath<(Uuid, Uuid)>,
+) -> Result<Json<ComparisonView>, ApiError> {
+    let tenant = auth.principal.tenant;
+    let store = state.store();
+    let (base_listing, base_summary, base_cases) =
+        compared_side(store, tenant, SimulationId(id)).await?;
+    let (head_listing, head_summary, head_cases) =
+        compared_side(store, tenant, SimulationId(head)).await?;
+    let rows = toolmock_simulation::compare::compare_cases(&base_cases, &head_cases);
+    Ok(Json(comparison_view(
+        (base_listing, &base_summary),
+        (head_listing, &head_summary),
+        rows,
+    )))
+}
+
+/// One side of a comparison: the simulation, its results' summary and its
+/// cases as the comparison reads them.
+async fn compared_side(
+    store: &toolmock_store::PgStore,
+    tenant: toolmock_runtime::model::TenantId,
+    simulation: SimulationId,
+) -> Result<
+    (
+        toolmock_store::SimulationListing,
+        toolmock_simulation::Summary,
+        Vec<(String, Value)>,
+    ),
+    ApiError,
+> {
+    let listing = store.simulation(tenant, simulation).await?;
+    let results = results_of(store, tenant, simulation).await?;
+    let document = serde_json::to_value(&results).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let cases = toolmock_simulation::compare::results_cases(&document)
+        .ok_or_else(|| ApiError::Internal("a results document without cases".into()))?;
+    Ok((listing, results.summary, cases))
 }
 
 /// The pinned mocks whose latest verification diverged (docs/verify.md):

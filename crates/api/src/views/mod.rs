@@ -6,4 +6,5 @@
 pub(crate) mod simulations;
 pub(crate) mod testing;
 pub(crate) mod tools;
+pub(crate) mod usage;
 pub(crate) mod verifications;

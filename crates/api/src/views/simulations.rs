@@ -1,5 +1,6 @@
 //! What the agent, simulation and attempt routes answer.
 
+use super::usage::{BudgetView, ModelRequestView, TokensView, tokens_view};
 use crate::error::ApiError;
 use crate::jobs::FollowStep;
 use axum::response::sse::Event;
@@ -179,6 +180,10 @@ pub(crate) struct SimulationItem {
     /// started with (absent when it had none), as `toolmock run` reports it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) fixtures_hash: Option<String>,
+    /// Its attempts' model requests' usage, summed (absent: no answer
+    /// reported usage).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tokens: Option<TokensView>,
 }
 
 pub(crate) fn simulation_item(s: SimulationListing) -> SimulationItem {
@@ -202,6 +207,7 @@ pub(crate) fn simulation_item(s: SimulationListing) -> SimulationItem {
         failed: s.failed,
         harness_error: s.harness_error,
         fixtures_hash: s.fixtures_hash,
+        tokens: s.tokens.map(tokens_view),
     }
 }
 
@@ -245,6 +251,10 @@ pub(crate) struct AttemptItem {
     pub(crate) unmet: Option<Value>,
     /// The judge's report of a case with a `judge` rubric, once graded.
     pub(crate) judge: Option<JudgeView>,
+    /// Its model requests' usage, summed (absent: no answer reported
+    /// usage); the attempt's page lists them one by one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tokens: Option<TokensView>,
 }
 
 /// What a judge model said of an attempt's recorded conversation.
@@ -350,6 +360,7 @@ pub(crate) fn attempt_item(
         calls: a.calls,
         unmet: a.unmet,
         judge: a.judge.and_then(|j| serde_json::from_value(j).ok()),
+        tokens: a.tokens.map(tokens_view),
     }
 }
 
@@ -366,6 +377,8 @@ pub(crate) struct SimulationView {
     /// The document it was started with.
     #[schema(value_type = Option<Object>)]
     pub(crate) document: Option<Value>,
+    /// Its budget and what its requests spent of it (absent: no budget).
+    pub(crate) budget: Option<BudgetView>,
 }
 
 /// The coverage report of a simulation.
@@ -419,6 +432,9 @@ pub(crate) struct AttemptView {
     /// empty otherwise. The model endpoint's configuration is never part of
     /// it.
     pub(crate) conversation: Vec<MessageView>,
+    /// Every model request whose answer reported usage, in order (the
+    /// agent's, a simulated user's and the judge's).
+    pub(crate) model_requests: Vec<ModelRequestView>,
 }
 
 /// What finishing an external attempt decided.
@@ -479,6 +495,7 @@ pub(crate) fn attempt_view(
         tool_input_errors,
         harness_errors,
         conversation: Vec::new(),
+        model_requests: Vec::new(),
     }
 }
 

@@ -27,5 +27,6 @@ mod simulated_user;
 mod simulations;
 mod testing_flow;
 mod tools;
+mod usage;
 mod verifications;
 mod worker_clock;

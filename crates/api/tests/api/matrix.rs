@@ -51,7 +51,9 @@ fn sample(route: &Route, ids: &Ids) -> Option<(String, Option<Value>)> {
         .replace("{id}", id)
         .replace("{operation_id}", &t.book)
         .replace("{verification_id}", &ids.verification)
-        .replace("{revision}", "1");
+        .replace("{revision}", "1")
+        // A simulation compared with itself.
+        .replace("{head}", &ids.simulation);
     let body = match (route.method, route.path) {
         ("GET", _) => None,
         ("POST", "/api/tools") => Some(calendar_tool("calendar-2")),

@@ -93,6 +93,22 @@ impl Players {
         self
     }
 
+    /// The same players with each model replaced by what `wrap` makes of
+    /// it, given its role (`agent`, `judge` or `user`): a worker meters one
+    /// attempt's requests this way.
+    #[must_use]
+    pub fn map_models(
+        &self,
+        wrap: impl Fn(&'static str, &Arc<dyn ChatModel>) -> Arc<dyn ChatModel>,
+    ) -> Self {
+        Self {
+            model: self.model.as_ref().map(|m| wrap("agent", m)),
+            judge: self.judge.as_ref().map(|m| wrap("judge", m)),
+            user: self.user.as_ref().map(|m| wrap("user", m)),
+            ..self.clone()
+        }
+    }
+
     /// The user model and the simulated user of `case`, when it has one.
     pub fn user_of(&self, case: &str) -> Option<(&UserPlayer, &Arc<dyn ChatModel>)> {
         Some((self.users.get(case)?, self.user.as_ref()?))

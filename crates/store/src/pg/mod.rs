@@ -25,6 +25,7 @@ mod queue;
 mod records;
 mod simulations;
 mod tool_views;
+mod usage;
 mod verifications;
 
 pub use cassettes::StoredCassette;
@@ -34,6 +35,7 @@ pub use simulations::{AttemptListing, SimulationListing};
 pub use tool_views::{
     IndexedOperation, RevisionSummary, StoredContract, TestingIndex, ToolListing,
 };
+pub use usage::{BudgetLimits, BudgetStanding, UsageRecord, UsageTotals};
 pub use verifications::{
     ClaimedVerification, MAX_VERIFICATION_CLAIMS, VerificationMark, VerificationRecord,
     VerificationResult, VerificationSettings,

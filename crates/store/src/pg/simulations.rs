@@ -3,6 +3,7 @@
 //! counts, a simulation's attempts with their judgements, and recording a
 //! judgement. Every one filters by tenant.
 
+use super::usage::{SumsRow, UsageTotals};
 use super::{Db, PgStore, db};
 use crate::rows::corrupt;
 use chrono::{DateTime, Utc};
@@ -13,7 +14,7 @@ use toolmock_runtime::model::{AgentId, AttemptId, AttemptOutcome, SimulationId, 
 use uuid::Uuid;
 
 /// A simulation with how its attempts stand.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SimulationListing {
     /// Its id.
     pub id: SimulationId,
@@ -39,6 +40,9 @@ pub struct SimulationListing {
     /// The sha256 of its shared fixtures' canonical JSON, when it was
     /// started with any.
     pub fixtures_hash: Option<String>,
+    /// Its attempts' model requests' usage, summed (none: no request
+    /// reported usage).
+    pub tokens: Option<UsageTotals>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -54,6 +58,8 @@ struct ListingRow {
     failed: i64,
     harness_error: i64,
     fixtures_hash: Option<String>,
+    #[sqlx(flatten)]
+    usage: SumsRow,
 }
 
 fn count(value: i64) -> Db<u32> {
@@ -74,6 +80,7 @@ impl ListingRow {
             failed: count(self.failed)?,
             harness_error: count(self.harness_error)?,
             fixtures_hash: self.fixtures_hash,
+            tokens: self.usage.into_totals()?,
         })
     }
 }
@@ -105,6 +112,8 @@ pub struct AttemptListing {
     pub calls: u32,
     /// The judge's report (verdict, score, reasoning) of a graded rubric.
     pub judge: Option<Value>,
+    /// Its model requests' usage, summed (none: no request reported usage).
+    pub tokens: Option<UsageTotals>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -120,6 +129,8 @@ struct AttemptRow {
     unmet: Option<Json<Value>>,
     calls: i64,
     judge: Option<Json<Value>>,
+    #[sqlx(flatten)]
+    usage: SumsRow,
 }
 
 impl AttemptRow {
@@ -141,10 +152,14 @@ impl AttemptRow {
             unmet: self.unmet.map(|j| j.0),
             calls: count(self.calls)?,
             judge: self.judge.map(|j| j.0),
+            tokens: self.usage.into_totals()?,
         })
     }
 }
 
+// The usage sums (`us`) are the `model_usage` rows of the simulation or
+// the attempt, as the columns `SumsRow` reads (`sum(bigint)` is numeric:
+// cast back).
 const LISTING: &str = "SELECT s.id, d.name, s.agent_id, s.created_at, \
          count(a.id) AS attempts, \
          count(a.id) FILTER (WHERE a.status = 'queued') AS queued, \
@@ -152,11 +167,20 @@ const LISTING: &str = "SELECT s.id, d.name, s.agent_id, s.created_at, \
          count(a.id) FILTER (WHERE a.outcome = 'passed') AS passed, \
          count(a.id) FILTER (WHERE a.outcome = 'failed') AS failed, \
          count(a.id) FILTER (WHERE a.outcome = 'harness_error') AS harness_error, \
-         b.fixtures_hash \
+         b.fixtures_hash, us.* \
      FROM simulations s \
      LEFT JOIN simulation_documents d ON d.simulation_id = s.id \
      LEFT JOIN simulation_fixture_bases b ON b.tenant_id = s.tenant_id AND b.simulation_id = s.id \
+     CROSS JOIN LATERAL (SELECT count(u.id) AS usage_requests, \
+         COALESCE(sum(u.prompt_tokens), 0)::bigint AS usage_prompt, \
+         COALESCE(sum(u.completion_tokens), 0)::bigint AS usage_completion, \
+         sum(u.cached_tokens)::bigint AS usage_cached, sum(u.cost) AS usage_cost FROM model_usage u \
+         WHERE u.tenant_id = s.tenant_id AND u.simulation_id = s.id) us \
      LEFT JOIN attempts a ON a.simulation_id = s.id";
+
+/// What [`LISTING`] groups by: the simulation and its one-row joins.
+const GROUP: &str = "GROUP BY s.id, d.name, b.fixtures_hash, us.usage_requests, us.usage_prompt, \
+     us.usage_completion, us.usage_cached, us.usage_cost";
 
 const ATTEMPTS: &str = "SELECT a.id, c.name AS test_case, c.position, a.number, a.outcome, \
          a.status = 'queued' AS queued, \
@@ -167,10 +191,15 @@ const ATTEMPTS: &str = "SELECT a.id, c.name AS test_case, c.position, a.number, 
               WHERE t.tenant_id = a.tenant_id AND t.attempt_id = a.id) \
          + (SELECT count(*) FROM harness_errors h \
               WHERE h.tenant_id = a.tenant_id AND h.attempt_id = a.id AND h.tool_name IS NOT NULL) \
-         AS calls, j.judge \
+         AS calls, j.judge, us.* \
      FROM attempts a \
      JOIN test_cases c ON c.id = a.test_case_id \
-     LEFT JOIN attempt_judgements j ON j.attempt_id = a.id";
+     LEFT JOIN attempt_judgements j ON j.attempt_id = a.id \
+     CROSS JOIN LATERAL (SELECT count(u.id) AS usage_requests, \
+         COALESCE(sum(u.prompt_tokens), 0)::bigint AS usage_prompt, \
+         COALESCE(sum(u.completion_tokens), 0)::bigint AS usage_completion, \
+         sum(u.cached_tokens)::bigint AS usage_cached, sum(u.cost) AS usage_cost FROM model_usage u \
+         WHERE u.tenant_id = a.tenant_id AND u.attempt_id = a.id) us";
 
 impl PgStore {
     /// Keeps the document a simulation was started with.
@@ -225,7 +254,7 @@ impl PgStore {
             "{LISTING} WHERE s.tenant_id = $1 \
                  AND ($2::uuid IS NULL OR (s.created_at, s.id) < \
                      (SELECT b.created_at, b.id FROM simulations b WHERE b.tenant_id = $1 AND b.id = $2)) \
-             GROUP BY s.id, d.name, b.fixtures_hash ORDER BY s.created_at DESC, s.id DESC LIMIT $3"
+             {GROUP} ORDER BY s.created_at DESC, s.id DESC LIMIT $3"
         );
         let rows: Vec<ListingRow> = db(sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(tenant.as_uuid())
@@ -242,9 +271,7 @@ impl PgStore {
         tenant: TenantId,
         simulation: SimulationId,
     ) -> Db<SimulationListing> {
-        let sql = format!(
-            "{LISTING} WHERE s.tenant_id = $1 AND s.id = $2 GROUP BY s.id, d.name, b.fixtures_hash"
-        );
+        let sql = format!("{LISTING} WHERE s.tenant_id = $1 AND s.id = $2 {GROUP}");
         let row: Option<ListingRow> = db(sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(tenant.as_uuid())
             .bind(simulation.as_uuid())
