@@ -48,6 +48,7 @@ pub mod seed;
 mod state;
 mod stored;
 pub mod ui;
+mod user_talk;
 mod views;
 
 pub use auth::{AuthConfig, AuthConfigError, Claims, Principal, mint_hs256};

@@ -21,6 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &[
         "call_task",
         "extract",
+        "user_talk",
         "limits",
         "middleware",
         "stored",

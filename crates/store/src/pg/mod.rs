@@ -14,6 +14,7 @@
 
 mod attempts;
 mod bases;
+mod cassettes;
 mod catalog;
 mod conversations;
 mod evidence;
@@ -25,6 +26,7 @@ mod simulations;
 mod tool_views;
 mod verifications;
 
+pub use cassettes::StoredCassette;
 pub use conversations::StoredMessage;
 pub use queue::{Claimed, Fence, QUEUE_CHANNEL, Reaped, Released};
 pub use simulations::{AttemptListing, SimulationListing};
