@@ -8,14 +8,15 @@
 #
 #   scripts/bench-tau2-run.sh [RUNS]   (default 3)
 #
-# Needs .cache/tau2-harness-venv and .cache/test-venv
-# (scripts/install-test-tools.sh).
+# Needs .cache/tau2-venv and .cache/test-venv (scripts/install-test-tools.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target="${CARGO_TARGET_DIR:-$root/target}"
 runs="${1:-3}"
 out="$target/bench-tau2-run"
-retail="$("$root/.cache/tau2-harness-venv/bin/python" -c 'import importlib.util, os; print(os.path.dirname(importlib.util.find_spec("tau2").origin))')/data/tau2/domains/retail"
+venv="$root/.cache/tau2-venv"
+[[ -x "$venv/bin/python" ]] || { echo "no $venv: run scripts/install-test-tools.sh" >&2; exit 1; }
+retail="$(echo "$venv"/lib/python*/site-packages/tau2/data/tau2/domains/retail)"
 
 cargo build --release --locked --quiet -p toolmock-cli
 toolmock="$target/release/toolmock"
