@@ -55,7 +55,7 @@ setup:
     scripts/install-test-tools.sh
     scripts/install-browser.sh
 
-# Run every test: unit, integration (real PostgreSQL, real MCP servers), doc tests, the Python package and its wheel in a clean environment, the tau2-bench retail yardstick, conformance vectors.
+# Run every test: unit, integration (real PostgreSQL, real MCP servers), doc tests, the Python package and its wheel in a clean environment, the tau2-bench retail yardstick and the same tasks through tau2-bench's own harness, conformance vectors.
 test: setup
     scripts/test-setup.sh
     cargo test --workspace --locked
@@ -64,6 +64,7 @@ test: setup
     scripts/python-tests.sh
     scripts/test-wheel.sh
     scripts/test-tau2.sh
+    scripts/test-tau2-harness.sh
     just conformance
     just schemathesis
     just ui-test
