@@ -104,14 +104,14 @@ pub(super) async fn conclude_played<B: Backend>(
         store.evidence(tenant, attempt),
         store.tool_input_errors(tenant, attempt),
         store.harness_errors(tenant, attempt),
-        store.state(tenant, attempt),
+        store.layered_state(tenant, attempt),
     )?;
     let calls: Vec<RecordedCall> = recorded_calls(&evidence, &tool_input_errors, &harness_errors);
     let expect_at = pointer::push(case_at, "expect");
     unmet.extend(unmet_expectations(
         &case.expect,
         &calls,
-        &state.state,
+        state.view(),
         &expect_at,
     ));
     if let Some(expect) = &case.expect.final_answer {
@@ -200,7 +200,7 @@ pub(super) async fn conclude_played<B: Backend>(
         evidence,
         tool_input_errors,
         harness_errors,
-        final_state: state.state,
+        final_state: state,
         message_times: times,
     });
     Ok(result)

@@ -22,6 +22,7 @@ mod held;
 mod pins;
 mod queue;
 mod simulations;
+mod state_reads;
 mod tool_views;
 mod verifications;
 
