@@ -24,6 +24,9 @@ conversation=$!
 for _ in $(seq 1 300); do [[ -s "$conversation_port" ]] && break; sleep 0.1; done
 export TOOLMOCK_MODEL_URL="http://127.0.0.1:$(head -n 1 "$conversation_port")/v1"
 export TOOLMOCK_MODEL=correct TOOLMOCK_JUDGE_MODEL=judge_pass
+# External attempts' simulated users (ask-user): a customer that unlocks its
+# phone (its own tool) before it asks for a note.
+export TOOLMOCK_USER_MODEL=customer_tools
 # The verification page's real tool listens on this machine's loopback, which
 # a worker refuses by default (docs/operations.md, private targets).
 export TOOLMOCK_ALLOW_PRIVATE_TARGETS=true

@@ -359,6 +359,67 @@ test("a model-driven attempt's timeline shows the assistant's turns between the 
   assert.match(await page.locator("#judge").innerText(), /passed[\s\S]*score 0\.9/);
 });
 
+test("an external agent's conversation with its simulated user shows who said what", async () => {
+  // The agent is this test, through the API's ask-user and tool-call
+  // endpoints; the API's user model (the conversation server's
+  // customer_tools, scripts/ui-tests.sh) unlocks its phone first, asks for
+  // a note, answers the agent's question and stops once the note is added.
+  const object = { type: "object" };
+  const add = { type: "object", properties: { text: { type: "string" } }, required: ["text"] };
+  const document = {
+    simulation_version: 1,
+    name: "asking user",
+    tools: [
+      { name: "notes", from: "custom",
+        operations: [{ name: "add", description: "Adds a note.", input_schema: add, output_schema: { type: "object", required: ["id"] } }],
+        definitions: { add: { schema_version: 1, default_variant: "ok", variants: { ok: { result: { id: "n-1" } } },
+          examples: [{ variant: "ok", input: { text: "a" }, expected: { id: "n-1" } }] } } },
+      { name: "phone", from: "custom",
+        operations: [{ name: "unlock", description: "Unlocks the user's phone.", input_schema: object, output_schema: object }],
+        definitions: { unlock: { schema_version: 1, default_variant: "ok", variants: { ok: { result: { unlocked: true } } },
+          examples: [{ variant: "ok", input: {}, expected: { unlocked: true } }] } } },
+    ],
+    agent: { name: "scribe", prompt: "You keep notes.", tools: ["notes"] },
+    cases: [{
+      name: "asks first",
+      driver: { type: "external" },
+      user: { type: "model", instructions: "You want a note.\nThe note says: milk", tools: ["phone"] },
+      expect: { agent_said: { contains: ["n-1"] } },
+    }],
+  };
+  const started = await api("POST", "/api/simulations", document);
+  const attempt = started.attempts[0];
+  const asCapability = async (path, body) => {
+    const response = await fetch(`${base}/api/attempts/${attempt.id}/${path}`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${attempt.capability}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const parsed = await response.json();
+    assert.ok(response.ok, `${path}: ${response.status} ${JSON.stringify(parsed)}`);
+    return parsed;
+  };
+  assert.deepEqual(await asCapability("ask-user", {}), { reply: "I need a note, please." });
+  assert.deepEqual(await asCapability("ask-user", { message: "What should the note say?" }), { reply: "milk" });
+  assert.deepEqual(await asCapability("tool-calls", { tool: "notes", operation: "add", arguments: { text: "milk" } }), { id: "n-1" });
+  assert.deepEqual(await asCapability("ask-user", { message: "Added note n-1." }),
+    { reply: "Thanks! ###STOP###", stop: "###STOP###", ended: true });
+  assert.equal((await asCapability("finish")).outcome, "passed");
+  await page.goto(`${base}/#/attempts/${attempt.id}`);
+  await shoot("attempt-simulated-user", /Attempt asks first #1/);
+  const entries = await page.locator("#timeline > li").allInnerTexts();
+  assert.equal(entries.length, 8, entries.join("\n---\n"));
+  assert.match(entries[0], /User[\s\S]*calls phone__unlock/);
+  assert.match(entries[1], /1\. phone\/unlock[\s\S]*user's call/);
+  assert.match(entries[2], /User[\s\S]*I need a note, please\./);
+  assert.match(entries[3], /Assistant[\s\S]*What should the note say\?/);
+  assert.match(entries[4], /User[\s\S]*milk/);
+  assert.match(entries[5], /2\. notes\/add[\s\S]*agent's call/);
+  assert.match(entries[6], /Assistant[\s\S]*Added note n-1\./);
+  assert.match(entries[7], /User[\s\S]*stop ###STOP###[\s\S]*Thanks!/);
+  assert.equal(await page.locator("#timeline li.message.user").count(), 4);
+});
+
 test("a domain error stands apart in the timeline, and the simulation names its shared fixtures", async () => {
   // An external attempt over a version-2 mock reading a shared fixture: one
   // order found, one answered by the mock's domain error.

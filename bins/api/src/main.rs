@@ -200,7 +200,8 @@ struct ServeArgs {
     /// (default: not served).
     #[arg(long, env = "TOOLMOCK_METRICS_ADDR")]
     metrics_addr: Option<String>,
-    /// What plays the in-process workers' model and http cases.
+    /// What plays the in-process workers' model and http cases, and the
+    /// simulated users of external attempts (`ask-user`).
     #[command(flatten)]
     agents: toolmock_worker::AgentFlags,
     /// Log line format.
@@ -341,7 +342,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         toolmock_store::check_schema(&pool)
             .await
             .map_err(|e| e.to_string())?;
-        let config = ApiConfig {
+        let mut config = ApiConfig {
             generator,
             body_limit: args.body_limit,
             request_timeout: Duration::from_secs(args.request_timeout_secs),
@@ -351,12 +352,22 @@ fn serve(args: ServeArgs) -> Result<(), String> {
             concurrency_limit: args.concurrency_limit,
             attempt_lease: Duration::from_secs(args.attempt_lease_secs),
             concurrent_starts: args.concurrent_starts,
+            user_model: None,
         };
         let listener = tokio::net::TcpListener::bind(args.bind)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", args.bind))?;
         let local = listener.local_addr().map_err(|e| e.to_string())?;
         tracing::info!(address = %local, "listening");
+        // Agent services reach the tool-call endpoint at this server's own
+        // address unless --api-url says otherwise.
+        let agents = args
+            .agents
+            .agents(Some(format!("http://{local}")))
+            .map_err(|e| format!("{}: {e}", e.code()))?;
+        // External agents' simulated users (`ask-user`) are played by the
+        // user model the workers' flags name, by default the agent's.
+        config.user_model = agents.user.clone().or_else(|| agents.model.clone());
         let state = AppState::new(pool.clone(), auth, config);
         let sweeper = toolmock_api::spawn_lease_sweeper(state.clone());
         let app = toolmock_api::router(state);
@@ -381,12 +392,6 @@ fn serve(args: ServeArgs) -> Result<(), String> {
             ),
             None => None,
         };
-        // Agent services reach the tool-call endpoint at this server's own
-        // address unless --api-url says otherwise.
-        let agents = args
-            .agents
-            .agents(Some(format!("http://{local}")))
-            .map_err(|e| format!("{}: {e}", e.code()))?;
         let workers = (args.workers > 0).then(|| {
             let mut config =
                 toolmock_worker::WorkerConfig::new(format!("api:{}:{}", std::process::id(), local));

@@ -46,6 +46,10 @@ pub(crate) struct SubmitArgs {
     #[arg(long, value_name = "SECS", default_value_t = 3600,
           value_parser = clap::value_parser!(u64).range(1..=604_800))]
     timeout: u64,
+    /// The model cassette the workers replay from and record into; what
+    /// they record is written back into DIR (docs/cassettes.md).
+    #[command(flatten)]
+    cassette: toolmock_agent::CassetteFlags,
 }
 
 pub(crate) fn run(args: &SubmitArgs) -> Result<u8, Failure> {
@@ -56,13 +60,17 @@ pub(crate) fn run(args: &SubmitArgs) -> Result<u8, Failure> {
     };
     report.validate()?;
     let file = args.simulation.display().to_string();
-    let document = match toolmock_simulation::inline_file(&args.simulation) {
+    let mut document = match toolmock_simulation::inline_file(&args.simulation) {
         Ok(document) => document,
         Err(problems) => {
             print_problems(&file, &problems);
             return Ok(2);
         }
     };
+    let cassette = cassette_member(&args.cassette)?;
+    if let (Some(member), Some(object)) = (&cassette, document.as_object_mut()) {
+        object.insert("cassette".into(), member.clone());
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -86,7 +94,13 @@ pub(crate) fn run(args: &SubmitArgs) -> Result<u8, Failure> {
             }
         };
         api.follow(&started, deadline).await?;
-        api.results(&started.id, deadline).await.map(Some)
+        let results = api.results(&started.id, deadline).await?;
+        if let (Some(dir), Some(member)) = (&args.cassette.cassette, &cassette)
+            && member["mode"] != "replay"
+        {
+            api.save_cassette(&started.id, dir).await?;
+        }
+        Ok::<_, Failure>(Some(results))
     })?;
     let Some(results) = results else {
         return Ok(2);
@@ -105,6 +119,31 @@ pub(crate) fn run(args: &SubmitArgs) -> Result<u8, Failure> {
     );
     report.write_junit(&results)?;
     Ok(report.exit_code(&results))
+}
+
+/// The start's `cassette` member from `--cassette DIR` and
+/// `--cassette-mode` (default `replay`): the mode and every exchange DIR
+/// holds (none when it does not exist yet).
+fn cassette_member(flags: &toolmock_agent::CassetteFlags) -> Result<Option<Value>, Failure> {
+    let Some(dir) = &flags.cassette else {
+        return match flags.cassette_mode {
+            Some(_) => Err(Failure::usage("--cassette-mode needs --cassette")),
+            None => Ok(None),
+        };
+    };
+    let mode = flags
+        .cassette_mode
+        .unwrap_or(toolmock_agent::CassetteMode::Replay);
+    let exchanges = toolmock_agent::cassette::read_dir(dir)
+        .map_err(|e| Failure::usage(format!("{}: {e}", e.code())))?;
+    let exchanges: Vec<Value> = exchanges
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()
+        .map_err(|e| Failure::usage(format!("cannot send the cassette: {e}")))?;
+    Ok(Some(
+        serde_json::json!({"mode": mode.as_str(), "exchanges": exchanges}),
+    ))
 }
 
 struct Api {
@@ -231,6 +270,41 @@ impl Api {
         if let Some(bar) = bar {
             bar.finish_and_clear();
         }
+        Ok(())
+    }
+
+    /// Downloads the simulation's cassette and writes it into `dir`, and
+    /// says on stderr what the workers recorded.
+    async fn save_cassette(&self, id: &str, dir: &std::path::Path) -> Result<(), Failure> {
+        let (url, response) = self.get(&format!("/api/simulations/{id}/cassette")).await?;
+        let status = response.status();
+        let body: Value = response
+            .json()
+            .await
+            .map_err(|e| unreachable(&format!("cannot read {url}"), e))?;
+        if !status.is_success() {
+            return Err(refused("the API refused the cassette", status, &body));
+        }
+        let exchanges = body["exchanges"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|e| toolmock_agent::cassette::parse_exchange(&e.to_string()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| unreachable(&format!("{url} holds an exchange that"), e))?;
+        toolmock_agent::cassette::write_cassette(dir, &exchanges).map_err(|e| Failure {
+            message: format!("{}: {e}", e.code()),
+            exit: 1,
+        })?;
+        let _ = writeln!(
+            std::io::stderr(),
+            "toolmock: cassette ({}): {} exchange(s) recorded by the workers, {} in {}",
+            body["mode"].as_str().unwrap_or_default(),
+            body["recorded"],
+            exchanges.len(),
+            dir.display()
+        );
         Ok(())
     }
 

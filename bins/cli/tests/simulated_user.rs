@@ -370,6 +370,30 @@ mod serve_common;
 fn an_mcp_agent_asks_the_simulated_user_through_ask_user() {
     let server = server();
     let dir = scratch();
+    let served = serve_ask_user(
+        &dir,
+        &["--user-model-url", &server.url, "--user-model", "customer"],
+    );
+    let results: Value = serde_json::from_str(&served).unwrap();
+    let a = attempt(&results);
+    assert_eq!(a["outcome"], "passed", "{results:#}");
+    assert_eq!(
+        said(a),
+        [
+            "user: I need a note, please.",
+            "assistant: What should the note say?",
+            "user: milk",
+            "assistant: Added note n-1.",
+            "user: Thanks! ###STOP###",
+        ]
+    );
+    assert_eq!(a["conversation"][4]["stop"], "###STOP###");
+}
+
+/// `toolmock serve --stdio` of an external case with a simulated user, with
+/// `flags`, played by an MCP client that asks the user, adds the note and
+/// ends: the results document it wrote, as text.
+fn serve_ask_user(dir: &Path, flags: &[&str]) -> String {
     let mut case = user_case(
         json!({}),
         json!({"final_state": {"subset": {"last": "milk"}}}),
@@ -382,17 +406,9 @@ fn an_mcp_agent_asks_the_simulated_user_through_ask_user() {
     )
     .unwrap();
     let results = dir.join("results.json");
-    let mut served = serve_common::StdioServed::serve(
-        &simulation,
-        &[
-            "--user-model-url",
-            &server.url,
-            "--user-model",
-            "customer",
-            "--json",
-            results.to_str().unwrap(),
-        ],
-    );
+    let mut args = vec!["--json", results.to_str().unwrap()];
+    args.extend_from_slice(flags);
+    let mut served = serve_common::StdioServed::serve(&simulation, &args);
     let listed = served.request(1, "tools/list", json!({}));
     let names: Vec<&str> = listed["result"]["tools"]
         .as_array()
@@ -423,20 +439,40 @@ fn an_mcp_agent_asks_the_simulated_user_through_ask_user() {
     assert_eq!(wrong["result"]["isError"], true, "{wrong}");
     served.close_stdin();
     assert_eq!(served.exits_within(std::time::Duration::from_secs(20)), 0);
-    let results = serve_common::read_results(&results);
-    let a = attempt(&results);
-    assert_eq!(a["outcome"], "passed", "{results:#}");
-    assert_eq!(
-        said(a),
-        [
-            "user: I need a note, please.",
-            "assistant: What should the note say?",
-            "user: milk",
-            "assistant: Added note n-1.",
-            "user: Thanks! ###STOP###",
-        ]
+    std::fs::read_to_string(&results).unwrap()
+}
+
+/// `toolmock serve --cassette` tapes the served case's user model: recorded
+/// once, replayed with the server stopped and no user model flags — the
+/// same results document.
+#[test]
+fn serve_replays_the_simulated_user_from_a_cassette() {
+    let server = server();
+    let dir = scratch();
+    let cassette = dir.join("cassette");
+    let cassette = cassette.to_str().unwrap();
+    let recorded = serve_ask_user(
+        &dir,
+        &[
+            "--user-model-url",
+            &server.url,
+            "--user-model",
+            "customer",
+            "--cassette",
+            cassette,
+            "--cassette-mode",
+            "record",
+        ],
     );
-    assert_eq!(a["conversation"][4]["stop"], "###STOP###");
+    drop(server);
+    let text = std::fs::read_to_string(dir.join("cassette/c.jsonl")).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(
+        text.lines().all(|l| l.contains("\"role\":\"user\"")),
+        "{text}"
+    );
+    let replayed = serve_ask_user(&dir, &["--cassette", cassette]);
+    assert_eq!(replayed, recorded);
 }
 
 #[test]
@@ -455,5 +491,114 @@ fn serving_a_simulated_user_needs_a_user_model() {
     assert!(
         stderr.contains("/cases/0/user: user_model_not_configured"),
         "{stderr}"
+    );
+}
+
+/// The simulated user's model is taped beside the agent's: recorded once,
+/// replayed with the server stopped and no model flags at all — the same
+/// bytes on stdout —, and a changed instruction misses at the user model's
+/// system message, naming the user's turn.
+#[test]
+fn a_simulated_users_conversation_replays_from_the_cassette_with_the_server_stopped() {
+    let server = server();
+    let dir = scratch();
+    let write = |instructions: &str| {
+        let mut case = user_case(
+            json!({"tools": ["phone"]}),
+            json!({"final_answer": {"contains": ["n-1"]}}),
+        );
+        case["user"]["instructions"] = json!(instructions);
+        std::fs::write(
+            dir.join("sim.json"),
+            serde_json::to_vec_pretty(&document(json!([case]))).unwrap(),
+        )
+        .unwrap();
+    };
+    write("You want a note.\nThe note says: milk");
+    let recorded = toolmock(
+        &dir,
+        &[
+            "run",
+            "sim.json",
+            "--json",
+            "--model-url",
+            &server.url,
+            "--model",
+            "asker",
+            "--user-model",
+            "customer_tools",
+            "--cassette",
+            "cassette",
+            "--cassette-mode",
+            "record",
+        ],
+        &[],
+    );
+    let stdout = String::from_utf8(recorded.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&recorded.stderr);
+    assert_eq!(recorded.status.code(), Some(0), "{stdout}{stderr}");
+    let results: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        said(attempt(&results))[1..3],
+        ["user: calls phone__unlock", "tool: {\"unlocked\":true}"],
+        "{results}"
+    );
+    drop(server);
+
+    // The user's requests are lines of their own, its tool calls with ids
+    // apart from the agent's.
+    let text = std::fs::read_to_string(dir.join("cassette/c.jsonl")).unwrap();
+    let roles: Vec<String> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["role"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert!(roles.iter().any(|r| r == "user"), "{text}");
+    assert!(roles.iter().any(|r| r == "agent"), "{text}");
+    assert!(text.contains("\"id\":\"user_call_1_1\""), "{text}");
+    let check = toolmock(&dir, &["check-cassette", "sim.json", "cassette"], &[]);
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+
+    let replayed = toolmock(
+        &dir,
+        &["run", "sim.json", "--json", "--cassette", "cassette"],
+        &[],
+    );
+    let replayed_err = String::from_utf8_lossy(&replayed.stderr);
+    assert_eq!(replayed.status.code(), Some(0), "{replayed_err}");
+    assert_eq!(String::from_utf8(replayed.stdout).unwrap(), stdout);
+    assert!(
+        replayed_err.contains(&format!("{} exchange(s) replayed, 0 recorded", roles.len())),
+        "{replayed_err}"
+    );
+
+    write("You want a note.\nThe note says: eggs");
+    let missed = toolmock(
+        &dir,
+        &["run", "sim.json", "--json", "--cassette", "cassette"],
+        &[],
+    );
+    assert_eq!(missed.status.code(), Some(1));
+    let results: Value = serde_json::from_slice(&missed.stdout).unwrap();
+    let a = attempt(&results);
+    assert_eq!(a["outcome"], "harness_error", "{a}");
+    let error = &a["harness_errors"][0];
+    assert_eq!(error["code"], "cassette_miss", "{error}");
+    assert_eq!(error["path"], "/messages/0/content", "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("case \"c\", attempt 1, user turn 1"),
+        "{error}"
     );
 }

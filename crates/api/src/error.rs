@@ -93,8 +93,16 @@ problem_codes! {
         SimulationRunning => "simulation_running",
         /// A simulation started without a document has no results document.
         NoSimulationDocument => "no_simulation_document",
+        /// A start's `cassette` member is unusable; every problem is listed with its pointer.
+        InvalidCassette => "invalid_cassette",
+        /// A simulation started without a cassette has none to download.
+        NoCassette => "no_cassette",
         /// The attempt's case is played by its scripted driver, not by the caller.
         NotExternal => "not_external",
+        /// `ask-user` (or `ask_user`) of an attempt whose case has no simulated user an external agent talks with.
+        NoSimulatedUser => "no_simulated_user",
+        /// Another `ask-user` of the same attempt was answered meanwhile (the simulated user is asked one message at a time).
+        UserBusy => "user_busy",
         /// The tool has no MCP server to discover from.
         NoMcpServer => "no_mcp_server",
         /// The MCP server could not be discovered (unreachable, a protocol error, invalid tools).

@@ -45,9 +45,11 @@ mod middleware;
 pub mod routes;
 pub mod security_headers;
 pub mod seed;
+mod served_tools;
 mod state;
 mod stored;
 pub mod ui;
+mod user_talk;
 mod views;
 
 pub use auth::{AuthConfig, AuthConfigError, Claims, Principal, mint_hs256};

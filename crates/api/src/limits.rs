@@ -102,9 +102,11 @@ pub async fn serve_with(
 
 /// Whether `path` answers tool calls — the dispatcher endpoint or an
 /// attempt's MCP endpoint —, whose calls may sleep for a definition's delay
-/// and so get [`crate::ApiConfig::tool_call_timeout`].
+/// and so get [`crate::ApiConfig::tool_call_timeout`]; so does `ask-user`,
+/// which waits for the user model (and the user's own tool calls).
 fn is_tool_call(path: &str) -> bool {
-    path.starts_with("/api/attempts/") && (path.ends_with("/tool-calls") || path.ends_with("/mcp"))
+    path.starts_with("/api/attempts/")
+        && (path.ends_with("/tool-calls") || path.ends_with("/mcp") || path.ends_with("/ask-user"))
 }
 
 /// Answers 503 `timeout` when a request runs past its budget: the tool-call

@@ -50,6 +50,10 @@ pub struct ApiConfig {
     /// that starts never hold more than this many of the pool's connections
     /// and other requests are not starved.
     pub concurrent_starts: usize,
+    /// The model that plays the simulated users of external attempts
+    /// (`ask-user`, the MCP endpoint's `ask_user`); none: such an ask
+    /// records the harness error `user_unavailable`.
+    pub user_model: Option<Arc<dyn toolmock_simulation::ChatModel>>,
 }
 
 impl Default for ApiConfig {
@@ -64,6 +68,7 @@ impl Default for ApiConfig {
             concurrency_limit: 1024,
             attempt_lease: Duration::from_secs(3600),
             concurrent_starts: 2,
+            user_model: None,
         }
     }
 }
@@ -99,9 +104,16 @@ impl std::fmt::Debug for AppState {
 impl AppState {
     /// State over a migrated pool.
     pub fn new(pool: PgPool, auth: AuthConfig, config: ApiConfig) -> Self {
+        Self::over_store(PgStore::new(pool), auth, config)
+    }
+
+    /// State over a store the caller made (over a migrated pool): what a
+    /// test uses to serve with a store it set up itself.
+    pub fn over_store(store: PgStore, auth: AuthConfig, config: ApiConfig) -> Self {
+        let pool = store.pool().clone();
         Self {
             inner: Arc::new(Inner {
-                dispatcher: Arc::new(Dispatcher::new(PgStore::new(pool.clone()))),
+                dispatcher: Arc::new(Dispatcher::new(store)),
                 pool,
                 auth,
                 tenants: Mutex::new(HashSet::new()),

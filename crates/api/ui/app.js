@@ -725,8 +725,10 @@ async function attemptPage(id) {
     // tool error; the state is unchanged).
     const answered = kind === "ok" || kind === "domain_error";
     const how = h("span", { class: "muted" }, `variant ${e.variant}${e.rule !== null && e.rule !== undefined ? `, rule ${e.rule}` : ""} · ${e.delay_ms} ms simulated`);
-    // A simulated user's own call says so; the agent's are the rest.
-    const actor = e.actor === "user" ? badge("user's call", "message") : null;
+    // In a conversation every call says whose it is: a simulated user's
+    // own tool, or the agent's.
+    const actor = e.actor === "user" ? badge("user's call", "message")
+      : turns.length && e.actor === "agent" ? badge("agent's call", "message") : null;
     const head = h("div", { class: "head" }, h("strong", {}, `${n}. ${title}`), actor, badge(kind === "domain_error" ? "domain error" : kind, kind),
       kind === "domain_error" ? h("code", {}, e.error.code) : null, answered ? how : h("code", {}, e.code));
     const body = [h("div", {}, h("span", { class: "muted" }, "arguments"), json(e.arguments))];

@@ -25,9 +25,10 @@ use toolmock_runtime::error::StartError;
 use toolmock_runtime::model::{PinRecord, SimulationId, TenantId};
 use toolmock_simulation::document::CaseDoc;
 use toolmock_simulation::{
-    AttemptContext, AttemptResult, ChatModel, FileProblem, Installed, LoadCode, LoadedSimulation,
-    RunError, RunResults, UserConversation, UserPlayer, UserReply, assemble_results,
-    conclude_conversation, install, start_problems, start_request,
+    AttemptContext, AttemptResult, AttemptScope, ChatModel, FileProblem, Installed, LoadCode,
+    LoadedSimulation, RunError, RunResults, UserConversation, UserPlayer, UserReply,
+    assemble_results, attempt_model, conclude_conversation, install, start_problems, start_request,
+    user_turns_used_up,
 };
 
 /// The most attempts one `serve` hands out (one start's bound).
@@ -62,6 +63,9 @@ struct Slot {
     began: Instant,
     /// The conversation with the case's simulated user (`ask_user`).
     talk: tokio::sync::Mutex<UserConversation>,
+    /// The user model as this attempt's (a cassette keeps each attempt's
+    /// user requests apart, numbered by its turns).
+    user_model: Option<Arc<dyn ChatModel>>,
 }
 
 impl Slot {
@@ -241,6 +245,13 @@ impl<B: Backend + 'static> Embedded<B> {
             last: Mutex::new(Instant::now()),
             began: Instant::now(),
             talk: tokio::sync::Mutex::new(UserConversation::default()),
+            user_model: self.user.as_ref().map(|(_, model)| {
+                let scope = AttemptScope {
+                    case: self.loaded.document.cases[self.case].name.clone(),
+                    attempt: number,
+                };
+                attempt_model(model, &scope)
+            }),
         });
         // Two first requests for one number: the first start wins; the
         // other's attempt stays unused (never judged, never reported).
@@ -316,12 +327,25 @@ impl<B: Backend + 'static> Embedded<B> {
         }
         // What was said with the simulated user (nothing without one).
         let talk = std::mem::take(&mut *slot.talk.lock().await);
+        let case_at = pointer::index("/cases", self.case);
+        let (mut unmet, conversation, times) = talk.into_parts();
+        // A user whose turns are used up without a stop marker has not
+        // ended the conversation, whether or not the agent asked again.
+        if let Some((player, _)) = &self.user
+            && !unmet.iter().any(|u| u.code == "turn_limit")
+        {
+            unmet.extend(user_turns_used_up(
+                player.max_turns,
+                &conversation,
+                &case_at,
+            ));
+        }
         let mut result = conclude_conversation(
             &self.dispatcher,
             self.installed.tenant,
-            (self.case(), &pointer::index("/cases", self.case)),
+            (self.case(), &case_at),
             (slot.attempt.id, number),
-            talk.into_parts(),
+            (unmet, conversation, times),
             self.limits.keep_raw,
         )
         .await?;
@@ -343,7 +367,7 @@ impl<B: Backend + 'static> Embedded<B> {
         entered: &Entered<Ticket>,
         message: Option<String>,
     ) -> Result<CallToolResult, ErrorData> {
-        let Some((player, model)) = &self.user else {
+        let (Some((player, _)), Some(model)) = (&self.user, &entered.ticket.slot.user_model) else {
             return Err(server_error(
                 McpCode::AskUserNotServed,
                 "the served case has no simulated user",
@@ -354,6 +378,7 @@ impl<B: Backend + 'static> Embedded<B> {
             tenant: entered.tenant,
             attempt: entered.attempt,
             capability: &entered.capability,
+            resolved: None,
             workflows: &self.workflows,
         };
         let mut talk = entered.ticket.slot.talk.lock().await;
@@ -362,7 +387,7 @@ impl<B: Backend + 'static> Embedded<B> {
                 &ctx,
                 message,
                 (player, model.as_ref(), USER_REQUEST_LIMIT),
-                &pointer::index("/cases", self.case),
+                (&pointer::index("/cases", self.case), None),
             )
             .await
             .map_err(|e| server_error(McpCode::StorageFailed, e.to_string()))?;

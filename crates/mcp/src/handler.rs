@@ -260,6 +260,7 @@ impl<B: Backend + 'static, A: Attempts> ToolServer<B, A> {
                     tenant,
                     attempt,
                     capability,
+                    resolved,
                     workflows: &inner.workflows,
                 };
                 let outcome = ctx

@@ -82,6 +82,7 @@ pub use handler::{
     Attempts, Entered, FixedAttempt, ToolServer, domain_error, harness_error, server_error,
     success, tool_input_error,
 };
+pub use rmcp::model::{CallToolResult, ErrorData};
 pub use tokio_util::sync::CancellationToken;
 pub use tools::{ASK_USER, ServedTools, Target};
 pub use transport::{Mcp, router, serve_stdio, stateless_service};

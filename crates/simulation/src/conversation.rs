@@ -153,6 +153,8 @@ pub enum ModelRole {
     Agent,
     /// The judge model that grades a rubric.
     Judge,
+    /// The model that plays a case's simulated user.
+    User,
 }
 
 impl ModelRole {
@@ -161,6 +163,7 @@ impl ModelRole {
         match self {
             ModelRole::Agent => "agent",
             ModelRole::Judge => "judge",
+            ModelRole::User => "user",
         }
     }
 }

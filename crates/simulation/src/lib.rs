@@ -87,7 +87,7 @@ pub use load::{
     inline_file, load_file, load_slice, load_value, read_file, read_slice, read_value,
     schema_problems,
 };
-pub use model_driver::{UserConversation, UserReply};
+pub use model_driver::{UserConversation, UserReply, user_turns_used_up};
 pub use problem::{FileProblem, LoadCode};
 pub use results::{
     AttemptResult, CallReport, CaseResult, DivergedMock, ErrorEntry, JudgeReport,

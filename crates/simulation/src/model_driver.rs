@@ -274,15 +274,40 @@ pub struct UserConversation {
 }
 
 impl UserConversation {
+    /// A conversation kept elsewhere, resumed (the API keeps each message
+    /// in PostgreSQL as it is added, and every `ask-user` request may reach
+    /// another process): its messages and when each was added. The user has
+    /// used one turn per message of its own, and the conversation is over
+    /// once one of them carried a stop marker.
+    pub fn resume(conversation: Vec<Message>, times: Vec<DateTime<Utc>>) -> Self {
+        let used = conversation
+            .iter()
+            .filter(|m| matches!(m, Message::User { .. }))
+            .count();
+        let over = conversation
+            .iter()
+            .any(|m| matches!(m, Message::User { stop: Some(_), .. }));
+        Self {
+            played: Played {
+                conversation,
+                times,
+                ..Played::default()
+            },
+            used: u32::try_from(used).unwrap_or(u32::MAX),
+            over,
+        }
+    }
+
     /// The agent says `agent_says` (nothing: it only asks for the user's
     /// message, e.g. the first) and the user answers. Each request waits at
-    /// most `limit` for the user model.
+    /// most `limit` for the user model; every message added is handed to
+    /// `sink` (when there is one) as it is added.
     pub async fn ask<B: Backend + 'static>(
         &mut self,
         ctx: &AttemptContext<'_, B>,
         agent_says: Option<String>,
         (player, model, limit): (&UserPlayer, &dyn ChatModel, Duration),
-        case_at: &str,
+        (case_at, sink): (&str, Option<&dyn ConversationSink>),
     ) -> Result<UserReply, DispatchError> {
         if self.over {
             return Ok(UserReply::Ended);
@@ -290,7 +315,7 @@ impl UserConversation {
         let now = || ctx.dispatcher.now();
         let mut recorder = Recorder {
             played: std::mem::take(&mut self.played),
-            sink: None,
+            sink,
             now: &now,
         };
         if let Some(text) = agent_says.filter(|t| !t.is_empty()) {
@@ -343,6 +368,39 @@ impl UserConversation {
     }
 }
 
+/// The unmet `turn_limit` of a conversation with an agent outside toolmock
+/// whose simulated user wrote all its `max_turns` messages and none of them
+/// carried a stop marker: the conversation did not end as the user's
+/// instructions say it ends, exactly as the model driver would have found
+/// when it asked the user for one more turn. `None` otherwise.
+pub fn user_turns_used_up(
+    max_turns: u32,
+    conversation: &[Message],
+    case_at: &str,
+) -> Option<Unmet> {
+    let mut written = 0u32;
+    for message in conversation {
+        if let Message::User { stop, .. } = message {
+            if stop.is_some() {
+                return None;
+            }
+            written = written.saturating_add(1);
+        }
+    }
+    (written >= max_turns).then(|| turn_limit(max_turns, case_at))
+}
+
+/// The user's `turn_limit`, unmet.
+fn turn_limit(max_turns: u32, case_at: &str) -> Unmet {
+    Unmet::new(
+        pointer::push(&pointer::push(case_at, "user"), "max_turns"),
+        "turn_limit",
+        format!(
+            "the user model had written {max_turns} message(s), its limit, and the conversation had not ended"
+        ),
+    )
+}
+
 /// The simulated user's turn: the user model is asked (again after each of
 /// its own tool calls) until it says something to the agent, ends the
 /// conversation with a stop marker, reaches its turn limit or fails.
@@ -355,14 +413,10 @@ async fn user_turn<B: Backend + 'static>(
 ) -> Result<UserTurn, DispatchError> {
     loop {
         if *used >= player.max_turns {
-            recorder.played.unmet.push(Unmet::new(
-                pointer::push(&pointer::push(case_at, "user"), "max_turns"),
-                "turn_limit",
-                format!(
-                    "the user model had written {} message(s), its limit, and the conversation had not ended",
-                    player.max_turns
-                ),
-            ));
+            recorder
+                .played
+                .unmet
+                .push(turn_limit(player.max_turns, case_at));
             return Ok(UserTurn::Ended);
         }
         *used += 1;
@@ -381,16 +435,28 @@ async fn user_turn<B: Backend + 'static>(
                 let code = match error {
                     ModelError::Unavailable(_) => HarnessCode::UserUnavailable,
                     ModelError::Failed(_) | ModelError::TooLarge { .. } => HarnessCode::UserFailed,
-                    // A cassette tapes the agent and the judge, never the
-                    // user; a miss is the cassette's all the same.
+                    // The user model's miss is the cassette's, as the
+                    // agent's and the judge's are.
                     ModelError::CassetteMiss { .. } => HarnessCode::CassetteMiss,
                     ModelError::BudgetExhausted(_) => HarnessCode::BudgetExhausted,
                 };
                 let message = error.to_string().replacen("the model", "the user model", 1);
-                record(ctx, code, message.clone(), error.detail()).await?;
+                let fault = HarnessFault {
+                    code,
+                    message: message.clone(),
+                    path: error.pointer(),
+                };
+                record_fault(ctx, fault, error.detail()).await?;
                 return Ok(UserTurn::Fault(code, message));
             }
         };
+        if let Some(usage) = reply.usage {
+            recorder.played.usage.push(RequestUsage {
+                role: ModelRole::User,
+                turn: *used,
+                usage,
+            });
+        }
         let content = reply.content.unwrap_or_default();
         let unusable = if content.trim().is_empty() && reply.tool_calls.is_empty() {
             Some("the user model's answer has neither text nor tool calls")
@@ -623,4 +689,50 @@ async fn answer<B: Backend + 'static>(
     };
     // The result exactly as rendered: its JSON text, no wrapper.
     Ok(outcome.map_or_else(|answer| answer, |result| Answer::Tool(result.to_string())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stopped(text: &str) -> Message {
+        Message::User {
+            content: text.into(),
+            stop: Some("###STOP###".into()),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    fn said(text: &str) -> Message {
+        Message::Assistant {
+            content: Some(text.into()),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    /// The rule an external agent's conversation is judged by: the user's
+    /// turns used up without a stop marker, whoever spoke last.
+    #[test]
+    fn a_user_whose_turns_are_used_up_without_a_stop_has_not_ended() {
+        let two = [Message::user("a"), said("b"), Message::user("c")];
+        let unmet = user_turns_used_up(2, &two, "/cases/3").expect("used up");
+        assert_eq!(
+            (unmet.code.as_str(), unmet.at.as_str()),
+            ("turn_limit", "/cases/3/user/max_turns")
+        );
+        assert!(user_turns_used_up(3, &two, "/cases/3").is_none());
+        let ended = [Message::user("a"), said("b"), stopped("bye ###STOP###")];
+        assert!(user_turns_used_up(2, &ended, "/cases/3").is_none());
+        assert!(user_turns_used_up(1, &[], "/cases/3").is_none());
+    }
+
+    /// A conversation kept elsewhere resumes where it was: the user's
+    /// turns counted, over once stopped.
+    #[test]
+    fn a_resumed_conversation_counts_the_users_turns_and_its_end() {
+        let going = UserConversation::resume(vec![Message::user("a"), said("b")], Vec::new());
+        assert_eq!((going.used, going.over), (1, false));
+        let over = UserConversation::resume(vec![said("b"), stopped("###STOP###")], Vec::new());
+        assert_eq!((over.used, over.over), (1, true));
+    }
 }

@@ -11,7 +11,7 @@ use std::future::Future;
 use std::pin::Pin;
 use toolmock_contract::DefinitionHash;
 use toolmock_runtime::backend::Backend;
-use toolmock_runtime::dispatcher::{Dispatcher, ToolCall};
+use toolmock_runtime::dispatcher::{Dispatcher, ResolvedCapability, ToolCall};
 use toolmock_runtime::error::{DispatchError, HarnessCode, HarnessFault};
 use toolmock_runtime::model::Capability;
 use toolmock_runtime::model::{AttemptId, TenantId};
@@ -30,6 +30,12 @@ pub struct AttemptContext<'a, B> {
     pub attempt: AttemptId,
     /// Its capability.
     pub capability: &'a Capability,
+    /// The capability already resolved to the attempt, when the caller had
+    /// to resolve it anyway (the API's per-attempt MCP endpoint): every call
+    /// and effect of a workflow then goes through it, so a workflow's nodes
+    /// never look the capability up again. `None`: each call resolves it
+    /// (from the dispatcher's bindings after the first).
+    pub resolved: Option<&'a ResolvedCapability>,
     /// The agent's workflows, by name.
     pub workflows: &'a HashMap<String, WorkflowDoc>,
 }
@@ -98,14 +104,16 @@ impl<B: Backend> AttemptContext<'_, B> {
         operation: &str,
         arguments: Value,
     ) -> Result<Value, CallFailure> {
-        self.dispatcher
-            .call(
-                self.tenant,
-                self.capability,
-                &ToolCall::new(tool, operation, arguments),
-            )
-            .await
-            .map_err(CallFailure::from_dispatch)
+        let call = ToolCall::new(tool, operation, arguments);
+        match self.resolved {
+            Some(resolved) => self.dispatcher.call_resolved(resolved, &call).await,
+            None => {
+                self.dispatcher
+                    .call(self.tenant, self.capability, &call)
+                    .await
+            }
+        }
+        .map_err(CallFailure::from_dispatch)
     }
 
     /// Records a harness error of the workflow engine itself (a run-away
@@ -306,11 +314,25 @@ impl<B: Backend> AttemptContext<'_, B> {
                             }
                         };
                         let site = ToolCall::new(name, id.as_str(), config);
-                        match self
-                            .dispatcher
-                            .effect(self.tenant, self.capability, *effect, &site, definition)
-                            .await
-                        {
+                        let executed = match self.resolved {
+                            Some(resolved) => {
+                                self.dispatcher
+                                    .effect_resolved(resolved, *effect, &site, definition)
+                                    .await
+                            }
+                            None => {
+                                self.dispatcher
+                                    .effect(
+                                        self.tenant,
+                                        self.capability,
+                                        *effect,
+                                        &site,
+                                        definition,
+                                    )
+                                    .await
+                            }
+                        };
+                        match executed {
                             Ok(output) => {
                                 outputs.insert(id.clone(), output);
                                 current.clone_from(next);

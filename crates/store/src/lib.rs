@@ -44,8 +44,8 @@ pub mod testkit;
 pub use error::{SqlState, map_sqlx_error};
 pub use pg::{
     AttemptListing, Claimed, ClaimedVerification, Fence, IndexedOperation, MAX_VERIFICATION_CLAIMS,
-    PgStore, QUEUE_CHANNEL, Reaped, Released, RevisionSummary, SimulationListing, StoredContract,
-    StoredMessage, TestingIndex, ToolListing, VerificationMark, VerificationRecord,
+    PgStore, QUEUE_CHANNEL, Reaped, Released, RevisionSummary, SimulationListing, StoredCassette,
+    StoredContract, StoredMessage, TestingIndex, ToolListing, VerificationMark, VerificationRecord,
     VerificationResult, VerificationSettings,
 };
 pub use schema_check::{SchemaCheckError, check_schema};

@@ -6,6 +6,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // set-up: a failure must stop the test or bench
 
+mod round_trips;
+pub use round_trips::{RoundTrips, counted_app_pool};
+
 use serde_json::{Map, Value, json};
 use sqlx::PgPool;
 use std::time::Duration;

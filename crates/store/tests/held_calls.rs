@@ -1,4 +1,5 @@
-//! Calls of an attempt the store holds a fence for (a worker's own): after
+//! Calls of an attempt the store holds a fence for (a worker's own), and of
+//! one it serves without (an external agent's): after
 //! its first call the store keeps a copy of the attempt's state row and the
 //! next call is written in one statement that checks the capability, the
 //! lease and the fence, and only writes when the row is still at the copy's
@@ -18,7 +19,7 @@ use toolmock_runtime::error::{DispatchError, HarnessCode, StoreError};
 use toolmock_runtime::model::{AttemptId, InlineTool, TenantId};
 use toolmock_runtime::testkit::Rig;
 use toolmock_runtime::{Dispatcher, MemoryStore, ToolCall};
-use toolmock_store::testkit::{app_pool, op, start_tool};
+use toolmock_store::testkit::{app_pool, counted_app_pool, op, start_tool};
 use toolmock_store::{Fence, PgStore};
 
 const OWNER: &str = "worker-1";
@@ -319,16 +320,25 @@ async fn a_refused_input_on_the_copy_is_recorded_with_its_mark(pool: PgPool) {
 }
 
 /// Attempts the store holds no fence for (an external agent's, through the
-/// API) keep their own begin mark, written before the call, and no copy.
+/// API) take the same path: the mark goes with the evidence, and from the
+/// second call on the call is evaluated on the store's copy.
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
-async fn an_unheld_attempt_is_marked_before_its_call(pool: PgPool) {
+async fn an_unheld_attempt_s_calls_take_the_one_statement_path_too(pool: PgPool) {
     let store = PgStore::new(app_pool(&pool).await);
     let rig = Rig::new(store.clone());
     let (tenant, started) = start(&rig, false).await;
     let attempt = started.attempts[0].id;
-    assert!(!rig.backend().folds_begin_mark(attempt));
+    assert!(rig.backend().folds_begin_mark(attempt));
     add(&rig.dispatcher, tenant, &started, "a").await.unwrap();
-    add(&rig.dispatcher, tenant, &started, "b").await.unwrap();
+    let behind = "UPDATE attempt_state SET state = jsonb_set(state, '{last}', '\"behind\"') \
+                  WHERE attempt_id = $1";
+    sqlx::query(behind)
+        .bind(attempt.as_uuid())
+        .execute(&pool)
+        .await
+        .unwrap();
+    let previous = add(&rig.dispatcher, tenant, &started, "b").await.unwrap();
+    assert_eq!(previous, json!({"previous": "a"}), "evaluated on the copy");
     assert_eq!(ledger(&pool, attempt).await, (2, 2));
 }
 
@@ -364,4 +374,46 @@ async fn the_copy_is_used_while_the_version_stands(pool: PgPool) {
         json!({"previous": "moved"}),
         "read again under the lock"
     );
+}
+
+/// Every call after an attempt's first is one statement — one round trip
+/// to PostgreSQL — whether this store holds the attempt's fence (a
+/// worker's) or not (an external agent's, served by the API), for a
+/// whole-state row and an overlay row; its first call reads the row under
+/// its lock (and the simulation's pins).
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn each_call_after_the_first_is_one_round_trip(pool: PgPool) {
+    for (fenced, shared) in [(false, false), (false, true), (true, false), (true, true)] {
+        let (counted, trips) = counted_app_pool(&pool, 2).await;
+        let store = PgStore::new(counted);
+        let rig = Rig::new(store.clone());
+        let fixture = shared.then(|| Map::from_iter([("shelf".to_owned(), json!({"a": 1}))]));
+        let name = format!("acme-{fenced}-{shared}");
+        let (tenant, started) = start_tool(&rig, &name, counter(), fixture, 1, OWNER).await;
+        let attempt = started.attempts[0].id;
+        if fenced {
+            let epoch: i64 = sqlx::query_scalar("SELECT lease_epoch FROM attempts WHERE id = $1")
+                .bind(attempt.as_uuid())
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+            let owner = OWNER.into();
+            store.hold(attempt, Fence { owner, epoch });
+        }
+        add(&rig.dispatcher, tenant, &started, "first")
+            .await
+            .unwrap();
+        let before = trips.count();
+        for n in 0..20 {
+            add(&rig.dispatcher, tenant, &started, &format!("n{n}"))
+                .await
+                .unwrap();
+        }
+        assert_eq!(
+            trips.count() - before,
+            20,
+            "fenced: {fenced}, shared: {shared}"
+        );
+        assert_eq!(ledger(&pool, attempt).await, (21, 21));
+    }
 }

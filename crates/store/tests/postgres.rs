@@ -7,7 +7,7 @@
 use serde_json::json;
 use sqlx::PgPool;
 use toolmock_runtime::ToolCall;
-use toolmock_runtime::backend::EvidenceSink;
+use toolmock_runtime::backend::{Catalog, EvidenceSink};
 use toolmock_runtime::dispatcher::StartedSimulation;
 use toolmock_runtime::error::{HarnessCode, StoreError};
 use toolmock_runtime::model::{AttemptOutcome, Verdict};
@@ -67,7 +67,53 @@ async fn one_call(pool: &PgPool) -> (Rig<PgStore>, StartedSimulation) {
         )
         .await
         .unwrap();
+    store
+        .record_simulation_cassette(tenant, started.id, "record", &[CASSETTE_LINE.to_owned()])
+        .await
+        .unwrap();
+    store
+        .record_cassette_exchanges(tenant, started.id, attempt.id, &[CASSETTE_LINE.to_owned()])
+        .await
+        .unwrap();
     (rig, started)
+}
+
+/// A cassette line as the store keeps it (the store does not read it).
+const CASSETTE_LINE: &str = r#"{"answer":{"content":"ok"},"attempt":1,"case":"c"}"#;
+
+/// A simulation's cassette reads back as given and recorded, and never for
+/// another tenant.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_simulations_cassette_reads_back_for_its_tenant_only(pool: PgPool) {
+    let (rig, started) = one_call(&pool).await;
+    let store = rig.dispatcher.backend();
+    let tenant: uuid::Uuid = sqlx::query_scalar("SELECT tenant_id FROM simulations WHERE id = $1")
+        .bind(started.id.as_uuid())
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let stored = store
+        .simulation_cassette(tenant.into(), started.id)
+        .await
+        .unwrap()
+        .expect("the cassette");
+    assert_eq!(stored.mode, "record");
+    assert_eq!(stored.given, [CASSETTE_LINE]);
+    assert_eq!(stored.recorded, [CASSETTE_LINE]);
+    let other = store.create_tenant("other").await.unwrap();
+    assert_eq!(
+        store.simulation_cassette(other, started.id).await.unwrap(),
+        None
+    );
+    // A mode the cassette format does not have is refused by the schema.
+    let (_, second) = ledger_simulation(&rig, "acme", 1).await;
+    assert!(
+        store
+            .record_simulation_cassette(tenant.into(), second.id, "rewind", &[])
+            .await
+            .is_err()
+    );
+    rig.dispatcher.backend().pool().close().await;
 }
 
 /// The SQLSTATE of a database error, if it is one.
@@ -91,6 +137,8 @@ async fn append_only_tables_reject_update_delete_truncate(pool: PgPool) {
         "attempt_judgements",
         "calls_begun",
         "attempt_messages",
+        "simulation_cassettes",
+        "cassette_exchanges",
     ] {
         let count: (i64,) =
             sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {table}")))
@@ -296,6 +344,8 @@ async fn the_application_role_cannot_make_a_fault_pass(pool: PgPool) {
         "simulation_documents",
         "attempt_judgements",
         "attempt_messages",
+        "simulation_cassettes",
+        "cassette_exchanges",
         "tool_verification_results",
     ] {
         for sql in [
@@ -354,9 +404,11 @@ const TABLES: &[&str] = &[
     "attempt_state",
     "attempts",
     "calls_begun",
+    "cassette_exchanges",
     "evidence",
     "harness_errors",
     "operation_contracts",
+    "simulation_cassettes",
     "simulation_documents",
     "simulation_fixture_bases",
     "simulation_pins",

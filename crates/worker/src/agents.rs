@@ -162,11 +162,16 @@ impl AgentFlags {
 }
 
 /// A model-driven attempt's conversation, kept in PostgreSQL message by
-/// message under the attempt's fence (`attempt_messages`).
-pub(crate) struct PgSink<'a> {
-    pub(crate) store: &'a PgStore,
-    pub(crate) tenant: TenantId,
-    pub(crate) attempt: AttemptId,
+/// message under the attempt's fence (`attempt_messages`); the API keeps
+/// an external agent's conversation with its simulated user through it too.
+#[derive(Debug)]
+pub struct PgSink<'a> {
+    /// The store.
+    pub store: &'a PgStore,
+    /// The attempt's tenant.
+    pub tenant: TenantId,
+    /// The attempt.
+    pub attempt: AttemptId,
 }
 
 impl ConversationSink for PgSink<'_> {

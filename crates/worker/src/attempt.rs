@@ -123,6 +123,20 @@ async fn run(
     )
     .await
     .map_err(|e| e.to_string())?;
+    if let Some(cassette) = &playable.cassette {
+        let lines: Vec<String> = cassette
+            .take_recorded(&claimed.test_case_name, claimed.number)
+            .iter()
+            .map(toolmock_agent::cassette::Exchange::line)
+            .collect();
+        if !lines.is_empty() {
+            shared
+                .store
+                .record_cassette_exchanges(tenant, claimed.simulation, claimed.attempt, &lines)
+                .await
+                .map_err(|e| format!("recording the cassette's exchanges failed: {e}"))?;
+        }
+    }
     let unmet = serde_json::to_value(&result.unmet).map_err(|e| e.to_string())?;
     let judge = result
         .judge

@@ -46,7 +46,7 @@ mod simulations;
 pub mod telemetry;
 mod verification;
 
-pub use agents::{AgentFlags, Agents};
+pub use agents::{AgentFlags, Agents, PgSink};
 pub use reaper::{REAP_BATCH, reap_expired, spawn_reaper};
 pub use setup::{Report, WorkerConfig, WorkerError};
 

@@ -7,6 +7,7 @@ use crate::setup::dispatcher;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+use toolmock_agent::{Cassette, CassetteMode, Models};
 use toolmock_discovery::RealExecutor;
 use toolmock_runtime::Dispatcher;
 use toolmock_runtime::model::{SimulationId, SimulationMode, TenantId, WorkflowDoc};
@@ -23,6 +24,9 @@ pub(crate) struct Playable {
     pub(crate) workflows: HashMap<String, WorkflowDoc>,
     pub(crate) own: Option<Own>,
     pub(crate) players: Players,
+    /// The model cassette it was started with (docs/cassettes.md,
+    /// "Through the API and workers"): its players answer through it.
+    pub(crate) cassette: Option<Arc<Cassette>>,
 }
 
 /// A simulation's own dispatcher, and its real handlers when it has some.
@@ -106,13 +110,25 @@ impl Simulations {
             }
             (Arc::new(dispatcher), executor)
         });
+        let cassette = cassette_of(store, tenant, simulation).await?;
+        let models = Models {
+            model: agents.model.clone(),
+            judge: agents.judge.clone(),
+            user: agents.user.clone().or_else(|| agents.model.clone()),
+            attempt_timeout: agents.attempt_timeout,
+        };
+        let models = match &cassette {
+            Some(cassette) => cassette.tape(models),
+            None => models,
+        };
         let playable = Arc::new(Playable {
             workflows: loaded.workflows(),
-            players: Players::new(&loaded, agents.model.clone(), agents.judge.clone())
-                .with_user(agents.user.clone().or_else(|| agents.model.clone()))
+            players: Players::new(&loaded, models.model, models.judge)
+                .with_user(models.user)
                 .with_attempt_timeout(agents.attempt_timeout),
             loaded,
             own,
+            cassette,
         });
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         kept.push_back((simulation, playable.clone()));
@@ -123,4 +139,29 @@ impl Simulations {
         }
         Ok(playable)
     }
+}
+
+/// The cassette `simulation` was started with, if any, as the exchanges it
+/// was given: what its attempts replay (each attempt records its own).
+async fn cassette_of(
+    store: &PgStore,
+    tenant: TenantId,
+    simulation: SimulationId,
+) -> Result<Option<Arc<Cassette>>, String> {
+    let Some(stored) = store
+        .simulation_cassette(tenant, simulation)
+        .await
+        .map_err(|e| format!("reading the simulation's cassette failed: {e}"))?
+    else {
+        return Ok(None);
+    };
+    let mode = CassetteMode::parse(&stored.mode)
+        .ok_or_else(|| format!("the stored cassette mode {:?} is unknown", stored.mode))?;
+    let exchanges = stored
+        .given
+        .iter()
+        .map(|line| toolmock_agent::cassette::parse_exchange(line))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("a stored cassette line does not parse: {e}"))?;
+    Ok(Some(Cassette::of_exchanges(mode, exchanges)))
 }

@@ -267,14 +267,12 @@ fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
         .models()
         .map_err(|e| Failure::usage(e.to_string()))?;
     let budget = budgeted(args, &mut models)?;
-    // A cassette tapes the agent and the judge; a simulated user is live.
-    let user = models.user.clone();
     let (
         toolmock_agent::Models {
             model,
             judge,
+            user,
             attempt_timeout,
-            ..
         },
         cassette,
     ) = args
@@ -427,6 +425,10 @@ fn budgeted(
         let price = price_of(args, args.models.judge_model.as_deref());
         models.judge = Some(budget.wrap(judge, price));
     }
+    if let Some(user) = models.user.take() {
+        let price = price_of(args, user_model_name(args).as_deref());
+        models.user = Some(budget.wrap(user, price));
+    }
     Ok(Some(budget))
 }
 
@@ -436,23 +438,37 @@ fn price(args: &RunArgs, cassette: Option<&toolmock_agent::Cassette>, results: &
     if args.price.is_empty() {
         return;
     }
-    let name = |role: simulation::ModelRole| -> Option<String> {
+    use simulation::ModelRole;
+    let name = |role: ModelRole| -> Option<String> {
         let flag = match role {
-            simulation::ModelRole::Agent => args.models.model.clone(),
-            simulation::ModelRole::Judge => args.models.judge_model.clone(),
+            ModelRole::Agent => args.models.model.clone(),
+            ModelRole::Judge => args.models.judge_model.clone(),
+            ModelRole::User => user_model_name(args),
         };
         flag.or_else(|| cassette.and_then(|c| c.model_name(role)))
     };
     let names = [
-        name(simulation::ModelRole::Agent),
-        name(simulation::ModelRole::Judge),
+        name(ModelRole::Agent),
+        name(ModelRole::Judge),
+        name(ModelRole::User),
     ];
     results.price(&|role| {
-        price_of(
-            args,
-            names[usize::from(role == simulation::ModelRole::Judge)].as_deref(),
-        )
+        let index = match role {
+            ModelRole::Agent => 0,
+            ModelRole::Judge => 1,
+            ModelRole::User => 2,
+        };
+        price_of(args, names[index].as_deref())
     });
+}
+
+/// The simulated user's model name: `--user-model`, else the agent's.
+fn user_model_name(args: &RunArgs) -> Option<String> {
+    args.models
+        .user
+        .user_model
+        .clone()
+        .or_else(|| args.models.model.clone())
 }
 
 /// Writes what a run recorded into its cassette and says on stderr what it

@@ -84,6 +84,10 @@ pub(crate) struct ServeArgs {
     /// The model that plays the case's simulated user (`ask_user`).
     #[command(flatten)]
     user: toolmock_agent::UserModelFlags,
+    /// The model cassette of the simulated user's requests: record them,
+    /// or replay them offline (docs/cassettes.md).
+    #[command(flatten)]
+    cassette: toolmock_agent::CassetteFlags,
 }
 
 pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
@@ -103,9 +107,25 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
         .user
         .standalone()
         .map_err(|e| Failure::usage(e.to_string()))?;
-    let outcome = runtime.block_on(serve((args, user), &file, dispatcher, loaded, limits(args)));
+    let (models, cassette) = args
+        .cassette
+        .apply(toolmock_agent::Models {
+            user,
+            ..toolmock_agent::Models::default()
+        })
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    let outcome = runtime.block_on(serve(
+        (args, models.user),
+        &file,
+        dispatcher,
+        loaded,
+        limits(args),
+    ));
     // A stdin read cannot be cancelled: do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));
+    if let Some(cassette) = &cassette {
+        crate::run::save_cassette(cassette)?;
+    }
     let results = match outcome {
         Ok(results) => results,
         Err(ServeError::Problems(problems)) => {

@@ -179,5 +179,18 @@ fn orphan(loaded: &LoadedSimulation, exchange: &Exchange) -> Option<String> {
             Some("a judge is asked once per attempt".to_owned())
         }
         ModelRole::Judge => None,
+        ModelRole::User => match &case.user {
+            None => Some(format!("case {:?} has no simulated user", case.name)),
+            Some(_) if !model => Some(format!("case {:?} is not played by a model", case.name)),
+            Some(toolmock_simulation::document::UserDoc::Model { max_turns, .. })
+                if exchange.turn > *max_turns =>
+            {
+                Some(format!(
+                    "case {:?}'s user writes at most {max_turns} message(s), not a turn {}",
+                    case.name, exchange.turn
+                ))
+            }
+            Some(_) => None,
+        },
     }
 }

@@ -125,26 +125,52 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<(usize, Exchange)>, CassetteE
         if line.trim().is_empty() {
             continue;
         }
-        let invalid = |message: String| CassetteError::Invalid {
+        let exchange = parse_exchange(line).map_err(|message| CassetteError::Invalid {
             path: path.display().to_string(),
             line: i + 1,
             message,
-        };
-        let exchange: Exchange = serde_json::from_str(line).map_err(|e| invalid(e.to_string()))?;
-        if exchange.cassette_version != CASSETTE_VERSION {
-            return Err(invalid(format!(
-                "cassette_version {} is not {CASSETTE_VERSION}",
-                exchange.cassette_version
-            )));
-        }
+        })?;
         exchanges.push((i + 1, exchange));
     }
     Ok(exchanges)
 }
 
+/// One cassette line (or one exchange's JSON): an exchange of the
+/// current format, or why not.
+pub fn parse_exchange(text: &str) -> Result<Exchange, String> {
+    let exchange: Exchange = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    if exchange.cassette_version != CASSETTE_VERSION {
+        return Err(format!(
+            "cassette_version {} is not {CASSETTE_VERSION}",
+            exchange.cassette_version
+        ));
+    }
+    Ok(exchange)
+}
+
+impl Exchange {
+    /// Its cassette line: canonical JSON text, without the newline.
+    pub fn line(&self) -> String {
+        line(self).unwrap_or_default()
+    }
+}
+
+/// Writes `exchanges` into `dir` as a cassette folder: each into its
+/// case's file (every file that gets one rewritten whole), lines sorted.
+pub fn write_cassette(dir: &Path, exchanges: &[Exchange]) -> Result<(), CassetteError> {
+    let mut by_file: BTreeMap<String, Vec<&Exchange>> = BTreeMap::new();
+    for exchange in exchanges {
+        by_file
+            .entry(file_name(&exchange.case))
+            .or_default()
+            .push(exchange);
+    }
+    write_files(dir, by_file)
+}
+
 /// Every exchange of every cassette file in `dir` (none when it does not
 /// exist).
-pub(crate) fn read_dir(dir: &Path) -> Result<Vec<Exchange>, CassetteError> {
+pub fn read_dir(dir: &Path) -> Result<Vec<Exchange>, CassetteError> {
     let mut all = Vec::new();
     for path in files(dir)? {
         all.extend(read_file(&path)?.into_iter().map(|(_, e)| e));
@@ -153,7 +179,7 @@ pub(crate) fn read_dir(dir: &Path) -> Result<Vec<Exchange>, CassetteError> {
 }
 
 /// The sort order of lines.
-fn order(e: &Exchange) -> (&str, u32, ModelRole, u32, u32, &str) {
+pub(crate) fn order(e: &Exchange) -> (&str, u32, ModelRole, u32, u32, &str) {
     (
         e.case.as_str(),
         e.attempt,

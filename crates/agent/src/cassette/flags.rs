@@ -6,14 +6,13 @@ use super::{Cassette, CassetteError, CassetteMode};
 use crate::Models;
 use std::path::PathBuf;
 use std::sync::Arc;
-use toolmock_simulation::ModelRole;
 
 /// Where the model exchanges are recorded or replayed from.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct CassetteFlags {
     /// A folder of recorded model exchanges (docs/cassettes.md): requests of
-    /// the agent model and the judge are answered from it, or recorded
-    /// into it, as --cassette-mode says.
+    /// the agent model, the simulated user's model and the judge are
+    /// answered from it, or recorded into it, as --cassette-mode says.
     #[arg(long, value_name = "DIR", env = "TOOLMOCK_CASSETTE")]
     pub cassette: Option<PathBuf>,
     /// record: send every request and keep it; replay (the default): answer
@@ -32,7 +31,7 @@ pub enum CassetteFlagsError {
     ModeWithoutCassette,
     /// `record` with no model and no judge to record.
     #[error(
-        "--cassette-mode record needs a model to record: --model-url and --model, or --judge-model"
+        "--cassette-mode record needs a model to record: --model-url and --model, --user-model, or --judge-model"
     )]
     NothingToRecord,
     /// The cassette cannot be read.
@@ -64,7 +63,7 @@ impl CassetteFlags {
     /// a role with recordings but no endpoint is replayed.
     pub fn apply(
         &self,
-        mut models: Models,
+        models: Models,
     ) -> Result<(Models, Option<Arc<Cassette>>), CassetteFlagsError> {
         let Some(dir) = &self.cassette else {
             return match self.cassette_mode {
@@ -73,18 +72,14 @@ impl CassetteFlags {
             };
         };
         let mode = self.cassette_mode.unwrap_or(CassetteMode::Replay);
-        if mode == CassetteMode::Record && models.model.is_none() && models.judge.is_none() {
+        if mode == CassetteMode::Record
+            && models.model.is_none()
+            && models.judge.is_none()
+            && models.user.is_none()
+        {
             return Err(CassetteFlagsError::NothingToRecord);
         }
         let cassette = Cassette::open(dir, mode)?;
-        let taped = |role: ModelRole, live: Option<Arc<dyn toolmock_simulation::ChatModel>>| {
-            let wrap = live.is_some()
-                || mode == CassetteMode::Replay
-                || (mode == CassetteMode::Auto && cassette.has_role(role));
-            wrap.then(|| cassette.model(role, live))
-        };
-        models.model = taped(ModelRole::Agent, models.model.take());
-        models.judge = taped(ModelRole::Judge, models.judge.take());
-        Ok((models, Some(cassette)))
+        Ok((cassette.tape(models), Some(cassette)))
     }
 }

@@ -17,13 +17,16 @@
 //! ([`canonical_request`]); the same request repeated in one attempt is
 //! answered in the order it was recorded (`occurrence`).
 
+mod canonical;
 mod check;
 mod file;
 mod flags;
 mod taped;
 
 pub use check::{CheckProblem, check_cassette, count};
-pub use file::{Answer, CASSETTE_VERSION, Exchange, file_name};
+pub use file::{
+    Answer, CASSETTE_VERSION, Exchange, file_name, parse_exchange, read_dir, write_cassette,
+};
 pub use flags::{CassetteFlags, CassetteFlagsError};
 pub use taped::first_difference;
 
@@ -54,6 +57,17 @@ impl CassetteMode {
             CassetteMode::Replay => "replay",
             CassetteMode::Auto => "auto",
         }
+    }
+
+    /// The mode its flag value names.
+    pub fn parse(text: &str) -> Option<Self> {
+        [
+            CassetteMode::Record,
+            CassetteMode::Replay,
+            CassetteMode::Auto,
+        ]
+        .into_iter()
+        .find(|m| m.as_str() == text)
     }
 }
 
@@ -141,7 +155,17 @@ impl Cassette {
     /// Opens the cassette in `dir` (a folder that does not exist yet is an
     /// empty cassette) and reads every `*.jsonl` file in it.
     pub fn open(dir: &Path, mode: CassetteMode) -> Result<Arc<Self>, CassetteError> {
-        let loaded = file::read_dir(dir)?;
+        Ok(Self::holding(dir, mode, file::read_dir(dir)?))
+    }
+
+    /// A cassette of `exchanges` kept in memory (a simulation's, as the
+    /// API stores it): [`Cassette::save`] is not for it; what it records is
+    /// taken with [`Cassette::take_recorded`].
+    pub fn of_exchanges(mode: CassetteMode, exchanges: Vec<Exchange>) -> Arc<Self> {
+        Self::holding(Path::new(""), mode, exchanges)
+    }
+
+    fn holding(dir: &Path, mode: CassetteMode, loaded: Vec<Exchange>) -> Arc<Self> {
         let mut state = State::default();
         for (i, exchange) in loaded.iter().enumerate() {
             state
@@ -176,11 +200,64 @@ impl Cassette {
             indexes.sort_by_key(|&i| loaded[i].occurrence);
         }
         state.loaded = loaded;
-        Ok(Arc::new(Self {
+        Arc::new(Self {
             dir: dir.to_owned(),
             mode,
             state: Mutex::new(state),
-        }))
+        })
+    }
+
+    /// `models` through this cassette: in `replay` every role is answered
+    /// from it, configured or not (a configured endpoint only names the
+    /// model the requests are keyed by); in `record` and `auto` each
+    /// configured model is recorded, and in `auto` a role with recordings
+    /// but no endpoint is replayed.
+    pub fn tape(self: &Arc<Self>, mut models: crate::Models) -> crate::Models {
+        let taped = |role: ModelRole, live: Option<Arc<dyn ChatModel>>| {
+            let wrap = live.is_some()
+                || self.mode == CassetteMode::Replay
+                || (self.mode == CassetteMode::Auto && self.has_role(role));
+            wrap.then(|| self.model(role, live))
+        };
+        models.model = taped(ModelRole::Agent, models.model.take());
+        models.judge = taped(ModelRole::Judge, models.judge.take());
+        models.user = taped(ModelRole::User, models.user.take());
+        models
+    }
+
+    /// The exchanges attempt `attempt` of `case` recorded, taken out of the
+    /// cassette (a worker stores them as each attempt ends).
+    pub fn take_recorded(&self, case: &str, attempt: u32) -> Vec<Exchange> {
+        let mut state = self.lock();
+        let (taken, kept) = std::mem::take(&mut state.fresh)
+            .into_iter()
+            .partition(|e| e.case == case && e.attempt == attempt);
+        state.fresh = kept;
+        taken
+    }
+
+    /// Adds `exchanges` as if this run had recorded them (what workers
+    /// recorded for a submitted simulation, merged into its folder).
+    pub fn absorb(&self, exchanges: Vec<Exchange>) {
+        self.lock().fresh.extend(exchanges);
+    }
+
+    /// Every exchange the cassette holds once this run's recordings are in,
+    /// in file order: the recorded ones, and those read that a `record`
+    /// did not replace (in `auto`, all of them).
+    pub fn held(&self) -> Vec<Exchange> {
+        let state = self.lock();
+        let recorded: std::collections::BTreeSet<&str> =
+            state.fresh.iter().map(|e| e.case.as_str()).collect();
+        let mut held: Vec<Exchange> = state
+            .loaded
+            .iter()
+            .filter(|e| self.mode != CassetteMode::Record || !recorded.contains(e.case.as_str()))
+            .chain(state.fresh.iter())
+            .cloned()
+            .collect();
+        held.sort_by(|a, b| file::order(a).cmp(&file::order(b)));
+        held
     }
 
     /// Its mode.
@@ -270,12 +347,6 @@ impl Cassette {
 /// choice, not part of what is asked).
 pub fn canonical_request(identity: &Value, request: ModelRequest<'_>) -> Value {
     let mut ids: HashMap<String, String> = HashMap::new();
-    let mut id_of = |id: &str| -> String {
-        let next = ids.len() + 1;
-        ids.entry(id.to_owned())
-            .or_insert_with(|| format!("call_{next}"))
-            .clone()
-    };
     let mut messages = Vec::with_capacity(request.messages.len());
     for message in request.messages {
         let normalized = match message {
@@ -284,21 +355,25 @@ pub fn canonical_request(identity: &Value, request: ModelRequest<'_>) -> Value {
                 tool_calls,
             } => Message::Assistant {
                 content: content.clone(),
-                tool_calls: tool_calls
-                    .iter()
-                    .map(|c| toolmock_simulation::ToolCallRequest {
-                        id: id_of(&c.id),
-                        name: c.name.clone(),
-                        arguments: c.arguments.clone(),
-                    })
-                    .collect(),
+                tool_calls: renamed_calls(&mut ids, tool_calls),
+            },
+            // (Never sent to a model: the agent is not shown the user's own
+            // calls, and the user model sees them as its assistant turns.)
+            Message::User {
+                content,
+                stop,
+                tool_calls,
+            } => Message::User {
+                content: content.clone(),
+                stop: stop.clone(),
+                tool_calls: renamed_calls(&mut ids, tool_calls),
             },
             Message::Tool {
                 tool_call_id,
                 content,
                 actor,
             } => Message::Tool {
-                tool_call_id: id_of(tool_call_id),
+                tool_call_id: renamed(&mut ids, tool_call_id),
                 content: content.clone(),
                 actor: *actor,
             },
@@ -311,6 +386,28 @@ pub fn canonical_request(identity: &Value, request: ModelRequest<'_>) -> Value {
         "messages": messages,
         "tools": serde_json::to_value(request.tools).unwrap_or(Value::Null),
     })
+}
+
+/// `id` as `call_N`, N its order of first appearance in `ids`.
+fn renamed(ids: &mut HashMap<String, String>, id: &str) -> String {
+    let next = ids.len() + 1;
+    ids.entry(id.to_owned())
+        .or_insert_with(|| format!("call_{next}"))
+        .clone()
+}
+
+fn renamed_calls(
+    ids: &mut HashMap<String, String>,
+    calls: &[toolmock_simulation::ToolCallRequest],
+) -> Vec<toolmock_simulation::ToolCallRequest> {
+    calls
+        .iter()
+        .map(|c| toolmock_simulation::ToolCallRequest {
+            id: renamed(ids, &c.id),
+            name: c.name.clone(),
+            arguments: c.arguments.clone(),
+        })
+        .collect()
 }
 
 /// The canonical JSON text of a value (RFC 8785: sorted keys, no white

@@ -2,9 +2,11 @@
 //! per-attempt view [`TapedAttempt`] counts the attempt's turns and its
 //! repeated requests, answers from the cassette, and records what it lacks.
 
+use super::canonical::{Fixed, write_request};
 use super::file::{Answer, CASSETTE_VERSION, Exchange};
-use super::{Cassette, CassetteMode, canonical_request, canonical_text, request_key};
+use super::{Cassette, CassetteMode, canonical_request};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -20,6 +22,8 @@ pub(super) struct Taped {
     role: ModelRole,
     live: Option<Arc<dyn ChatModel>>,
     identity: Value,
+    /// The identity's canonical text, written once.
+    fixed: Fixed,
 }
 
 impl Taped {
@@ -43,6 +47,7 @@ impl Taped {
             cassette,
             role,
             live,
+            fixed: Fixed::new(&identity),
             identity,
         }
     }
@@ -54,6 +59,7 @@ impl Taped {
             live: self.live.clone(),
             identity: self.identity.clone(),
             scope: scope.clone(),
+            fixed: Mutex::new(self.fixed.clone()),
             turns: AtomicU32::new(0),
             occurrences: Mutex::new(HashMap::new()),
         }
@@ -88,6 +94,8 @@ struct TapedAttempt {
     live: Option<Arc<dyn ChatModel>>,
     identity: Value,
     scope: AttemptScope,
+    /// The identity's and the tools' canonical text.
+    fixed: Mutex<Fixed>,
     turns: AtomicU32,
     /// How many times each key was asked in this attempt.
     occurrences: Mutex<HashMap<String, u32>>,
@@ -96,9 +104,15 @@ struct TapedAttempt {
 impl TapedAttempt {
     async fn answer(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
         let turn = self.turns.fetch_add(1, Ordering::Relaxed) + 1;
-        let canonical = canonical_request(&self.identity, request);
-        let text = canonical_text(&canonical);
-        let key = request_key(&text);
+        // The key is hashed as the canonical text is written; the text
+        // itself is written only to be recorded, the canonical value built
+        // only to name a miss's difference.
+        let key = {
+            let mut fixed = self.fixed.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut hasher = Sha256::new();
+            write_request(&mut hasher, &mut fixed, request);
+            hex::encode(hasher.finalize())
+        };
         let occurrence = {
             let mut seen = self
                 .occurrences
@@ -116,14 +130,26 @@ impl TapedAttempt {
         }
         let live = match (&self.live, mode) {
             (Some(live), CassetteMode::Record | CassetteMode::Auto) => live,
-            _ => return Err(self.miss(turn, &canonical)),
+            _ => return Err(self.miss(turn, &canonical_request(&self.identity, request))),
         };
         let mut reply = live.complete(request).await?;
         // toolmock's own tool-call ids, so that a conversation recorded
-        // twice is the same conversation.
+        // twice is the same conversation; the simulated user's apart from
+        // the agent's, which share its conversation.
+        let prefix = match self.role {
+            ModelRole::User => "user_call",
+            ModelRole::Agent | ModelRole::Judge => "call",
+        };
         for (i, call) in reply.tool_calls.iter_mut().enumerate() {
-            call.id = format!("call_{turn}_{}", i + 1);
+            call.id = format!("{prefix}_{turn}_{}", i + 1);
         }
+        let text = {
+            let mut fixed = self.fixed.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut text = Vec::with_capacity(4096);
+            write_request(&mut text, &mut fixed, request);
+            String::from_utf8(text)
+                .map_err(|e| ModelError::Failed(format!("the request cannot be kept: {e}")))?
+        };
         let request = serde_json::value::RawValue::from_string(text)
             .map_err(|e| ModelError::Failed(format!("the request cannot be kept: {e}")))?;
         self.cassette.lock().fresh.push(Exchange {

@@ -7,21 +7,24 @@ use crate::auth::bearer;
 use crate::auth::{Authorized, RunSimulations};
 use crate::error::{ApiCode, ApiError};
 use crate::extract::{ApiJsonVerbatim, ApiPath};
+use crate::user_talk::{UserAnswer, UserTalks};
 use crate::views::simulations::{
     AttemptView, FinishedView, attempt_item, attempt_view, message_view,
 };
+use axum::Extension;
 use axum::Json;
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use serde::Deserialize;
 use serde_json::Value;
+use std::sync::Arc;
 use toolmock_contract::pointer;
 use toolmock_runtime::ToolCall;
-use toolmock_runtime::backend::{AttemptStore, FixtureStore, PinStore};
+use toolmock_runtime::backend::{AttemptStore, FixtureStore};
 use toolmock_runtime::dispatcher::ResolvedCapability;
 use toolmock_runtime::model::{AttemptId, Capability, TenantId};
-use toolmock_simulation::document::{CaseDoc, DriverDoc};
-use toolmock_simulation::{Actor, RunError, conclude_attempt};
+use toolmock_simulation::document::{CaseDoc, DriverDoc, UserDoc};
+use toolmock_simulation::{Actor, Message, RunError, Unmet, conclude_conversation};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -118,6 +121,50 @@ pub(crate) async fn tool_call(
     Ok(Json(result))
 }
 
+/// `POST /api/attempts/{id}/ask-user`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AskUserRequest {
+    /// What the agent says to the user; leave it out to only listen (the
+    /// user's first message).
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// The agent of an `external` attempt says something to its case's
+/// simulated user, and the user model's reply is the answer (docs/agents.md,
+/// "An external agent meets a simulated user"): the HTTP form of the MCP
+/// endpoint's `ask_user` tool. Both sides are kept as the attempt's
+/// conversation, with their roles.
+#[utoipa::path(post, path = "/api/attempts/{id}/ask-user", tag = "dispatcher",
+    params(("id" = Uuid, Path, description = "The attempt's id")),
+    request_body = AskUserRequest,
+    security(("capability" = [])),
+    responses(
+        (status = 200, description = "The user's reply `{reply}`; `{reply, stop, ended: true}` when it ended the conversation with a stop marker; `{ended: true}` once the conversation is over (its turn limit reached: an unmet `turn_limit`)", body = UserAnswer),
+        (status = 401, description = "`invalid_capability`: no attempt holds this capability, or its attempt has ended or its lease is over", body = crate::ErrorEnvelope),
+        (status = 403, description = "`foreign_capability`: the capability belongs to another attempt", body = crate::ErrorEnvelope),
+        (status = 409, description = "`no_simulated_user`: the attempt's case has no simulated user; `user_busy`: another ask of the attempt was answered meanwhile", body = crate::ErrorEnvelope),
+        (status = 424, description = "A harness error (`class: harness_error`: `user_unavailable`, `user_failed`, `attempt_timeout`): recorded, the attempt can never pass", body = crate::ErrorEnvelope),
+    ))]
+pub(crate) async fn ask_user(
+    capability: AttemptCapability,
+    State(state): State<AppState>,
+    Extension(talks): Extension<Arc<UserTalks>>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJsonVerbatim(body): ApiJsonVerbatim<AskUserRequest>,
+) -> Result<Json<UserAnswer>, ApiError> {
+    let capability = capability.for_attempt(id)?;
+    let answer = crate::user_talk::ask(
+        &state,
+        &talks,
+        (capability.tenant, capability.attempt, capability.capability),
+        body.message,
+    )
+    .await?;
+    Ok(Json(answer))
+}
+
 /// The attempt's tools over MCP (streamable HTTP, stateless, JSON answers):
 /// one JSON-RPC message per request, authenticated by the attempt's
 /// capability. `tools/list` lists the agent's operations with their pinned
@@ -139,43 +186,74 @@ pub(crate) async fn tool_call(
 pub(crate) async fn mcp(
     capability: AttemptCapability,
     State(state): State<AppState>,
+    Extension(talks): Extension<Arc<UserTalks>>,
     ApiPath(id): ApiPath<Uuid>,
     request: axum::extract::Request,
 ) -> Result<axum::response::Response, ApiError> {
     use tower::ServiceExt as _;
     let capability = capability.for_attempt(id)?;
     let (tenant, attempt) = (capability.tenant, capability.attempt);
-    let store = state.store();
-    let record = store.attempt(tenant, attempt).await?;
     // An ended attempt's capability, or one whose lease is over, opens no
     // MCP session (the tool-call endpoint records such a call as
     // `lease_expired`; an MCP client is refused before it lists anything).
-    if record.outcome.is_some() || record.lease_expires_at <= chrono::Utc::now() {
-        return Err(ApiError::InvalidCapability);
-    }
-    let pins = store.simulation_pins(tenant, record.simulation).await?;
-    let document = crate::stored::document(store, tenant, record.simulation).await?;
-    let (direct, workflows) = match document {
-        Some(document) => (document.agent.tools, document.agent.workflows),
+    // A capability just read says so itself; one this process has served
+    // before is read again, except for a `tools/call`, whose lease the
+    // dispatcher checks in the call's one statement (recording a call of
+    // an ended attempt as `lease_expired`, as the tool-call endpoint does).
+    let request = match capability.resolved.live() {
+        Some(false) => return Err(ApiError::InvalidCapability),
+        Some(true) => request,
         None => {
-            let mut direct: Vec<String> = Vec::new();
-            for pin in &pins.pins {
-                if !direct.contains(&pin.tool) {
-                    direct.push(pin.tool.clone());
+            let (call, request) = crate::served_tools::is_tool_call(&state, request).await?;
+            if !call {
+                let record = state.store().attempt(tenant, attempt).await?;
+                if record.outcome.is_some() || record.lease_expires_at <= chrono::Utc::now() {
+                    return Err(ApiError::InvalidCapability);
                 }
             }
-            (direct, Vec::new())
+            request
         }
     };
-    let tools = toolmock_mcp::ServedTools::new(&direct, &pins.pins, &workflows)
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let served =
+        crate::served_tools::served(&state, tenant, capability.resolved.simulation()).await?;
+    // `ask_user` is served only to an attempt whose case has a simulated
+    // user (its position read only when some case of the simulation has one).
+    let with_user = match &served.with_user {
+        None => false,
+        Some(_) => {
+            let listing = state.store().attempt_listing(tenant, attempt).await?;
+            served
+                .user_cases
+                .get(listing.case_position as usize)
+                .copied()
+                .unwrap_or(false)
+        }
+    };
+    let tools = match (&served.with_user, with_user) {
+        (Some(Ok(tools)), true) => tools.clone(),
+        // The agent's own `ask_user` would hide the user's: said, not
+        // served half (the HTTP route still reaches the user).
+        (Some(Err(e)), true) => {
+            return Err(ApiError::StateConflict {
+                code: ApiCode::Conflict,
+                message: format!(
+                    "{e}: this MCP endpoint cannot serve the simulated user's ask_user; \
+                     use POST /api/attempts/{{id}}/ask-user"
+                ),
+            });
+        }
+        _ => served.tools.clone(),
+    };
     let server = toolmock_mcp::ToolServer::new(
         state.shared_dispatcher(),
         tools,
-        workflows.into_iter().map(|w| (w.name.clone(), w)).collect(),
+        served.workflows.clone(),
         // The extractor's resolution, handed on: the call does not look the
         // capability up again.
-        toolmock_mcp::FixedAttempt::new(capability.resolved, capability.capability),
+        UserAttempt {
+            fixed: toolmock_mcp::FixedAttempt::new(capability.resolved, capability.capability),
+            talk: with_user.then(|| (state.clone(), talks)),
+        },
         "toolmock",
     );
     // Behind the API, whose own host is whatever its clients use.
@@ -183,6 +261,57 @@ pub(crate) async fn mcp(
     match service.oneshot(request).await {
         Ok(response) => Ok(response.map(axum::body::Body::new)),
         Err(never) => match never {},
+    }
+}
+
+/// The per-attempt MCP endpoint's attempt: the bearer capability's, and,
+/// when its case has a simulated user, the conversation `ask_user` holds
+/// with it (the same as `ask-user`'s).
+struct UserAttempt {
+    fixed: toolmock_mcp::FixedAttempt,
+    talk: Option<(AppState, Arc<UserTalks>)>,
+}
+
+impl toolmock_mcp::Attempts for UserAttempt {
+    type Ticket = ();
+
+    async fn enter(
+        &self,
+        parts: Option<&Parts>,
+    ) -> Result<toolmock_mcp::Entered<()>, toolmock_mcp::ErrorData> {
+        self.fixed.enter(parts).await
+    }
+
+    async fn leave(&self, entered: toolmock_mcp::Entered<()>) {
+        self.fixed.leave(entered).await;
+    }
+
+    async fn ask_user(
+        &self,
+        entered: &toolmock_mcp::Entered<()>,
+        message: Option<String>,
+    ) -> Result<toolmock_mcp::CallToolResult, toolmock_mcp::ErrorData> {
+        let Some((state, talks)) = &self.talk else {
+            return Err(toolmock_mcp::server_error(
+                toolmock_mcp::McpCode::AskUserNotServed,
+                "the attempt's case has no simulated user",
+            ));
+        };
+        let who = (entered.tenant, entered.attempt, entered.capability.clone());
+        match crate::user_talk::ask(state, talks, who, message).await {
+            Ok(answer) => Ok(toolmock_mcp::success(
+                serde_json::to_value(answer).unwrap_or_default(),
+            )),
+            Err(ApiError::Harness(fault)) => Err(toolmock_mcp::harness_error(
+                fault.code.as_str(),
+                &fault.message,
+                fault.path.as_deref(),
+            )),
+            Err(other) => Err(toolmock_mcp::server_error(
+                toolmock_mcp::McpCode::StorageFailed,
+                other.to_string(),
+            )),
+        }
     }
 }
 
@@ -242,13 +371,14 @@ pub(crate) async fn finish_attempt(
             expect: Default::default(),
         },
     };
-    let result = conclude_attempt(
+    let case_at = pointer::index("/cases", position);
+    let talk = conversation_of(&state, (tenant, attempt), &case, &case_at).await?;
+    let result = conclude_conversation(
         state.dispatcher(),
         tenant,
-        &case,
-        &pointer::index("/cases", position),
+        (&case, &case_at),
         (attempt, listing.number),
-        Vec::new(),
+        talk,
         false,
     )
     .await
@@ -268,6 +398,38 @@ pub(crate) async fn finish_attempt(
         as_expected: result.as_expected,
         unmet,
     }))
+}
+
+/// What an external attempt said with its case's simulated user, as the
+/// judge reads it: the unmet `turn_limit` when the user's turns were used
+/// up without a stop marker, the messages and when each was added (all
+/// empty for a case without a simulated user).
+async fn conversation_of(
+    state: &AppState,
+    (tenant, attempt): (TenantId, AttemptId),
+    case: &CaseDoc,
+    case_at: &str,
+) -> Result<(Vec<Unmet>, Vec<Message>, Vec<chrono::DateTime<chrono::Utc>>), ApiError> {
+    let Some(UserDoc::Model { max_turns, .. }) = &case.user else {
+        return Ok((Vec::new(), Vec::new(), Vec::new()));
+    };
+    let stored = state.store().attempt_messages(tenant, attempt).await?;
+    let mut messages = Vec::with_capacity(stored.len());
+    let mut times = Vec::with_capacity(stored.len());
+    for kept in stored {
+        messages.push(
+            serde_json::from_value::<Message>(kept.message).map_err(|e| {
+                ApiError::Internal(format!(
+                    "a kept message of the conversation does not parse: {e}"
+                ))
+            })?,
+        );
+        times.push(kept.at);
+    }
+    let unmet = toolmock_simulation::user_turns_used_up(*max_turns, &messages, case_at)
+        .into_iter()
+        .collect();
+    Ok((unmet, messages, times))
 }
 
 /// An attempt with its evidence timeline, tool input errors and harness
@@ -307,13 +469,16 @@ pub(crate) async fn get_attempt(
         records.harness_errors,
     );
     view.conversation = conversation.into_iter().map(message_view).collect();
-    // A simulated user's own calls say so (a tool belongs to one side).
-    if let Some(case) = case {
-        for call in view.evidence.iter_mut().chain(&mut view.tool_input_errors) {
-            let tool = call.get("tool").and_then(Value::as_str).unwrap_or("");
-            if let (Actor::User, Value::Object(fields)) = (case.actor_of(tool), &mut *call) {
-                fields.insert("actor".into(), Value::from("user"));
-            }
+    // Every call says whose it is: a simulated user's own tools are the
+    // user's (a tool belongs to one side), every other call the agent's.
+    for call in view.evidence.iter_mut().chain(&mut view.tool_input_errors) {
+        let tool = call.get("tool").and_then(Value::as_str).unwrap_or("");
+        let actor = match case.as_ref().map(|c| c.actor_of(tool)) {
+            Some(Actor::User) => "user",
+            _ => "agent",
+        };
+        if let Value::Object(fields) = call {
+            fields.insert("actor".into(), Value::from(actor));
         }
     }
     Ok(Json(view))

@@ -6,6 +6,7 @@
 
 mod agents;
 mod attempts;
+mod cassettes;
 mod health;
 mod simulations;
 mod testing;
@@ -192,6 +193,12 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "GET",
+        path: "/api/simulations/{id}/cassette",
+        access: Access::Permission(RUN_SIMULATIONS),
+        register: || routes!(cassettes::get_cassette),
+    },
+    Route {
+        method: "GET",
         path: "/api/simulations/{id}/events",
         access: Access::Permission(RUN_SIMULATIONS),
         register: || routes!(simulations::simulation_events),
@@ -213,6 +220,12 @@ pub const ROUTES: &[Route] = &[
         path: "/api/attempts/{id}/mcp",
         access: Access::Capability,
         register: || routes!(attempts::mcp),
+    },
+    Route {
+        method: "POST",
+        path: "/api/attempts/{id}/ask-user",
+        access: Access::Capability,
+        register: || routes!(attempts::ask_user),
     },
     Route {
         method: "POST",
@@ -331,7 +344,7 @@ impl Modify for ErrorResponses {
 /// One example body for each operation that takes one, shown as its request
 /// example in the document; `fixtures/api/requests/README.md` says how the
 /// test keeps them working against the real API.
-pub(crate) const REQUEST_EXAMPLES: [(&str, &str, &str); 11] = [
+pub(crate) const REQUEST_EXAMPLES: [(&str, &str, &str); 12] = [
     (
         "POST",
         "/api/tools",
@@ -386,6 +399,11 @@ pub(crate) const REQUEST_EXAMPLES: [(&str, &str, &str); 11] = [
         "POST",
         "/api/attempts/{id}/mcp",
         include_str!("../../../../fixtures/api/requests/attempt-mcp.json"),
+    ),
+    (
+        "POST",
+        "/api/attempts/{id}/ask-user",
+        include_str!("../../../../fixtures/api/requests/ask-user.json"),
     ),
 ];
 
@@ -449,6 +467,9 @@ pub(crate) fn api_router() -> Router<AppState> {
         )
         .layer(axum::Extension(std::sync::Arc::new(
             testing::TestingCache::default(),
+        )))
+        .layer(axum::Extension(std::sync::Arc::new(
+            crate::user_talk::UserTalks::default(),
         )))
 }
 

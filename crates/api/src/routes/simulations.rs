@@ -62,18 +62,19 @@ fn run_error(error: RunError, code: ApiCode) -> ApiError {
 /// attempts with their fixture state and capabilities, and runs the scripted
 /// cases' attempts in the background.
 #[utoipa::path(post, path = "/api/simulations", tag = "simulations",
-    request_body(content = Object, description = "The simulation document (version 1, docs/simulations.md); files are not read: every manifest, contract list and definition is inline"),
+    request_body(content = Object, description = "The simulation document (version 1, docs/simulations.md); files are not read: every manifest, contract list and definition is inline. An optional member `cassette`, `{\"mode\": \"record\" | \"replay\" | \"auto\", \"exchanges\": [exchange, …]}` (docs/cassettes.md), is the model cassette the simulation's workers replay from and record into; it is not part of the stored document"),
     security(("bearer" = ["AIManager:RunSimulations"])),
     responses(
         (status = 201, description = "Started", body = StartedView),
-        (status = 422, description = "`invalid_simulation`: the document does not load (every problem with its pointer, an unknown library tool included); `start_refused`: every stale or missing operation, invalid definition, state conflict and effect node", body = crate::ErrorEnvelope),
+        (status = 422, description = "`invalid_cassette`: the `cassette` member is unusable (every problem with its pointer); `invalid_simulation`: the document does not load (every problem with its pointer, an unknown library tool included); `start_refused`: every stale or missing operation, invalid definition, state conflict and effect node", body = crate::ErrorEnvelope),
     ))]
 pub(crate) async fn start_simulation(
     auth: Authorized<RunSimulations>,
     State(state): State<AppState>,
-    ApiJson(body): ApiJson<Value>,
+    ApiJson(mut body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<StartedView>), ApiError> {
     let tenant = auth.principal.tenant;
+    let cassette = super::cassettes::take_cassette(&mut body)?;
     let invalid = |problems: &[FileProblem]| {
         ApiError::unprocessable(
             ApiCode::InvalidSimulation,
@@ -132,6 +133,13 @@ pub(crate) async fn start_simulation(
             &auth.principal.subject,
         )
         .await?;
+    // Before any attempt is queued: a worker that claims one finds it.
+    if let Some((mode, lines)) = &cassette {
+        state
+            .store()
+            .record_simulation_cassette(tenant, started.id, mode.as_str(), lines)
+            .await?;
+    }
     let driver_of = |case: &str| {
         loaded
             .document

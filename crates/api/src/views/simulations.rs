@@ -281,7 +281,8 @@ pub(crate) struct MessageView {
     /// marker it contains.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) stop: Option<String>,
-    /// A tool message answering a simulated user's own call: `user`.
+    /// A tool message: whose call it answers, `agent` or `user` (a
+    /// simulated user's own call).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) actor: Option<String>,
 }
@@ -316,7 +317,9 @@ pub(crate) fn message_view(m: toolmock_store::StoredMessage) -> MessageView {
             .and_then(|c| serde_json::from_value(c.clone()).ok()),
         tool_call_id: text("tool_call_id"),
         stop: text("stop"),
-        actor: text("actor"),
+        // Recorded only for the user's (`Actor::is_agent` is left out).
+        actor: (m.message.get("role").and_then(Value::as_str) == Some("tool"))
+            .then(|| text("actor").unwrap_or_else(|| "agent".to_owned())),
     }
 }
 
@@ -417,18 +420,21 @@ pub(crate) struct AttemptView {
     /// The fixture state now, and its version.
     #[schema(value_type = Object)]
     pub(crate) state: AttemptState,
-    /// Every committed call in order, with the state before and after.
+    /// Every committed call in order, with the state before and after and
+    /// `actor`: whose call it was, `agent` or `user` (a simulated user's
+    /// own tool).
     #[schema(value_type = Vec<Object>)]
     pub(crate) evidence: Vec<Value>,
-    /// The agent's recoverable argument errors.
+    /// The recoverable argument errors, each with `actor` as `evidence`'s.
     #[schema(value_type = Vec<Object>)]
     pub(crate) tool_input_errors: Vec<Value>,
     /// The harness's faults.
     #[schema(value_type = Vec<Object>)]
     pub(crate) harness_errors: Vec<Value>,
-    /// A model-driven attempt's conversation, in order, as it was played
-    /// (empty for other drivers). The model endpoint's configuration is
-    /// never part of it.
+    /// A model-driven attempt's conversation, in order, as it was played,
+    /// or an external agent's with its case's simulated user (`ask-user`);
+    /// empty otherwise. The model endpoint's configuration is never part of
+    /// it.
     pub(crate) conversation: Vec<MessageView>,
 }
 

@@ -5,11 +5,14 @@
 
 mod agent_service;
 mod agents;
+mod cassettes;
 mod common;
+mod concurrent_calls;
 mod discover;
 mod dispatcher;
 mod domain;
 mod errors;
+mod external_user;
 mod fail_closed;
 mod generator;
 mod hardening;

@@ -74,6 +74,7 @@ fn sample(route: &Route, ids: &Ids) -> Option<(String, Option<Value>)> {
         // A custom tool has no server: served (auth passed), refused as 422.
         ("POST", "/api/tools/{id}/discover") => Some(json!({})),
         ("POST", "/api/attempts/{id}/finish") => None,
+        ("POST", "/api/attempts/{id}/ask-user") => Some(json!({"message": "Hello"})),
         ("POST", "/api/attempts/{id}/mcp") => {
             Some(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                    "params": {"name": "book", "arguments": {"day": "2026-01-02"}}}))
@@ -111,12 +112,16 @@ async fn tenant_a(app: &Router) -> Ids {
     .await;
     assert_eq!(agent.status, StatusCode::CREATED, "{}", agent.json);
     let agent = agent.json["id"].as_str().unwrap().to_owned();
+    // Started with a (still empty) model cassette, so that its download is
+    // served.
+    let mut document = calendar_simulation(&tool, 1);
+    document["cassette"] = json!({"mode": "record", "exchanges": []});
     let started = send(
         app,
         Method::POST,
         "/api/simulations",
         Some(&bearer),
-        Some(&calendar_simulation(&tool, 1)),
+        Some(&document),
     )
     .await;
     assert_eq!(started.status, StatusCode::CREATED, "{}", started.json);

@@ -20,7 +20,9 @@ const LAYERS: &[&[&str]] = &[
     // Request plumbing, response views, what the API reads back.
     &[
         "call_task",
+        "served_tools",
         "extract",
+        "user_talk",
         "limits",
         "middleware",
         "stored",

@@ -206,9 +206,12 @@ async fn every_request_body_has_an_example_that_the_api_accepts(pool: PgPool) {
     sent(Method::POST, "/api/agents".into(), agent).await;
     let simulation = example("POST", "/api/simulations");
     sent(Method::POST, "/api/simulations".into(), simulation.clone()).await;
-    // The tool-call example is an external agent's call: a case it plays.
+    // The tool-call example is an external agent's call: a case it plays
+    // (with a simulated user, for the ask-user example).
     let mut external = simulation;
     external["cases"][0]["driver"] = serde_json::json!({"type": "external"});
+    external["cases"][0]["user"] =
+        serde_json::json!({"type": "model", "instructions": "You want a note."});
     let started = sent(Method::POST, "/api/simulations".into(), external).await;
     let attempt = &started["attempts"][0];
     let reply = send(
@@ -245,6 +248,22 @@ async fn every_request_body_has_an_example_that_the_api_accepts(pool: PgPool) {
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
     assert!(
         reply.json["result"]["structuredContent"].is_object(),
+        "{}",
+        reply.json
+    );
+    // Accepted, and answered by the user model this API lacks (a recorded
+    // harness error, never a refusal of the body).
+    let reply = send(
+        &app,
+        Method::POST,
+        &format!("/api/attempts/{}/ask-user", attempt["id"].as_str().unwrap()),
+        Some(attempt["capability"].as_str().unwrap()),
+        Some(&example("POST", "/api/attempts/{id}/ask-user")),
+    )
+    .await;
+    assert_eq!(
+        (reply.status, reply.code()),
+        (StatusCode::FAILED_DEPENDENCY, "user_unavailable"),
         "{}",
         reply.json
     );

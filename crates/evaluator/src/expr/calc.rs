@@ -8,7 +8,7 @@
 use crate::check::context::Checker;
 use crate::check::diagnostics::{DiagnosticCode, pointer_push};
 use crate::error::{CallError, OperandFault, Origin, Rejection, reject, truncate};
-use crate::expr::decimals::{MAX_PLACES, add, mul, round, sub, to_json};
+use crate::expr::decimals::{add, mul, places_literal, round, sub, to_json};
 use crate::expr::tree::{Expr, Operator};
 use crate::language::Feature;
 use crate::paths::reference::Reference;
@@ -324,25 +324,9 @@ pub(crate) fn compile(c: &mut Checker, key: &str, operand: &Value, at: &str) -> 
             what: "$calc",
         },
     );
-    let places = fields.get("places").and_then(|p| {
-        let places = p
-            .as_u64()
-            .or_else(|| {
-                p.as_f64()
-                    .filter(|f| f.fract() == 0.0 && *f >= 0.0)
-                    .map(|f| f as u64)
-            })
-            .and_then(|n| u32::try_from(n).ok())
-            .filter(|n| *n <= MAX_PLACES);
-        if places.is_none() {
-            c.push(
-                DiagnosticCode::InvalidLiteral,
-                pointer_push(&operand_at, "places"),
-                format!("$calc's places is a literal integer from 0 to {MAX_PLACES}, not {p}"),
-            );
-        }
-        places
-    });
+    let places = fields
+        .get("places")
+        .and_then(|p| places_literal(c, p, &pointer_push(&operand_at, "places"), "$calc"));
     let text_at = pointer_push(&operand_at, "text");
     let text = fields.get("text").map(|t| c.node(t, &text_at));
     if let Some(Expr::Literal(literal)) = &text

@@ -4,7 +4,7 @@
 
 use crate::check::context::Checker;
 use crate::check::diagnostics::{DiagnosticCode, pointer_index, pointer_push};
-use crate::error::{CallError, OperandFault, Rejection, reject};
+use crate::error::{CallError, OperandFault, Origin, Rejection, reject};
 use crate::expr::tree::{Expr, Operator};
 use crate::language::Feature;
 use crate::paths::reference::Reference;
@@ -20,10 +20,11 @@ pub(crate) const MAX_MERGED: usize = 16;
 /// (over literals alone it is folded).
 #[derive(Debug, Clone)]
 pub(crate) enum CollectionOp {
-    /// `to` with `value` added at its end.
-    Append { to: Expr, value: Expr },
-    /// The objects' members, a later object's member replacing an earlier one's.
-    Merge { objects: Box<[Expr]> },
+    /// `to` with `value` added at its end; `at` is its operand's pointer.
+    Append { to: Expr, value: Expr, at: Box<str> },
+    /// The objects' members, a later object's member replacing an earlier
+    /// one's; `at` is its operand's pointer.
+    Merge { objects: Box<[Expr]>, at: Box<str> },
 }
 
 /// What a compiled operand is known to give.
@@ -43,12 +44,36 @@ fn shape(expr: &Expr) -> Shape {
         Expr::Literal(other) => Shape::Other(json_kind(other)),
         Expr::Reference(_) => Shape::Reference,
         Expr::Op(op) => match op.name() {
-            "$append" => Shape::Array,
-            "$merge" => Shape::Object,
+            "$append" | "$sort" | "$pluck" | "$map" | "$filter" | "$zip" => Shape::Array,
+            "$merge" | "$object" => Shape::Object,
+            // A named value, a choice, a found record or element: any kind,
+            // known only per call, so checked then.
+            "$let" | "$if" | "$find" | "$min" | "$max" | "$update" => Shape::Reference,
             _ => Shape::Other("an operator that gives neither an array nor an object"),
         },
         _ => Shape::Other("an operator that gives neither an array nor an object"),
     }
+}
+
+/// An operator operand that gave the wrong kind this call (one whose kind
+/// only the call tells: `$let`, `$if`, `$find`…), blamed on the data it
+/// read, as a reference's would be.
+fn wrong_operator_kind(
+    expr: &Expr,
+    wanted: &str,
+    found: &Value,
+    operator: &str,
+    at: &str,
+) -> CallError {
+    CallError::refused_operand(
+        expr.origin().max(Origin::State),
+        None,
+        reject(
+            OperandFault::InvalidOperand,
+            format!("{operator} takes {wanted} here, not {}", json_kind(found)),
+        ),
+        at,
+    )
 }
 
 /// A value read by a reference that is not of the kind its operator takes,
@@ -65,7 +90,7 @@ impl Render for CollectionOp {
     /// The operator's value for this call.
     fn render(&self, scope: &Scope<'_>) -> Result<Value, CallError> {
         match self {
-            CollectionOp::Append { to, value } => {
+            CollectionOp::Append { to, value, at } => {
                 let mut items = match to {
                     Expr::Reference(r) => match r.resolve(scope)? {
                         Cow::Owned(Value::Array(items)) => items,
@@ -78,14 +103,17 @@ impl Render for CollectionOp {
                     },
                     other => match other.render(scope)? {
                         Value::Array(items) => items,
-                        // The check admits only operands that give arrays.
-                        _ => Vec::new(),
+                        found => {
+                            return Err(wrong_operator_kind(
+                                other, "an array", &found, "$append", at,
+                            ));
+                        }
                     },
                 };
                 items.push(value.render(scope)?);
                 Ok(Value::Array(items))
             }
-            CollectionOp::Merge { objects } => {
+            CollectionOp::Merge { objects, at } => {
                 let mut merged = Map::new();
                 for object in objects.iter() {
                     let members = match object {
@@ -101,7 +129,11 @@ impl Render for CollectionOp {
                         },
                         other => match other.render(scope)? {
                             Value::Object(m) => m,
-                            _ => Map::new(),
+                            found => {
+                                return Err(wrong_operator_kind(
+                                    other, "objects", &found, "$merge", at,
+                                ));
+                            }
                         },
                     };
                     merged.extend(members);
@@ -126,11 +158,11 @@ impl Operator for CollectionOp {
 
     fn for_each_reference(&mut self, f: &mut dyn FnMut(&mut Reference)) {
         match self {
-            CollectionOp::Append { to, value } => {
+            CollectionOp::Append { to, value, .. } => {
                 to.for_each_reference(f);
                 value.for_each_reference(f);
             }
-            CollectionOp::Merge { objects } => {
+            CollectionOp::Merge { objects, .. } => {
                 objects.iter_mut().for_each(|o| o.for_each_reference(f));
             }
         }
@@ -152,8 +184,8 @@ pub(crate) fn compile(c: &mut Checker, key: &str, operand: &Value, at: &str) -> 
     };
     let literal = |e: &Expr| matches!(e, Expr::Literal(_));
     let foldable = match &op {
-        CollectionOp::Append { to, value } => literal(to) && literal(value),
-        CollectionOp::Merge { objects } => objects.iter().all(literal),
+        CollectionOp::Append { to, value, .. } => literal(to) && literal(value),
+        CollectionOp::Merge { objects, .. } => objects.iter().all(literal),
     };
     if foldable {
         // Nothing here reads the call, so an empty scope serves.
@@ -208,9 +240,11 @@ fn append(c: &mut Checker, operand: &Value, at: &str) -> Option<CollectionOp> {
         .get("value")
         .map(|v| c.node(v, &pointer_push(at, "value")));
     match (to, value) {
-        (Some(to), Some(value)) if c.diagnostics.len() == before => {
-            Some(CollectionOp::Append { to, value })
-        }
+        (Some(to), Some(value)) if c.diagnostics.len() == before => Some(CollectionOp::Append {
+            to,
+            value,
+            at: at.into(),
+        }),
         _ => None,
     }
 }
@@ -251,6 +285,7 @@ fn merge(c: &mut Checker, operand: &Value, at: &str) -> Option<CollectionOp> {
         .collect();
     (c.diagnostics.len() == before).then(|| CollectionOp::Merge {
         objects: objects.into_boxed_slice(),
+        at: at.into(),
     })
 }
 

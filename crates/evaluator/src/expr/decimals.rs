@@ -449,29 +449,44 @@ fn round_operand<'v>(c: &mut Checker, operand: &'v Value, at: &str) -> Option<(&
             ok = false;
         }
     }
-    let places = fields.get("places").and_then(|p| {
-        let places = p
-            .as_u64()
-            .or_else(|| {
-                p.as_f64()
-                    .filter(|f| f.fract() == 0.0 && *f >= 0.0)
-                    .map(|f| f as u64)
-            })
-            .and_then(|n| u32::try_from(n).ok())
-            .filter(|n| *n <= MAX_PLACES);
-        if places.is_none() {
-            c.diagnostics.push(
-                DiagnosticCode::InvalidLiteral,
-                pointer_push(at, "places"),
-                format!("$round's places is a literal integer from 0 to {MAX_PLACES}, not {p}"),
-            );
-        }
-        places
-    });
+    let places = fields
+        .get("places")
+        .and_then(|p| places_literal(c, p, &pointer_push(at, "places"), "$round"));
     match (ok, fields.get("value"), places) {
         (true, Some(value), Some(places)) => Some((value, places)),
         _ => None,
     }
+}
+
+/// A decimal operator's `places` at `at`: a literal integer from 0 to
+/// [`MAX_PLACES`] (an integral float such as `2.0` counts); anything else is
+/// reported as `invalid_literal` for `operator`.
+pub(crate) fn places_literal(
+    c: &mut Checker,
+    places: &Value,
+    at: &str,
+    operator: &str,
+) -> Option<u32> {
+    let literal = places
+        .as_u64()
+        .or_else(|| {
+            places
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                .map(|f| f as u64)
+        })
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| *n <= MAX_PLACES);
+    if literal.is_none() {
+        c.diagnostics.push(
+            DiagnosticCode::InvalidLiteral,
+            at,
+            format!(
+                "{operator}'s places is a literal integer from 0 to {MAX_PLACES}, not {places}"
+            ),
+        );
+    }
+    literal
 }
 
 fn decimal_arg(c: &mut Checker, value: &Value, at: &str, operator: &str) -> Option<Arg> {

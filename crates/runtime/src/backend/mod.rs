@@ -213,6 +213,39 @@ pub trait EvidenceSink: Send + Sync {
         tenant: TenantId,
         attempt: AttemptId,
     ) -> impl Future<Output = Result<Vec<HarnessErrorRecord>, StoreError>> + Send;
+
+    /// Everything an attempt recorded, for its judgement: the three lists
+    /// above, read at once, and — when the backend reads it in the same
+    /// round trip — its state. By default the three reads one after
+    /// another (an in-memory backend waits on none), and no state.
+    fn attempt_records(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> impl Future<Output = Result<AttemptRecords, StoreError>> + Send {
+        async move {
+            Ok(AttemptRecords {
+                evidence: self.evidence(tenant, attempt).await?,
+                tool_input_errors: self.tool_input_errors(tenant, attempt).await?,
+                harness_errors: self.harness_errors(tenant, attempt).await?,
+                state: None,
+            })
+        }
+    }
+}
+
+/// What an attempt recorded ([`EvidenceSink::attempt_records`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptRecords {
+    /// Its evidence, in state-version order.
+    pub evidence: Vec<EvidenceRecord>,
+    /// Its tool input errors, in order.
+    pub tool_input_errors: Vec<ToolInputErrorRecord>,
+    /// Its harness errors, in order.
+    pub harness_errors: Vec<HarnessErrorRecord>,
+    /// Its state, when read in the same round trip (`None`: read it with
+    /// [`FixtureStore::state`]).
+    pub state: Option<StateSnapshot>,
 }
 
 /// Attempts: capabilities, leases, verdicts.

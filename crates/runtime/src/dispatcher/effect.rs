@@ -8,7 +8,7 @@
 //! ([`PinRef::Effect`]).
 
 use super::call::{elapsed_us, fault};
-use super::{Dispatcher, ToolCall};
+use super::{Dispatcher, ResolvedCapability, ToolCall};
 use crate::backend::Backend;
 use crate::error::{ApplyError, DispatchError, HarnessCode, StoreError};
 use crate::model::{Capability, EffectKind, Executor, PinRef, Step, TenantId, has_nul, sanitize};
@@ -33,14 +33,33 @@ impl<B: Backend> Dispatcher<B> {
         node: &ToolCall,
         definition: DefinitionHash,
     ) -> Result<Value, DispatchError> {
+        let token = capability.hash();
+        let (bound, live) = self.bind_step(tenant, &token).await?;
+        let resolved = ResolvedCapability { bound, token, live };
+        self.effect_resolved(&resolved, effect, node, definition)
+            .await
+    }
+
+    /// [`Dispatcher::effect`] with a capability already resolved to its
+    /// attempt (a workflow called by a caller that had resolved it, such as
+    /// the API's per-attempt MCP endpoint): the capability is not looked up
+    /// again. The lease is still read just before the real execution — a
+    /// real side effect runs only on a lease known live at that moment, not
+    /// at the moment the capability was resolved.
+    pub async fn effect_resolved(
+        &self,
+        resolved: &ResolvedCapability,
+        effect: EffectKind,
+        node: &ToolCall,
+        definition: DefinitionHash,
+    ) -> Result<Value, DispatchError> {
         let started_at = self.clock.now();
         let clock = Instant::now();
-        let token = capability.hash();
-        let (bound, _) = self.bind_step(tenant, &token).await?;
+        let (bound, token) = (&resolved.bound, resolved.token);
         let binding = &bound.binding;
         // The begin mark first, always (an effect is a real side effect):
         // the finish compares the marks with the records.
-        self.mark_begun(&bound, node, started_at).await?;
+        self.mark_begun(bound, node, started_at).await?;
         let pin = PinRef::Effect {
             definition_hash: definition,
         };
@@ -52,14 +71,12 @@ impl<B: Backend> Dispatcher<B> {
         {
             Ok(check) if check.live => {}
             Ok(_) => {
-                return Err(self
-                    .lease_expired(&bound, node, Some(&pin), json!({}))
-                    .await);
+                return Err(self.lease_expired(bound, node, Some(&pin), json!({})).await);
             }
             Err(StoreError::NotFound { .. }) => return Err(DispatchError::CapabilityRejected),
             Err(cause) => {
                 return Err(self
-                    .storage_failed(&bound, node, Some(&pin), &cause, json!({}))
+                    .storage_failed(bound, node, Some(&pin), &cause, json!({}))
                     .await);
             }
         }
@@ -85,7 +102,7 @@ impl<B: Backend> Dispatcher<B> {
                 ),
             );
             return Err(self
-                .fail_call(&bound, node, Some(&pin), refused, json!({}))
+                .fail_call(bound, node, Some(&pin), refused, json!({}))
                 .await);
         }
         let result = match self.executor.effect(effect, &node.input).await {
@@ -93,13 +110,11 @@ impl<B: Backend> Dispatcher<B> {
             Ok(result) => {
                 let fault = failed("its answer contains U+0000, which cannot be recorded".into());
                 let detail = json!({ "external_result": sanitize(result) });
-                return Err(self
-                    .fail_call(&bound, node, Some(&pin), fault, detail)
-                    .await);
+                return Err(self.fail_call(bound, node, Some(&pin), fault, detail).await);
             }
             Err(message) => {
                 return Err(self
-                    .fail_call(&bound, node, Some(&pin), failed(message), json!({}))
+                    .fail_call(bound, node, Some(&pin), failed(message), json!({}))
                     .await);
             }
         };
@@ -129,13 +144,13 @@ impl<B: Backend> Dispatcher<B> {
         match applied {
             Ok(applied) => Ok(applied.result),
             Err(ApplyError::LeaseExpired) => {
-                Err(self.lease_expired(&bound, node, Some(&pin), detail).await)
+                Err(self.lease_expired(bound, node, Some(&pin), detail).await)
             }
             Err(ApplyError::CapabilityRejected) => Err(DispatchError::CapabilityRejected),
             Err(ApplyError::Store(cause)) => Err(self
-                .storage_failed(&bound, node, Some(&pin), &cause, detail)
+                .storage_failed(bound, node, Some(&pin), &cause, detail)
                 .await),
-            Err(ApplyError::Call(error)) => Err(self.call_error(&bound, node, &pin, error).await),
+            Err(ApplyError::Call(error)) => Err(self.call_error(bound, node, &pin, error).await),
         }
     }
 }

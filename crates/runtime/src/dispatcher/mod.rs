@@ -147,6 +147,17 @@ impl ResolvedCapability {
     pub fn attempt(&self) -> AttemptId {
         self.bound.binding.attempt
     }
+
+    /// The attempt's simulation.
+    pub fn simulation(&self) -> SimulationId {
+        self.bound.binding.simulation
+    }
+
+    /// Whether the attempt's lease was live when the capability was read
+    /// (`None`: from the dispatcher's bindings, not read now).
+    pub fn live(&self) -> Option<bool> {
+        self.live
+    }
 }
 
 /// Calls made with a capability storage could not resolve, per token.

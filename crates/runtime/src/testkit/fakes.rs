@@ -242,6 +242,11 @@ impl<B: FixtureStore> FixtureStore for Faulty<B> {
         F: Fn(toolmock_evaluator::StateView<'_>) -> Result<Step, CallError> + Send,
     {
         self.check(Fault::ApplyCall)?;
+        // A folded begin mark is written by this call's write: when the
+        // mark cannot be written, neither can the write.
+        if mark {
+            self.check(Fault::BeginCall)?;
+        }
         self.inner.apply_call(binding, token, now, mark, step).await
     }
     fn folds_begin_mark(&self, attempt: AttemptId) -> bool {

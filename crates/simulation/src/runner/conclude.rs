@@ -10,7 +10,7 @@ use crate::model_driver::Played;
 use crate::results::{AttemptResult, RawAttempt};
 use crate::usage::{RequestUsage, TokenUsage};
 use toolmock_contract::pointer;
-use toolmock_runtime::backend::Backend;
+use toolmock_runtime::backend::{AttemptRecords, Backend};
 use toolmock_runtime::dispatcher::Dispatcher;
 use toolmock_runtime::model::Verdict;
 use toolmock_runtime::model::{AttemptId, TenantId};
@@ -98,14 +98,20 @@ pub(super) async fn conclude_played<B: Backend>(
         usage: mut requests,
     } = played;
     let store = dispatcher.backend();
-    // Four independent reads (never one snapshot, in sequence either): at
-    // once, so that a finish waits for one round trip to storage, not four.
-    let (evidence, tool_input_errors, mut harness_errors, state) = tokio::try_join!(
-        store.evidence(tenant, attempt),
-        store.tool_input_errors(tenant, attempt),
-        store.harness_errors(tenant, attempt),
-        store.layered_state(tenant, attempt),
-    )?;
+    // What it recorded and its state, in one round trip where the backend
+    // can (PostgreSQL: one statement, the state whole), else the state's
+    // layers read beside it (in memory: the shared base and the attempt's
+    // writes, never a copy of the base).
+    let AttemptRecords {
+        evidence,
+        tool_input_errors,
+        mut harness_errors,
+        state,
+    } = store.attempt_records(tenant, attempt).await?;
+    let state = match state {
+        Some(state) => toolmock_runtime::model::LayeredSnapshot::whole_state(state),
+        None => store.layered_state(tenant, attempt).await?,
+    };
     let calls: Vec<RecordedCall> = recorded_calls(&evidence, &tool_input_errors, &harness_errors);
     let expect_at = pointer::push(case_at, "expect");
     unmet.extend(unmet_expectations(

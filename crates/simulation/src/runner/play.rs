@@ -223,6 +223,7 @@ fn context<'a, B>(
         tenant,
         attempt: attempt.id,
         capability: &attempt.capability,
+        resolved: None,
         workflows,
     }
 }

@@ -173,6 +173,41 @@ impl AttemptStore for PgStore {
         at: DateTime<Utc>,
         unmarked: u64,
     ) -> Result<AttemptOutcome, FinishError> {
+        let (owner, epoch) = self.fence_of(attempt);
+        let unmarked_i64 = to_i64(unmarked)?;
+        // The clean finish in one round trip: the same lock, the same
+        // counts after it, the same end (`toolmock_finish_clean`). It ends
+        // nothing when something must be recorded first; the transaction
+        // below does that.
+        let (found, holds, status, ended): (bool, bool, Option<String>, Option<String>) =
+            db(sqlx::query_as(
+                "SELECT found, holds, status, outcome \
+                 FROM toolmock_finish_clean(tenant_id => $1, attempt_id => $2, at => $3, \
+                     verdict => $4, owner => $5, epoch => $6, unmarked => $7)",
+            )
+            .bind(tenant.as_uuid())
+            .bind(attempt.as_uuid())
+            .bind(at)
+            .bind(verdict.outcome().as_str())
+            .bind(owner.as_deref())
+            .bind(epoch)
+            .bind(unmarked_i64)
+            .fetch_one(&self.pool)
+            .await)?;
+        if !found {
+            return Err(StoreError::NotFound { entity: "attempt" }.into());
+        }
+        if !holds {
+            return Err(self.fenced().into());
+        }
+        if status.as_deref() != Some("running") {
+            return Err(FinishError::AlreadyFinished);
+        }
+        if let Some(outcome) = ended {
+            // Its calls are over: the copy of its state row is of no more use.
+            self.copies.forget(attempt.as_uuid());
+            return Ok(AttemptOutcome::parse(&outcome).ok_or_else(|| corrupt("outcome", &outcome))?);
+        }
         let mut tx = db(self.pool.begin().await)?;
         // FOR UPDATE: excludes other finishes, harness-error writes (FOR NO
         // KEY UPDATE) and begin marks in flight (their foreign key's KEY
@@ -180,7 +215,6 @@ impl AttemptStore for PgStore {
         // The fence (when this store holds the attempt) is read under the
         // same row lock: a holder whose lease was reaped, released or ran
         // out finishes nothing.
-        let (owner, epoch) = self.fence_of(attempt);
         let held = owner.is_some();
         let row: Option<(String, DateTime<Utc>, bool)> = db(sqlx::query_as(
             "SELECT status, lease_expires_at, \
@@ -214,7 +248,6 @@ impl AttemptStore for PgStore {
         // A held attempt's lease was just checked on PostgreSQL's clock
         // (`holds`); the caller's `at` decides only for the others.
         let clean_lease = held || lease_expires_at > at;
-        let unmarked_i64 = to_i64(unmarked)?;
         let (recorded, begun, revoked, ended): (i64, i64, bool, Option<String>) =
             db(sqlx::query_as(
                 "WITH counts AS ( \
@@ -243,6 +276,8 @@ impl AttemptStore for PgStore {
             .bind(unmarked_i64)
             .fetch_one(&mut *tx)
             .await)?;
+        // Its calls are over: the copy of its state row is of no more use.
+        self.copies.forget(attempt.as_uuid());
         if let Some(outcome) = ended {
             db(tx.commit().await)?;
             return Ok(AttemptOutcome::parse(&outcome).ok_or_else(|| corrupt("outcome", &outcome))?);

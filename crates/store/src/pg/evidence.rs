@@ -132,6 +132,11 @@ impl EvidenceSink for PgStore {
             .await?;
         rows.into_iter().map(HarnessErrorRow::into_record).collect()
     }
+
+    /// One statement (`records`), the state with it.
+    async fn attempt_records(&self, tenant: TenantId, attempt: AttemptId) -> Db<AttemptRecords> {
+        self.read_records(tenant, attempt).await
+    }
 }
 
 /// Inserts one harness error in `tx` (whose caller holds the attempt's row

@@ -1,14 +1,15 @@
-//! `FixtureStore`: the locked step of a call, and the state it leaves.
+//! `FixtureStore`: a call's durable step, and the state it leaves.
 //!
-//! A call of an attempt this store holds a fence for (a worker runs it
-//! here) takes the one-statement path when the store has a copy of the
-//! attempt's row from its previous write (`held`): the step is evaluated on
-//! the copy, and one statement checks the capability, the lease and the
-//! fence under the attempt row's share lock, writes the state only when the
-//! row still has the copy's version, and records the evidence (and the
-//! call's begin mark, when the dispatcher folds it) from that write. Every
-//! other call, and any call whose copy turns out stale, takes the locked
-//! path: lock the state row, check, evaluate, write, commit.
+//! A call of an attempt whose state row this store wrote last (a worker's
+//! own attempt, or an external agent's served by this API process) takes
+//! the one-statement path: the step is evaluated on the store's copy of
+//! the row (`held`), and one statement checks the capability, the lease
+//! and the fence under the attempt row's share lock, writes the state only
+//! when the row still has the copy's version, and records the evidence and
+//! the call's begin mark from that write. Every other call, and any call
+//! whose copy turns out stale (another process or a concurrent call wrote
+//! the row), takes the locked path: lock the state row, check, evaluate,
+//! write, commit — and its row becomes the copy.
 
 use super::held::{Copy, Held};
 use super::{Db, PgStore, db, rollback};
@@ -16,29 +17,43 @@ use crate::rows::*;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use sqlx::types::Json;
+use std::sync::Arc;
 use toolmock_evaluator::{CallError, Overlay, StateView};
 use toolmock_runtime::backend::*;
 use toolmock_runtime::error::*;
 use toolmock_runtime::model::*;
 
-/// A call's write: the row's next content and what its evidence records.
-struct Next {
-    /// What the row holds next.
-    written: Value,
-    /// Evidence's `state_before`.
-    before: Value,
-    /// Evidence's `state_after` (`written` when `None`).
-    after: Option<Value>,
-    /// The state after the write, for the store's copy.
-    held: Held,
+/// A call's write: the state it was evaluated on and the state after it.
+enum Next<'a> {
+    /// A row of the whole state: it holds `after` next.
+    Whole {
+        previous: &'a Map<String, Value>,
+        after: Map<String, Value>,
+    },
+    /// An overlay row: it holds `stored` next (the overlay's stored form);
+    /// evidence records the overlay's changes before and after, never the
+    /// base.
+    Layered {
+        base: Arc<Map<String, Value>>,
+        overlay: Overlay,
+        stored: Value,
+        before: Value,
+        after: Value,
+    },
 }
 
-impl Next {
-    /// Applies a step's updates to the state it was evaluated on: whole
-    /// states for a row of the whole state; for an overlay row, the
-    /// overlay's stored form and its changes (as the in-memory backend
-    /// records them), never the base.
-    fn of(held: Held, updates: Vec<(String, toolmock_evaluator::Patch)>) -> Self {
+/// A document bound as `jsonb`, borrowed.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Doc<'a> {
+    Map(&'a Map<String, Value>),
+    Value(&'a Value),
+}
+
+impl<'a> Next<'a> {
+    /// Applies a step's updates to the state it was evaluated on (as the
+    /// in-memory backend records them).
+    fn of(held: &'a Held, updates: Vec<(String, toolmock_evaluator::Patch)>) -> Self {
         match held {
             Held::Whole(state) => {
                 let mut after = state.clone();
@@ -46,11 +61,9 @@ impl Next {
                     let value = patch.merged(after.get(&key));
                     after.insert(key, value);
                 }
-                Next {
-                    written: Value::Object(after.clone()),
-                    before: Value::Object(state),
-                    after: None,
-                    held: Held::Whole(after),
+                Next::Whole {
+                    previous: state,
+                    after,
                 }
             }
             Held::Layered { base, overlay } => {
@@ -58,16 +71,46 @@ impl Next {
                 for (key, patch) in updates {
                     next.set(&key, patch);
                 }
-                Next {
-                    written: next.to_stored(),
+                Next::Layered {
+                    base: base.clone(),
+                    stored: next.to_stored(),
                     before: Value::Object(overlay.changes()),
-                    after: Some(Value::Object(next.changes())),
-                    held: Held::Layered {
-                        base,
-                        overlay: next,
-                    },
+                    after: Value::Object(next.changes()),
+                    overlay: next,
                 }
             }
+        }
+    }
+
+    /// What the row holds next.
+    fn written(&self) -> Doc<'_> {
+        match self {
+            Next::Whole { after, .. } => Doc::Map(after),
+            Next::Layered { stored, .. } => Doc::Value(stored),
+        }
+    }
+
+    /// Evidence's `state_before`.
+    fn before(&self) -> Doc<'_> {
+        match self {
+            Next::Whole { previous, .. } => Doc::Map(previous),
+            Next::Layered { before, .. } => Doc::Value(before),
+        }
+    }
+
+    /// Evidence's `state_after`.
+    fn after(&self) -> Doc<'_> {
+        match self {
+            Next::Whole { after, .. } => Doc::Map(after),
+            Next::Layered { after, .. } => Doc::Value(after),
+        }
+    }
+
+    /// The state after the write, for the store's copy.
+    fn into_held(self) -> Held {
+        match self {
+            Next::Whole { after, .. } => Held::Whole(after),
+            Next::Layered { base, overlay, .. } => Held::Layered { base, overlay },
         }
     }
 }
@@ -96,22 +139,31 @@ impl FixtureStore for PgStore {
         // last. A step that fails on the copy is evaluated again under the
         // lock: a failure is only reported on the row as it is, and after
         // the lease check.
-        if let Some(epoch) = epoch
-            && let Some(copy) = self.copies.take(binding.attempt.as_uuid(), epoch)
+        let attempt = binding.attempt.as_uuid();
+        let key = (binding.tenant.as_uuid(), attempt);
+        if let Some(copy) = self.copies.get(key, epoch)
             && let Ok(evidence) = step(copy.held.view())
         {
             let found = self
-                .write_call(&self.pool, site, copy.held, copy.version, evidence)
-                .await?;
+                .write_call(&self.pool, site, &copy.held, copy.version, evidence)
+                .await;
             match found {
-                Found::Wrote(applied, copy) => {
-                    self.keep_copy(site, copy);
+                Ok(Found::Wrote(applied, next)) => {
+                    self.copies.keep(key, next);
                     return Ok(applied);
                 }
-                Found::Refused(refusal) => return Err(refusal),
+                Ok(Found::Refused(refusal)) => {
+                    self.copies.forget_version(attempt, copy.version);
+                    return Err(refusal);
+                }
                 // Someone else wrote the row (a call through another
-                // process): read it again, under its lock.
-                Found::Moved => {}
+                // process, or a concurrent call of this one): read it
+                // again, under its lock, and evaluate the call again there.
+                Ok(Found::Moved) => self.copies.forget_version(attempt, copy.version),
+                Err(error) => {
+                    self.copies.forget_version(attempt, copy.version);
+                    return Err(error);
+                }
             }
         }
         let mut tx = db(self.pool.begin().await)?;
@@ -181,12 +233,12 @@ impl FixtureStore for PgStore {
         // Under the row's lock the version cannot have moved: whatever the
         // statement refuses is an error.
         let found = self
-            .write_call(&mut *tx, site, held, version, evidence)
+            .write_call(&mut *tx, site, &held, version, evidence)
             .await;
         match found {
             Ok(Found::Wrote(applied, copy)) => {
                 db(tx.commit().await)?;
-                self.keep_copy(site, copy);
+                self.copies.keep(key, copy);
                 Ok(applied)
             }
             Ok(Found::Refused(refusal)) => {
@@ -206,28 +258,37 @@ impl FixtureStore for PgStore {
         }
     }
 
-    /// Yes for the attempts this store holds a fence for: their calls run
-    /// here, one after another, and a crash of this process before a
-    /// call's commit expires the lease (`lease_expired`), so the mark need
-    /// not stand on its own; it is then written in the same statement as
-    /// the evidence, saving a round trip per call.
+    /// Yes: a sandbox call's mark is written in the statement that writes
+    /// its evidence, and only with it. Nothing of a sandbox call before that
+    /// commit is seen outside the process (the step is a pure evaluation),
+    /// so a crash of the serving process before it leaves no trace of the
+    /// call and gave no answer: for a worker's own attempt its lease then
+    /// runs out (`lease_expired`); for an external agent's call it is a
+    /// request that failed before anything happened, exactly as one lost on
+    /// its way to the server (docs/data-model.md, "The begin mark").
     fn folds_begin_mark(&self, attempt: AttemptId) -> bool {
-        self.fence_of(attempt).0.is_some()
+        let _ = attempt;
+        true
     }
 
     async fn state(&self, tenant: TenantId, attempt: AttemptId) -> Db<StateSnapshot> {
         let (held, version) = self.read_held(tenant, attempt).await?;
         // Every reader that asks for the state (results, the API's attempt
         // view) gets the merged state, whichever form the row holds.
-        let state = match held {
-            Held::Whole(state) => state,
-            Held::Layered { base, overlay } => StateView::layered(&base, &overlay).whole(),
-        };
+        let state = merged(held);
         Ok(StateSnapshot { state, version })
     }
 
     async fn layered_state(&self, tenant: TenantId, attempt: AttemptId) -> Db<LayeredSnapshot> {
         self.read_layered(tenant, attempt).await
+    }
+}
+
+/// A held state as one map: the base with the overlay's changes.
+pub(super) fn merged(held: Held) -> Map<String, Value> {
+    match held {
+        Held::Whole(state) => state,
+        Held::Layered { base, overlay } => StateView::layered(&base, &overlay).whole(),
     }
 }
 
@@ -266,7 +327,7 @@ impl PgStore {
         &self,
         executor: E,
         site: CallSite<'_>,
-        held: Held,
+        held: &Held,
         version: i64,
         mut evidence: Step,
     ) -> Result<Found, ApplyError>
@@ -292,7 +353,7 @@ impl PgStore {
                  FOR SHARE OF a), \
              updated AS ( \
                  UPDATE attempt_state SET state = $3, version = $4, updated_at = now() \
-                 WHERE tenant_id = $1 AND attempt_id = $2 AND version = $4 - 1 \
+                 WHERE tenant_id = $1 AND attempt_id = $2 AND (version = $4 - 1 OR NOT $29) \
                      AND EXISTS (SELECT 1 FROM checked WHERE live AND holds) \
                  RETURNING attempt_id), \
              marked AS ( \
@@ -311,7 +372,7 @@ impl PgStore {
         )
         .bind(binding.tenant.as_uuid())
         .bind(binding.attempt.as_uuid())
-        .bind(Json(&next.written))
+        .bind(Json(next.written()))
         .bind(to_i64(version_after)?)
         .bind(&*evidence.tool)
         .bind(&*evidence.operation)
@@ -325,18 +386,19 @@ impl PgStore {
         .bind(evidence.rule.map(to_i32).transpose()?)
         .bind(Json(&evidence.arguments))
         .bind(Json(&evidence.result))
-        .bind(Json(&next.before))
+        .bind(Json(next.before()))
         .bind(to_i32(evidence.delay_ms)?)
         .bind(evidence.started_at)
         .bind(to_i64(evidence.duration_us)?)
         .bind(evidence_status(evidence.error.as_ref()))
         .bind(evidence.error.as_ref().map(|e| Json(e.to_json())))
-        .bind(Json(next.after.as_ref().unwrap_or(&next.written)))
+        .bind(Json(next.after()))
         .bind(site.now)
         .bind(site.fence.0)
         .bind(site.fence.1)
         .bind(&site.token.as_bytes()[..])
         .bind(site.mark)
+        .bind(self.checks_versions())
         .fetch_one(executor)
         .await)?;
         Ok(match row {
@@ -349,9 +411,9 @@ impl PgStore {
                     delay_ms: evidence.delay_ms,
                 },
                 Copy {
-                    epoch: site.fence.1.unwrap_or_default(),
+                    epoch: site.fence.1,
                     version: version + 1,
-                    held: next.held,
+                    held: next.into_held(),
                 },
             ),
             (None, _, false) => Found::Refused(ApplyError::CapabilityRejected),
@@ -359,15 +421,6 @@ impl PgStore {
             (Some(false), _, false) => Found::Refused(ApplyError::LeaseExpired),
             (Some(true), _, false) => Found::Moved,
         })
-    }
-
-    /// Keeps the row a call wrote, when this store holds the attempt's
-    /// fence (a worker's own attempt; for any other the copy would only go
-    /// stale).
-    fn keep_copy(&self, site: CallSite<'_>, copy: Copy) {
-        if site.fence.0.is_some() {
-            self.copies.keep(site.binding.attempt.as_uuid(), copy);
-        }
     }
 
     /// Reads a state row's `state` in its `form`, loading the simulation's

@@ -14,6 +14,7 @@
 
 mod attempts;
 mod bases;
+mod cassettes;
 mod catalog;
 mod conversations;
 mod evidence;
@@ -21,11 +22,13 @@ mod fixtures;
 mod held;
 mod pins;
 mod queue;
+mod records;
 mod simulations;
 mod state_reads;
 mod tool_views;
 mod verifications;
 
+pub use cassettes::StoredCassette;
 pub use conversations::StoredMessage;
 pub use queue::{Claimed, Fence, QUEUE_CHANNEL, Reaped, Released};
 pub use simulations::{AttemptListing, SimulationListing};
@@ -59,9 +62,13 @@ pub struct PgStore {
     fences: std::sync::Arc<queue::Fences>,
     /// The fixture bases read, shared by every clone (and `unfenced`).
     bases: std::sync::Arc<bases::Bases>,
-    /// The state rows this store last wrote for the attempts it holds a
-    /// fence for (`held`), shared by every clone.
+    /// The state rows this store last wrote, by attempt (`held`), shared
+    /// by every clone.
     copies: std::sync::Arc<held::Copies>,
+    /// Whether a call's one-statement write checks that the state row is
+    /// still at its copy's version: always, except in the test that shows
+    /// what that check keeps out ([`PgStore::without_version_check`]).
+    check_versions: bool,
 }
 
 impl PgStore {
@@ -72,7 +79,22 @@ impl PgStore {
             fences: std::sync::Arc::default(),
             bases: std::sync::Arc::default(),
             copies: std::sync::Arc::default(),
+            check_versions: true,
         }
+    }
+
+    /// This store with the version check of the one-statement write turned
+    /// off — wrong on purpose: the linearizability tests run with it to
+    /// show that they fail without the check (concurrent calls evaluated on
+    /// one copy both write). Only with the `testkit` feature.
+    #[cfg(feature = "testkit")]
+    pub fn without_version_check(mut self) -> Self {
+        self.check_versions = false;
+        self
+    }
+
+    fn checks_versions(&self) -> bool {
+        self.check_versions
     }
 
     /// The same pool with no fence held: what a reaper writes with, since it

@@ -247,11 +247,11 @@ impl PgStore {
             .await
         {
             let copy = super::held::Copy {
-                epoch,
+                epoch: Some(epoch),
                 version,
                 held,
             };
-            self.copies.keep(attempt, copy);
+            self.copies.keep((tenant, attempt), copy);
         }
         Ok(Some(Claimed {
             tenant: TenantId(tenant),

@@ -1,0 +1,359 @@
+//! An external agent meets its case's simulated user through the API:
+//! `POST /api/attempts/{id}/ask-user` and the per-attempt MCP endpoint's
+//! `ask_user` tool (played by the official Python SDK client), the user
+//! played by the local OpenAI-compatible conversation server
+//! (`fixtures/conversation-server/`, which checks what a user model is
+//! sent), against PostgreSQL. The conversation is kept with its roles, the
+//! finish judges it, a used-up turn limit is an unmet `turn_limit` and a
+//! user model fault a `user_unavailable` / `user_failed` harness error.
+
+use crate::agents::{Server, model, notes_document, server};
+use crate::common::*;
+use axum::Router;
+use axum::http::{Method, StatusCode};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use std::path::{Path, PathBuf};
+use toolmock_api::ApiConfig;
+
+/// The API with `user` (a model of the conversation server) playing
+/// simulated users.
+fn app_playing(pool: &PgPool, server: &Server, user: &str) -> Router {
+    app_with(
+        pool,
+        ApiConfig {
+            user_model: Some(model(server, user)),
+            ..ApiConfig::default()
+        },
+    )
+}
+
+/// One external case whose user wants the note "milk"; `user` is merged
+/// into the case's `user`.
+fn external_case(user: Value) -> Value {
+    let mut case = json!({"name": "asks", "attempts": 2,
+        "driver": {"type": "external"},
+        "user": {"type": "model", "instructions": "You want a note.\nThe note says: milk"},
+        "expect": {"final_state": {"subset": {"last": "milk"}}, "agent_said": {"contains": ["n-1"]}}});
+    for (key, value) in user.as_object().into_iter().flatten() {
+        case["user"][key] = value.clone();
+    }
+    notes_document(json!([case]))
+}
+
+/// Each attempt's id and capability, in order.
+async fn started(app: &Router, document: &Value) -> Vec<(String, String)> {
+    let bearer = token("acme", &[RUN]);
+    let reply = start(app, &bearer, document).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.json);
+    reply.json["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["id"].as_str().unwrap().to_owned(),
+                a["capability"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+async fn ask(app: &Router, (id, capability): &(String, String), body: Value) -> Reply {
+    send(
+        app,
+        Method::POST,
+        &format!("/api/attempts/{id}/ask-user"),
+        Some(capability),
+        Some(&body),
+    )
+    .await
+}
+
+async fn asked(app: &Router, attempt: &(String, String), body: Value) -> Value {
+    let reply = ask(app, attempt, body).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
+    reply.json
+}
+
+async fn add_note(app: &Router, (id, capability): &(String, String), text: &str) {
+    let reply = send(
+        app,
+        Method::POST,
+        &format!("/api/attempts/{id}/tool-calls"),
+        Some(capability),
+        Some(&json!({"tool": "notes", "operation": "add", "arguments": {"text": text}})),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
+}
+
+async fn finish(app: &Router, (id, capability): &(String, String)) -> Value {
+    let reply = send(
+        app,
+        Method::POST,
+        &format!("/api/attempts/{id}/finish"),
+        Some(capability),
+        None,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
+    reply.json
+}
+
+async fn view(app: &Router, (id, _): &(String, String)) -> Value {
+    let bearer = token("acme", &[RUN]);
+    let reply = send(
+        app,
+        Method::GET,
+        &format!("/api/attempts/{id}"),
+        Some(&bearer),
+        None,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
+    reply.json
+}
+
+/// The conversation's turns as (role, text, stop), without times.
+fn turns(view: &Value) -> Vec<(String, String, Option<String>)> {
+    view["conversation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap_or_default().to_owned(),
+                m["stop"].as_str().map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
+fn expected_turns() -> Vec<(String, String, Option<String>)> {
+    [
+        ("user", "I need a note, please.", None),
+        ("assistant", "What should the note say?", None),
+        ("user", "milk", None),
+        ("assistant", "Added note n-1.", None),
+        ("user", "Thanks! ###STOP###", Some("###STOP###")),
+    ]
+    .map(|(r, c, s)| (r.to_owned(), c.to_owned(), s.map(str::to_owned)))
+    .to_vec()
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn an_external_agent_talks_with_its_simulated_user_over_http(pool: PgPool) {
+    let server = server();
+    let app = app_playing(&pool, &server, "customer");
+    let attempts = started(&app, &external_case(json!({}))).await;
+    let one = &attempts[0];
+    assert_eq!(
+        asked(&app, one, json!({})).await,
+        json!({"reply": "I need a note, please."})
+    );
+    let said = json!({"message": "What should the note say?"});
+    assert_eq!(asked(&app, one, said).await, json!({"reply": "milk"}));
+    add_note(&app, one, "milk").await;
+    assert_eq!(
+        asked(&app, one, json!({"message": "Added note n-1."})).await,
+        json!({"reply": "Thanks! ###STOP###", "stop": "###STOP###", "ended": true})
+    );
+    // Over: nobody is asked, nothing is kept.
+    let after = json!({"message": "Anything else?"});
+    assert_eq!(asked(&app, one, after).await, json!({"ended": true}));
+    let finished = finish(&app, one).await;
+    assert_eq!(finished["outcome"], "passed", "{finished}");
+    let seen = view(&app, one).await;
+    assert_eq!(turns(&seen), expected_turns(), "{seen:#}");
+    assert_eq!(seen["evidence"].as_array().unwrap().len(), 1, "{seen:#}");
+    // The capability of a finished attempt asks nobody.
+    let late = ask(&app, one, json!({"message": "Hello?"})).await;
+    assert_eq!(late.status, StatusCode::UNAUTHORIZED, "{}", late.json);
+
+    // The agent that never tells the user the note's id fails `agent_said`.
+    let two = &attempts[1];
+    asked(&app, two, json!({})).await;
+    asked(&app, two, json!({"message": "What should the note say?"})).await;
+    add_note(&app, two, "milk").await;
+    asked(&app, two, json!({"message": "Added note (no id)."})).await;
+    let finished = finish(&app, two).await;
+    assert_eq!(finished["outcome"], "failed", "{finished}");
+    assert_eq!(finished["unmet"][0]["code"], "agent_said_contains");
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_user_whose_turns_are_used_up_fails_the_attempt_turn_limit(pool: PgPool) {
+    let server = server();
+    let app = app_playing(&pool, &server, "customer_chatty");
+    let attempts = started(&app, &external_case(json!({"max_turns": 2}))).await;
+    // Asked past the limit: the call says the conversation is over.
+    let one = &attempts[0];
+    for message in [json!({}), json!({"message": "Hello."})] {
+        assert_eq!(
+            asked(&app, one, message).await,
+            json!({"reply": "Tell me more."})
+        );
+    }
+    let past = json!({"message": "What more?"});
+    assert_eq!(asked(&app, one, past).await, json!({"ended": true}));
+    // Never asked again: the turns are used up all the same.
+    let two = &attempts[1];
+    asked(&app, two, json!({})).await;
+    asked(&app, two, json!({"message": "Hello."})).await;
+    add_note(&app, two, "milk").await;
+    for attempt in [one, two] {
+        let finished = finish(&app, attempt).await;
+        assert_eq!(finished["outcome"], "failed", "{finished}");
+        let unmet = finished["unmet"].as_array().unwrap();
+        let limit: Vec<&Value> = unmet.iter().filter(|u| u["code"] == "turn_limit").collect();
+        assert_eq!(limit.len(), 1, "{finished}");
+        assert_eq!(limit[0]["at"], "/cases/0/user/max_turns");
+    }
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_user_model_fault_is_a_harness_error_never_a_pass(pool: PgPool) {
+    let server = server();
+    for (user, code) in [
+        (Some("unavailable"), "user_unavailable"),
+        (Some("customer_empty"), "user_failed"),
+        (None, "user_unavailable"),
+    ] {
+        let app = match user {
+            Some(user) => app_playing(&pool, &server, user),
+            None => app(&pool),
+        };
+        let attempts = started(&app, &external_case(json!({}))).await;
+        let one = &attempts[0];
+        let reply = ask(&app, one, json!({})).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::FAILED_DEPENDENCY,
+            "{}",
+            reply.json
+        );
+        assert_eq!(reply.json["error"]["class"], "harness_error");
+        assert_eq!(reply.code(), code, "{}", reply.json);
+        // The agent's work would pass: the fault decides.
+        add_note(&app, one, "milk").await;
+        let finished = finish(&app, one).await;
+        assert_eq!(finished["outcome"], "harness_error", "{finished}");
+        let seen = view(&app, one).await;
+        assert_eq!(seen["harness_errors"][0]["code"], code, "{seen:#}");
+    }
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn ask_user_refuses_what_it_cannot_serve(pool: PgPool) {
+    let server = server();
+    let app = app_playing(&pool, &server, "customer");
+    let with_user = started(&app, &external_case(json!({}))).await;
+    let without = notes_document(json!([{"name": "alone", "driver": {"type": "external"}}]));
+    let alone = &started(&app, &without).await[0];
+    let reply = ask(&app, alone, json!({"message": "Hello?"})).await;
+    assert_eq!(
+        (reply.status, reply.code()),
+        (StatusCode::CONFLICT, "no_simulated_user"),
+        "{}",
+        reply.json
+    );
+    // Nor does its MCP endpoint list `ask_user`.
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let request = axum::http::Request::builder()
+        .method(Method::POST)
+        .uri(format!("/api/attempts/{}/mcp", alone.0))
+        .header("authorization", format!("Bearer {}", alone.1))
+        .header("content-type", "application/json")
+        .header("host", "localhost")
+        .header("accept", "application/json, text/event-stream")
+        .body(axum::body::Body::from(list.to_string()))
+        .unwrap();
+    let listed = raw(&app, request).await;
+    let names: Vec<&str> = listed.json["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["add", "get"], "{}", listed.json);
+    let (one, two) = (&with_user[0], &with_user[1]);
+    let foreign = ask(&app, &(one.0.clone(), two.1.clone()), json!({})).await;
+    assert_eq!(
+        (foreign.status, foreign.code()),
+        (StatusCode::FORBIDDEN, "foreign_capability")
+    );
+    let wrong = ask(&app, one, json!({"message": 7})).await;
+    assert_eq!(
+        wrong.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        wrong.json
+    );
+    let unknown = ask(&app, one, json!({"text": "hi"})).await;
+    assert_eq!(unknown.code(), "unknown_field", "{}", unknown.json);
+    // Nothing refused was kept, nor sent to the user model.
+    assert_eq!(view(&app, one).await["conversation"], json!([]));
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn python_user_client(url: &str, capability: &str) -> Value {
+    let python = root().join(".cache/mcp-venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/install-mcp-servers.sh",
+        python.display()
+    );
+    let out = std::process::Command::new(python)
+        .arg(root().join("fixtures/mcp/clients/python_api_user_client.py"))
+        .args([url, capability])
+        .output()
+        .expect("the client runs");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the client prints JSON")
+}
+
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn the_python_sdk_asks_the_simulated_user_over_the_mcp_endpoint(pool: PgPool) {
+    let server = server();
+    let app = app_playing(&pool, &server, "customer");
+    let attempts = started(&app, &external_case(json!({}))).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = app.clone();
+    tokio::spawn(async move { axum::serve(listener, served).await.unwrap() });
+    let (id, capability) = attempts[0].clone();
+    let url = format!("http://{addr}/api/attempts/{id}/mcp");
+    let report = tokio::task::spawn_blocking(move || python_user_client(&url, &capability))
+        .await
+        .unwrap();
+    assert_eq!(
+        report["tools"],
+        json!(["add", "get", "ask_user"]),
+        "{report:#}"
+    );
+    let result = |key: &str| report[key]["structuredContent"].clone();
+    assert_eq!(result("first"), json!({"reply": "I need a note, please."}));
+    assert_eq!(result("asked"), json!({"reply": "milk"}));
+    assert_eq!(result("added"), json!({"id": "n-1"}));
+    assert_eq!(
+        result("done"),
+        json!({"reply": "Thanks! ###STOP###", "stop": "###STOP###", "ended": true})
+    );
+    assert_eq!(result("after"), json!({"ended": true}));
+    assert_eq!(report["wrong"]["isError"], true, "{report:#}");
+    let finished = finish(&app, &attempts[0]).await;
+    assert_eq!(finished["outcome"], "passed", "{finished}");
+    // The same words leave the same conversation as over HTTP.
+    let seen = view(&app, &attempts[0]).await;
+    assert_eq!(turns(&seen), expected_turns(), "{seen:#}");
+}
