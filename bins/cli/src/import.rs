@@ -475,7 +475,7 @@ fn replay_finals(
             let attempt = case.attempts.into_iter().next()?;
             let clean = attempt.outcome == toolmock_runtime::model::AttemptOutcome::Passed
                 && attempt.tool_input_errors.is_empty();
-            clean.then_some(Value::Object(attempt.raw?.final_state))
+            clean.then_some(Value::Object(attempt.raw?.final_state.whole()))
         })
         .collect())
 }

@@ -36,6 +36,7 @@ mod compare;
 mod diff;
 mod discover;
 mod eval;
+mod evidence;
 mod generate;
 mod hash;
 mod import;
@@ -76,6 +77,7 @@ enum Command {
     CheckCassette(check_cassette::CheckCassetteArgs),
     Import(import::ImportArgs),
     Compare(compare::CompareArgs),
+    Evidence(evidence::EvidenceArgs),
 }
 
 toolmock_contract::problem_codes! {
@@ -84,6 +86,13 @@ toolmock_contract::problem_codes! {
         /// `generate`: the contract's schemas cannot honestly be satisfied by
         /// a derived draft; the problems that follow say where.
         NeedsAuthoredMock => "needs_authored_mock",
+        /// `evidence`: the case, the attempt or the run's base is not in
+        /// the evidence folder.
+        EvidenceNotFound => "evidence_not_found",
+        /// `evidence`: an evidence file is not what `run --evidence`
+        /// writes (not JSON, no `final_state`, an overlay of another form,
+        /// a base of other fixtures than the attempt's).
+        EvidenceInvalid => "evidence_invalid",
     }
 }
 
@@ -205,6 +214,7 @@ where
         Command::CheckCassette(args) => check_cassette::run(&args),
         Command::Import(args) => import::run(&args),
         Command::Compare(args) => compare::run(&args),
+        Command::Evidence(args) => evidence::run(&args),
     };
     let code = match outcome {
         Ok(code) => code,

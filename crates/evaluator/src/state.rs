@@ -3,6 +3,7 @@
 //! [`overlay`]), `set_state` as a definition writes it ([`set_state`]) and
 //! as a call renders it ([`writes`]).
 
+pub(crate) mod merged;
 pub(crate) mod overlay;
 pub(crate) mod removal;
 pub(crate) mod set_state;

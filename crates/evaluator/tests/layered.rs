@@ -8,7 +8,8 @@
 //! removals (a record, an array element, the members a `where` selects, a
 //! removal then a write at the same place) and updates (the members a
 //! `where` selects, the elements a `when` selects, one member after a
-//! write to it) against both and compares after every call.
+//! write to it) against both and compares after every call — the state
+//! also as JSON written straight from the layers, and member by member.
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -155,7 +156,16 @@ proptest! {
                 (Err(a), Err(b)) => prop_assert_eq!(a, b),
                 (a, b) => prop_assert!(false, "plain {:?} but layered {:?}", a, b),
             }
-            prop_assert_eq!(&StateView::layered(&base, &overlay).whole(), &whole);
+            let view = StateView::layered(&base, &overlay);
+            prop_assert_eq!(&view.whole(), &whole);
+            // Written straight from the layers: the same text as the whole.
+            prop_assert_eq!(serde_json::to_string(&view).unwrap(), serde_json::to_string(&whole).unwrap());
+            // Read member by member: the same members, in the same order.
+            prop_assert_eq!(view.keys().collect::<Vec<_>>(), whole.keys().map(String::as_str).collect::<Vec<_>>());
+            for (key, value) in &whole {
+                let member = view.member(key);
+                prop_assert_eq!(member.as_deref(), Some(value));
+            }
             let stored = Overlay::from_stored(&overlay.to_stored());
             prop_assert_eq!(stored.as_ref(), Some(&overlay));
         }

@@ -36,6 +36,7 @@ const LAYERS: &[&[&str]] = &[
         "paths::steps",
         "state::overlay",
         "state::view",
+        "state::merged",
         "scope",
     ],
     // The expression tree: references and the paths they follow, expressions.
@@ -137,6 +138,7 @@ const FORM_AND_EVALUATION: &[&str] = &[
     "paths::reference",
     "state::overlay",
     "state::view",
+    "state::merged",
     "state::removal",
     "state::writes",
     "scope",

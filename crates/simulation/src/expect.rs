@@ -9,8 +9,9 @@ use crate::document::{
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use toolmock_contract::pointer;
-use toolmock_evaluator::json_equal;
+use toolmock_evaluator::{StateView, json_equal};
 use toolmock_runtime::model::{EvidenceRecord, Executor, HarnessErrorRecord, ToolInputErrorRecord};
 
 /// One call of an attempt as recorded by the dispatcher.
@@ -174,26 +175,48 @@ pub(crate) fn first_difference(
     }
 }
 
-/// [`first_difference`] of two objects, member by member (a final state is
-/// compared as it is, never copied: it can be a whole fixture database).
+/// [`first_difference`] of two objects, member by member.
 fn first_member_difference(
     expected: &Map<String, Value>,
     actual: &Map<String, Value>,
     subset: bool,
     at: &str,
 ) -> Option<(String, String)> {
+    first_member_difference_of(
+        expected,
+        (
+            |k: &str| actual.get(k).map(Cow::Borrowed),
+            actual.keys().map(String::as_str),
+        ),
+        subset,
+        at,
+    )
+}
+
+/// [`first_member_difference`] of an object given as a lookup and its keys:
+/// a final state is compared where it is, never copied whole (it can be a
+/// whole fixture database under an attempt's few writes).
+fn first_member_difference_of<'a>(
+    expected: &Map<String, Value>,
+    (get, mut keys): (
+        impl Fn(&str) -> Option<Cow<'a, Value>>,
+        impl Iterator<Item = &'a str>,
+    ),
+    subset: bool,
+    at: &str,
+) -> Option<(String, String)> {
     for (k, ev) in expected {
         let here = pointer::push(at, k);
-        match actual.get(k) {
+        match get(k) {
             None => return Some((here, "is missing".into())),
             Some(av) => {
-                if let Some(d) = first_difference(ev, av, subset, &here) {
+                if let Some(d) = first_difference(ev, &av, subset, &here) {
                     return Some(d);
                 }
             }
         }
     }
-    if !subset && let Some(k) = actual.keys().find(|k| !expected.contains_key(*k)) {
+    if !subset && let Some(k) = keys.find(|k| !expected.contains_key(*k)) {
         return Some((pointer::push(at, k), "is not expected".into()));
     }
     None
@@ -526,22 +549,20 @@ pub(crate) fn judge_trajectory(
 }
 
 /// Judges the final state.
-pub(crate) fn judge_state(
-    expect: &StateExpect,
-    state: &Map<String, Value>,
-    at: &str,
-) -> Option<Unmet> {
+pub(crate) fn judge_state(expect: &StateExpect, state: StateView<'_>, at: &str) -> Option<Unmet> {
     let (want, subset, key) = match expect {
         StateExpect::Exact(m) => (m, false, "exact"),
         StateExpect::Subset(m) => (m, true, "subset"),
     };
-    first_member_difference(want, state, subset, "").map(|(p, why)| {
-        Unmet::new(
-            pointer::push(at, key),
-            "final_state_mismatch",
-            format!("state{} {why}", shown(&p).trim_end_matches('/')),
-        )
-    })
+    first_member_difference_of(want, (|k: &str| state.member(k), state.keys()), subset, "").map(
+        |(p, why)| {
+            Unmet::new(
+                pointer::push(at, key),
+                "final_state_mismatch",
+                format!("state{} {why}", shown(&p).trim_end_matches('/')),
+            )
+        },
+    )
 }
 
 /// Judges the attempt-level expectations of a case (final state and
@@ -549,7 +570,7 @@ pub(crate) fn judge_state(
 pub fn unmet_expectations(
     expect: &CaseExpect,
     calls: &[RecordedCall],
-    state: &Map<String, Value>,
+    state: StateView<'_>,
     at: &str,
 ) -> Vec<Unmet> {
     let mut unmet = Vec::new();
@@ -804,7 +825,7 @@ mod tests {
         let state = state.as_object().unwrap();
         let judge = |e: Value| {
             let e: StateExpect = serde_json::from_value(e).unwrap();
-            judge_state(&e, state, "/fs").map(|u| (u.at, u.message))
+            judge_state(&e, StateView::plain(state), "/fs").map(|u| (u.at, u.message))
         };
         assert_eq!(judge(json!({"exact": {"a": 1, "b": {"c": [1, 2]}}})), None);
         assert_eq!(

@@ -7,8 +7,8 @@ use crate::expect::{RecordedCall, Unmet};
 use crate::usage::{Price, RequestUsage, TokenUsage};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use toolmock_runtime::model::{
@@ -255,8 +255,9 @@ pub struct RawAttempt {
     pub tool_input_errors: Vec<ToolInputErrorRecord>,
     /// Harness errors.
     pub harness_errors: Vec<HarnessErrorRecord>,
-    /// The state after the last call.
-    pub final_state: Map<String, Value>,
+    /// The state after the last call, as its layers: the simulation's
+    /// shared base (one for every attempt) and what the attempt changed.
+    pub final_state: toolmock_runtime::model::LayeredSnapshot,
     /// When each message of the conversation was added (the dispatcher's
     /// injected clock, the evidence's, to place it among the records), in
     /// the conversation's order.

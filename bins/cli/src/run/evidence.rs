@@ -5,11 +5,19 @@
 //! says whose call it was (`actor`: `agent`, or `user` for a simulated
 //! user's own tools).
 //! Files: `DIR/NN-CASE/attempt-N.jsonl` (NN the case's position from 01).
+//!
+//! An attempt over shared fixtures keeps in its `final_state` line only
+//! what it changed (`overlay`, with the run's `fixtures_hash`); the state
+//! every attempt started from is written once, `DIR/base.json`, and
+//! `toolmock evidence state` merges the two (`crate::evidence`).
+//! Evidence then grows with what the attempts changed, not with the
+//! fixtures times the attempts.
 
 use crate::Failure;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
 use toolmock_runtime::model::PinRef;
 use toolmock_simulation::RunResults;
 
@@ -31,7 +39,7 @@ fn pin(p: &PinRef) -> Value {
     }
 }
 
-fn slug(name: &str) -> String {
+pub(crate) fn slug(name: &str) -> String {
     let s: String = name
         .chars()
         .map(|c| {
@@ -46,13 +54,24 @@ fn slug(name: &str) -> String {
     if s.is_empty() { "case".into() } else { s }
 }
 
+/// The file of the state every fixture-backed attempt started from.
+pub(crate) const BASE_FILE: &str = "base.json";
+
+/// The folder of the case at `position` (from 0) named `name`.
+fn case_folder(position: usize, name: &str) -> String {
+    format!("{:02}-{}", position + 1, slug(name))
+}
+
 /// Writes every attempt's records under `dir`.
 pub(crate) fn write(dir: &Path, results: &RunResults) -> Result<(), Failure> {
     let fail = |path: &Path, e: std::io::Error| {
         Failure::usage(format!("{}: cannot write: {e}", path.display()))
     };
+    std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
+    // The shared base, written once (by the first attempt over it).
+    let mut base: Option<Arc<Map<String, Value>>> = None;
     for (i, case) in results.cases.iter().enumerate() {
-        let folder = dir.join(format!("{:02}-{}", i + 1, slug(&case.name)));
+        let folder = dir.join(case_folder(i, &case.name));
         std::fs::create_dir_all(&folder).map_err(|e| fail(&folder, e))?;
         for attempt in &case.attempts {
             let Some(raw) = &attempt.raw else { continue };
@@ -145,14 +164,56 @@ pub(crate) fn write(dir: &Path, results: &RunResults) -> Result<(), Failure> {
                     .map_err(|e| fail(&path, std::io::Error::other(e)))?;
                 writeln!(out).map_err(|e| fail(&path, e))?;
             }
-            serde_json::to_writer(
-                &mut out,
-                &json!({"kind": "final_state", "state": raw.final_state}),
-            )
-            .map_err(|e| fail(&path, std::io::Error::other(e)))?;
+            let layered = &raw.final_state;
+            let shared = match (&results.fixtures_hash, &base) {
+                (Some(_), _) if !layered.fixture_backed => false,
+                (Some(_), Some(written)) => {
+                    Arc::ptr_eq(written, &layered.base) || **written == *layered.base
+                }
+                (Some(hash), None) => {
+                    write_base(dir, hash, &layered.base)?;
+                    base = Some(layered.base.clone());
+                    true
+                }
+                (None, _) => false,
+            };
+            let line = match (&results.fixtures_hash, shared) {
+                (Some(hash), true) => json!({
+                    "kind": "final_state",
+                    "fixtures_hash": hash,
+                    "overlay": layered.overlay.to_stored(),
+                }),
+                _ => json!({"kind": "final_state", "state": layered.whole()}),
+            };
+            serde_json::to_writer(&mut out, &line)
+                .map_err(|e| fail(&path, std::io::Error::other(e)))?;
             writeln!(out).map_err(|e| fail(&path, e))?;
             out.flush().map_err(|e| fail(&path, e))?;
         }
     }
     Ok(())
+}
+
+/// `DIR/base.json`: `{"fixtures_hash": H, "state": {…}}`, written from
+/// the shared base where it is (never copied).
+fn write_base(dir: &Path, hash: &str, base: &Map<String, Value>) -> Result<(), Failure> {
+    #[derive(serde::Serialize)]
+    struct Base<'a> {
+        fixtures_hash: &'a str,
+        state: &'a Map<String, Value>,
+    }
+    let path = dir.join(BASE_FILE);
+    let fail = |e: std::io::Error| Failure::usage(format!("{}: cannot write: {e}", path.display()));
+    let file = std::fs::File::create(&path).map_err(fail)?;
+    let mut out = std::io::BufWriter::new(file);
+    serde_json::to_writer(
+        &mut out,
+        &Base {
+            fixtures_hash: hash,
+            state: base,
+        },
+    )
+    .map_err(|e| fail(std::io::Error::other(e)))?;
+    writeln!(out).map_err(fail)?;
+    out.flush().map_err(fail)
 }

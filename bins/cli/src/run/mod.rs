@@ -326,6 +326,8 @@ fn execute(args: &RunArgs, progress: bool) -> Result<Executed, Failure> {
             &RunOptions {
                 jobs,
                 keep_raw: args.evidence.is_some(),
+                // Nothing is read back from the embedded store after the run.
+                release_finished: true,
                 model,
                 judge,
                 user,

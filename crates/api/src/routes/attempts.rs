@@ -453,7 +453,7 @@ pub(crate) async fn get_attempt(
     let record = store.attempt(tenant, attempt).await?;
     let listing = store.attempt_listing(tenant, attempt).await?;
     let document = crate::stored::document(state.store(), tenant, record.simulation).await?;
-    let snapshot = store.state(tenant, attempt).await?;
+    let snapshot = store.layered_state(tenant, attempt).await?;
     let records = crate::stored::records(store, tenant, attempt).await?;
     let conversation = store.attempt_messages(tenant, attempt).await?;
     let case = document

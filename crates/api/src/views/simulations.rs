@@ -7,8 +7,8 @@ use axum::response::sse::Event;
 use serde::Serialize;
 use serde_json::{Value, json};
 use toolmock_runtime::model::{
-    AgentId, AgentSpec, AttemptRecord, EvidenceRecord, HarnessErrorRecord, PinRecord, PinRef,
-    PinTarget, StateSnapshot, ToolId, ToolInputErrorRecord,
+    AgentId, AgentSpec, AttemptRecord, EvidenceRecord, HarnessErrorRecord, LayeredSnapshot,
+    PinRecord, PinRef, PinTarget, ToolId, ToolInputErrorRecord,
 };
 use toolmock_simulation::document::{DriverDoc, SimulationDocument};
 use toolmock_store::{AttemptListing, SimulationListing};
@@ -403,6 +403,23 @@ pub(crate) struct SimulationEvent {
     pub(crate) data: String,
 }
 
+/// An attempt's state, `{"state": {…}, "version": N}`, written from its
+/// layers: the simulation's shared base and the attempt's writes are never
+/// merged into a copy, so a view holds what the attempt changed and the
+/// text it answers, not a second fixture database.
+#[derive(Debug)]
+pub(crate) struct AttemptState(pub(crate) LayeredSnapshot);
+
+impl Serialize for AttemptState {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("state", &self.0.view())?;
+        map.serialize_entry("version", &self.0.version)?;
+        map.end()
+    }
+}
+
 /// What an attempt recorded.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct AttemptView {
@@ -415,7 +432,7 @@ pub(crate) struct AttemptView {
     pub(crate) lease_expires_at: chrono::DateTime<chrono::Utc>,
     /// The fixture state now, and its version.
     #[schema(value_type = Object)]
-    pub(crate) state: Value,
+    pub(crate) state: AttemptState,
     /// Every committed call in order, with the state before and after and
     /// `actor`: whose call it was, `agent` or `user` (a simulated user's
     /// own tool).
@@ -456,7 +473,7 @@ pub(crate) struct FinishedView {
 pub(crate) fn attempt_view(
     item: AttemptItem,
     record: &AttemptRecord,
-    snapshot: StateSnapshot,
+    snapshot: LayeredSnapshot,
     evidence: Vec<EvidenceRecord>,
     tool_input_errors: Vec<ToolInputErrorRecord>,
     harness_errors: Vec<HarnessErrorRecord>,
@@ -490,7 +507,7 @@ pub(crate) fn attempt_view(
         item,
         simulation: record.simulation.as_uuid(),
         lease_expires_at: record.lease_expires_at,
-        state: json!({"state": snapshot.state, "version": snapshot.version}),
+        state: AttemptState(snapshot),
         evidence,
         tool_input_errors,
         harness_errors,

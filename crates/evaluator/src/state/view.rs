@@ -5,6 +5,8 @@
 use crate::paths::dotted::{Resolved, Segment, step};
 use crate::state::overlay::{Overlay, Patch};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::iter::Peekable;
 
 /// The state one call reads: a base alone (version-1 and plain calls), or a
 /// shared base and an attempt's overlay.
@@ -45,6 +47,36 @@ impl<'a> StateView<'a> {
             overlay.apply_onto(&mut state);
         }
         state
+    }
+
+    /// One top-level member of the merged state: the base's or a replaced
+    /// value borrowed, a member some of whose parts were written built (its
+    /// own size, never the whole state's).
+    pub fn member(&self, key: &str) -> Option<Cow<'a, Value>> {
+        let base = self.base.get(key);
+        match self.overlay.and_then(|o| o.members.get(key)) {
+            None => base.map(Cow::Borrowed),
+            Some(Patch::Removed) => None,
+            Some(Patch::Value(v)) => Some(Cow::Borrowed(v)),
+            Some(patch @ Patch::Members(_)) => Some(Cow::Owned(patch.merged(base))),
+        }
+    }
+
+    /// The merged state's top-level keys, in the order of its object
+    /// (sorted), without building it.
+    pub fn keys(&self) -> impl Iterator<Item = &'a str> + use<'a> {
+        let overlay = self.overlay;
+        let written = overlay
+            .into_iter()
+            .flat_map(|o| o.members.iter())
+            .filter(|(_, p)| !matches!(p, Patch::Removed))
+            .map(|(k, _)| k.as_str());
+        let kept = self
+            .base
+            .keys()
+            .map(String::as_str)
+            .filter(move |k| overlay.and_then(|o| o.members.get(*k)).is_none());
+        Sorted::new(kept, written)
     }
 
     /// The value at `segments` (non-empty) in the merged state.
@@ -118,6 +150,33 @@ impl<'a> StateView<'a> {
             Seen::Borrowed(v) => Resolved::Found(v),
             Seen::Built(v) => Resolved::Built(v),
             Seen::Missing => Resolved::Missing,
+        }
+    }
+}
+
+/// Two sorted, disjoint key sequences merged in order.
+pub(crate) struct Sorted<'a, A: Iterator<Item = &'a str>, B: Iterator<Item = &'a str>> {
+    a: Peekable<A>,
+    b: Peekable<B>,
+}
+
+impl<'a, A: Iterator<Item = &'a str>, B: Iterator<Item = &'a str>> Sorted<'a, A, B> {
+    pub(crate) fn new(a: A, b: B) -> Self {
+        Sorted {
+            a: a.peekable(),
+            b: b.peekable(),
+        }
+    }
+}
+
+impl<'a, A: Iterator<Item = &'a str>, B: Iterator<Item = &'a str>> Iterator for Sorted<'a, A, B> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        match (self.a.peek(), self.b.peek()) {
+            (Some(x), Some(y)) if y < x => self.b.next(),
+            (Some(_), _) => self.a.next(),
+            (None, _) => self.b.next(),
         }
     }
 }

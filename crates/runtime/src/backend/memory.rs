@@ -10,10 +10,10 @@ use super::{AttemptStore, Catalog, Clock, EvidenceSink, FixtureStore, PinStore, 
 use crate::error::{ApplyError, FinishError, SaveRevisionError, StoreError};
 use crate::model::{
     AgentId, AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptId, AttemptOutcome,
-    AttemptRecord, CapabilityCheck, EvidenceRecord, HarnessErrorRecord, LibraryTool, NewOperation,
-    NewSimulation, NewTool, OperationId, OperationView, RevisionRecord, SaveRevision, SimulationId,
-    SimulationPins, StateSnapshot, Step, TenantId, TestCaseId, TokenHash, ToolId,
-    ToolInputErrorRecord, Verdict,
+    AttemptRecord, CapabilityCheck, EvidenceRecord, HarnessErrorRecord, LayeredSnapshot,
+    LibraryTool, NewOperation, NewSimulation, NewTool, OperationId, OperationView, RevisionRecord,
+    SaveRevision, SimulationId, SimulationPins, StateSnapshot, Step, TenantId, TestCaseId,
+    TokenHash, ToolId, ToolInputErrorRecord, Verdict,
 };
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
@@ -614,6 +614,21 @@ impl FixtureStore for MemoryStore {
             version: fixture.version,
         })
     }
+
+    async fn layered_state(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> Result<LayeredSnapshot, StoreError> {
+        let cell = self.inner.attempt(tenant, attempt)?;
+        let fixture = lock(&cell.fixture);
+        Ok(LayeredSnapshot {
+            base: fixture.base.clone(),
+            overlay: fixture.overlay.clone(),
+            fixture_backed: fixture.fixture_backed,
+            version: fixture.version,
+        })
+    }
 }
 
 impl EvidenceSink for MemoryStore {
@@ -811,6 +826,20 @@ impl AttemptStore for MemoryStore {
         }
         meta.verdict = Some(verdict);
         Ok(AttemptOutcome::decide(verdict, meta.has_harness_error))
+    }
+
+    fn release_finished(&self, tenant: TenantId, attempt: AttemptId) {
+        let mut attempts = self
+            .inner
+            .attempts
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let finished = attempts.get(&attempt).is_some_and(|cell| {
+            cell.binding.tenant == tenant && lock(&cell.meta).verdict.is_some()
+        });
+        if finished {
+            attempts.remove(&attempt);
+        }
     }
 
     async fn attempt(

@@ -16,10 +16,10 @@ pub use memory::MemoryStore;
 use crate::error::{ApplyError, FinishError, SaveRevisionError, StoreError};
 use crate::model::{
     AgentId, AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptId, AttemptOutcome,
-    AttemptRecord, CapabilityCheck, EvidenceRecord, HarnessErrorRecord, LibraryTool, NewOperation,
-    NewSimulation, NewTool, OperationId, OperationView, RevisionRecord, SaveRevision, SimulationId,
-    SimulationPins, StateSnapshot, Step, TenantId, TokenHash, ToolId, ToolInputErrorRecord,
-    Verdict,
+    AttemptRecord, CapabilityCheck, EvidenceRecord, HarnessErrorRecord, LayeredSnapshot,
+    LibraryTool, NewOperation, NewSimulation, NewTool, OperationId, OperationView, RevisionRecord,
+    SaveRevision, SimulationId, SimulationPins, StateSnapshot, Step, TenantId, TokenHash, ToolId,
+    ToolInputErrorRecord, Verdict,
 };
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -159,6 +159,23 @@ pub trait FixtureStore: Send + Sync {
         tenant: TenantId,
         attempt: AttemptId,
     ) -> impl Future<Output = Result<StateSnapshot, StoreError>> + Send;
+
+    /// The current state as its layers: the shared base and the attempt's
+    /// own writes, so that a reader that keeps it (a run's evidence, a
+    /// judgement) holds what the attempt changed, never a copy of the base.
+    /// By default, the whole state of [`FixtureStore::state`] as the base
+    /// with no writes over it.
+    fn layered_state(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> impl Future<Output = Result<LayeredSnapshot, StoreError>> + Send {
+        async move {
+            self.state(tenant, attempt)
+                .await
+                .map(LayeredSnapshot::whole_state)
+        }
+    }
 }
 
 /// The append-only records of calls and faults.
@@ -296,6 +313,17 @@ pub trait AttemptStore: Send + Sync {
         tenant: TenantId,
         attempt: AttemptId,
     ) -> impl Future<Output = Result<AttemptRecord, StoreError>> + Send;
+
+    /// Lets go of a finished attempt whose caller has taken everything it
+    /// reports of it (an in-process `toolmock run`, which reports and
+    /// exits): a store that holds attempts in memory drops the attempt and
+    /// its records, so that a run's memory is bounded by its report rather
+    /// than by every call it ever answered; the attempt is then not found.
+    /// A running attempt is kept. A durable store keeps everything: by
+    /// default nothing happens.
+    fn release_finished(&self, tenant: TenantId, attempt: AttemptId) {
+        let _ = (tenant, attempt);
+    }
 }
 
 /// Everything the dispatcher and the start need from storage.

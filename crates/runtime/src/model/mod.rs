@@ -710,6 +710,48 @@ pub struct StateSnapshot {
     pub version: u64,
 }
 
+/// An attempt's state as its layers ([`FixtureStore::layered_state`](crate::backend::FixtureStore::layered_state)):
+/// the base every attempt of its simulation starts from, shared and never
+/// copied, and the attempt's own writes over it. What a reader keeps of an
+/// attempt's state grows with what the attempt changed, not with the base;
+/// [`LayeredSnapshot::whole`] builds the merged state when one is wanted.
+#[derive(Debug, Clone)]
+pub struct LayeredSnapshot {
+    /// The shared initial state (the fixtures with the definitions'
+    /// initial states), or, from a backend that keeps no layers, the
+    /// attempt's whole state.
+    pub base: Arc<Map<String, Value>>,
+    /// The attempt's own writes over `base`.
+    pub overlay: Arc<toolmock_evaluator::Overlay>,
+    /// Whether `base` holds the simulation's shared fixtures (its
+    /// evidence then records changes, not whole states).
+    pub fixture_backed: bool,
+    /// Incremented by every committed call.
+    pub version: u64,
+}
+
+impl LayeredSnapshot {
+    /// A whole state with no layers (a backend that keeps none).
+    pub fn whole_state(snapshot: StateSnapshot) -> LayeredSnapshot {
+        LayeredSnapshot {
+            base: Arc::new(snapshot.state),
+            overlay: Arc::new(toolmock_evaluator::Overlay::new()),
+            fixture_backed: false,
+            version: snapshot.version,
+        }
+    }
+
+    /// The state read as one: the base with the writes over it.
+    pub fn view(&self) -> toolmock_evaluator::StateView<'_> {
+        toolmock_evaluator::StateView::layered(&self.base, &self.overlay)
+    }
+
+    /// The merged state, built (its size is the base's).
+    pub fn whole(&self) -> Map<String, Value> {
+        self.view().whole()
+    }
+}
+
 /// Who answered a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -259,6 +259,13 @@ impl<B: FixtureStore> FixtureStore for Faulty<B> {
     ) -> Result<StateSnapshot, StoreError> {
         self.inner.state(tenant, attempt).await
     }
+    async fn layered_state(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+    ) -> Result<crate::model::LayeredSnapshot, StoreError> {
+        self.inner.layered_state(tenant, attempt).await
+    }
 }
 
 impl<B: EvidenceSink> EvidenceSink for Faulty<B> {
@@ -297,6 +304,9 @@ impl<B: EvidenceSink> EvidenceSink for Faulty<B> {
 }
 
 impl<B: AttemptStore> AttemptStore for Faulty<B> {
+    fn release_finished(&self, tenant: TenantId, attempt: AttemptId) {
+        self.inner.release_finished(tenant, attempt);
+    }
     async fn resolve_capability(
         &self,
         tenant: TenantId,

@@ -99,7 +99,9 @@ pub(super) async fn conclude_played<B: Backend>(
     } = played;
     let store = dispatcher.backend();
     // What it recorded and its state, in one round trip where the backend
-    // can (PostgreSQL: one statement), else the state read beside it.
+    // can (PostgreSQL: one statement, the state whole), else the state's
+    // layers read beside it (in memory: the shared base and the attempt's
+    // writes, never a copy of the base).
     let AttemptRecords {
         evidence,
         tool_input_errors,
@@ -107,15 +109,15 @@ pub(super) async fn conclude_played<B: Backend>(
         state,
     } = store.attempt_records(tenant, attempt).await?;
     let state = match state {
-        Some(state) => state,
-        None => store.state(tenant, attempt).await?,
+        Some(state) => toolmock_runtime::model::LayeredSnapshot::whole_state(state),
+        None => store.layered_state(tenant, attempt).await?,
     };
     let calls: Vec<RecordedCall> = recorded_calls(&evidence, &tool_input_errors, &harness_errors);
     let expect_at = pointer::push(case_at, "expect");
     unmet.extend(unmet_expectations(
         &case.expect,
         &calls,
-        &state.state,
+        state.view(),
         &expect_at,
     ));
     if let Some(expect) = &case.expect.final_answer {
@@ -204,7 +206,7 @@ pub(super) async fn conclude_played<B: Backend>(
         evidence,
         tool_input_errors,
         harness_errors,
-        final_state: state.state,
+        final_state: state,
         message_times: times,
     });
     Ok(result)

@@ -73,6 +73,12 @@ pub struct RunOptions {
     pub jobs: usize,
     /// Keep every attempt's raw records (for `--evidence`).
     pub keep_raw: bool,
+    /// Let the backend drop each attempt once its result is taken
+    /// ([`AttemptStore::release_finished`](toolmock_runtime::backend::AttemptStore::release_finished)):
+    /// for a caller that reads nothing of the run from the backend
+    /// afterwards (`toolmock run`), whose memory is then bounded by the
+    /// results it reports.
+    pub release_finished: bool,
     /// The model that plays `model` cases (none: such cases cannot run).
     pub model: Option<Arc<dyn ChatModel>>,
     /// The judge model that grades `judge` rubrics (none: they cannot run).
@@ -137,7 +143,7 @@ pub async fn run<B: Backend + 'static>(
             next.clone(),
             progress.clone(),
         );
-        let keep_raw = options.keep_raw;
+        let (keep_raw, release) = (options.keep_raw, options.release_finished);
         workers.spawn(async move {
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
@@ -161,6 +167,9 @@ pub async fn run<B: Backend + 'static>(
                     },
                 )
                 .await?;
+                if release {
+                    dispatcher.backend().release_finished(tenant, attempt.id);
+                }
                 slots.lock().unwrap_or_else(PoisonError::into_inner)[i] = Some(result);
                 progress();
             }

@@ -272,32 +272,15 @@ impl FixtureStore for PgStore {
     }
 
     async fn state(&self, tenant: TenantId, attempt: AttemptId) -> Db<StateSnapshot> {
-        let row: Option<StateRow> = db(sqlx::query_as(
-            "SELECT s.state, s.version, s.form, a.simulation_id \
-             FROM attempt_state s \
-             JOIN attempts a ON a.tenant_id = s.tenant_id AND a.id = s.attempt_id \
-             WHERE s.tenant_id = $1 AND s.attempt_id = $2",
-        )
-        .bind(tenant.as_uuid())
-        .bind(attempt.as_uuid())
-        .fetch_optional(&self.pool)
-        .await)?;
-        let StateRow {
-            state: Json(state),
-            version,
-            form,
-            simulation_id,
-        } = row.ok_or(StoreError::NotFound { entity: "attempt" })?;
-        // Every reader (judging `final_state`, results, the API's attempt
+        let (held, version) = self.read_held(tenant, attempt).await?;
+        // Every reader that asks for the state (results, the API's attempt
         // view) gets the merged state, whichever form the row holds.
-        let state = merged(
-            self.held_state(&self.pool, tenant, simulation_id, &form, state)
-                .await?,
-        );
-        Ok(StateSnapshot {
-            state,
-            version: to_u64(version, "state version")?,
-        })
+        let state = merged(held);
+        Ok(StateSnapshot { state, version })
+    }
+
+    async fn layered_state(&self, tenant: TenantId, attempt: AttemptId) -> Db<LayeredSnapshot> {
+        self.read_layered(tenant, attempt).await
     }
 }
 

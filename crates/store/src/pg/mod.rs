@@ -24,6 +24,7 @@ mod pins;
 mod queue;
 mod records;
 mod simulations;
+mod state_reads;
 mod tool_views;
 mod usage;
 mod verifications;
