@@ -66,12 +66,8 @@ for variant in full skip; do
     start_server "$dir/toolmock-requests.jsonl" "$flag"
     say "$variant: toolmock run (${flag:-every action})"
     status=0
-    # The skipped actions' attempts keep their evidence: their final states
-    # show where the two database rules part (docs/tau2.md).
-    evidence=()
-    [[ $variant == skip ]] && evidence=(--evidence "$dir/evidence")
     "$toolmock" run "$out/suite.json" --json --jobs 16 --model-url "$url" --model tau2_agent \
-        --user-model tau2_user "${evidence[@]}" > "$dir/toolmock.json" 2> "$dir/toolmock.stderr" || status=$?
+        --user-model tau2_user > "$dir/toolmock.json" 2> "$dir/toolmock.stderr" || status=$?
     # 0: every case passed; 1: some failed. Anything else is a fault.
     if [[ $status -gt 1 || ( $variant == full && $status -ne 0 ) ]]; then
         head -c 4000 "$dir/toolmock.stderr" >&2
@@ -87,6 +83,6 @@ for variant in full skip; do
 
     "$python" "$harness" compare --tasks "$retail/tasks.json" --toolmock "$dir/toolmock.json" \
         --tau2 "$dir/tau2.json" --toolmock-log "$dir/toolmock-requests.jsonl" \
-        --tau2-log "$dir/tau2-requests.jsonl" ${flag:+--expect-failures --toolmock-evidence "$dir/evidence"}
+        --tau2-log "$dir/tau2-requests.jsonl" ${flag:+--expect-failures}
 done
 say "every task's verdict is τ²-bench's reward, with and without the skipped action"
