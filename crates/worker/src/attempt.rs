@@ -113,12 +113,7 @@ async fn run(
     dispatcher.adopt_capability(&attempt.capability, claimed.capability_check());
     // Every model request of the attempt metered: its usage recorded, its
     // simulation's budget (fixed at the start) enforced.
-    let budgeted = shared
-        .store
-        .budget_standing(tenant, claimed.simulation)
-        .await
-        .map_err(|e| format!("reading the simulation's budget failed: {e}"))?
-        .is_some();
+    let budgeted = playable.budgeted;
     let meter = crate::metered::Meter {
         store: shared.store.clone(),
         tenant,

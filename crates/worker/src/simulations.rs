@@ -27,6 +27,10 @@ pub(crate) struct Playable {
     /// The model cassette it was started with (docs/cassettes.md,
     /// "Through the API and workers"): its players answer through it.
     pub(crate) cassette: Option<Arc<Cassette>>,
+    /// Whether it has a token or cost budget (fixed when it started, so
+    /// read once here, not per attempt): its model requests are then
+    /// checked against the spend before each is sent.
+    pub(crate) budgeted: bool,
 }
 
 /// A simulation's own dispatcher, and its real handlers when it has some.
@@ -111,6 +115,11 @@ impl Simulations {
             (Arc::new(dispatcher), executor)
         });
         let cassette = cassette_of(store, tenant, simulation).await?;
+        let budgeted = store
+            .budget_standing(tenant, simulation)
+            .await
+            .map_err(|e| format!("reading the simulation's budget failed: {e}"))?
+            .is_some();
         let models = Models {
             model: agents.model.clone(),
             judge: agents.judge.clone(),
@@ -129,6 +138,7 @@ impl Simulations {
             loaded,
             own,
             cassette,
+            budgeted,
         });
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         kept.push_back((simulation, playable.clone()));
