@@ -11,8 +11,11 @@
 # when it is there (TOOLMOCK_SHARED_DIR names another shared folder), else its copy
 # in fixtures/bench/eval-realistic — checks that both
 # evaluators answer every call alike, then times ROUNDS (default 5)
-# alternating passes of each, the state threaded from call to call. Prints
-# the rates, the medians and their ratio.
+# alternating passes of each, the state threaded from call to call — and,
+# in the same rounds, `json.loads` and `pickle.loads` of every call's
+# result (prepared before the timing): the cost of the answer's own Python
+# objects. Prints the rates, the medians, their ratio, and the package's
+# time a call against `json.loads` of its result (issue 37's floor).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

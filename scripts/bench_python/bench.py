@@ -1,5 +1,6 @@
 """Calls from Python through the package against the interpreted evaluator,
-in the same run, on the eval-realistic yardstick (scripts/bench-python.sh).
+and against the cost of the answer's own Python objects, in the same run, on
+the eval-realistic yardstick (scripts/bench-python.sh).
 
 usage: bench.py ANCHOR_DIR CALLS ROUNDS [CONTRACT]
 
@@ -11,11 +12,20 @@ from call to call as `toolmock eval` threads it. Prints each pass's rate,
 the medians and their ratio. With CONTRACT, the package is also timed with
 the contract (input and result validated), which the interpreted evaluator
 never does.
+
+The floor: the same passes also time, alternating with the others,
+`json.loads` of each call's result as compact JSON text and `pickle.loads`
+of it pickled — both prepared before anything is timed, from the package's
+own answers — over the same calls (a call that fails has no result, and
+is left out of those two). Prints the package's time a call against each:
+the package builds the same objects, and a little more (the post-call
+state), from the call's input.
 """
 
 from __future__ import annotations
 
 import json
+import pickle
 import statistics
 import subprocess
 import sys
@@ -41,6 +51,24 @@ def package_pass(compiled: toolmock.CompiledDefinition, calls: list) -> int:
         except toolmock.CallFailed:
             failed += 1
     return failed
+
+
+def results(compiled: toolmock.CompiledDefinition, calls: list) -> list:
+    """Each successful call's result, state threaded as in `package_pass`."""
+    state = compiled.initial_state
+    answers = []
+    for input, variant in calls:
+        try:
+            result, state, _ = compiled.evaluate(input, state, variant)
+        except toolmock.CallFailed:
+            continue
+        answers.append(result)
+    return answers
+
+
+def loads_pass(loads, texts: list) -> None:
+    for text in texts:
+        loads(text)
 
 
 def interpreted_pass(definition: dict, calls: list) -> int:
@@ -83,28 +111,51 @@ def main() -> None:
     check_parity(definition, compiled, calls)
     print(f"{n} calls of {anchor}: the package and the interpreted evaluator answer every one alike")
     with_contract = toolmock.compile(definition, contract) if contract is not None else None
-    rates: dict[str, list[float]] = {"interpreted": [], "package": [], "package+contract": []}
+    answers = results(compiled, calls)
+    texts = [json.dumps(a, separators=(",", ":"), ensure_ascii=False) for a in answers]
+    pickles = [pickle.dumps(a, protocol=pickle.HIGHEST_PROTOCOL) for a in answers]
+    assert all(json.loads(t) == a for t, a in zip(texts, answers))
+    size = statistics.mean(map(len, texts))
+    print(f"{len(answers)} of the {n} calls answer a result ({size:,.0f} characters of compact JSON on average)")
+    # Seconds a pass, by side; a call's time is a pass's over its calls.
+    passes: dict[str, list[float]] = {"interpreted": [], "package": [], "package+contract": [], "json.loads": [], "pickle.loads": []}
+    counts = {"interpreted": n, "package": n, "package+contract": n, "json.loads": len(texts), "pickle.loads": len(pickles)}
     for r in range(rounds):
         line = []
         for label, run in (
             ("interpreted", lambda: interpreted_pass(definition, calls)),
             ("package", lambda: package_pass(compiled, calls)),
+            ("json.loads", lambda: loads_pass(json.loads, texts)),
+            ("pickle.loads", lambda: loads_pass(pickle.loads, pickles)),
             ("package+contract", (lambda: package_pass(with_contract, calls)) if with_contract else None),
         ):
             if run is None:
                 continue
             start = time.perf_counter()
             run()
-            rate = n / (time.perf_counter() - start)
-            rates[label].append(rate)
-            line.append(f"{label} {rate:,.0f} calls/s")
+            elapsed = time.perf_counter() - start
+            passes[label].append(elapsed)
+            line.append(f"{label} {counts[label] / elapsed:,.0f}/s ({elapsed / counts[label] * 1e6:.2f} us)")
         print(f"round {r + 1}: " + ", ".join(line))
-    interp = statistics.median(rates["interpreted"])
-    package = statistics.median(rates["package"])
-    print(f"median: interpreted {interp:,.0f} calls/s, package {package:,.0f} calls/s: {package / interp:.1f}x")
-    if rates["package+contract"]:
-        checked = statistics.median(rates["package+contract"])
-        print(f"median: package with the contract {checked:,.0f} calls/s: {checked / interp:.1f}x the interpreted evaluator (which validates nothing)")
+
+    def per_call(label: str) -> float:
+        """The median pass's seconds a call."""
+        return statistics.median(passes[label]) / counts[label]
+
+    interp, package = per_call("interpreted"), per_call("package")
+    print(f"median: interpreted {1 / interp:,.0f} calls/s, package {1 / package:,.0f} calls/s: {interp / package:.1f}x")
+    if passes["package+contract"]:
+        checked = per_call("package+contract")
+        print(f"median: package with the contract {1 / checked:,.0f} calls/s: {interp / checked:.1f}x the interpreted evaluator (which validates nothing)")
+    loads, unpickle = per_call("json.loads"), per_call("pickle.loads")
+    print(
+        f"median a call: evaluate {package * 1e6:.2f} us, json.loads of its result {loads * 1e6:.2f} us,"
+        f" pickle.loads of it {unpickle * 1e6:.2f} us"
+    )
+    print(f"evaluate / json.loads of its result: {package / loads:.2f}x (target <= 1.0x); / pickle.loads: {package / unpickle:.2f}x")
+    # Each round's own ratio, the two sides timed back to back.
+    ratios = [p / len(calls) / (j / len(texts)) for p, j in zip(passes["package"], passes["json.loads"])]
+    print("evaluate / json.loads, round by round: " + ", ".join(f"{x:.2f}x" for x in ratios))
 
 
 if __name__ == "__main__":

@@ -237,3 +237,89 @@ fn number_to_python<'py>(py: Python<'py>, n: &Number) -> PyResult<Bound<'py, PyA
         Ok(PyFloat::new(py, n.as_f64().unwrap_or(f64::NAN)).into_any())
     }
 }
+
+/// [`map_to_python`] of `map`, a value converted from `dict` (and maybe
+/// changed since: `changed` names the keys whose values were replaced),
+/// sharing `dict`'s immutable objects — its keys, `str`s, `int`s and
+/// `float`s — where they still hold exactly the value converted from them:
+/// a new `dict`, and new `dict`s and `list`s all the way down, equal to
+/// what `map_to_python` gives, without making every key and string again.
+pub(crate) fn map_like<'py>(
+    dict: &Bound<'py, PyDict>,
+    map: &Map<String, Value>,
+    changed: &[&str],
+) -> PyResult<Bound<'py, PyDict>> {
+    let py = dict.py();
+    let built = PyDict::new(py);
+    // Both are usually in the same order (a state `evaluate` returned is in
+    // the map's): an item of `dict` is used only when it is next in both.
+    let mut items = dict.iter().peekable();
+    for (key, value) in map {
+        let same = items.peek().is_some_and(|(k, _)| {
+            k.cast::<PyString>()
+                .is_ok_and(|k| k.to_str().is_ok_and(|k| k == key))
+        });
+        let item = if same { items.next() } else { None };
+        let key_object = match &item {
+            Some((k, _)) if k.is_exact_instance_of::<PyString>() => k.clone(),
+            _ => PyString::new(py, key).into_any(),
+        };
+        let object = match item {
+            Some((_, old)) if !changed.contains(&key.as_str()) => like(&old, value)?,
+            _ => to_python(py, value)?,
+        };
+        built.set_item(key_object, object)?;
+    }
+    Ok(built)
+}
+
+/// `value`, converted from `object`, as a new Python object: `object`
+/// itself when it is immutable and still holds exactly `value`, new
+/// containers (of the same) otherwise.
+fn like<'py>(object: &Bound<'py, PyAny>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    let py = object.py();
+    let kept = match value {
+        Value::String(s) => object
+            .cast_exact::<PyString>()
+            .is_ok_and(|o| o.to_str().is_ok_and(|o| o == s)),
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => {
+                object.is_exact_instance_of::<PyInt>()
+                    && object.extract::<i64>().is_ok_and(|o| o == i)
+            }
+            (None, Some(u), _) => {
+                object.is_exact_instance_of::<PyInt>()
+                    && object.extract::<u64>().is_ok_and(|o| o == u)
+            }
+            (None, None, Some(x)) => object
+                .cast_exact::<PyFloat>()
+                .is_ok_and(|o| o.value().to_bits() == x.to_bits()),
+            _ => false,
+        },
+        Value::Object(map) => {
+            if let Ok(dict) = object.cast_exact::<PyDict>() {
+                return Ok(map_like(dict, map, &[])?.into_any());
+            }
+            false
+        }
+        Value::Array(items) => {
+            if let Ok(list) = object.cast_exact::<PyList>()
+                && list.len() == items.len()
+            {
+                let built = items
+                    .iter()
+                    .zip(list.iter())
+                    .map(|(item, old)| like(&old, item))
+                    .collect::<PyResult<Vec<_>>>()?;
+                return Ok(PyList::new(py, built)?.into_any());
+            }
+            false
+        }
+        Value::Bool(_) | Value::Null => false,
+    };
+    if kept {
+        Ok(object.clone())
+    } else {
+        to_python(py, value)
+    }
+}

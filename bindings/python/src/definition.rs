@@ -1,5 +1,6 @@
 //! A compiled definition, what one call answers, and one problem.
 
+use crate::build::{Builder, Constants, Failed};
 use crate::convert::{self, Ints};
 use crate::errors;
 use pyo3::prelude::*;
@@ -241,6 +242,8 @@ impl Outcome {
 pub(crate) struct CompiledDefinition {
     pub(crate) definition: Arc<toolmock_evaluator::CompiledDefinition>,
     pub(crate) contract: Option<Arc<CompiledContract>>,
+    /// The Python objects of the results' constant parts (`crate::build`).
+    pub(crate) constants: Constants,
 }
 
 impl CompiledDefinition {
@@ -301,7 +304,10 @@ impl CompiledDefinition {
     /// built from the state the evaluator read (the given one converted, or
     /// the initial state) with the updates applied, so it holds exactly the
     /// values the CLI would print — an `int` beyond 64 bits as the double
-    /// the evaluator saw, a tuple as a list.
+    /// the evaluator saw, a tuple as a list — sharing with the given state
+    /// only the immutable objects that hold exactly those values. Without a
+    /// contract the result is built straight as Python objects
+    /// (`crate::build`).
     fn run<'d, 'py>(
         &'d self,
         py: Python<'py>,
@@ -311,22 +317,71 @@ impl CompiledDefinition {
     ) -> PyResult<Answered<'d, 'py>> {
         let (input, pre) = self.read_call(py, input, state)?;
         let mut post = pre.unwrap_or_else(|| self.definition.initial_state().clone());
-        let outcome = self
-            .answer(&input, &post, variant)
-            .map_err(|e| errors::call_error(py, &e))?;
-        let result = convert::to_python(py, &outcome.result)?;
-        let (variant, rule, delay_ms) = (outcome.variant, outcome.rule, outcome.delay_ms);
-        let error = outcome.error.clone();
-        // A domain error has no state updates: the post-call state is the pre-call one.
-        outcome.commit_to(&mut post);
+        if self.contract.is_some() {
+            // The output schema reads the result as a value.
+            let outcome = self
+                .answer(&input, &post, variant)
+                .map_err(|e| errors::call_error(py, &e))?;
+            let result = convert::to_python(py, &outcome.result)?;
+            let (variant, rule, delay_ms) = (outcome.variant, outcome.rule, outcome.delay_ms);
+            let error = outcome.error.clone();
+            let changed: Vec<&str> = outcome.state_updates.iter().map(|(k, _)| *k).collect();
+            // A domain error has no state updates: the post-call state is the pre-call one.
+            outcome.commit_to(&mut post);
+            return Ok(Answered {
+                variant,
+                rule,
+                result,
+                error,
+                state: post_state(py, state, &post, &changed)?,
+                delay_ms,
+            });
+        }
+        let call = Call {
+            input: &input,
+            state: &post,
+            variant,
+        };
+        let mut builder = Builder {
+            py,
+            constants: &self.constants,
+        };
+        let built = toolmock_evaluator::evaluate_into(&self.definition, &call, &mut builder)
+            .map_err(|failed| match failed {
+                Failed::Call(e) => errors::call_error(py, &e),
+                Failed::Python(e) => e,
+            })?;
+        let (variant, rule, delay_ms) = (built.variant, built.rule, built.delay_ms);
+        let error = built.error.clone();
+        let changed: Vec<&str> = built.state_updates.iter().map(|(k, _)| *k).collect();
+        // A domain error has no result and no state updates.
+        let result = built
+            .commit_to(&mut post)
+            .unwrap_or_else(|| py.None().into_bound(py));
         Ok(Answered {
             variant,
             rule,
             result,
             error,
-            state: convert::map_to_python(py, &post)?,
+            state: post_state(py, state, &post, &changed)?,
             delay_ms,
         })
+    }
+}
+
+/// The post-call state as a new `dict`: made from the caller's pre-call
+/// state where it is unchanged (its immutable objects shared, as they hold
+/// exactly what the evaluator read), converted where the call changed it
+/// or where no state was given.
+fn post_state<'py>(
+    py: Python<'py>,
+    pre: Option<&Bound<'py, PyDict>>,
+    post: &Map<String, Value>,
+    changed: &[&str],
+) -> PyResult<Bound<'py, PyDict>> {
+    match pre {
+        Some(pre) => convert::map_like(pre, post, changed),
+        None => convert::map_to_python(py, post),
     }
 }
 

@@ -41,6 +41,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod attempt;
+mod build;
 mod convert;
 mod definition;
 mod errors;
@@ -91,6 +92,7 @@ fn compile(
     let contract = definition::compile_contract(py, contract)?;
     let compiled = compile_checked(py, definition, contract.as_ref(), "the definition")?;
     Ok(CompiledDefinition {
+        constants: build::Constants::of(py, &compiled)?,
         definition: Arc::new(compiled),
         contract,
     })

@@ -288,3 +288,79 @@ def test_an_attempt_removes_what_a_version_3_removal_names() -> None:
     with pytest.raises(toolmock.DefinitionError) as refused:
         toolmock.compile({**delete, "schema_version": 2})
     assert [p.code for p in refused.value.problems] == ["version_3_feature", "version_3_feature"]
+
+
+def _mutate(value: object) -> None:
+    """Changes every dict and list inside `value`, innermost first."""
+    if isinstance(value, dict):
+        for item in value.values():
+            _mutate(item)
+        value["added"] = [1]
+        value.pop(next(iter(value)))
+    elif isinstance(value, list):
+        for item in value:
+            _mutate(item)
+        value.append({"added": 1})
+        value.pop(0)
+
+
+@pytest.mark.parametrize(("result", "expected"), [
+    ({"id": {"$input": "x"}, "literal": {"nested": {"deep": [1, "two", {"three": None}]}, "list": [[], {}]}, "n": 1.5, "flag": True},
+     {"id": 1, "literal": {"nested": {"deep": [1, "two", {"three": None}]}, "list": [[], {}]}, "n": 1.5, "flag": True}),
+    ([{"$input": "x"}, {"a": [1, 2]}, "s", [{"b": {}}]], [1, {"a": [1, 2]}, "s", [{"b": {}}]]),
+    ({"all": {"literal": ["yes", {"k": 1}]}, "s": "text"}, {"all": {"literal": ["yes", {"k": 1}]}, "s": "text"}),
+    ([[1, 2], {"k": [3]}], [[1, 2], {"k": [3]}]),
+])
+def test_changing_a_result_never_changes_the_next_calls(result: object, expected: object) -> None:
+    definition = echo(result)
+    definition["variants"]["ok"]["rules"] = [{"when": [{"source": "input", "path": "x", "op": "eq", "value": 2}], "result": result}]
+    definition["examples"] = [{"variant": "ok", "input": {"x": 1}, "expected": expected}]
+    mock = toolmock.compile(definition)
+    for x in (1, 2):
+        first, _, _ = mock.evaluate({"x": x})
+        want = json.loads(json.dumps(first))
+        _mutate(first)
+        assert first != want
+        again, _, _ = mock.evaluate({"x": x})
+        assert again == want and json.dumps(again) == json.dumps(want)
+        outcome = mock.evaluate_outcome({"x": x})
+        _mutate(outcome.result)
+        assert mock.evaluate_outcome({"x": x}).result == want
+
+
+def test_changing_a_yardstick_result_never_changes_the_next_calls() -> None:
+    bench = ROOT / "fixtures/bench/eval-realistic"
+    mock = toolmock.compile(json.loads((bench / "definition.json").read_text()))
+    call = {"member_id": "M1", "plan": "PLAN-0-0", "channel": "phone", "amount": "12.50", "today": "2026-12-02", "seq": 1}
+    first, state, _ = mock.evaluate(call)
+    want = json.loads(json.dumps(first))
+    records = first["data"]["records"]
+    _mutate(first)
+    records.clear()
+    again, _, _ = mock.evaluate(call)
+    assert again == want and again["data"]["records"][0]["Address"]["City"] == "Portland"
+    assert again["data"]["records"][0]["Address"] is not mock.evaluate(call)[0]["data"]["records"][0]["Address"]
+
+
+class Tag(str):
+    pass
+
+
+def test_the_new_state_shares_nothing_the_caller_can_change() -> None:
+    """The post-call state shares the given state's immutable objects where
+    they hold exactly what the evaluator read, and nothing else: its dicts
+    and lists are new, a str subclass comes back a str, keys in any order."""
+    mock = toolmock.compile(DEFINITION)
+    state = {"next_reference": 7, "z": {"b": [1, {"c": "d"}], "a": 2.5}, "tag": Tag("t"), "keys": {"y": 1, "x": [2**70, True, None]}}
+    call = {"member_id": "M-42", "from_date": "2026-03-01", "days_out": 7, "copay_dollars": "25.00"}
+    _, new_state, _ = mock.evaluate(call, state)
+    assert new_state["z"] == {"a": 2.5, "b": [1, {"c": "d"}]} and list(new_state["z"]) == ["a", "b"]
+    assert type(new_state["tag"]) is str and new_state["tag"] == "t"
+    assert new_state["keys"] == {"x": [float(2**70), True, None], "y": 1} and type(new_state["keys"]["x"][0]) is float
+    assert new_state["z"] is not state["z"] and new_state["z"]["b"] is not state["z"]["b"]
+    new_state["z"]["b"][1]["c"] = "changed"
+    new_state["z"]["b"].append(3)
+    assert state["z"] == {"b": [1, {"c": "d"}], "a": 2.5}
+    _, again, _ = mock.evaluate(call, new_state)
+    again["z"]["b"].clear()
+    assert new_state["z"]["b"] == [1, {"c": "changed"}, 3]

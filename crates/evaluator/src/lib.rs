@@ -10,7 +10,8 @@
 //! [`evaluate`] then answers calls from the compiled form without re-parsing
 //! anything: it is the entry point of a call, and the others are named for
 //! what they add to it — [`evaluate_with_contract`] (the contract's schemas),
-//! [`evaluate_json`] (the result written as JSON text), [`evaluate_layered`]
+//! [`evaluate_json`] (the result written as JSON text), [`evaluate_into`]
+//! (the result built in the caller's own form), [`evaluate_layered`]
 //! (a shared base state with an attempt's overlay) — or are a call in two
 //! halves ([`Prepared`]: what the input decides alone, then the rest
 //! against the state).
@@ -70,6 +71,7 @@ mod rule_index;
 mod scope;
 mod state;
 
+pub use call::built::{BuiltOutcome, evaluate_into};
 pub use call::evaluate::{evaluate, evaluate_json, evaluate_with_contract};
 pub use call::layered::{LayeredOutcome, evaluate_layered};
 pub use call::outcome::{Call, JsonOutcome, Outcome};
@@ -85,6 +87,7 @@ pub use definition::{
 pub use domain::answer::DomainError;
 pub use error::{CallCode, CallError, ErrorClass, Violation};
 pub use json::{json_equal, maps_equal};
+pub use render::build::{Build, Constant, Shape};
 pub use state::overlay::{Overlay, Patch};
 pub use state::view::StateView;
 

@@ -47,8 +47,13 @@ const LAYERS: &[&[&str]] = &[
     &["paths::parse", "expr::compiler", "render::template"],
     // Version 1's operator families.
     &["expr::numbers", "expr::dates"],
-    // Rendering: as values, as JSON text, ahead of the state.
-    &["render::value", "render::text", "render::ahead"],
+    // Rendering: as values, as JSON text, ahead of the state, into a caller's form.
+    &[
+        "render::value",
+        "render::text",
+        "render::ahead",
+        "render::build",
+    ],
     // The later operator families.
     &[
         "expr::decimals",
@@ -88,6 +93,7 @@ const LAYERS: &[&[&str]] = &[
         "call::outcome",
         "call::select",
         "call::evaluate",
+        "call::built",
         "call::prepared",
         "call::layered",
     ],
@@ -146,6 +152,7 @@ const FORM_AND_EVALUATION: &[&str] = &[
     "render::value",
     "render::text",
     "render::ahead",
+    "render::build",
     "conditions::condition",
     "domain::answer",
     "rule_index",
@@ -153,6 +160,7 @@ const FORM_AND_EVALUATION: &[&str] = &[
     "call::outcome",
     "call::select",
     "call::evaluate",
+    "call::built",
     "call::prepared",
     "call::layered",
 ];
