@@ -276,18 +276,10 @@ fn a_recorded_suite_replays_offline_byte_for_byte_and_misses_on_a_prompt_change(
     let dir = scratch("suite");
     let sim = suite("You keep notes.", &[]);
     let server = Server::start();
-    let live = [
-        "--model-url",
-        server.url.as_str(),
-        "--model",
-        "suite",
-        "--judge-model",
-        "judge_pass",
+    let mut record = live(&server).to_vec();
+    record.extend([
         "--cassette",
         "cassette",
-    ];
-    let mut record = live.to_vec();
-    record.extend([
         "--cassette-mode",
         "record",
         "--price",
@@ -436,18 +428,8 @@ fn requests(counts: &Value) -> u64 {
 fn auto_records_only_the_new_turns() {
     let dir = scratch("auto");
     let server = Server::start();
-    let flags = [
-        "--model-url",
-        server.url.as_str(),
-        "--model",
-        "suite",
-        "--judge-model",
-        "judge_pass",
-        "--cassette",
-        "cassette",
-        "--cassette-mode",
-        "auto",
-    ];
+    let mut flags = live(&server).to_vec();
+    flags.extend(["--cassette", "cassette", "--cassette-mode", "auto"]);
     let first = run(&dir, &suite("You keep notes.", &[]), "first", &flags);
     assert_eq!(first.code, 0, "{}", first.stderr);
     let before = requests(&server.counts());
@@ -543,14 +525,7 @@ fn a_budget_runs_out_mid_suite_and_replays_cost_nothing() {
     let dir = scratch("budget");
     let sim = suite("You keep notes.", &[]);
     let server = Server::start();
-    let live = [
-        "--model-url",
-        server.url.as_str(),
-        "--model",
-        "suite",
-        "--judge-model",
-        "judge_pass",
-    ];
+    let live = live(&server);
     let mut record = live.to_vec();
     record.extend(["--cassette", "cassette", "--cassette-mode", "record"]);
     let full = run(&dir, &sim, "full", &record);
@@ -604,4 +579,142 @@ fn a_budget_runs_out_mid_suite_and_replays_cost_nothing() {
     );
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--max-cost needs --price"));
+}
+
+/// `auto` with one case changed and a budget smaller than the recorded
+/// usage but larger than the changed case's new turns: the replayed
+/// answers cost nothing (the budget is not exhausted), are reported as
+/// replayed in `--json`, `--evidence`, JUnit and the table, and only the
+/// new turns are sent; the same budget live runs out.
+#[test]
+fn auto_charges_only_the_new_turns_and_reports_the_replayed_ones_apart() {
+    let dir = scratch("auto-budget");
+    let server = Server::start();
+    let live = live(&server);
+    let sim = suite("You keep notes.", &[]);
+    let mut record = live.to_vec();
+    record.extend(["--cassette", "cassette", "--cassette-mode", "record"]);
+    let recorded = run(&dir, &sim, "record", &record);
+    assert_eq!(recorded.code, 0, "{}", recorded.stderr);
+    let recorded = results(&recorded);
+    let recorded_total = total(&recorded["summary"]["tokens"]);
+    // The changed case will play the conversation "adds a note" played:
+    // the same requests, so the same tokens.
+    let new_tokens = total(&recorded["cases"][0]["attempts"][0]["tokens"]);
+    let budget = new_tokens + 1;
+    assert!(budget < recorded_total, "{budget} of {recorded_total}");
+    let budget_flag = budget.to_string();
+
+    let mut changed = sim.clone();
+    let position = changed["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|c| c["name"] == "invents a function")
+        .unwrap();
+    changed["cases"][position]["driver"]["messages"] = json!(["play correct"]);
+    let before = server.counts()["answered"].as_u64().unwrap();
+    let mut auto = live.to_vec();
+    auto.extend([
+        "--cassette",
+        "cassette",
+        "--cassette-mode",
+        "auto",
+        "--max-tokens",
+        &budget_flag,
+        "--junit",
+        "junit.xml",
+    ]);
+    let ran = run(&dir, &changed, "auto", &auto);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert!(!ran.stderr.contains("budget ran out"), "{}", ran.stderr);
+    assert_eq!(server.counts()["answered"].as_u64().unwrap() - before, 2);
+    let document = results(&ran);
+    for (case, attempt) in attempts(&document) {
+        assert_eq!(attempt["as_expected"], true, "{case}: {attempt}");
+        let requests = attempt["model_requests"].as_array().unwrap();
+        let fresh = case == "invents a function";
+        for request in requests {
+            assert_eq!(
+                request.get("replayed").is_some(),
+                !fresh,
+                "{case}: {request}"
+            );
+        }
+        let replayed = attempt["tokens"]["replayed_requests"].as_u64().unwrap_or(0);
+        assert_eq!(
+            replayed,
+            if fresh { 0 } else { requests.len() as u64 },
+            "{case}"
+        );
+    }
+    let tokens = &document["summary"]["tokens"];
+    let replayed_tokens = tokens["replayed_tokens"].as_u64().unwrap();
+    assert_eq!(total(tokens) - replayed_tokens, new_tokens, "{tokens}");
+    assert_eq!(
+        tokens["replayed_requests"].as_u64().unwrap() + 2,
+        tokens["requests"].as_u64().unwrap(),
+        "{tokens}"
+    );
+    let evidence: String = ran.evidence.iter().map(|(_, t)| t.as_str()).collect();
+    assert!(evidence.contains("\"replayed\":true"), "{evidence}");
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("<property name=\"replayed_requests\" value=\""),
+        "{junit}"
+    );
+    assert_eq!(
+        junit
+            .matches("<property name=\"replayed_requests\"")
+            .count(),
+        attempts(&document).len() - 1,
+        "every attempt but the changed one"
+    );
+
+    // The table's tokens line: everything replayed now, nothing sent.
+    let table = toolmock(
+        &dir,
+        &[
+            "run",
+            "sim.json",
+            "--cassette",
+            "cassette",
+            "--cassette-mode",
+            "auto",
+        ],
+    );
+    let table = String::from_utf8(table.stdout).unwrap();
+    let all = tokens["requests"].as_u64().unwrap();
+    assert!(
+        table.contains(&format!("{all} replayed ({} tokens)", total(tokens))),
+        "{table}"
+    );
+
+    // The same budget, live: it runs out.
+    let mut limited = live.to_vec();
+    limited.extend(["--max-tokens", &budget_flag]);
+    let live_run = run(&dir, &changed, "live", &limited);
+    assert_eq!(live_run.code, 3, "{}", live_run.stderr);
+    assert!(
+        live_run.stderr.contains("the budget ran out"),
+        "{}",
+        live_run.stderr
+    );
+}
+
+/// The flags of a run against `server`: the suite's model and the judge.
+fn live(server: &Server) -> [&str; 6] {
+    [
+        "--model-url",
+        server.url.as_str(),
+        "--model",
+        "suite",
+        "--judge-model",
+        "judge_pass",
+    ]
+}
+
+/// Prompt plus completion tokens of a `tokens` object.
+fn total(tokens: &Value) -> u64 {
+    tokens["prompt_tokens"].as_u64().unwrap() + tokens["completion_tokens"].as_u64().unwrap()
 }

@@ -250,6 +250,21 @@ fn attempts(results: &Value) -> Vec<(String, Value)> {
     all
 }
 
+/// The model usage the workers recorded for the latest simulation that
+/// recorded any: (tokens sent live, replayed answers, their tokens).
+async fn latest_usage(pool: &PgPool) -> (i64, i64, i64) {
+    sqlx::query_as(
+        "SELECT COALESCE(sum(prompt_tokens + completion_tokens) FILTER (WHERE NOT replayed), 0)::bigint, \
+                count(*) FILTER (WHERE replayed), \
+                COALESCE(sum(prompt_tokens + completion_tokens) FILTER (WHERE replayed), 0)::bigint \
+         FROM model_usage WHERE simulation_id = \
+             (SELECT simulation_id FROM model_usage GROUP BY simulation_id ORDER BY max(id) DESC LIMIT 1)",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
 /// The notes suite for the server's `suite` model, whose answers report
 /// usage: case "a" (two attempts) and case "b" (one), each playing the
 /// conversation "five" (five requests), b's message being `b_says`; no
@@ -334,4 +349,68 @@ async fn submit_gives_the_simulation_its_budget(pool: PgPool) {
     // A cost bound that is no positive number is refused before the start.
     let refused = submit(&dir, &service.base, &["--max-cost", "0"], &[]).await;
     assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+}
+
+/// Through the workers, `auto` with one case changed and a budget smaller
+/// than the recorded usage but larger than the changed case's new turns:
+/// the replayed answers are recorded as `replayed` and cost nothing (every
+/// attempt passes), only the new turns are charged; the same budget with
+/// every request live runs out.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn auto_through_the_workers_charges_only_the_new_turns(pool: PgPool) {
+    let dir = scratch();
+    write_suite(&dir, "play five");
+    let conversation = server();
+    let service = Service::start(&pool, "auto", &suite_agents(&conversation.url)).await;
+    let record = ["--cassette", "cassette", "--cassette-mode", "record"];
+    let recorded = submit(&dir, &service.base, &record, &[]).await;
+    assert_eq!(
+        recorded.status.code(),
+        Some(0),
+        "{}",
+        text(&recorded.stderr)
+    );
+    let (recorded_total, _, _) = latest_usage(&pool).await;
+    // Three attempts of one conversation: a third of the whole each, and
+    // the changed case's a few tokens more than its recorded one. Live,
+    // the three attempts reach the budget before their last requests.
+    let budget = recorded_total * 2 / 5;
+    let budget_flag = budget.to_string();
+
+    write_suite(&dir, "play five again");
+    let auto = [
+        "--cassette",
+        "cassette",
+        "--cassette-mode",
+        "auto",
+        "--max-tokens",
+        &budget_flag,
+    ];
+    let ran = submit(&dir, &service.base, &auto, &[]).await;
+    let stdout = text(&ran.stdout);
+    assert_eq!(ran.status.code(), Some(0), "{stdout}{}", text(&ran.stderr));
+    let results: Value = serde_json::from_str(&stdout).unwrap();
+    for (case, attempt) in attempts(&results) {
+        assert_eq!(attempt["outcome"], "passed", "{case}: {attempt}");
+    }
+    let (spent, replayed, replayed_tokens) = latest_usage(&pool).await;
+    assert!(spent > 0 && spent < budget, "{spent} of {budget}");
+    assert_eq!(replayed, 10, "case a's two attempts, five requests each");
+    assert!(
+        spent + replayed_tokens > budget,
+        "counted as live, the replayed answers would have spent the budget"
+    );
+    let file = std::fs::read_to_string(dir.join("cassette/b.jsonl")).unwrap();
+    assert!(file.contains("play five again"), "{file}");
+
+    // The same budget, every request live: it runs out.
+    let ran = submit(&dir, &service.base, &["--max-tokens", &budget_flag], &[]).await;
+    assert_eq!(ran.status.code(), Some(3), "{}", text(&ran.stderr));
+    let results: Value = serde_json::from_slice(&ran.stdout).unwrap();
+    assert!(
+        attempts(&results)
+            .iter()
+            .any(|(_, a)| a["harness_errors"][0]["code"] == "budget_exhausted"),
+        "{results}"
+    );
 }
