@@ -601,4 +601,17 @@ fn a_simulated_users_conversation_replays_from_the_cassette_with_the_server_stop
             .contains("case \"c\", attempt 1, user turn 1"),
         "{error}"
     );
+
+    // `check-cassette` finds every user line stale at the user's system
+    // message; the agent's lines (its prompt and tools unchanged) are not.
+    let check = toolmock(&dir, &["check-cassette", "sim.json", "cassette"], &[]);
+    let diagnostics = String::from_utf8(check.stdout).unwrap();
+    assert_eq!(check.status.code(), Some(1), "{diagnostics}");
+    let users = roles.iter().filter(|r| *r == "user").count();
+    assert_eq!(
+        diagnostics.matches("cassette_stale").count(),
+        users,
+        "{diagnostics}"
+    );
+    insta::assert_snapshot!("stale_simulated_user", diagnostics);
 }
