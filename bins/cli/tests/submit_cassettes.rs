@@ -12,7 +12,7 @@
 mod conversation_common;
 mod service_common;
 
-use conversation_common::{scratch, server};
+use conversation_common::{attempts, notes_with_a_customer, scratch, server};
 use serde_json::{Value, json};
 use service_common::{Service, token};
 use sqlx::PgPool;
@@ -75,35 +75,13 @@ async fn submit(dir: &Path, base: &str, extra: &[&str], envs: &[(&str, &str)]) -
 /// The notes tool (the agent's) and the phone tool (the user's), and one
 /// case of two attempts whose user is a model and whose answer is judged.
 fn document(instructions: &str) -> Value {
-    json!({
-        "simulation_version": 1,
-        "name": "notes with a customer",
-        "tools": [
-            {"name": "notes", "from": "custom",
-             "operations": [{"name": "add", "description": "Adds a note.",
-                "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-                "output_schema": {"type": "object", "required": ["id"]}}],
-             "definitions": {"add": {
-                "schema_version": 1, "default_variant": "ok",
-                "variants": {"ok": {"result": {"id": "n-1"}, "set_state": {"last": {"$input": "text"}}}},
-                "examples": [{"variant": "ok", "input": {"text": "a"}, "expected": {"id": "n-1"}}]}}},
-            {"name": "phone", "from": "custom",
-             "operations": [{"name": "unlock", "description": "Unlocks the user's phone.",
-                "input_schema": {"type": "object"}, "output_schema": {"type": "object"}}],
-             "definitions": {"unlock": {
-                "schema_version": 1, "default_variant": "ok",
-                "variants": {"ok": {"result": {"unlocked": true}, "set_state": {"unlocked": true}}},
-                "examples": [{"variant": "ok", "input": {}, "expected": {"unlocked": true}}]}}}
-        ],
-        "agent": {"name": "scribe", "prompt": "You keep notes.", "tools": ["notes"]},
-        "cases": [{
-            "name": "c", "attempts": 2,
-            "driver": {"type": "model", "max_turns": 8},
-            "user": {"type": "model", "instructions": instructions, "persona": "Brief.", "tools": ["phone"]},
-            "expect": {"final_answer": {"contains": ["n-1"]},
-                       "judge": {"rubric": "The agent adds the note and confirms it."}}
-        }]
-    })
+    notes_with_a_customer(json!([{
+        "name": "c", "attempts": 2,
+        "driver": {"type": "model", "max_turns": 8},
+        "user": {"type": "model", "instructions": instructions, "persona": "Brief.", "tools": ["phone"]},
+        "expect": {"final_answer": {"contains": ["n-1"]},
+                   "judge": {"rubric": "The agent adds the note and confirms it."}}
+    }]))
 }
 
 /// Workers' models on the conversation server at `url`: the agent, the
@@ -239,17 +217,6 @@ async fn a_cassette_recorded_through_the_workers_replays_without_a_model(pool: P
     }
 }
 
-/// Each attempt of a results document, with its case's name.
-fn attempts(results: &Value) -> Vec<(String, Value)> {
-    let mut all = Vec::new();
-    for case in results["cases"].as_array().unwrap() {
-        for attempt in case["attempts"].as_array().unwrap() {
-            all.push((case["name"].as_str().unwrap().to_owned(), attempt.clone()));
-        }
-    }
-    all
-}
-
 /// The model usage the workers recorded for the latest simulation that
 /// recorded any: (tokens sent live, replayed answers, their tokens).
 async fn latest_usage(pool: &PgPool) -> (i64, i64, i64) {
@@ -378,14 +345,12 @@ async fn auto_through_the_workers_charges_only_the_new_turns(pool: PgPool) {
     let budget_flag = budget.to_string();
 
     write_suite(&dir, "play five again");
+    // The same cassette, in `auto`, under the budget.
     let auto = [
-        "--cassette",
-        "cassette",
-        "--cassette-mode",
-        "auto",
-        "--max-tokens",
-        &budget_flag,
-    ];
+        &record[..2],
+        &["--cassette-mode", "auto", "--max-tokens", &budget_flag],
+    ]
+    .concat();
     let ran = submit(&dir, &service.base, &auto, &[]).await;
     let stdout = text(&ran.stdout);
     assert_eq!(ran.status.code(), Some(0), "{stdout}{}", text(&ran.stderr));
