@@ -8,7 +8,9 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use toolmock_contract::{OperationContract, ProblemCode};
-use toolmock_evaluator::{Call, CompiledContract, Diagnostics, Outcome as EvalOutcome};
+use toolmock_evaluator::{
+    BuiltOutcome, Call, CompiledContract, Diagnostics, Outcome as EvalOutcome,
+};
 
 /// One problem of a definition, a manifest or a simulation: `code`, `path`
 /// (a JSON pointer, `""` for the whole document), `message`, `severity`
@@ -317,44 +319,41 @@ impl CompiledDefinition {
     ) -> PyResult<Answered<'d, 'py>> {
         let (input, pre) = self.read_call(py, input, state)?;
         let mut post = pre.unwrap_or_else(|| self.definition.initial_state().clone());
-        if self.contract.is_some() {
+        let built = if self.contract.is_some() {
             // The output schema reads the result as a value.
             let outcome = self
                 .answer(&input, &post, variant)
                 .map_err(|e| errors::call_error(py, &e))?;
-            let result = convert::to_python(py, &outcome.result)?;
-            let (variant, rule, delay_ms) = (outcome.variant, outcome.rule, outcome.delay_ms);
-            let error = outcome.error.clone();
-            let changed: Vec<&str> = outcome.state_updates.iter().map(|(k, _)| *k).collect();
-            // A domain error has no state updates: the post-call state is the pre-call one.
-            outcome.commit_to(&mut post);
-            return Ok(Answered {
+            BuiltOutcome {
+                result: Some(convert::to_python(py, &outcome.result)?),
+                variant: outcome.variant,
+                rule: outcome.rule,
+                error: outcome.error,
+                state_updates: outcome.state_updates,
+                delay_ms: outcome.delay_ms,
+            }
+        } else {
+            let call = Call {
+                input: &input,
+                state: &post,
                 variant,
-                rule,
-                result,
-                error,
-                state: post_state(py, state, &post, &changed)?,
-                delay_ms,
-            });
-        }
-        let call = Call {
-            input: &input,
-            state: &post,
-            variant,
+            };
+            let mut builder = Builder {
+                py,
+                constants: &self.constants,
+            };
+            toolmock_evaluator::evaluate_into(&self.definition, &call, &mut builder).map_err(
+                |failed| match failed {
+                    Failed::Call(e) => errors::call_error(py, &e),
+                    Failed::Python(e) => e,
+                },
+            )?
         };
-        let mut builder = Builder {
-            py,
-            constants: &self.constants,
-        };
-        let built = toolmock_evaluator::evaluate_into(&self.definition, &call, &mut builder)
-            .map_err(|failed| match failed {
-                Failed::Call(e) => errors::call_error(py, &e),
-                Failed::Python(e) => e,
-            })?;
         let (variant, rule, delay_ms) = (built.variant, built.rule, built.delay_ms);
         let error = built.error.clone();
         let changed: Vec<&str> = built.state_updates.iter().map(|(k, _)| *k).collect();
-        // A domain error has no result and no state updates.
+        // A domain error has no result (None) and no state updates: the
+        // post-call state is the pre-call one.
         let result = built
             .commit_to(&mut post)
             .unwrap_or_else(|| py.None().into_bound(py));

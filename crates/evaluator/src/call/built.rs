@@ -207,29 +207,29 @@ mod tests {
     fn built_results_match_rendered_ones() {
         let definition = crate::check::compile(&json!({
             "schema_version": 2,
-            "default_variant": "a",
-            "initial_state": {"s": {"k": [1, "two"]}},
+            "default_variant": "record",
+            "initial_state": {"owner": {"name": "Ada", "ids": [7, 8]}},
             "variants": {
-                "a": {
+                "record": {
                     "result": {
-                        "z": "last", "a": [1, {"$input": "x"}, {"b\"q": {"$state": "s.k.1"}, "lit": {"deep": [true]}}],
-                        "m": {"$number": {"$input": "n"}}, "e": {}, "l": [],
-                        "d": {"$dateAdd": {"value": {"$input": "when"}, "days": 1}},
-                        "u": "é\u{1}\n\t", "whole": {"$state": ""}
+                        "kind": "member", "tags": ["x", {"$input": "tag"}, {"who": {"$state": "owner.name"}, "fixed": {"on": [false, 2]}}],
+                        "total": {"$number": {"$input": "amount"}}, "none": {}, "empty": [],
+                        "due": {"$dateAdd": {"value": {"$input": "day"}, "hours": 5}},
+                        "note": "ü\u{2}\r", "everything": {"$state": ""}
                     },
-                    "set_state": {"seen": {"$input": "x"}},
-                    "rules": [{"when": [{"source": "input", "path": "x", "op": "eq", "value": 0}],
-                               "result": [{"$input": ""}, {"k": "v"}]}]
+                    "set_state": {"last_tag": {"$input": "tag"}},
+                    "rules": [{"when": [{"source": "input", "path": "tag", "op": "eq", "value": "vip"}],
+                               "result": [{"$input": ""}, {"fixed": "yes"}]}]
                 },
-                "b": {"result": [true, null, 1.5]},
-                "c": {"result": "plain"},
-                "d": {"error": {"code": "not_found", "message": {"$state": "s.k.1"}}}
+                "list": {"result": [false, null, 2.25]},
+                "text": {"result": "only text"},
+                "missing": {"error": {"code": "no_owner", "message": {"$state": "owner.name"}}}
             },
             "examples": [
-                {"variant": "a", "input": {"x": 0}, "expected": [{"x": 0}, {"k": "v"}]},
-                {"variant": "b", "input": {}, "expected": [true, null, 1.5]},
-                {"variant": "c", "input": {}, "expected": "plain"},
-                {"variant": "d", "input": {}, "expected_error": {"code": "not_found", "message": "two"}}
+                {"variant": "record", "input": {"tag": "vip"}, "expected": [{"tag": "vip"}, {"fixed": "yes"}]},
+                {"variant": "list", "input": {}, "expected": [false, null, 2.25]},
+                {"variant": "text", "input": {}, "expected": "only text"},
+                {"variant": "missing", "input": {}, "expected_error": {"code": "no_owner", "message": "Ada"}}
             ]
         }))
         .expect("compiles");
@@ -244,16 +244,22 @@ mod tests {
         });
         let state = definition.initial_state().clone();
         let inputs = [
-            json!({"x": 0}),
-            json!({"x": {"deep": [null]}, "n": "12.50", "when": "2026-03-01T23:30:00-05:00"}),
-            json!({"x": 1, "n": "1e3", "when": "2026-03-01"}),
-            json!({"x": 1, "n": 3, "when": "2026-02-30"}),
-            json!({"x": 1, "n": 3}),
+            json!({"tag": "vip"}),
+            json!({"tag": [1, {"n": null}], "amount": "99.95", "day": "2026-07-04T10:00:00+02:00"}),
+            json!({"tag": "a", "amount": "2e2", "day": "2026-07-04"}),
+            json!({"tag": "b", "amount": 4, "day": "2026-06-31"}),
+            json!({"tag": "c", "amount": 4}),
         ];
         let (empty, mut oks, mut errors) = (Map::new(), 0, 0);
         let mut built = Values::default();
         for input in &inputs {
-            for variant in [None, Some("b"), Some("c"), Some("d"), Some("nope")] {
+            for variant in [
+                None,
+                Some("list"),
+                Some("text"),
+                Some("missing"),
+                Some("other"),
+            ] {
                 for state in [&state, &empty] {
                     let call = Call {
                         input,
