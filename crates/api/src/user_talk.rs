@@ -133,10 +133,10 @@ impl UserTalks {
     }
 }
 
-/// Whether the case an attempt plays has a simulated user an external
-/// agent may talk with (an `external` case with a `user`).
+/// Whether the case an attempt plays has a simulated user an agent outside
+/// toolmock may talk with (an `external` or `http` case with a `user`).
 pub(crate) fn talks_with_a_user(case: &CaseDoc) -> bool {
-    case.user.is_some() && matches!(case.driver, DriverDoc::External)
+    case.user.is_some() && matches!(case.driver, DriverDoc::External | DriverDoc::Http { .. })
 }
 
 /// The agent of `attempt` (running, its capability checked by the caller)
@@ -160,8 +160,8 @@ pub(crate) async fn ask(
     let talkable = talks.get(state, tenant, record.simulation).await?;
     let no_user = || ApiError::StateConflict {
         code: ApiCode::NoSimulatedUser,
-        message: "the attempt's case has no simulated user an external agent talks with \
-                  (an external case with a \"user\")"
+        message: "the attempt's case has no simulated user an agent outside toolmock talks \
+                  with (an external or http case with a \"user\")"
             .into(),
     };
     let Some(talkable) = talkable else {

@@ -101,7 +101,7 @@ async fn finish(app: &Router, (id, capability): &(String, String)) -> Value {
     reply.json
 }
 
-async fn view(app: &Router, (id, _): &(String, String)) -> Value {
+pub(crate) async fn view(app: &Router, (id, _): &(String, String)) -> Value {
     let bearer = token("acme", &[RUN]);
     let reply = send(
         app,
@@ -116,7 +116,7 @@ async fn view(app: &Router, (id, _): &(String, String)) -> Value {
 }
 
 /// The conversation's turns as (role, text, stop), without times.
-fn turns(view: &Value) -> Vec<(String, String, Option<String>)> {
+pub(crate) fn turns(view: &Value) -> Vec<(String, String, Option<String>)> {
     view["conversation"]
         .as_array()
         .unwrap()
@@ -131,7 +131,7 @@ fn turns(view: &Value) -> Vec<(String, String, Option<String>)> {
         .collect()
 }
 
-fn expected_turns() -> Vec<(String, String, Option<String>)> {
+pub(crate) fn expected_turns() -> Vec<(String, String, Option<String>)> {
     [
         ("user", "I need a note, please.", None),
         ("assistant", "What should the note say?", None),
