@@ -5,16 +5,19 @@
 //! (`fixtures/conversation-server/`, which checks what a user model is
 //! sent), against PostgreSQL. The conversation is kept with its roles, the
 //! finish judges it, a used-up turn limit is an unmet `turn_limit` and a
-//! user model fault a `user_unavailable` / `user_failed` harness error.
+//! user model fault a `user_unavailable` / `user_failed` harness error; two
+//! asks at once on two API processes: one answered, one `user_busy`.
 
-use crate::agents::{Server, model, notes_document, server};
+use crate::agents::{Server, model, notes_document, server, server_with};
 use crate::common::*;
 use axum::Router;
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::path::{Path, PathBuf};
-use toolmock_api::ApiConfig;
+use toolmock_api::{ApiConfig, AppState, AuthConfig, router};
+use toolmock_store::PgStore;
+use toolmock_store::testkit::app_pool;
 
 /// The API with `user` (a model of the conversation server) playing
 /// simulated users.
@@ -356,4 +359,62 @@ async fn the_python_sdk_asks_the_simulated_user_over_the_mcp_endpoint(pool: PgPo
     // The same words leave the same conversation as over HTTP.
     let seen = view(&app, &attempts[0]).await;
     assert_eq!(turns(&seen), expected_turns(), "{seen:#}");
+}
+
+/// An API process playing simulated users with `user` of `server`: its own
+/// pool, store and dispatcher over the test's database.
+async fn process_playing(pool: &PgPool, server: &Server, user: &str) -> Router {
+    let store = PgStore::new(app_pool(pool).await);
+    let auth = AuthConfig::hs256(SECRET).unwrap();
+    let config = ApiConfig {
+        user_model: Some(model(server, user)),
+        ..ApiConfig::default()
+    };
+    router(AppState::over_store(store, auth, config))
+}
+
+/// Two asks of one attempt at once, each served by its own API process,
+/// while the user model takes a second to answer: both read the same
+/// conversation and both ask the model, but only one reply can be kept
+/// where the conversation goes on. The other ask is answered 409
+/// `user_busy` and keeps nothing: the conversation holds one user turn,
+/// and goes on from it.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn two_asks_at_once_on_two_processes_one_is_answered_the_other_user_busy(pool: PgPool) {
+    let server = server_with(&["--delay-ms", "1000"]);
+    let (one, two) = (
+        process_playing(&pool, &server, "customer").await,
+        process_playing(&pool, &server, "customer").await,
+    );
+    let mut document = external_case(json!({}));
+    document["cases"][0]["attempts"] = json!(1);
+    let attempt = &started(&one, &document).await[0];
+    let (a, b) = tokio::join!(ask(&one, attempt, json!({})), ask(&two, attempt, json!({})));
+    let mut replies = [a, b];
+    replies.sort_by_key(|r| r.status);
+    let [answered, busy] = replies;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.json);
+    assert_eq!(answered.json, json!({"reply": "I need a note, please."}));
+    assert_eq!(
+        (busy.status, busy.code()),
+        (StatusCode::CONFLICT, "user_busy"),
+        "{}",
+        busy.json
+    );
+    // Both asked the model, at the same time: they overlapped.
+    let counts: Value = reqwest::get(server.url.replace("/v1", "/counts"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(counts["customer"], 2, "{counts}");
+    assert_eq!(counts["max_in_flight"], 2, "{counts}");
+    let seen = view(&one, attempt).await;
+    assert_eq!(turns(&seen), expected_turns()[..1], "{seen:#}");
+    assert_eq!(seen["harness_errors"], json!([]), "{seen:#}");
+    // The conversation goes on from the one reply kept, on either process.
+    let said = json!({"message": "What should the note say?"});
+    assert_eq!(asked(&two, attempt, said).await, json!({"reply": "milk"}));
+    assert_eq!(turns(&view(&one, attempt).await), expected_turns()[..3]);
 }
