@@ -4,17 +4,22 @@
 //! durable statement; and the look at a request's JSON-RPC method that
 //! tells a `tools/call` (whose lease the dispatcher checks in that
 //! statement) from the requests that open or list (checked here first).
+//! A start is refused when what the endpoint would serve an attempt with
+//! a simulated user has an `ask_user` of the agent's own
+//! ([`ask_user_clashes`]).
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Listed};
 use crate::state::AppState;
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
-use toolmock_mcp::ServedTools;
-use toolmock_runtime::backend::PinStore;
+use toolmock_contract::pointer;
+use toolmock_mcp::{ASK_USER, ServedTools};
+use toolmock_runtime::backend::{Catalog, PinStore};
 use toolmock_runtime::model::{SimulationId, TenantId, WorkflowDoc};
+use toolmock_simulation::LoadedSimulation;
 
 /// How many simulations' served tools a process keeps; past it they are
 /// all dropped and read again on their next request (a simulation's pins
@@ -98,6 +103,97 @@ pub(crate) async fn served(
     }
     kept.insert(key, served.clone());
     Ok(served)
+}
+
+/// Each tool and workflow of the agent that the per-attempt MCP endpoint
+/// would list as `ask_user` (an operation or a workflow of that name the
+/// agent calls directly), when some case of `loaded` talks with a
+/// simulated user there: its `ask_user` would hide the user's. Each is a
+/// `duplicate_tool_name` at its pointer into the request body (`body`):
+/// the operation's entry in the tool's `operations` when the document
+/// lists them, else the tool (a library tool's operations are the
+/// tenant's); a workflow's `name`.
+pub(crate) async fn ask_user_clashes(
+    state: &AppState,
+    tenant: TenantId,
+    loaded: &LoadedSimulation,
+    body: &serde_json::Value,
+) -> Result<Vec<Listed>, ApiError> {
+    let document = &loaded.document;
+    if !document
+        .cases
+        .iter()
+        .any(crate::user_talk::talks_with_a_user)
+    {
+        return Ok(Vec::new());
+    }
+    let code = toolmock_mcp::McpCode::DuplicateToolName.as_str();
+    let mut clashes = Vec::new();
+    for name in &document.agent.tools {
+        if let Some(k) = document
+            .agent
+            .workflows
+            .iter()
+            .position(|w| &w.name == name)
+        {
+            if name == ASK_USER {
+                clashes.push(Listed::new(
+                    code,
+                    pointer::push(&pointer::index("/agent/workflows", k), "name"),
+                    "the agent's workflow ask_user would hide the simulated user's ask_user on the \
+                     attempt's MCP endpoint: rename it",
+                ));
+            }
+            continue;
+        }
+        let Some(index) = document.tools.iter().position(|t| &t.name == name) else {
+            continue;
+        };
+        let at = pointer::index("/tools", index);
+        let operations: Vec<String> = match loaded.library.get(name) {
+            Some(id) => state
+                .store()
+                .tool(tenant, *id)
+                .await?
+                .operations
+                .into_iter()
+                .map(|o| o.operation.name)
+                .collect(),
+            None => loaded
+                .tools
+                .iter()
+                .filter(|t| &t.name == name)
+                .flat_map(|t| t.operations.iter().map(|o| o.operation.name.clone()))
+                .collect(),
+        };
+        if !operations.iter().any(|o| o == ASK_USER) {
+            continue;
+        }
+        let listed = body
+            .pointer(&pointer::push(&at, "operations"))
+            .and_then(serde_json::Value::as_array)
+            .and_then(|ops| {
+                ops.iter().position(|o| {
+                    o.get("name").and_then(serde_json::Value::as_str) == Some(ASK_USER)
+                })
+            });
+        let at = match listed {
+            Some(j) => pointer::push(
+                &pointer::index(&pointer::push(&at, "operations"), j),
+                "name",
+            ),
+            None => at,
+        };
+        clashes.push(Listed::new(
+            code,
+            at,
+            format!(
+                "tool {name:?}'s operation ask_user would hide the simulated user's ask_user on the \
+                 attempt's MCP endpoint: rename it"
+            ),
+        ));
+    }
+    Ok(clashes)
 }
 
 /// A JSON-RPC message's method, and nothing else of it.

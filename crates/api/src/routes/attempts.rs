@@ -232,7 +232,9 @@ pub(crate) async fn mcp(
     let tools = match (&served.with_user, with_user) {
         (Some(Ok(tools)), true) => tools.clone(),
         // The agent's own `ask_user` would hide the user's: said, not
-        // served half (the HTTP route still reaches the user).
+        // served half (the HTTP route still reaches the user). The start
+        // refuses such a simulation (`served_tools::ask_user_clashes`);
+        // one started before it did is still answered here.
         (Some(Err(e)), true) => {
             return Err(ApiError::StateConflict {
                 code: ApiCode::Conflict,

@@ -6,7 +6,8 @@
 //! sent), against PostgreSQL. The conversation is kept with its roles, the
 //! finish judges it, a used-up turn limit is an unmet `turn_limit` and a
 //! user model fault a `user_unavailable` / `user_failed` harness error; two
-//! asks at once on two API processes: one answered, one `user_busy`.
+//! asks at once on two API processes: one answered, one `user_busy`; an
+//! agent's own `ask_user` refused at the start.
 
 use crate::agents::{Server, model, notes_document, server, server_with};
 use crate::common::*;
@@ -417,4 +418,97 @@ async fn two_asks_at_once_on_two_processes_one_is_answered_the_other_user_busy(p
     let said = json!({"message": "What should the note say?"});
     assert_eq!(asked(&two, attempt, said).await, json!({"reply": "milk"}));
     assert_eq!(turns(&view(&one, attempt).await), expected_turns()[..3]);
+}
+
+/// How many simulations and attempts the database holds.
+async fn started_rows(pool: &PgPool) -> (i64, i64) {
+    sqlx::query_as("SELECT (SELECT count(*) FROM simulations), (SELECT count(*) FROM attempts)")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// An operation or workflow of the agent's called `ask_user`, in a
+/// simulation with a case that talks with its simulated user through the
+/// API, would hide the user's `ask_user` on the attempt's MCP endpoint: the
+/// start refuses it (422, `duplicate_tool_name` at its pointer) and starts
+/// nothing. Without such a case, or with a model agent's user (which
+/// nobody asks over MCP), the same tools start.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn an_agent_tool_called_ask_user_is_refused_at_the_start(pool: PgPool) {
+    let server = server();
+    let app = app_playing(&pool, &server, "customer");
+    let bearer = token("acme", &[RUN]);
+    // An operation of a tool the agent calls.
+    let mut operation = external_case(json!({}));
+    operation["tools"][0]["operations"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "ask_user", "description": "Asks.", "input_schema": {"type": "object"}, "output_schema": {"type": "object"}}));
+    operation["tools"][0]["definitions"]["ask_user"] = json!({
+        "schema_version": 1, "default_variant": "ok",
+        "variants": {"ok": {"result": {}}},
+        "examples": [{"variant": "ok", "input": {}, "expected": {}}]});
+    // A workflow the agent calls.
+    let mut workflow = external_case(json!({}));
+    workflow["agent"]["tools"] = json!(["notes", "ask_user"]);
+    workflow["agent"]["workflows"] =
+        json!([{"name": "ask_user", "nodes": [{"type": "return", "id": "done", "value": {}}]}]);
+    // An operation of a library tool (its operations are the tenant's).
+    let manager = token("acme", &[MANAGE]);
+    let desk = json!({"name": "desk", "source": {"type": "custom", "operations": [
+        {"name": "ask_user", "input_schema": {"type": "object"}}]}});
+    let created = send(
+        &app,
+        Method::POST,
+        "/api/tools",
+        Some(&manager),
+        Some(&desk),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.json);
+    let library = json!({
+        "simulation_version": 1, "name": "desk", "allow_incomplete": true,
+        "tools": [{"name": "desk", "from": "library", "id": created.json["id"]}],
+        "agent": {"name": "clerk", "tools": ["desk"]},
+        "cases": [{"name": "asks", "driver": {"type": "external"},
+                   "user": {"type": "model", "instructions": "x"}}]});
+    for (document, at) in [
+        (&operation, "/tools/0/operations/2/name"),
+        (&workflow, "/agent/workflows/0/name"),
+        (&library, "/tools/0"),
+    ] {
+        let reply = start(&app, &bearer, document).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            reply.json
+        );
+        assert_eq!(reply.code(), "invalid_simulation", "{}", reply.json);
+        let problems = reply.problems();
+        assert_eq!(problems.len(), 1, "{}", reply.json);
+        assert_eq!(problems[0]["code"], "duplicate_tool_name");
+        assert_eq!(problems[0]["path"], at);
+        assert_eq!(started_rows(&pool).await, (0, 0), "nothing started");
+    }
+    // No case talks with a user over the API: nothing to hide.
+    for (driver, user) in [
+        (json!({"type": "external"}), Value::Null),
+        (
+            json!({"type": "model"}),
+            json!({"type": "model", "instructions": "x"}),
+        ),
+    ] {
+        for document in [&operation, &workflow, &library] {
+            let mut document = document.clone();
+            document["cases"][0]["driver"] = driver.clone();
+            document["cases"][0]["user"] = user.clone();
+            if user.is_null() {
+                document["cases"][0].as_object_mut().unwrap().remove("user");
+            }
+            let reply = start(&app, &bearer, &document).await;
+            assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.json);
+        }
+    }
 }
