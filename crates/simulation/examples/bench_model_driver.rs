@@ -11,13 +11,11 @@
 
 use serde_json::json;
 use std::sync::Arc;
-use std::time::Instant;
-use toolmock_runtime::backend::Catalog;
-use toolmock_runtime::{Dispatcher, MemoryStore};
 use toolmock_simulation::{
-    ChatModel, Files, Message, ModelFuture, ModelReply, ModelRequest, RunOptions, SequenceClock,
-    ToolCallRequest, VirtualSleeper, load_value, run,
+    ChatModel, Message, ModelFuture, ModelReply, ModelRequest, RunOptions, ToolCallRequest,
 };
+
+mod common;
 
 /// Answers from the conversation so far: four `notes__add` calls, then text.
 #[derive(Debug)]
@@ -70,36 +68,16 @@ fn main() {
         "cases": [{"name": "adds", "driver": {"type": "model", "messages": ["Add four notes."], "max_turns": 5},
                    "expect": {"final_answer": {"contains": ["four"]}}}]
     });
-    let loaded = Arc::new(load_value(&document, "bench.json", &Files::InlineOnly).unwrap());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let store = MemoryStore::new();
-        let tenant = store.create_tenant("bench").await.unwrap();
-        let dispatcher = Arc::new(
-            Dispatcher::new(store)
-                .with_clock(Arc::new(SequenceClock::default()))
-                .with_sleeper(Arc::new(VirtualSleeper)),
-        );
-        let options = RunOptions {
-            jobs: 1,
-            model: Some(Arc::new(Scripted)),
-            ..RunOptions::default()
-        };
-        let began = Instant::now();
-        let results = run(dispatcher, tenant, loaded, &options, Arc::new(|| {}))
-            .await
-            .unwrap();
-        let elapsed = began.elapsed();
-        assert!(results.ok, "every attempt passes");
-        let turns = f64::from(attempts) * 5.0;
-        println!(
-            "{attempts} attempts x 5 turns on one thread: {:.3} s, {:.1} us per turn (start and install included)",
-            elapsed.as_secs_f64(),
-            elapsed.as_secs_f64() * 1e6 / turns
-        );
-    });
+    let options = RunOptions {
+        jobs: 1,
+        model: Some(Arc::new(Scripted)),
+        ..RunOptions::default()
+    };
+    let elapsed = common::timed_on_one_thread(&document, options);
+    let turns = f64::from(attempts) * 5.0;
+    println!(
+        "{attempts} attempts x 5 turns on one thread: {:.3} s, {:.1} us per turn (start and install included)",
+        elapsed.as_secs_f64(),
+        elapsed.as_secs_f64() * 1e6 / turns
+    );
 }

@@ -12,13 +12,10 @@
 
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-use toolmock_runtime::backend::Catalog;
-use toolmock_runtime::{Dispatcher, MemoryStore};
-use toolmock_simulation::{
-    ChatModel, Files, Message, ModelFuture, ModelReply, ModelRequest, RunOptions, SequenceClock,
-    VirtualSleeper, load_value, run,
-};
+use std::time::Duration;
+use toolmock_simulation::{ChatModel, Message, ModelFuture, ModelReply, ModelRequest, RunOptions};
+
+mod common;
 
 /// The user turns of one conversation.
 const TURNS: usize = 6;
@@ -80,36 +77,15 @@ fn document(attempts: u32, case: Value) -> Value {
     })
 }
 
-/// Runs `document` on one thread; its wall time.
+/// Runs `document` on one thread against both models; its wall time.
 fn timed(document: &Value) -> Duration {
-    let loaded = Arc::new(load_value(document, "bench.json", &Files::InlineOnly).unwrap());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let store = MemoryStore::new();
-        let tenant = store.create_tenant("bench").await.unwrap();
-        let dispatcher = Arc::new(
-            Dispatcher::new(store)
-                .with_clock(Arc::new(SequenceClock::default()))
-                .with_sleeper(Arc::new(VirtualSleeper)),
-        );
-        let options = RunOptions {
-            jobs: 1,
-            model: Some(Arc::new(Agent)),
-            user: Some(Arc::new(User)),
-            ..RunOptions::default()
-        };
-        let began = Instant::now();
-        let results = run(dispatcher, tenant, loaded, &options, Arc::new(|| {}))
-            .await
-            .unwrap();
-        let elapsed = began.elapsed();
-        assert!(results.ok, "every attempt passes");
-        elapsed
-    })
+    let options = RunOptions {
+        jobs: 1,
+        model: Some(Arc::new(Agent)),
+        user: Some(Arc::new(User)),
+        ..RunOptions::default()
+    };
+    common::timed_on_one_thread(document, options)
 }
 
 fn main() {

@@ -120,6 +120,58 @@ async fn the_base_is_stored_once_and_attempt_rows_stay_small(pool: PgPool) {
     rig.backend().pool().close().await;
 }
 
+/// The judgement's one-statement read (`attempt_records`) gives each
+/// attempt's state as its layers: every attempt's snapshot shares the one
+/// cached base (never a copy of it, so a worker judging many attempts over a
+/// big fixture holds it once), and the overlay holds exactly what the
+/// attempt wrote; the merged view reads as `state()` does.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn judgement_reads_share_the_base_and_keep_only_the_writes(pool: PgPool) {
+    let rig = Rig::new(PgStore::new(app_pool(&pool).await));
+    let (tenant, started) = start(&rig, "acme", orders(2000, 180), 3).await;
+    call(&rig, tenant, &started, 0, "cancel", "#W7").await;
+    call(&rig, tenant, &started, 1, "note", "n1").await;
+    let mut snapshots = Vec::new();
+    for attempt in &started.attempts {
+        let records = rig
+            .backend()
+            .attempt_records(tenant, attempt.id)
+            .await
+            .unwrap();
+        snapshots.push(
+            records
+                .state
+                .expect("PostgreSQL reads the state with the records"),
+        );
+    }
+    for snapshot in &snapshots {
+        assert!(snapshot.fixture_backed);
+        assert!(
+            std::sync::Arc::ptr_eq(&snapshot.base, &snapshots[0].base),
+            "every attempt's judgement shares the one cached base"
+        );
+        assert_eq!(
+            snapshot.base["orders"].as_object().map(Map::len),
+            Some(2000)
+        );
+    }
+    let writes = |n: usize| Value::Object(snapshots[n].overlay.changes());
+    assert_eq!(
+        writes(0),
+        json!({"orders": {"#W7": {"status": "cancelled"}}})
+    );
+    assert_eq!(writes(1), json!({"notes": {"last": "n1"}}));
+    assert!(snapshots[2].overlay.changes().is_empty());
+    let whole = rig
+        .backend()
+        .state(tenant, started.attempts[0].id)
+        .await
+        .unwrap();
+    assert_eq!(snapshots[0].whole(), whole.state);
+    assert_eq!(snapshots[0].version, whole.version);
+    rig.backend().pool().close().await;
+}
+
 /// A simulation without fixtures keeps whole states in its rows, as before,
 /// and writes no base row.
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]

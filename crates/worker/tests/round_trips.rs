@@ -11,13 +11,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
 
+mod common;
+
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::time::{Duration, Instant};
-use toolmock_runtime::Dispatcher;
-use toolmock_runtime::backend::Catalog;
-use toolmock_runtime::model::AttemptId;
-use toolmock_simulation::{Files, install_inline, load_value, start_request};
 use toolmock_store::PgStore;
 use toolmock_store::testkit::counted_app_pool;
 use toolmock_worker::{WorkerConfig, run};
@@ -48,22 +46,7 @@ fn document() -> Value {
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn a_worker_s_attempt_takes_a_bounded_number_of_round_trips(pool: PgPool) {
-    let store = PgStore::new(pool.clone());
-    let dispatcher = Dispatcher::new(store.clone());
-    let tenant = store.create_tenant("acme").await.unwrap();
-    let doc = document();
-    let loaded = load_value(&doc, "request", &Files::InlineOnly).unwrap();
-    let installed = install_inline(&dispatcher, tenant, &loaded).await.unwrap();
-    let mut request = start_request(&loaded.document, installed.agent).unwrap();
-    request.lease_owner = "api:test".into();
-    request.lease = Duration::from_secs(3600);
-    let started = dispatcher.start(tenant, &request).await.unwrap();
-    store
-        .record_simulation_document(tenant, started.id, "notes", &doc, "test")
-        .await
-        .unwrap();
-    let ids: Vec<AttemptId> = started.attempts.iter().map(|a| a.id).collect();
-    store.queue_attempts(tenant, &ids).await.unwrap();
+    let (simulation, _) = common::queue_simulation(&PgStore::new(pool.clone()), &document()).await;
 
     let (counted, trips) = counted_app_pool(&pool, 8).await;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -83,7 +66,7 @@ async fn a_worker_s_attempt_takes_a_bounded_number_of_round_trips(pool: PgPool) 
         let finished: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM attempts WHERE simulation_id = $1 AND outcome = 'passed'",
         )
-        .bind(started.id.as_uuid())
+        .bind(simulation.as_uuid())
         .fetch_one(&pool)
         .await
         .unwrap();

@@ -235,7 +235,7 @@ pub trait EvidenceSink: Send + Sync {
 }
 
 /// What an attempt recorded ([`EvidenceSink::attempt_records`]).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct AttemptRecords {
     /// Its evidence, in state-version order.
     pub evidence: Vec<EvidenceRecord>,
@@ -243,9 +243,10 @@ pub struct AttemptRecords {
     pub tool_input_errors: Vec<ToolInputErrorRecord>,
     /// Its harness errors, in order.
     pub harness_errors: Vec<HarnessErrorRecord>,
-    /// Its state, when read in the same round trip (`None`: read it with
-    /// [`FixtureStore::state`]).
-    pub state: Option<StateSnapshot>,
+    /// Its state as its layers (the shared base never copied), when read in
+    /// the same round trip (`None`: read it with
+    /// [`FixtureStore::layered_state`]).
+    pub state: Option<LayeredSnapshot>,
 }
 
 /// Attempts: capabilities, leases, verdicts.

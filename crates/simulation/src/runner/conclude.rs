@@ -99,9 +99,10 @@ pub(super) async fn conclude_played<B: Backend>(
     } = played;
     let store = dispatcher.backend();
     // What it recorded and its state, in one round trip where the backend
-    // can (PostgreSQL: one statement, the state whole), else the state's
-    // layers read beside it (in memory: the shared base and the attempt's
-    // writes, never a copy of the base).
+    // can (PostgreSQL: one statement), else the state read beside it; either
+    // way as its layers, the shared base and the attempt's writes, never a
+    // copy of the base (a judgement's memory grows with what the attempt
+    // changed).
     let AttemptRecords {
         evidence,
         tool_input_errors,
@@ -109,7 +110,7 @@ pub(super) async fn conclude_played<B: Backend>(
         state,
     } = store.attempt_records(tenant, attempt).await?;
     let state = match state {
-        Some(state) => toolmock_runtime::model::LayeredSnapshot::whole_state(state),
+        Some(state) => state,
         None => store.layered_state(tenant, attempt).await?,
     };
     let calls: Vec<RecordedCall> = recorded_calls(&evidence, &tool_input_errors, &harness_errors);

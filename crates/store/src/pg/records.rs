@@ -8,7 +8,7 @@
 //! that each row is read by the same row type as the list it belongs to.
 //! Each part is read as of the statement's snapshot.
 
-use super::fixtures::merged;
+use super::state_reads::layered;
 use super::{Db, PgStore, db};
 use crate::rows::*;
 use sqlx::FromRow;
@@ -97,10 +97,7 @@ impl PgStore {
         let held = self
             .held_state(self.pool(), tenant, simulation_id, &form, state)
             .await?;
-        records.state = Some(StateSnapshot {
-            state: merged(held),
-            version: to_u64(version, "state version")?,
-        });
+        records.state = Some(layered(held, to_u64(version, "state version")?));
         Ok(records)
     }
 }

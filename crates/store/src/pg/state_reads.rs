@@ -47,19 +47,24 @@ impl PgStore {
         attempt: AttemptId,
     ) -> Db<LayeredSnapshot> {
         let (held, version) = self.read_held(tenant, attempt).await?;
-        Ok(match held {
-            Held::Whole(state) => LayeredSnapshot {
-                base: Arc::new(state),
-                overlay: Arc::new(Overlay::new()),
-                fixture_backed: false,
-                version,
-            },
-            Held::Layered { base, overlay } => LayeredSnapshot {
-                base,
-                overlay: Arc::new(overlay),
-                fixture_backed: true,
-                version,
-            },
-        })
+        Ok(layered(held, version))
+    }
+}
+
+/// A held state as its layers, at `version`: the base shared, never copied.
+pub(super) fn layered(held: Held, version: u64) -> LayeredSnapshot {
+    match held {
+        Held::Whole(state) => LayeredSnapshot {
+            base: Arc::new(state),
+            overlay: Arc::new(Overlay::new()),
+            fixture_backed: false,
+            version,
+        },
+        Held::Layered { base, overlay } => LayeredSnapshot {
+            base,
+            overlay: Arc::new(overlay),
+            fixture_backed: true,
+            version,
+        },
     }
 }
