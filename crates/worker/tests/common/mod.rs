@@ -12,7 +12,10 @@ use toolmock_store::PgStore;
 /// Starts `doc` (an inline simulation document) for a new tenant, records
 /// the document as the API does and queues every attempt; the simulation
 /// and its attempts' ids.
-pub(crate) async fn queue_simulation(store: &PgStore, doc: &Value) -> (SimulationId, Vec<AttemptId>) {
+pub(crate) async fn queue_simulation(
+    store: &PgStore,
+    doc: &Value,
+) -> (SimulationId, Vec<AttemptId>) {
     let dispatcher = Dispatcher::new(store.clone());
     let tenant = store.create_tenant("acme").await.expect("tenant");
     let loaded = load_value(doc, "request", &Files::InlineOnly).expect("document loads");
