@@ -1,7 +1,7 @@
-//! What the per-attempt MCP endpoint keeps between requests: a
-//! simulation's served tools (its pins and its agent's document, fixed
-//! when it started), so that a `tools/call` reads nothing but its one
-//! durable statement; and the look at a request's JSON-RPC method that
+//! What the per-attempt MCP endpoint keeps between requests (in the
+//! state's `served_table`): a simulation's served tools, read from its
+//! pins and its agent's document (fixed when it started), so that a
+//! `tools/call` reads nothing but its one durable statement; and the look at a request's JSON-RPC method that
 //! tells a `tools/call` (whose lease the dispatcher checks in that
 //! statement) from the requests that open or list (checked here first).
 //! A start is refused when what the endpoint would serve an attempt with
@@ -9,58 +9,26 @@
 //! ([`ask_user_clashes`]).
 
 use crate::error::{ApiError, Listed};
+use crate::served_table::Served;
 use crate::state::AppState;
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use serde::Deserialize;
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::Arc;
 use toolmock_contract::pointer;
 use toolmock_mcp::{ASK_USER, ServedTools};
 use toolmock_runtime::backend::{Catalog, PinStore};
-use toolmock_runtime::model::{SimulationId, TenantId, WorkflowDoc};
+use toolmock_runtime::model::{SimulationId, TenantId};
 use toolmock_simulation::LoadedSimulation;
 
-/// How many simulations' served tools a process keeps; past it they are
-/// all dropped and read again on their next request (a simulation's pins
-/// never change, so a kept entry is never stale, only memory).
-const MAX_SERVED: usize = 1024;
-
-/// A simulation's tools as its MCP endpoint serves them.
-#[derive(Debug)]
-pub(crate) struct Served {
-    /// What `tools/list` answers and what each name calls.
-    pub(crate) tools: ServedTools,
-    /// The agent's workflows, by name.
-    pub(crate) workflows: HashMap<String, WorkflowDoc>,
-    /// By case position: whether the case talks with a simulated user.
-    pub(crate) user_cases: Vec<bool>,
-    /// When some case does: `tools` with the simulated user's `ask_user`,
-    /// or why the agent's tools cannot serve it (one of its own is called
-    /// `ask_user`).
-    pub(crate) with_user: Option<Result<ServedTools, String>>,
-}
-
-/// The served tools kept, by tenant and simulation.
-type Table = HashMap<(TenantId, SimulationId), Arc<Served>>;
-
-/// By tenant and simulation: a simulation id is unique, and what it
-/// serves was fixed at its start, so one table serves every state.
-static SERVED: LazyLock<Mutex<Table>> = LazyLock::new(Mutex::default);
-
-/// The served tools of `simulation`, read once per process.
+/// The served tools of `simulation`, read once per state.
 pub(crate) async fn served(
     state: &AppState,
     tenant: TenantId,
     simulation: SimulationId,
 ) -> Result<Arc<Served>, ApiError> {
-    let key = (tenant, simulation);
-    if let Some(found) = SERVED
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&key)
-    {
-        return Ok(found.clone());
+    if let Some(found) = state.served_table().get(tenant, simulation) {
+        return Ok(found);
     }
     let store = state.store();
     let pins = store.simulation_pins(tenant, simulation).await?;
@@ -91,17 +59,11 @@ pub(crate) async fn served(
     let with_user = user_cases
         .contains(&true)
         .then(|| tools.clone().with_ask_user().map_err(|e| e.to_string()));
-    let served = Arc::new(Served {
-        tools,
-        user_cases,
-        with_user,
-        workflows: workflows.into_iter().map(|w| (w.name.clone(), w)).collect(),
-    });
-    let mut kept = SERVED.lock().unwrap_or_else(PoisonError::into_inner);
-    if kept.len() >= MAX_SERVED {
-        kept.clear();
-    }
-    kept.insert(key, served.clone());
+    let workflows = workflows.into_iter().map(|w| (w.name.clone(), w)).collect();
+    let served = Arc::new(Served::new(tools, workflows, user_cases, with_user));
+    state
+        .served_table()
+        .keep(tenant, simulation, served.clone());
     Ok(served)
 }
 
