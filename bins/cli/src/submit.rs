@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 use toolmock_simulation::RunResults;
 
 /// Run a simulation file on a toolmock API (and its workers).
+///
+/// Reports as `toolmock run` does, with its exit status: 3 when the
+/// simulation's budget (--max-tokens, --max-cost) ran out.
 #[derive(Debug, Args)]
 pub(crate) struct SubmitArgs {
     /// The simulation file (files it names are sent inline).
@@ -50,6 +53,18 @@ pub(crate) struct SubmitArgs {
     /// they record is written back into DIR (docs/cassettes.md).
     #[command(flatten)]
     cassette: toolmock_agent::CassetteFlags,
+    /// The most model tokens (prompt plus completion) the simulation may
+    /// spend, over all its workers; then no new request is sent and the
+    /// attempts that need one end harness_error (budget_exhausted), exit 3.
+    /// Without it, the tenant's default (if any). Replayed answers cost
+    /// nothing.
+    #[arg(long, env = "TOOLMOCK_MAX_TOKENS", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=i64::MAX as u64))]
+    max_tokens: Option<u64>,
+    /// The most the simulation's model requests may cost, in the unit of
+    /// the workers' --price; then as --max-tokens.
+    #[arg(long, env = "TOOLMOCK_MAX_COST", value_name = "X")]
+    max_cost: Option<f64>,
 }
 
 pub(crate) fn run(args: &SubmitArgs) -> Result<u8, Failure> {
@@ -59,6 +74,11 @@ pub(crate) fn run(args: &SubmitArgs) -> Result<u8, Failure> {
         min_pass_rate: args.min_pass_rate,
     };
     report.validate()?;
+    if let Some(max) = args.max_cost
+        && !(max.is_finite() && max > 0.0)
+    {
+        return Err(Failure::usage("--max-cost must be a positive number"));
+    }
     let file = args.simulation.display().to_string();
     let mut document = match toolmock_simulation::inline_file(&args.simulation) {
         Ok(document) => document,
@@ -86,7 +106,8 @@ pub(crate) fn run(args: &SubmitArgs) -> Result<u8, Failure> {
     };
     let deadline = began + Duration::from_secs(args.timeout);
     let results = runtime.block_on(async {
-        let started = match api.start(&document).await? {
+        let budget = (args.max_tokens, args.max_cost);
+        let started = match api.start(&document, budget).await? {
             Started::Yes(started) => started,
             Started::Refused(problems) => {
                 print_refusal(&file, &problems);
@@ -118,6 +139,23 @@ pub(crate) fn run(args: &SubmitArgs) -> Result<u8, Failure> {
         began.elapsed().as_secs_f64(),
     );
     report.write_junit(&results)?;
+    let exhausted = results
+        .cases
+        .iter()
+        .flat_map(|c| &c.attempts)
+        .filter(|a| {
+            a.harness_errors
+                .iter()
+                .any(|e| e.code == "budget_exhausted")
+        })
+        .count();
+    if exhausted > 0 {
+        let _ = writeln!(
+            std::io::stderr(),
+            "toolmock: the simulation's budget ran out: {exhausted} attempt(s) ended budget_exhausted; exit 3"
+        );
+        return Ok(3);
+    }
     Ok(report.exit_code(&results))
 }
 
@@ -196,8 +234,25 @@ impl Api {
         Ok((url, response))
     }
 
-    async fn start(&self, document: &Value) -> Result<Started, Failure> {
-        let url = format!("{}/api/simulations", self.base);
+    /// Starts `document` under the budget (`max_tokens`, `max_cost`) given.
+    async fn start(
+        &self,
+        document: &Value,
+        (max_tokens, max_cost): (Option<u64>, Option<f64>),
+    ) -> Result<Started, Failure> {
+        // (Numbers only: nothing in the query needs escaping; a float's
+        // text never has an exponent.)
+        let query: Vec<String> = [
+            max_tokens.map(|max| format!("max_tokens={max}")),
+            max_cost.map(|max| format!("max_cost={max}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let url = match query.is_empty() {
+            true => format!("{}/api/simulations", self.base),
+            false => format!("{}/api/simulations?{}", self.base, query.join("&")),
+        };
         let response = self
             .client
             .post(&url)

@@ -8,7 +8,9 @@
 
 mod conversation_common;
 
-use conversation_common::{Server, reqwest_get, scratch, server, server_with, toolmock};
+use conversation_common::{
+    Server, first_attempt as attempt, reqwest_get, run_json, scratch, server, server_with, toolmock,
+};
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -56,11 +58,6 @@ fn model_case(name: &str, expect: Value) -> Value {
 /// results document and the evidence folder.
 fn run(server: &Server, model: &str, cases: Value, extra: &[&str]) -> (i32, Value, PathBuf) {
     let dir = scratch();
-    std::fs::write(
-        dir.join("sim.json"),
-        serde_json::to_vec_pretty(&document(cases)).unwrap(),
-    )
-    .unwrap();
     let mut args = vec![
         "run",
         "sim.json",
@@ -77,24 +74,19 @@ fn run(server: &Server, model: &str, cases: Value, extra: &[&str]) -> (i32, Valu
         "4",
     ];
     args.extend_from_slice(extra);
-    let out = toolmock(
+    let (out, results) = run_json(
         &dir,
+        &document(cases),
         &args,
         &[("TOOLMOCK_MODEL_API_KEY", "sk-very-secret-key")],
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !stdout.contains("sk-very-secret-key") && !stderr.contains("sk-very-secret-key"),
-        "the key leaked"
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
     );
-    let results: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}{stderr}"));
+    assert!(!said.contains("sk-very-secret-key"), "the key leaked");
     (out.status.code().unwrap(), results, dir.join("evidence"))
-}
-
-fn attempt(results: &Value) -> &Value {
-    &results["cases"][0]["attempts"][0]
 }
 
 fn roles(attempt: &Value) -> Vec<String> {

@@ -7,83 +7,23 @@
 #![allow(clippy::unwrap_used)]
 
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Output;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod conversation_common;
 
-/// The conversation server, killed when dropped.
-struct Server {
-    child: Child,
-    url: String,
-}
+use conversation_common::{Server, attempts, reqwest_get, scratch, server};
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    fn start() -> Self {
-        let python = root().join(".cache/test-venv/bin/python");
-        assert!(python.exists(), "run scripts/install-test-tools.sh");
-        let mut child = Command::new(python)
-            .arg(root().join("fixtures/conversation-server/server.py"))
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the conversation server starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port: u16 = line.trim().parse().expect("a port");
-        Self {
-            child,
-            url: format!("http://127.0.0.1:{port}/v1"),
-        }
-    }
-
-    /// `GET /counts`: the requests per conversation and the tokens answered.
-    fn counts(&self) -> Value {
-        let url = format!("{}/../counts", self.url);
-        let out = Command::new("curl").args(["-sf", &url]).output().unwrap();
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("cassettes-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// `GET /counts`: the requests per conversation and the tokens answered.
+fn counts(server: &Server) -> Value {
+    reqwest_get(&format!("{}/../counts", server.url))
 }
 
 const KEY: &str = "sk-very-secret-key";
 
+/// `toolmock ARGS` in `dir`, with the endpoint's key in the environment.
 fn toolmock(dir: &Path, args: &[&str]) -> Output {
-    let mut command = Command::new("timeout");
-    command
-        .args(["-s", "KILL", "300", env!("CARGO_BIN_EXE_toolmock")])
-        .current_dir(dir)
-        .args(args)
-        .env("TOOLMOCK_MODEL_API_KEY", KEY);
-    for var in [
-        "TOOLMOCK_MODEL_URL",
-        "TOOLMOCK_MODEL",
-        "TOOLMOCK_JUDGE_URL",
-        "TOOLMOCK_JUDGE_MODEL",
-        "TOOLMOCK_CASSETTE",
-        "TOOLMOCK_CASSETTE_MODE",
-    ] {
-        command.env_remove(var);
-    }
-    command.output().expect("toolmock runs")
+    conversation_common::toolmock(dir, args, &[("TOOLMOCK_MODEL_API_KEY", KEY)])
 }
 
 /// A model case playing the server's conversation `conversation`.
@@ -260,34 +200,15 @@ fn results(ran: &Ran) -> Value {
         .unwrap_or_else(|e| panic!("{e}: {}{}", ran.stdout, ran.stderr))
 }
 
-/// Every attempt of the results, with its case's name.
-fn attempts(results: &Value) -> Vec<(String, Value)> {
-    let mut all = Vec::new();
-    for case in results["cases"].as_array().unwrap() {
-        for attempt in case["attempts"].as_array().unwrap() {
-            all.push((case["name"].as_str().unwrap().to_owned(), attempt.clone()));
-        }
-    }
-    all
-}
-
 #[test]
 fn a_recorded_suite_replays_offline_byte_for_byte_and_misses_on_a_prompt_change() {
-    let dir = scratch("suite");
+    let dir = scratch();
     let sim = suite("You keep notes.", &[]);
-    let server = Server::start();
-    let live = [
-        "--model-url",
-        server.url.as_str(),
-        "--model",
-        "suite",
-        "--judge-model",
-        "judge_pass",
+    let server = server();
+    let mut record = live(&server).to_vec();
+    record.extend([
         "--cassette",
         "cassette",
-    ];
-    let mut record = live.to_vec();
-    record.extend([
         "--cassette-mode",
         "record",
         "--price",
@@ -307,7 +228,7 @@ fn a_recorded_suite_replays_offline_byte_for_byte_and_misses_on_a_prompt_change(
         "{}",
         recorded.stderr
     );
-    let counts = server.counts();
+    let counts = counts(&server);
     drop(server);
 
     // Usage: each answer's tokens, summed per attempt, case and run, equal
@@ -434,23 +355,13 @@ fn requests(counts: &Value) -> u64 {
 
 #[test]
 fn auto_records_only_the_new_turns() {
-    let dir = scratch("auto");
-    let server = Server::start();
-    let flags = [
-        "--model-url",
-        server.url.as_str(),
-        "--model",
-        "suite",
-        "--judge-model",
-        "judge_pass",
-        "--cassette",
-        "cassette",
-        "--cassette-mode",
-        "auto",
-    ];
+    let dir = scratch();
+    let server = server();
+    let mut flags = live(&server).to_vec();
+    flags.extend(["--cassette", "cassette", "--cassette-mode", "auto"]);
     let first = run(&dir, &suite("You keep notes.", &[]), "first", &flags);
     assert_eq!(first.code, 0, "{}", first.stderr);
-    let before = requests(&server.counts());
+    let before = requests(&counts(&server));
     let bytes: Vec<(PathBuf, Vec<u8>)> = walk(&dir.join("cassette"))
         .into_iter()
         .map(|p| {
@@ -462,7 +373,7 @@ fn auto_records_only_the_new_turns() {
     let new = case("adds another note", "correct", json!({}));
     let second = run(&dir, &suite("You keep notes.", &[new]), "second", &flags);
     assert_eq!(second.code, 0, "{}", second.stderr);
-    assert_eq!(requests(&server.counts()) - before, 2);
+    assert_eq!(requests(&counts(&server)) - before, 2);
     assert!(
         second
             .stderr
@@ -483,8 +394,8 @@ fn auto_records_only_the_new_turns() {
 
 #[test]
 fn check_cassette_finds_orphans_edits_and_bad_lines() {
-    let dir = scratch("check");
-    let server = Server::start();
+    let dir = scratch();
+    let server = server();
     let flags = [
         "--model-url",
         server.url.as_str(),
@@ -540,22 +451,15 @@ fn check_cassette_finds_orphans_edits_and_bad_lines() {
 
 #[test]
 fn a_budget_runs_out_mid_suite_and_replays_cost_nothing() {
-    let dir = scratch("budget");
+    let dir = scratch();
     let sim = suite("You keep notes.", &[]);
-    let server = Server::start();
-    let live = [
-        "--model-url",
-        server.url.as_str(),
-        "--model",
-        "suite",
-        "--judge-model",
-        "judge_pass",
-    ];
+    let server = server();
+    let live = live(&server);
     let mut record = live.to_vec();
     record.extend(["--cassette", "cassette", "--cassette-mode", "record"]);
     let full = run(&dir, &sim, "full", &record);
     assert_eq!(full.code, 0, "{}", full.stderr);
-    let answered = server.counts()["answered"].as_u64().unwrap();
+    let answered = counts(&server)["answered"].as_u64().unwrap();
 
     // 60 tokens: a few requests, then none.
     let mut limited = live.to_vec();
@@ -577,7 +481,7 @@ fn a_budget_runs_out_mid_suite_and_replays_cost_nothing() {
         }
     }
     assert!(all.iter().any(|(_, a)| a["outcome"] == "passed"));
-    let sent = server.counts()["answered"].as_u64().unwrap() - answered;
+    let sent = counts(&server)["answered"].as_u64().unwrap() - answered;
     assert!(sent < answered, "{sent} of {answered} requests were sent");
 
     // Replayed answers cost nothing: one token is enough.
@@ -604,4 +508,142 @@ fn a_budget_runs_out_mid_suite_and_replays_cost_nothing() {
     );
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--max-cost needs --price"));
+}
+
+/// `auto` with one case changed and a budget smaller than the recorded
+/// usage but larger than the changed case's new turns: the replayed
+/// answers cost nothing (the budget is not exhausted), are reported as
+/// replayed in `--json`, `--evidence`, JUnit and the table, and only the
+/// new turns are sent; the same budget live runs out.
+#[test]
+fn auto_charges_only_the_new_turns_and_reports_the_replayed_ones_apart() {
+    let dir = scratch();
+    let server = server();
+    let live = live(&server);
+    let sim = suite("You keep notes.", &[]);
+    let mut record = live.to_vec();
+    record.extend(["--cassette", "cassette", "--cassette-mode", "record"]);
+    let recorded = run(&dir, &sim, "record", &record);
+    assert_eq!(recorded.code, 0, "{}", recorded.stderr);
+    let recorded = results(&recorded);
+    let recorded_total = total(&recorded["summary"]["tokens"]);
+    // The changed case will play the conversation "adds a note" played:
+    // the same requests, so the same tokens.
+    let new_tokens = total(&recorded["cases"][0]["attempts"][0]["tokens"]);
+    let budget = new_tokens + 1;
+    assert!(budget < recorded_total, "{budget} of {recorded_total}");
+    let budget_flag = budget.to_string();
+
+    let mut changed = sim.clone();
+    let position = changed["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|c| c["name"] == "invents a function")
+        .unwrap();
+    changed["cases"][position]["driver"]["messages"] = json!(["play correct"]);
+    let before = counts(&server)["answered"].as_u64().unwrap();
+    let mut auto = live.to_vec();
+    auto.extend([
+        "--cassette",
+        "cassette",
+        "--cassette-mode",
+        "auto",
+        "--max-tokens",
+        &budget_flag,
+        "--junit",
+        "junit.xml",
+    ]);
+    let ran = run(&dir, &changed, "auto", &auto);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert!(!ran.stderr.contains("budget ran out"), "{}", ran.stderr);
+    assert_eq!(counts(&server)["answered"].as_u64().unwrap() - before, 2);
+    let document = results(&ran);
+    for (case, attempt) in attempts(&document) {
+        assert_eq!(attempt["as_expected"], true, "{case}: {attempt}");
+        let requests = attempt["model_requests"].as_array().unwrap();
+        let fresh = case == "invents a function";
+        for request in requests {
+            assert_eq!(
+                request.get("replayed").is_some(),
+                !fresh,
+                "{case}: {request}"
+            );
+        }
+        let replayed = attempt["tokens"]["replayed_requests"].as_u64().unwrap_or(0);
+        assert_eq!(
+            replayed,
+            if fresh { 0 } else { requests.len() as u64 },
+            "{case}"
+        );
+    }
+    let tokens = &document["summary"]["tokens"];
+    let replayed_tokens = tokens["replayed_tokens"].as_u64().unwrap();
+    assert_eq!(total(tokens) - replayed_tokens, new_tokens, "{tokens}");
+    assert_eq!(
+        tokens["replayed_requests"].as_u64().unwrap() + 2,
+        tokens["requests"].as_u64().unwrap(),
+        "{tokens}"
+    );
+    let evidence: String = ran.evidence.iter().map(|(_, t)| t.as_str()).collect();
+    assert!(evidence.contains("\"replayed\":true"), "{evidence}");
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("<property name=\"replayed_requests\" value=\""),
+        "{junit}"
+    );
+    assert_eq!(
+        junit
+            .matches("<property name=\"replayed_requests\"")
+            .count(),
+        attempts(&document).len() - 1,
+        "every attempt but the changed one"
+    );
+
+    // The table's tokens line: everything replayed now, nothing sent.
+    let table = toolmock(
+        &dir,
+        &[
+            "run",
+            "sim.json",
+            "--cassette",
+            "cassette",
+            "--cassette-mode",
+            "auto",
+        ],
+    );
+    let table = String::from_utf8(table.stdout).unwrap();
+    let all = tokens["requests"].as_u64().unwrap();
+    assert!(
+        table.contains(&format!("{all} replayed ({} tokens)", total(tokens))),
+        "{table}"
+    );
+
+    // The same budget, live: it runs out.
+    let mut limited = live.to_vec();
+    limited.extend(["--max-tokens", &budget_flag]);
+    let live_run = run(&dir, &changed, "live", &limited);
+    assert_eq!(live_run.code, 3, "{}", live_run.stderr);
+    assert!(
+        live_run.stderr.contains("the budget ran out"),
+        "{}",
+        live_run.stderr
+    );
+}
+
+/// The flags of a run against `server`: the suite's model and the judge.
+fn live(server: &Server) -> [&str; 6] {
+    [
+        "--model-url",
+        server.url.as_str(),
+        "--model",
+        "suite",
+        "--judge-model",
+        "judge_pass",
+    ]
+}
+
+/// Prompt plus completion tokens of a `tokens` object.
+fn total(tokens: &Value) -> u64 {
+    tokens["prompt_tokens"].as_u64().unwrap() + tokens["completion_tokens"].as_u64().unwrap()
 }

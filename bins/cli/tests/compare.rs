@@ -4,21 +4,11 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{root, toolmock};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn toolmock(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolmock"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
-}
+use std::path::Path;
 
 #[test]
 fn regressions_come_first_and_fail_on_regression_exits_1() {

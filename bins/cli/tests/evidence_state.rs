@@ -3,29 +3,15 @@
 //! whole state back (docs/simulations.md, "--evidence DIR"); through the
 //! real binary.
 
+mod common;
+
+use common::toolmock;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-fn toolmock(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolmock"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("toolmock runs")
-}
+use std::process::Output;
 
 fn scratch() -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "evidence-state-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch folder");
-    dir
+    common::scratch("evidence-state")
 }
 
 fn said(o: &Output) -> String {

@@ -2,33 +2,15 @@
 //! every bad-file diagnostic, workflows, repair, jobs independence, the
 //! reports (table, JSON, JUnit read back by `junitparser`, evidence).
 
+mod common;
+
+use common::{root, toolmock};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn toolmock(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolmock"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("toolmock runs")
-}
 
 fn scratch() -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "run-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch folder");
-    dir
+    common::scratch("run")
 }
 
 fn write(dir: &Path, name: &str, value: &Value) {

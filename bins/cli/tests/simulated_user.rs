@@ -11,37 +11,12 @@
 
 mod conversation_common;
 
-use conversation_common::{Server, reqwest_get, scratch, server, toolmock};
+use conversation_common::{
+    Server, first_attempt as attempt, notes_with_a_customer as document, reqwest_get, run_json,
+    scratch, server, toolmock,
+};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-
-/// The notes tool (the agent's), the phone tool (the user's: `unlock`
-/// sets `unlocked`) and `cases`.
-fn document(cases: Value) -> Value {
-    json!({
-        "simulation_version": 1,
-        "name": "notes with a customer",
-        "tools": [
-            {"name": "notes", "from": "custom",
-             "operations": [{"name": "add", "description": "Adds a note.",
-                "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-                "output_schema": {"type": "object", "required": ["id"]}}],
-             "definitions": {"add": {
-                "schema_version": 1, "default_variant": "ok",
-                "variants": {"ok": {"result": {"id": "n-1"}, "set_state": {"last": {"$input": "text"}}}},
-                "examples": [{"variant": "ok", "input": {"text": "a"}, "expected": {"id": "n-1"}}]}}},
-            {"name": "phone", "from": "custom",
-             "operations": [{"name": "unlock", "description": "Unlocks the user's phone.",
-                "input_schema": {"type": "object"}, "output_schema": {"type": "object"}}],
-             "definitions": {"unlock": {
-                "schema_version": 1, "default_variant": "ok",
-                "variants": {"ok": {"result": {"unlocked": true}, "set_state": {"unlocked": true}}},
-                "examples": [{"variant": "ok", "input": {}, "expected": {"unlocked": true}}]}}}
-        ],
-        "agent": {"name": "scribe", "prompt": "You keep notes.", "tools": ["notes"]},
-        "cases": cases
-    })
-}
 
 /// A case whose user is a model told the note's text.
 fn user_case(user: Value, expect: Value) -> Value {
@@ -56,11 +31,6 @@ fn user_case(user: Value, expect: Value) -> Value {
 /// Runs `cases` with the agent model `asker`; `extra` names the user model.
 fn run(server: &Server, cases: Value, extra: &[&str]) -> (i32, Value, PathBuf) {
     let dir = scratch();
-    std::fs::write(
-        dir.join("sim.json"),
-        serde_json::to_vec_pretty(&document(cases)).unwrap(),
-    )
-    .unwrap();
     let mut args = vec![
         "run",
         "sim.json",
@@ -77,16 +47,8 @@ fn run(server: &Server, cases: Value, extra: &[&str]) -> (i32, Value, PathBuf) {
         "0",
     ];
     args.extend_from_slice(extra);
-    let out = toolmock(&dir, &args, &[]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let results: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}{stderr}"));
+    let (out, results) = run_json(&dir, &document(cases), &args, &[]);
     (out.status.code().unwrap(), results, dir)
-}
-
-fn attempt(results: &Value) -> &Value {
-    &results["cases"][0]["attempts"][0]
 }
 
 /// Each message as `role: content` (tool calls by name).
@@ -605,4 +567,17 @@ fn a_simulated_users_conversation_replays_from_the_cassette_with_the_server_stop
             .contains("case \"c\", attempt 1, user turn 1"),
         "{error}"
     );
+
+    // `check-cassette` finds every user line stale at the user's system
+    // message; the agent's lines (its prompt and tools unchanged) are not.
+    let check = toolmock(&dir, &["check-cassette", "sim.json", "cassette"], &[]);
+    let diagnostics = String::from_utf8(check.stdout).unwrap();
+    assert_eq!(check.status.code(), Some(1), "{diagnostics}");
+    let users = roles.iter().filter(|r| *r == "user").count();
+    assert_eq!(
+        diagnostics.matches("cassette_stale").count(),
+        users,
+        "{diagnostics}"
+    );
+    insta::assert_snapshot!("stale_simulated_user", diagnostics);
 }

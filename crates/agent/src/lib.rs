@@ -356,6 +356,7 @@ impl ChatModel for OpenAiChat {
                     .prompt_tokens_details
                     .and_then(|d| d.cached_tokens)
                     .map(u64::from),
+                replayed: false,
             });
             Ok(ModelReply {
                 content: choice.message.content,

@@ -142,6 +142,12 @@ pub struct Usage {
     /// it says (`prompt_tokens_details.cached_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<u64>,
+    /// A cassette replayed the answer in a run that sends what its cassette
+    /// lacks live (`--cassette-mode auto`): these tokens were spent when it
+    /// was recorded, not by this run, and no budget counts them
+    /// (docs/cassettes.md, "Token usage and cost").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replayed: bool,
 }
 
 /// Which model of an attempt a request is for: a cassette keeps their

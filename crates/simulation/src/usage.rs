@@ -35,6 +35,18 @@ pub struct TokenUsage {
     /// absent when no price applies to any of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<f64>,
+    /// Of the requests, those a cassette replayed beside live ones
+    /// (`--cassette-mode auto`): counted above as recorded, spent by no
+    /// budget of this run; absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replayed_requests: u32,
+    /// Their prompt plus completion tokens.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replayed_tokens: u64,
+}
+
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
 }
 
 impl TokenUsage {
@@ -56,6 +68,14 @@ impl TokenUsage {
             (None, None) => None,
             (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
         };
+        self.replayed_requests += other.replayed_requests;
+        self.replayed_tokens += other.replayed_tokens;
+    }
+
+    /// The tokens this run spent: those of the requests it sent, not of
+    /// the answers a cassette replayed.
+    pub fn live_tokens(&self) -> u64 {
+        self.total() - self.replayed_tokens
     }
 
     /// The sum of `requests`, each priced by `price` (input and output
@@ -75,6 +95,12 @@ impl TokenUsage {
                     completion_tokens: r.usage.completion_tokens,
                     cached_tokens: r.usage.cached_tokens,
                     cost,
+                    replayed_requests: u32::from(r.usage.replayed),
+                    replayed_tokens: if r.usage.replayed {
+                        r.usage.prompt_tokens + r.usage.completion_tokens
+                    } else {
+                        0
+                    },
                 });
         }
         sum
@@ -121,6 +147,7 @@ mod tests {
                 prompt_tokens: prompt,
                 completion_tokens: completion,
                 cached_tokens: cached,
+                replayed: false,
             },
         };
         let requests = [
@@ -151,5 +178,35 @@ mod tests {
                 .total(),
             7_700
         );
+    }
+
+    #[test]
+    fn replayed_requests_are_summed_apart() {
+        let request = |turn, replayed| RequestUsage {
+            role: ModelRole::Agent,
+            turn,
+            usage: Usage {
+                prompt_tokens: 100,
+                completion_tokens: 10,
+                cached_tokens: None,
+                replayed,
+            },
+        };
+        let attempt = TokenUsage::of(&[request(1, true), request(2, false)], &|_| None).unwrap();
+        assert_eq!((attempt.requests, attempt.total()), (2, 220));
+        assert_eq!(
+            (attempt.replayed_requests, attempt.replayed_tokens),
+            (1, 110)
+        );
+        assert_eq!(attempt.live_tokens(), 110);
+        let run = TokenUsage::sum([&Some(attempt), &Some(attempt)]).unwrap();
+        assert_eq!((run.replayed_requests, run.replayed_tokens), (2, 220));
+        let live = TokenUsage::of(&[request(1, false)], &|_| None).unwrap();
+        let json = serde_json::to_value(live).unwrap();
+        assert!(json.get("replayed_requests").is_none(), "{json}");
+        let json = serde_json::to_value(request(1, true)).unwrap();
+        assert_eq!(json["replayed"], true, "{json}");
+        let json = serde_json::to_value(request(1, false)).unwrap();
+        assert!(json.get("replayed").is_none(), "{json}");
     }
 }

@@ -111,15 +111,13 @@ async fn run(
     };
     // The claim bound the capability: the first call need not look it up.
     dispatcher.adopt_capability(&attempt.capability, claimed.capability_check());
-    // Every model request of the attempt metered: its usage recorded, its
-    // simulation's budget (fixed at the start) enforced.
-    let budgeted = playable.budgeted;
+    // Every model answer of the attempt metered: its usage recorded (the
+    // simulation's budget is enforced under its cassette: simulations.rs).
     let meter = crate::metered::Meter {
         store: shared.store.clone(),
         tenant,
         simulation: claimed.simulation,
         attempt: claimed.attempt,
-        budgeted,
         replaying: playable
             .cassette
             .as_ref()

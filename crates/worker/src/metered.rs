@@ -1,10 +1,16 @@
 //! Each model request of a claimed attempt, metered through PostgreSQL:
-//! before a request is sent, the simulation's budget is read (the spend of
-//! every worker's requests, summed by PostgreSQL); once it is spent no
-//! request is sent and the attempt ends `harness_error`
+//! before a request is sent to an endpoint, the simulation's budget is
+//! read (the spend of every worker's requests, summed by PostgreSQL); once
+//! it is spent no request is sent and the attempt ends `harness_error`
 //! (`budget_exhausted`). Every answer's usage is recorded at once, under
 //! the attempt's fence, with its cost under the worker's `--price`
 //! (docs/cassettes.md, "On the service").
+//!
+//! The two are apart: the budget's [`Gate`] wraps each live model *under*
+//! the simulation's cassette, so an answer the cassette replays (in
+//! `replay` or `auto`) never meets it; the [`Meter`] wraps the models as
+//! the attempt's players ask them, cassette included, so every answer's
+//! usage is recorded, a replayed one as `replayed`.
 
 use crate::agents::RolePrices;
 use std::sync::Arc;
@@ -23,12 +29,9 @@ pub(crate) struct Meter {
     pub(crate) tenant: TenantId,
     pub(crate) simulation: SimulationId,
     pub(crate) attempt: AttemptId,
-    /// Read once per attempt: a simulation's budget is fixed at its start.
-    pub(crate) budgeted: bool,
     /// Its simulation replays a cassette (mode `replay`): every answer is
-    /// the cassette's, recorded as `replayed`, and costs nothing. (Under
-    /// `auto` a replayed answer is not told apart from a live one here: it
-    /// is counted as live, so the budget errs on the safe side.)
+    /// the cassette's, recorded as `replayed`. (Under `auto` the cassette
+    /// marks each answer it replays: [`toolmock_simulation::Usage::replayed`].)
     pub(crate) replaying: bool,
 }
 
@@ -50,12 +53,35 @@ impl Meter {
             }) as Arc<dyn ChatModel>
         })
     }
+}
+
+/// Where a simulation's budget is read: its store, tenant and id.
+#[derive(Debug, Clone)]
+pub(crate) struct BudgetOf {
+    pub(crate) store: PgStore,
+    pub(crate) tenant: TenantId,
+    pub(crate) simulation: SimulationId,
+}
+
+impl BudgetOf {
+    /// `model` (the `role` model an endpoint answers, priced `price`)
+    /// under the simulation's budget.
+    pub(crate) fn gate(
+        &self,
+        model: Arc<dyn ChatModel>,
+        role: &'static str,
+        price: Option<Price>,
+    ) -> Arc<dyn ChatModel> {
+        Arc::new(Gate {
+            inner: model,
+            budget: self.clone(),
+            role,
+            price,
+        })
+    }
 
     /// Why the request must not be sent, if the budget forbids it.
     async fn refusal(&self, role: &str, price: Option<Price>) -> Result<(), ModelError> {
-        if !self.budgeted || self.replaying {
-            return Ok(());
-        }
         let standing = self
             .store
             .budget_standing(self.tenant, self.simulation)
@@ -82,6 +108,34 @@ impl Meter {
     }
 }
 
+/// A live model under its simulation's budget: no request is sent once
+/// the budget is spent.
+#[derive(Debug)]
+struct Gate {
+    inner: Arc<dyn ChatModel>,
+    budget: BudgetOf,
+    role: &'static str,
+    price: Option<Price>,
+}
+
+impl ChatModel for Gate {
+    fn complete<'a>(&'a self, request: ModelRequest<'a>) -> ModelFuture<'a> {
+        Box::pin(async move {
+            self.budget.refusal(self.role, self.price).await?;
+            self.inner.complete(request).await
+        })
+    }
+
+    fn identity(&self) -> serde_json::Value {
+        self.inner.identity()
+    }
+
+    fn for_attempt(&self, scope: &AttemptScope) -> Option<Arc<dyn ChatModel>> {
+        let view = self.inner.for_attempt(scope)?;
+        Some(self.budget.gate(view, self.role, self.price))
+    }
+}
+
 /// One attempt's model of one role, under its [`Meter`].
 #[derive(Debug)]
 struct Metered {
@@ -97,7 +151,6 @@ impl ChatModel for Metered {
     fn complete<'a>(&'a self, request: ModelRequest<'a>) -> ModelFuture<'a> {
         Box::pin(async move {
             let turn = self.turns.fetch_add(1, Ordering::Relaxed) + 1;
-            self.meter.refusal(self.role, self.price).await?;
             let reply = self.inner.complete(request).await?;
             if let Some(usage) = &reply.usage {
                 let record = UsageRecord {
@@ -107,7 +160,7 @@ impl ChatModel for Metered {
                     completion_tokens: usage.completion_tokens,
                     cached_tokens: usage.cached_tokens,
                     cost: self.price.map(|p| p.cost(usage)),
-                    replayed: self.meter.replaying,
+                    replayed: self.meter.replaying || usage.replayed,
                     at: chrono::Utc::now(),
                 };
                 // An answer whose spend cannot be recorded is not used: the

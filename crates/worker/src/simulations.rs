@@ -3,6 +3,7 @@
 //! one, a dispatcher of its own.
 
 use crate::agents::Agents;
+use crate::metered::BudgetOf;
 use crate::setup::dispatcher;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -11,7 +12,7 @@ use toolmock_agent::{Cassette, CassetteMode, Models};
 use toolmock_discovery::RealExecutor;
 use toolmock_runtime::Dispatcher;
 use toolmock_runtime::model::{SimulationId, SimulationMode, TenantId, WorkflowDoc};
-use toolmock_simulation::{LoadedSimulation, Players, load_value, real_handlers};
+use toolmock_simulation::{ChatModel, LoadedSimulation, Players, load_value, real_handlers};
 use toolmock_store::PgStore;
 
 /// A simulation as its attempts run: the loaded document, its workflows,
@@ -27,10 +28,6 @@ pub(crate) struct Playable {
     /// The model cassette it was started with (docs/cassettes.md,
     /// "Through the API and workers"): its players answer through it.
     pub(crate) cassette: Option<Arc<Cassette>>,
-    /// Whether it has a token or cost budget (fixed when it started, so
-    /// read once here, not per attempt): its model requests are then
-    /// checked against the spend before each is sent.
-    pub(crate) budgeted: bool,
 }
 
 /// A simulation's own dispatcher, and its real handlers when it has some.
@@ -120,10 +117,33 @@ impl Simulations {
             .await
             .map_err(|e| format!("reading the simulation's budget failed: {e}"))?
             .is_some();
+        // A simulation with a token or cost budget (fixed when it started,
+        // so read once here, not per attempt) has each live model's
+        // requests checked against the spend before each is sent — under
+        // its cassette, so a replayed answer is never refused or counted.
+        let gate = |model: Option<Arc<dyn ChatModel>>, role, price| {
+            let budget = BudgetOf {
+                store: store.clone(),
+                tenant,
+                simulation,
+            };
+            model.map(|m| {
+                if budgeted {
+                    budget.gate(m, role, price)
+                } else {
+                    m
+                }
+            })
+        };
+        let prices = agents.prices;
         let models = Models {
-            model: agents.model.clone(),
-            judge: agents.judge.clone(),
-            user: agents.user.clone().or_else(|| agents.model.clone()),
+            model: gate(agents.model.clone(), "agent", prices.agent),
+            judge: gate(agents.judge.clone(), "judge", prices.judge),
+            user: gate(
+                agents.user.clone().or_else(|| agents.model.clone()),
+                "user",
+                prices.user,
+            ),
             attempt_timeout: agents.attempt_timeout,
         };
         let models = match &cassette {
@@ -138,7 +158,6 @@ impl Simulations {
             loaded,
             own,
             cassette,
-            budgeted,
         });
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         kept.push_back((simulation, playable.clone()));

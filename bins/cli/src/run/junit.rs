@@ -41,6 +41,10 @@ fn properties(tokens: &toolmock_simulation::TokenUsage) -> String {
     if let Some(cost) = tokens.cost {
         property("cost", format!("{cost}"));
     }
+    if tokens.replayed_requests > 0 {
+        property("replayed_requests", tokens.replayed_requests.to_string());
+        property("replayed_tokens", tokens.replayed_tokens.to_string());
+    }
     out.push_str("      </properties>\n");
     out
 }

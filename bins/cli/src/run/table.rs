@@ -135,9 +135,18 @@ pub(crate) fn render(results: &RunResults) -> String {
         let cost = t
             .cost
             .map_or_else(String::new, |c| format!("; cost {c:.4}"));
+        // Answers a cassette replayed beside live requests (`auto`).
+        let replayed = if t.replayed_requests > 0 {
+            format!(
+                ", {} replayed ({} tokens)",
+                t.replayed_requests, t.replayed_tokens
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "tokens: {} in {} (prompt {}{cached}, completion {}){cost}",
+            "tokens: {} in {} (prompt {}{cached}, completion {}){replayed}{cost}",
             t.total(),
             plural(u64::from(t.requests), "model request"),
             t.prompt_tokens,

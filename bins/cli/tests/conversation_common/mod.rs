@@ -4,7 +4,7 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -104,4 +104,73 @@ pub(crate) fn toolmock(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Outp
     }
     command.envs(envs.iter().copied());
     command.output().expect("toolmock runs")
+}
+
+/// Every attempt of a results document, with its case's name.
+pub(crate) fn attempts(results: &Value) -> Vec<(String, Value)> {
+    let mut all = Vec::new();
+    for case in results["cases"].as_array().unwrap() {
+        for attempt in case["attempts"].as_array().unwrap() {
+            all.push((case["name"].as_str().unwrap().to_owned(), attempt.clone()));
+        }
+    }
+    all
+}
+
+/// The notes tool (the agent's), the phone tool (the user's: `unlock`
+/// sets `unlocked`) and `cases`.
+pub(crate) fn notes_with_a_customer(cases: Value) -> Value {
+    json!({
+        "simulation_version": 1,
+        "name": "notes with a customer",
+        "tools": [
+            {"name": "notes", "from": "custom",
+             "operations": [{"name": "add", "description": "Adds a note.",
+                "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+                "output_schema": {"type": "object", "required": ["id"]}}],
+             "definitions": {"add": {
+                "schema_version": 1, "default_variant": "ok",
+                "variants": {"ok": {"result": {"id": "n-1"}, "set_state": {"last": {"$input": "text"}}}},
+                "examples": [{"variant": "ok", "input": {"text": "a"}, "expected": {"id": "n-1"}}]}}},
+            {"name": "phone", "from": "custom",
+             "operations": [{"name": "unlock", "description": "Unlocks the user's phone.",
+                "input_schema": {"type": "object"}, "output_schema": {"type": "object"}}],
+             "definitions": {"unlock": {
+                "schema_version": 1, "default_variant": "ok",
+                "variants": {"ok": {"result": {"unlocked": true}, "set_state": {"unlocked": true}}},
+                "examples": [{"variant": "ok", "input": {}, "expected": {"unlocked": true}}]}}}
+        ],
+        "agent": {"name": "scribe", "prompt": "You keep notes.", "tools": ["notes"]},
+        "cases": cases
+    })
+}
+
+/// Writes `document` as `dir/sim.json` and runs `toolmock ARGS` there (with
+/// `envs`, as [`toolmock`]): what it printed, and the results document it
+/// printed (`--json`).
+pub(crate) fn run_json(
+    dir: &Path,
+    document: &Value,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> (Output, Value) {
+    std::fs::write(
+        dir.join("sim.json"),
+        serde_json::to_vec_pretty(document).unwrap(),
+    )
+    .unwrap();
+    let out = toolmock(dir, args, envs);
+    let results: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out, results)
+}
+
+/// The first attempt of the first case of a results document.
+pub(crate) fn first_attempt(results: &Value) -> &Value {
+    &results["cases"][0]["attempts"][0]
 }

@@ -1,8 +1,8 @@
 //! `toolmock check-cassette`: a cassette against the simulation it was
 //! recorded for — every line an exchange whose key is its request's hash,
 //! no exchange the document cannot reach (an orphan), and none recorded
-//! against another agent prompt or other tools (stale, with the pointer of
-//! the change).
+//! against another agent prompt or other tools, or against another
+//! simulated user (stale, with the pointer of the change).
 
 use super::file::{Exchange, files};
 use super::{CASSETTE_VERSION, CassetteError, canonical_text, first_difference, request_key};
@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::Path;
 use toolmock_simulation::document::DriverDoc;
-use toolmock_simulation::{FunctionMap, LoadedSimulation, ModelRole, system_message};
+use toolmock_simulation::{FunctionMap, LoadedSimulation, ModelRole, UserPlayer, system_message};
 
 /// One thing wrong with a cassette line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,8 +58,13 @@ pub fn check_cassette(
     loaded: &LoadedSimulation,
     dir: &Path,
 ) -> Result<Vec<CheckProblem>, CassetteError> {
-    let system = json!({"role": "system", "content": system_message(&loaded.document.agent)});
-    let tools = serde_json::to_value(FunctionMap::of_agent(loaded).tools()).unwrap_or(Value::Null);
+    // What the document sends each model first: its system message and
+    // its tools — the agent's, and each case's simulated user's (by case).
+    let agent = Sent {
+        system: json!({"role": "system", "content": system_message(&loaded.document.agent)}),
+        tools: serde_json::to_value(FunctionMap::of_agent(loaded).tools()).unwrap_or(Value::Null),
+    };
+    let mut users: HashMap<String, Option<Sent>> = HashMap::new();
     let mut problems = Vec::new();
     // (role, case, attempt, turn) → the first `FILE:LINE` that holds it.
     let mut turns: HashMap<(ModelRole, String, u32, u32), String> = HashMap::new();
@@ -131,20 +136,56 @@ pub fn check_cassette(
                     format!("{file}:{}", i + 1),
                 );
             }
-            if exchange.role == ModelRole::Agent {
-                let stale = first_difference(&request["messages"][0], &system, "/messages/0")
-                    .or_else(|| first_difference(&request["tools"], &tools, "/tools"));
+            let sent = match exchange.role {
+                ModelRole::Agent => Some(&agent),
+                ModelRole::User => users
+                    .entry(exchange.case.clone())
+                    .or_insert_with(|| user_sent(loaded, &exchange.case))
+                    .as_ref(),
+                ModelRole::Judge => None,
+            };
+            if let Some(sent) = sent {
+                let stale = first_difference(&request["messages"][0], &sent.system, "/messages/0")
+                    .or_else(|| first_difference(&request["tools"], &sent.tools, "/tools"));
                 if let Some(at) = stale {
+                    let whom = match exchange.role {
+                        ModelRole::User => "simulated user",
+                        _ => "agent",
+                    };
                     problems.push(problem(
                         at.clone(),
                         "cassette_stale",
-                        format!("recorded against another agent: the request differs from what the document sends at {at}"),
+                        format!("recorded against another {whom}: the request differs from what the document sends at {at}"),
                     ));
                 }
             }
         }
     }
     Ok(problems)
+}
+
+/// The system message and the tools a model is sent first.
+struct Sent {
+    system: Value,
+    tools: Value,
+}
+
+/// What the simulated user of `case` is sent first: its system message
+/// (the guidelines, the case's instructions and persona) and its own tools;
+/// `None` when the case has no simulated user (its lines are orphans).
+fn user_sent(loaded: &LoadedSimulation, case: &str) -> Option<Sent> {
+    let user = loaded
+        .document
+        .cases
+        .iter()
+        .find(|c| c.name == case)?
+        .user
+        .as_ref()?;
+    let player = UserPlayer::new(loaded, user);
+    Some(Sent {
+        system: json!({"role": "system", "content": player.system}),
+        tools: serde_json::to_value(player.functions.tools()).unwrap_or(Value::Null),
+    })
 }
 
 /// Why the document never sends `exchange`'s request, if it does not.

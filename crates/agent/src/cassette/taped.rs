@@ -180,7 +180,15 @@ impl TapedAttempt {
             .by_slot
             .get(&slot)?
             .get(usize::try_from(occurrence).ok()?.checked_sub(1)?)?;
-        let reply = ModelReply::from(&state.loaded[index].answer);
+        let mut reply = ModelReply::from(&state.loaded[index].answer);
+        // Beside live requests (`auto`), a replayed answer's usage says it
+        // was not spent now; a replay (all of it replayed) reports the
+        // recorded run's usage as it was.
+        if self.cassette.mode == CassetteMode::Auto
+            && let Some(usage) = &mut reply.usage
+        {
+            usage.replayed = true;
+        }
         state.replayed += 1;
         Some(reply)
     }

@@ -25,6 +25,7 @@ impl ChatModel for Counting {
                 prompt_tokens: 10,
                 completion_tokens: 2,
                 cached_tokens: None,
+                replayed: false,
             }),
         })))
     }

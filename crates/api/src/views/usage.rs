@@ -137,6 +137,9 @@ pub(crate) fn run_usage(rows: &[UsageRecord]) -> (Vec<RequestUsage>, Option<Toke
             prompt_tokens: r.prompt_tokens,
             completion_tokens: r.completion_tokens,
             cached_tokens: r.cached_tokens,
+            // (The results document, like a replay's report, does not
+            // mark replayed answers: the views do, `replayed`.)
+            replayed: false,
         };
         requests.push(RequestUsage {
             role,
@@ -150,6 +153,7 @@ pub(crate) fn run_usage(rows: &[UsageRecord]) -> (Vec<RequestUsage>, Option<Toke
                 completion_tokens: r.completion_tokens,
                 cached_tokens: r.cached_tokens,
                 cost: r.cost,
+                ..TokenUsage::default()
             });
     }
     (requests, sum)
