@@ -420,6 +420,49 @@ async fn two_asks_at_once_on_two_processes_one_is_answered_the_other_user_busy(p
     assert_eq!(turns(&view(&one, attempt).await), expected_turns()[..3]);
 }
 
+/// An ask that arrives while another ask of the same attempt waits for
+/// the user's reply — the first has kept the agent's message already — is
+/// answered 409 `user_busy` at once and keeps nothing, on another process
+/// too: the conversation holds the first ask's message and the reply to
+/// it, never the later message beside it.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn an_ask_while_another_waits_for_the_reply_keeps_nothing(pool: PgPool) {
+    let server = server_with(&["--delay-ms", "1000"]);
+    let (one, two) = (
+        process_playing(&pool, &server, "customer").await,
+        process_playing(&pool, &server, "customer").await,
+    );
+    let mut document = external_case(json!({}));
+    document["cases"][0]["attempts"] = json!(1);
+    let attempt = &started(&one, &document).await[0];
+    assert_eq!(
+        asked(&one, attempt, json!({})).await,
+        json!({"reply": "I need a note, please."})
+    );
+    let first = ask(
+        &one,
+        attempt,
+        json!({"message": "What should the note say?"}),
+    );
+    let later = async {
+        // The first has kept its message and waits for the user model.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        ask(&two, attempt, json!({"message": "Are you still there?"})).await
+    };
+    let (first, later) = tokio::join!(first, later);
+    assert_eq!(first.status, StatusCode::OK, "{}", first.json);
+    assert_eq!(first.json, json!({"reply": "milk"}));
+    assert_eq!(
+        (later.status, later.code()),
+        (StatusCode::CONFLICT, "user_busy"),
+        "{}",
+        later.json
+    );
+    let seen = view(&two, attempt).await;
+    assert_eq!(turns(&seen), expected_turns()[..3], "{seen:#}");
+    assert_eq!(seen["harness_errors"], json!([]), "{seen:#}");
+}
+
 /// How many simulations and attempts the database holds.
 async fn started_rows(pool: &PgPool) -> (i64, i64) {
     sqlx::query_as("SELECT (SELECT count(*) FROM simulations), (SELECT count(*) FROM attempts)")
