@@ -298,11 +298,13 @@ fn the_user_model_flags_need_their_partners_and_the_file_is_checked() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/cases/0/driver: model_not_configured"));
     // A user on a scripted driver, a model driver with nobody to speak,
-    // a user tool that is the agent's.
+    // a user tool that is the agent's; an agent service (`http`) may have a
+    // user (refused here only because `toolmock run` cannot hand it over).
     let cases = json!([
         {"name": "a", "driver": {"type": "scripted", "steps": []}, "user": {"type": "model", "instructions": "x"}},
         {"name": "b", "driver": {"type": "model"}},
-        {"name": "c", "driver": {"type": "model"}, "user": {"type": "model", "instructions": "x", "tools": ["notes", "nope"]}}
+        {"name": "c", "driver": {"type": "model"}, "user": {"type": "model", "instructions": "x", "tools": ["notes", "nope"]}},
+        {"name": "d", "driver": {"type": "http", "url": "http://agents.example/play"}, "user": {"type": "model", "instructions": "x"}}
     ]);
     std::fs::write(
         dir.join("bad.json"),
@@ -317,9 +319,11 @@ fn the_user_model_flags_need_their_partners_and_the_file_is_checked() {
         "bad.json: /cases/1/driver/messages: no_user_turns:",
         "bad.json: /cases/2/user/tools/0: user_tool_of_agent:",
         "bad.json: /cases/2/user/tools/1: unknown_tool:",
+        "bad.json: /cases/3/driver/type: external_driver_not_embedded:",
     ] {
         assert!(stderr.contains(line), "{line} in {stderr}");
     }
+    assert!(!stderr.contains("/cases/3/user"), "{stderr}");
 }
 
 mod serve_common;

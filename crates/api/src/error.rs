@@ -99,7 +99,7 @@ problem_codes! {
         NoCassette => "no_cassette",
         /// The attempt's case is played by its scripted driver, not by the caller.
         NotExternal => "not_external",
-        /// `ask-user` (or `ask_user`) of an attempt whose case has no simulated user an external agent talks with.
+        /// `ask-user` (or `ask_user`) of an attempt whose case has no simulated user an agent outside toolmock talks with (an `external` or `http` case without `user`).
         NoSimulatedUser => "no_simulated_user",
         /// Another `ask-user` of the same attempt was answered meanwhile (the simulated user is asked one message at a time).
         UserBusy => "user_busy",

@@ -46,6 +46,7 @@ mod middleware;
 pub mod routes;
 pub mod security_headers;
 pub mod seed;
+mod served_table;
 mod served_tools;
 mod state;
 mod stored;

@@ -1,61 +1,34 @@
-//! What the per-attempt MCP endpoint keeps between requests: a
-//! simulation's served tools (its pins and its agent's document, fixed
-//! when it started), so that a `tools/call` reads nothing but its one
-//! durable statement; and the look at a request's JSON-RPC method that
+//! What the per-attempt MCP endpoint keeps between requests (in the
+//! state's `served_table`): a simulation's served tools, read from its
+//! pins and its agent's document (fixed when it started), so that a
+//! `tools/call` reads nothing but its one durable statement; and the look at a request's JSON-RPC method that
 //! tells a `tools/call` (whose lease the dispatcher checks in that
 //! statement) from the requests that open or list (checked here first).
+//! A start is refused when what the endpoint would serve an attempt with
+//! a simulated user has an `ask_user` of the agent's own
+//! ([`ask_user_clashes`]).
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Listed};
+use crate::served_table::Served;
 use crate::state::AppState;
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use serde::Deserialize;
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
-use toolmock_mcp::ServedTools;
-use toolmock_runtime::backend::PinStore;
-use toolmock_runtime::model::{SimulationId, TenantId, WorkflowDoc};
+use std::sync::Arc;
+use toolmock_contract::pointer;
+use toolmock_mcp::{ASK_USER, ServedTools};
+use toolmock_runtime::backend::{Catalog, PinStore};
+use toolmock_runtime::model::{SimulationId, TenantId};
+use toolmock_simulation::LoadedSimulation;
 
-/// How many simulations' served tools a process keeps; past it they are
-/// all dropped and read again on their next request (a simulation's pins
-/// never change, so a kept entry is never stale, only memory).
-const MAX_SERVED: usize = 1024;
-
-/// A simulation's tools as its MCP endpoint serves them.
-#[derive(Debug)]
-pub(crate) struct Served {
-    /// What `tools/list` answers and what each name calls.
-    pub(crate) tools: ServedTools,
-    /// The agent's workflows, by name.
-    pub(crate) workflows: HashMap<String, WorkflowDoc>,
-    /// By case position: whether the case talks with a simulated user.
-    pub(crate) user_cases: Vec<bool>,
-    /// When some case does: `tools` with the simulated user's `ask_user`,
-    /// or why the agent's tools cannot serve it (one of its own is called
-    /// `ask_user`).
-    pub(crate) with_user: Option<Result<ServedTools, String>>,
-}
-
-/// The served tools kept, by tenant and simulation.
-type Table = HashMap<(TenantId, SimulationId), Arc<Served>>;
-
-/// By tenant and simulation: a simulation id is unique, and what it
-/// serves was fixed at its start, so one table serves every state.
-static SERVED: LazyLock<Mutex<Table>> = LazyLock::new(Mutex::default);
-
-/// The served tools of `simulation`, read once per process.
+/// The served tools of `simulation`, read once per state.
 pub(crate) async fn served(
     state: &AppState,
     tenant: TenantId,
     simulation: SimulationId,
 ) -> Result<Arc<Served>, ApiError> {
-    let key = (tenant, simulation);
-    if let Some(found) = SERVED
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&key)
-    {
-        return Ok(found.clone());
+    if let Some(found) = state.served_table().get(tenant, simulation) {
+        return Ok(found);
     }
     let store = state.store();
     let pins = store.simulation_pins(tenant, simulation).await?;
@@ -86,18 +59,103 @@ pub(crate) async fn served(
     let with_user = user_cases
         .contains(&true)
         .then(|| tools.clone().with_ask_user().map_err(|e| e.to_string()));
-    let served = Arc::new(Served {
-        tools,
-        user_cases,
-        with_user,
-        workflows: workflows.into_iter().map(|w| (w.name.clone(), w)).collect(),
-    });
-    let mut kept = SERVED.lock().unwrap_or_else(PoisonError::into_inner);
-    if kept.len() >= MAX_SERVED {
-        kept.clear();
-    }
-    kept.insert(key, served.clone());
+    let workflows = workflows.into_iter().map(|w| (w.name.clone(), w)).collect();
+    let served = Arc::new(Served::new(tools, workflows, user_cases, with_user));
+    state
+        .served_table()
+        .keep(tenant, simulation, served.clone());
     Ok(served)
+}
+
+/// Each tool and workflow of the agent that the per-attempt MCP endpoint
+/// would list as `ask_user` (an operation or a workflow of that name the
+/// agent calls directly), when some case of `loaded` talks with a
+/// simulated user there: its `ask_user` would hide the user's. Each is a
+/// `duplicate_tool_name` at its pointer into the request body (`body`):
+/// the operation's entry in the tool's `operations` when the document
+/// lists them, else the tool (a library tool's operations are the
+/// tenant's); a workflow's `name`.
+pub(crate) async fn ask_user_clashes(
+    state: &AppState,
+    tenant: TenantId,
+    loaded: &LoadedSimulation,
+    body: &serde_json::Value,
+) -> Result<Vec<Listed>, ApiError> {
+    let document = &loaded.document;
+    if !document
+        .cases
+        .iter()
+        .any(crate::user_talk::talks_with_a_user)
+    {
+        return Ok(Vec::new());
+    }
+    let code = toolmock_mcp::McpCode::DuplicateToolName.as_str();
+    let mut clashes = Vec::new();
+    for name in &document.agent.tools {
+        if let Some(k) = document
+            .agent
+            .workflows
+            .iter()
+            .position(|w| &w.name == name)
+        {
+            if name == ASK_USER {
+                clashes.push(Listed::new(
+                    code,
+                    pointer::push(&pointer::index("/agent/workflows", k), "name"),
+                    "the agent's workflow ask_user would hide the simulated user's ask_user on the \
+                     attempt's MCP endpoint: rename it",
+                ));
+            }
+            continue;
+        }
+        let Some(index) = document.tools.iter().position(|t| &t.name == name) else {
+            continue;
+        };
+        let at = pointer::index("/tools", index);
+        let operations: Vec<String> = match loaded.library.get(name) {
+            Some(id) => state
+                .store()
+                .tool(tenant, *id)
+                .await?
+                .operations
+                .into_iter()
+                .map(|o| o.operation.name)
+                .collect(),
+            None => loaded
+                .tools
+                .iter()
+                .filter(|t| &t.name == name)
+                .flat_map(|t| t.operations.iter().map(|o| o.operation.name.clone()))
+                .collect(),
+        };
+        if !operations.iter().any(|o| o == ASK_USER) {
+            continue;
+        }
+        let listed = body
+            .pointer(&pointer::push(&at, "operations"))
+            .and_then(serde_json::Value::as_array)
+            .and_then(|ops| {
+                ops.iter().position(|o| {
+                    o.get("name").and_then(serde_json::Value::as_str) == Some(ASK_USER)
+                })
+            });
+        let at = match listed {
+            Some(j) => pointer::push(
+                &pointer::index(&pointer::push(&at, "operations"), j),
+                "name",
+            ),
+            None => at,
+        };
+        clashes.push(Listed::new(
+            code,
+            at,
+            format!(
+                "tool {name:?}'s operation ask_user would hide the simulated user's ask_user on the \
+                 attempt's MCP endpoint: rename it"
+            ),
+        ));
+    }
+    Ok(clashes)
 }
 
 /// A JSON-RPC message's method, and nothing else of it.

@@ -1,11 +1,14 @@
 //! What every handler shares, at the bottom of the crate: the dispatcher
 //! over the PostgreSQL store, the pool, the token verifier and the
-//! configuration. It holds no route's data: what a route keeps between
-//! requests belongs to that route's module.
+//! configuration, and the per-attempt MCP endpoint's served tools
+//! (`served_table`: one per state, as the dispatcher's caches are). It
+//! holds no other route's data: what a route keeps between requests
+//! belongs to that route's module.
 
 use crate::auth::AuthConfig;
 use crate::generator::Generator;
 use crate::mcp_allow::McpAllowList;
+use crate::served_table::ServedTable;
 use sqlx::PgPool;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -90,6 +93,8 @@ struct Inner {
     tenants: Mutex<HashSet<TenantId>>,
     /// One permit per start running (`ApiConfig::concurrent_starts`).
     starts: tokio::sync::Semaphore,
+    /// The per-attempt MCP endpoint's served tools, by simulation.
+    served: ServedTable,
 }
 
 impl std::fmt::Debug for AppState {
@@ -118,6 +123,7 @@ impl AppState {
                 auth,
                 tenants: Mutex::new(HashSet::new()),
                 starts: tokio::sync::Semaphore::new(config.concurrent_starts.max(1)),
+                served: ServedTable::default(),
                 config,
             }),
         }
@@ -159,6 +165,11 @@ impl AppState {
     /// is the one `finish_attempt` checks).
     pub(crate) fn shared_dispatcher(&self) -> Arc<Dispatcher<PgStore>> {
         Arc::clone(&self.inner.dispatcher)
+    }
+
+    /// The per-attempt MCP endpoint's served tools, by simulation.
+    pub(crate) fn served_table(&self) -> &ServedTable {
+        &self.inner.served
     }
 
     /// Makes sure a token's tenant has its row before anything is written

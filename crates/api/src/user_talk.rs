@@ -17,6 +17,7 @@
 
 use crate::AppState;
 use crate::error::{ApiCode, ApiError};
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -133,10 +134,10 @@ impl UserTalks {
     }
 }
 
-/// Whether the case an attempt plays has a simulated user an external
-/// agent may talk with (an `external` case with a `user`).
+/// Whether the case an attempt plays has a simulated user an agent outside
+/// toolmock may talk with (an `external` or `http` case with a `user`).
 pub(crate) fn talks_with_a_user(case: &CaseDoc) -> bool {
-    case.user.is_some() && matches!(case.driver, DriverDoc::External)
+    case.user.is_some() && matches!(case.driver, DriverDoc::External | DriverDoc::Http { .. })
 }
 
 /// The agent of `attempt` (running, its capability checked by the caller)
@@ -160,8 +161,8 @@ pub(crate) async fn ask(
     let talkable = talks.get(state, tenant, record.simulation).await?;
     let no_user = || ApiError::StateConflict {
         code: ApiCode::NoSimulatedUser,
-        message: "the attempt's case has no simulated user an external agent talks with \
-                  (an external case with a \"user\")"
+        message: "the attempt's case has no simulated user an agent outside toolmock talks \
+                  with (an external or http case with a \"user\")"
             .into(),
     };
     let Some(talkable) = talkable else {
@@ -279,6 +280,17 @@ async fn converse(
         messages.push(message);
         times.push(kept.at);
     }
+    if let Some(since) = ask_in_flight(&messages, &times, Utc::now()) {
+        // Another ask has kept the agent's message (or the user's own tool
+        // traffic) and not yet the user's reply: this one keeps nothing.
+        return Err(ApiError::StateConflict {
+            code: ApiCode::UserBusy,
+            message: format!(
+                "another ask-user of this attempt is waiting for the simulated user's reply \
+                 (since {since}): ask the simulated user one message at a time"
+            ),
+        });
+    }
     let mut conversation = UserConversation::resume(messages, times);
     let sink = toolmock_worker::PgSink {
         store,
@@ -305,4 +317,83 @@ async fn converse(
             }
             other => ApiError::from(other),
         })
+}
+
+/// When another ask of the conversation is still under way — its last kept
+/// message is not the user's finished reply (the agent's message, or the
+/// user's own tool traffic, kept while the user model answers) and was kept
+/// less than [`USER_REQUEST_LIMIT`] ago —, when that message was kept. An
+/// ask that outlived its limit has ended (its process died mid-turn): the
+/// conversation goes on after it. Checked before anything is kept, so that
+/// of two asks at once the later keeps nothing, whichever wrote first.
+fn ask_in_flight(
+    messages: &[Message],
+    times: &[DateTime<Utc>],
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    let waiting = match messages.last()? {
+        Message::System { .. } => false,
+        Message::User { tool_calls, .. } => !tool_calls.is_empty(),
+        Message::Assistant { .. } | Message::Tool { .. } => true,
+    };
+    let since = *times.last()?;
+    let limit = chrono::Duration::from_std(USER_REQUEST_LIMIT).unwrap_or(chrono::Duration::MAX);
+    (waiting && now.signed_duration_since(since) < limit).then_some(since)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: i64) -> DateTime<Utc> {
+        DateTime::<Utc>::from_timestamp(1_800_000_000 + secs, 0).expect("a time")
+    }
+
+    fn user(text: &str, own_calls: bool) -> Message {
+        Message::User {
+            content: text.into(),
+            stop: None,
+            tool_calls: if own_calls {
+                vec![toolmock_simulation::ToolCallRequest {
+                    id: "u-1".into(),
+                    name: "desk__open".into(),
+                    arguments: "{}".into(),
+                }]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    fn agent(text: &str) -> Message {
+        Message::Assistant {
+            content: Some(text.into()),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_ask_is_under_way_until_the_user_has_replied_or_its_limit_passed() {
+        let limit = i64::try_from(USER_REQUEST_LIMIT.as_secs()).expect("seconds");
+        // Nothing kept, or the user's reply last: nothing under way.
+        assert_eq!(ask_in_flight(&[], &[], at(0)), None);
+        let replied = [
+            user("Hi", false),
+            agent("How can I help?"),
+            user("A note.", false),
+        ];
+        assert_eq!(ask_in_flight(&replied, &[at(0), at(1), at(2)], at(3)), None);
+        // The agent's message kept, no reply yet: under way since then.
+        let asked = [user("Hi", false), agent("How can I help?")];
+        assert_eq!(ask_in_flight(&asked, &[at(0), at(1)], at(3)), Some(at(1)));
+        // The user's own tool call kept mid-turn: under way too.
+        let calling = [agent("Open the desk?"), user("", true)];
+        assert_eq!(ask_in_flight(&calling, &[at(0), at(1)], at(3)), Some(at(1)));
+        // An ask that outlived its limit has ended.
+        assert_eq!(ask_in_flight(&asked, &[at(0), at(1)], at(1 + limit)), None);
+        assert_eq!(
+            ask_in_flight(&asked, &[at(0), at(1)], at(limit)),
+            Some(at(1))
+        );
+    }
 }

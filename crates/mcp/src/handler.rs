@@ -84,8 +84,8 @@ pub trait Attempts: Send + Sync + 'static {
 
 struct Inner<B, A> {
     dispatcher: Arc<Dispatcher<B>>,
-    tools: ServedTools,
-    workflows: HashMap<String, WorkflowDoc>,
+    tools: Arc<ServedTools>,
+    workflows: Arc<HashMap<String, WorkflowDoc>>,
     attempts: A,
     name: String,
 }
@@ -114,19 +114,21 @@ impl<B, A> std::fmt::Debug for ToolServer<B, A> {
 
 impl<B: Backend + 'static, A: Attempts> ToolServer<B, A> {
     /// A handler serving `tools`; `name` is what `initialize` reports as the
-    /// server's name.
+    /// server's name. The tools and workflows may be shared (`Arc`s): a
+    /// caller that makes a handler per request (the API's per-attempt
+    /// endpoint) copies nothing.
     pub fn new(
         dispatcher: Arc<Dispatcher<B>>,
-        tools: ServedTools,
-        workflows: HashMap<String, WorkflowDoc>,
+        tools: impl Into<Arc<ServedTools>>,
+        workflows: impl Into<Arc<HashMap<String, WorkflowDoc>>>,
         attempts: A,
         name: impl Into<String>,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 dispatcher,
-                tools,
-                workflows,
+                tools: tools.into(),
+                workflows: workflows.into(),
                 attempts,
                 name: name.into(),
             }),

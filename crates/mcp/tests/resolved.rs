@@ -58,7 +58,10 @@ async fn resolved_server(
     let server = ToolServer::new(
         fresh,
         tools,
-        workflows.into_iter().map(|w| (w.name.clone(), w)).collect(),
+        workflows
+            .into_iter()
+            .map(|w| (w.name.clone(), w))
+            .collect::<std::collections::HashMap<_, _>>(),
         FixedAttempt::new(resolved, capability.clone()),
         "toolmock",
     );

@@ -73,8 +73,9 @@ problem_codes! {
         /// A `final_answer.matches` that is not a regular expression.
         InvalidRegex => "invalid_regex",
         /// A case's simulated user on a driver that holds no conversation
-        /// (`scripted` or `http`): only a `model` agent, or an `external`
-        /// one (through `toolmock serve` or the API's `ask-user`), talks with it.
+        /// (`scripted`): only a `model` agent, or one outside toolmock (an
+        /// `external` or `http` driver, through `toolmock serve` or the
+        /// API's `ask-user`), talks with it.
         UserNotSupported => "user_not_supported",
         /// A `model` driver with neither `messages` nor a simulated user:
         /// nobody would say anything to the agent.

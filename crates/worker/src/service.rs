@@ -4,6 +4,8 @@
 //! it. A service that cannot be reached, refuses the hand-over or never
 //! finishes ends the attempt `harness_error` (`agent_service_unreachable`,
 //! `agent_service_refused`, `agent_service_timeout`); see docs/agents.md.
+//! A case with a simulated user says so in the hand-over (`case.user`) and
+//! gives the service the attempt's `ask_user_url`: the API plays the user.
 
 use crate::shared::Shared;
 use serde_json::{Value, json};
@@ -55,15 +57,21 @@ pub(crate) async fn hand_over(
         }
     };
     let id = attempt.id.as_uuid();
-    let body = json!({
+    let user = case.user.is_some();
+    let mut body = json!({
         "attempt": id,
         "capability": attempt.capability.token(),
         "tool_calls_url": format!("{api}/api/attempts/{id}/tool-calls"),
         "finish_url": format!("{api}/api/attempts/{id}/finish"),
         "mcp_url": format!("{api}/api/attempts/{id}/mcp"),
-        "case": {"name": case.name, "number": attempt.number, "data": case.data, "messages": messages},
+        "case": {"name": case.name, "number": attempt.number, "data": case.data, "messages": messages,
+                 "user": user},
         "timeout_secs": timeout.as_secs(),
     });
+    // A simulated user is talked with through the API (docs/agents.md).
+    if user {
+        body["ask_user_url"] = json!(format!("{api}/api/attempts/{id}/ask-user"));
+    }
     let sent = shared
         .agents
         .http

@@ -217,22 +217,29 @@ pub(crate) async fn mcp(
     let served =
         crate::served_tools::served(&state, tenant, capability.resolved.simulation()).await?;
     // `ask_user` is served only to an attempt whose case has a simulated
-    // user (its position read only when some case of the simulation has one).
+    // user (its position read only when some case of the simulation has
+    // one, and once per state: it is fixed at the start).
     let with_user = match &served.with_user {
         None => false,
         Some(_) => {
-            let listing = state.store().attempt_listing(tenant, attempt).await?;
-            served
-                .user_cases
-                .get(listing.case_position as usize)
-                .copied()
-                .unwrap_or(false)
+            let position = match served.position(attempt) {
+                Some(position) => position,
+                None => {
+                    let listing = state.store().attempt_listing(tenant, attempt).await?;
+                    let position = listing.case_position as usize;
+                    served.keep_position(attempt, position);
+                    position
+                }
+            };
+            served.user_cases.get(position).copied().unwrap_or(false)
         }
     };
     let tools = match (&served.with_user, with_user) {
         (Some(Ok(tools)), true) => tools.clone(),
         // The agent's own `ask_user` would hide the user's: said, not
-        // served half (the HTTP route still reaches the user).
+        // served half (the HTTP route still reaches the user). The start
+        // refuses such a simulation (`served_tools::ask_user_clashes`);
+        // one started before it did is still answered here.
         (Some(Err(e)), true) => {
             return Err(ApiError::StateConflict {
                 code: ApiCode::Conflict,

@@ -70,7 +70,7 @@ fn run_error(error: RunError, code: ApiCode) -> ApiError {
     responses(
         (status = 201, description = "Started", body = StartedView),
         (status = 400, description = "`invalid_query`: a budget that is not a positive number", body = crate::ErrorEnvelope),
-        (status = 422, description = "`invalid_cassette`: the `cassette` member is unusable (every problem with its pointer); `invalid_simulation`: the document does not load (every problem with its pointer, an unknown library tool included); `start_refused`: every stale or missing operation, invalid definition, state conflict and effect node", body = crate::ErrorEnvelope),
+        (status = 422, description = "`invalid_cassette`: the `cassette` member is unusable (every problem with its pointer); `invalid_simulation`: the document does not load (every problem with its pointer, an unknown library tool included, and `duplicate_tool_name` for an agent's operation or workflow called `ask_user` where a case talks with a simulated user through the API); `start_refused`: every stale or missing operation, invalid definition, state conflict and effect node", body = crate::ErrorEnvelope),
     ))]
 pub(crate) async fn start_simulation(
     auth: Authorized<RunSimulations>,
@@ -95,6 +95,19 @@ pub(crate) async fn start_simulation(
     let problems = unknown_library_tools(state.store(), tenant, &loaded, "request").await?;
     if !problems.is_empty() {
         return Err(invalid(&problems));
+    }
+    // What the attempts' MCP endpoint would serve, refused before anything
+    // is started rather than at its first request.
+    let clashes = crate::served_tools::ask_user_clashes(&state, tenant, &loaded, &body).await?;
+    if !clashes.is_empty() {
+        return Err(ApiError::unprocessable(
+            ApiCode::InvalidSimulation,
+            format!(
+                "the simulation document is not valid ({} problem(s))",
+                clashes.len()
+            ),
+            clashes,
+        ));
     }
     state
         .ensure_tenant(tenant, &auth.principal.tenant_name)

@@ -5,13 +5,15 @@
 //! refuses the hand-over or cannot be reached ends the attempt
 //! `harness_error` with its own code, within the worker's time-out.
 
-use crate::agents::{notes_document, spawn_fixture, wait_finished};
+use crate::agents::{Server, model, notes_document, server, spawn_fixture, wait_finished};
 use crate::common::*;
+use crate::external_user::{expected_turns, turns, view};
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::process::Child;
 use std::time::{Duration, Instant};
+use toolmock_api::ApiConfig;
 use toolmock_worker::Agents;
 use uuid::Uuid;
 
@@ -39,13 +41,14 @@ fn service() -> Service {
 /// The API on a real socket (the agent service calls it back); stops when
 /// the test's runtime ends.
 async fn listening_api(pool: &PgPool) -> String {
+    listening(app(pool)).await
+}
+
+/// `app` on a real socket.
+async fn listening(app: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    tokio::spawn(toolmock_api::serve(
-        listener,
-        app(pool),
-        std::future::pending(),
-    ));
+    tokio::spawn(toolmock_api::serve(listener, app, std::future::pending()));
     format!("http://{address}")
 }
 
@@ -114,6 +117,19 @@ async fn run_through_a_worker(
     (out, took)
 }
 
+/// One attempt of `case` through a worker whose agent services reach the
+/// API at `api`: the attempt as `run_through_a_worker` answers it.
+async fn one_attempt(pool: &PgPool, mut case: Value, api: String) -> Value {
+    case["attempts"] = json!(1);
+    let (attempts, _) = run_through_a_worker(
+        pool,
+        json!([case]),
+        agents(Some(api), Duration::from_secs(30)),
+    )
+    .await;
+    attempts[0].clone()
+}
+
 /// The service is on 127.0.0.1: private targets are allowed explicitly.
 fn agents(api: Option<String>, timeout: Duration) -> Agents {
     Agents {
@@ -168,6 +184,9 @@ async fn an_agent_service_plays_the_attempt_through_the_api_and_finishes_it(pool
         assert_eq!(body["case"]["data"], json!({"customer": "c-7"}));
         assert_eq!(body["case"]["messages"], json!(["milk", "b"]));
         assert_eq!(body["case"]["name"], "service notes");
+        // No simulated user: nobody to ask.
+        assert_eq!(body["case"]["user"], false);
+        assert_eq!(body.get("ask_user_url"), None);
     }
     // And what the API answered it: the mocks' results, then the finish.
     let played = get(&format!("{}/played", service.url)).await;
@@ -239,18 +258,12 @@ async fn a_service_that_refuses_or_cannot_be_reached_ends_harness_error(pool: Pg
 async fn a_redirect_from_an_agent_service_is_refused_never_followed(pool: PgPool) {
     let service = service();
     let api = listening_api(&pool).await;
-    let mut case = http_case(&format!("{}/redirect", service.url));
-    case["attempts"] = json!(1);
-    let (attempts, _) = run_through_a_worker(
-        &pool,
-        json!([case]),
-        agents(Some(api), Duration::from_secs(30)),
-    )
-    .await;
-    assert_eq!(attempts[0]["outcome"], "harness_error", "{:#}", attempts[0]);
-    assert_eq!(attempts[0]["codes"], json!(["agent_service_refused"]));
-    assert_eq!(attempts[0]["calls"], 0);
-    let message = first_message(&pool, &attempts[0]).await;
+    let case = http_case(&format!("{}/redirect", service.url));
+    let attempt = one_attempt(&pool, case, api).await;
+    assert_eq!(attempt["outcome"], "harness_error", "{attempt:#}");
+    assert_eq!(attempt["codes"], json!(["agent_service_refused"]));
+    assert_eq!(attempt["calls"], 0);
+    let message = first_message(&pool, &attempt).await;
     assert!(message.contains("redirect (HTTP 307)"), "{message}");
     let received = get(&format!("{}/received", service.url)).await;
     let paths: Vec<&str> = received
@@ -305,4 +318,104 @@ async fn first_message(pool: &PgPool, attempt: &Value) -> String {
         .fetch_one(pool)
         .await
         .unwrap()
+}
+
+/// An `http` case whose user `user_model` (a model of the conversation
+/// server) plays: the user wants the note "milk", and the service must tell
+/// it the note's id.
+fn user_case(url: &str) -> Value {
+    json!({"name": "service asks", "attempts": 2,
+           "driver": {"type": "http", "url": url},
+           "user": {"type": "model", "instructions": "You want a note.\nThe note says: milk", "max_turns": 4},
+           "expect": {"final_state": {"subset": {"last": "milk"}}, "agent_said": {"contains": ["n-1"]}}})
+}
+
+/// The API on a real socket, its simulated users played by `user` of the
+/// conversation server.
+async fn listening_playing(pool: &PgPool, server: &Server, user: &str) -> String {
+    let config = ApiConfig {
+        user_model: Some(model(server, user)),
+        ..ApiConfig::default()
+    };
+    listening(app_with(pool, config)).await
+}
+
+/// An agent service meets its case's simulated user (issue 35): the worker
+/// hands it `ask_user_url` and says the case has a user; the service asks
+/// the user (the API's user model) through it until the user ends the
+/// conversation, calling the tools as it goes, and finishes. The
+/// conversation is kept with both roles and judged by the finish.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn an_agent_service_talks_with_its_simulated_user_through_ask_user(pool: PgPool) {
+    let service = service();
+    let server = server();
+    let api = listening_playing(&pool, &server, "customer").await;
+    let (attempts, _) = run_through_a_worker(
+        &pool,
+        json!([user_case(&format!("{}/play", service.url))]),
+        agents(Some(api.clone()), Duration::from_secs(30)),
+    )
+    .await;
+    for attempt in &attempts {
+        assert_eq!(attempt["outcome"], "passed", "{attempt:#}");
+        assert_eq!(attempt["calls"], 1);
+        assert_eq!(attempt["unmet"], json!([]));
+        let id = attempt["id"].as_str().unwrap().to_owned();
+        let seen = view(&app(&pool), &(id, String::new())).await;
+        assert_eq!(turns(&seen), expected_turns(), "{seen:#}");
+    }
+    let received = get(&format!("{}/received", service.url)).await;
+    for handover in received.as_array().unwrap() {
+        let body = &handover["body"];
+        let id = body["attempt"].as_str().unwrap();
+        assert_eq!(body["case"]["user"], true);
+        assert_eq!(
+            body["ask_user_url"],
+            format!("{api}/api/attempts/{id}/ask-user")
+        );
+    }
+    let played = get(&format!("{}/played", service.url)).await;
+    for attempt in played.as_array().unwrap() {
+        let asks = attempt["asks"].as_array().unwrap();
+        assert_eq!(asks.len(), 3, "{attempt:#}");
+        assert_eq!(asks[2]["body"]["stop"], "###STOP###");
+        assert_eq!(attempt["finish"]["body"]["outcome"], "passed");
+    }
+
+    // A user that never ends the conversation uses up its turns: the
+    // service's note is not the one wanted, and the verdict says so.
+    let chatty = listening_playing(&pool, &server, "customer_chatty").await;
+    let case = user_case(&format!("{}/play", service.url));
+    let attempt = one_attempt(&pool, case, chatty).await;
+    assert_eq!(attempt["outcome"], "failed", "{attempt:#}");
+    let codes: Vec<&str> = attempt["unmet"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"turn_limit"), "{codes:?}");
+}
+
+/// A user model the API cannot reach (or none configured) ends the
+/// service's attempt `harness_error` (`user_unavailable`): never a pass,
+/// though the service finished it.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn an_unreachable_user_model_ends_the_service_attempt_harness_error(pool: PgPool) {
+    let service = service();
+    let server = server();
+    for api in [
+        listening_playing(&pool, &server, "unavailable").await,
+        listening_api(&pool).await,
+    ] {
+        let case = user_case(&format!("{}/play", service.url));
+        let attempt = one_attempt(&pool, case, api).await;
+        assert_eq!(attempt["outcome"], "harness_error", "{attempt:#}");
+        assert_eq!(attempt["codes"], json!(["user_unavailable"]));
+    }
+    let played = get(&format!("{}/played", service.url)).await;
+    for attempt in played.as_array().unwrap() {
+        assert_eq!(attempt["asks"][0]["status"], 424, "{attempt:#}");
+        assert_eq!(attempt["finish"]["body"]["outcome"], "harness_error");
+    }
 }

@@ -68,7 +68,12 @@ pub(crate) fn spawn_fixture(script: &str, args: &[&str]) -> (Child, u16) {
 }
 
 pub(crate) fn server() -> Server {
-    let (child, port) = spawn_fixture("fixtures/conversation-server/server.py", &[]);
+    server_with(&[])
+}
+
+/// The conversation server started with `args` (e.g. `--delay-ms N`).
+pub(crate) fn server_with(args: &[&str]) -> Server {
+    let (child, port) = spawn_fixture("fixtures/conversation-server/server.py", args);
     Server {
         child,
         url: format!("http://127.0.0.1:{port}/v1"),

@@ -5,16 +5,20 @@
 //! (`fixtures/conversation-server/`, which checks what a user model is
 //! sent), against PostgreSQL. The conversation is kept with its roles, the
 //! finish judges it, a used-up turn limit is an unmet `turn_limit` and a
-//! user model fault a `user_unavailable` / `user_failed` harness error.
+//! user model fault a `user_unavailable` / `user_failed` harness error; two
+//! asks at once on two API processes: one answered, one `user_busy`; an
+//! agent's own `ask_user` refused at the start.
 
-use crate::agents::{Server, model, notes_document, server};
+use crate::agents::{Server, model, notes_document, server, server_with};
 use crate::common::*;
 use axum::Router;
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::path::{Path, PathBuf};
-use toolmock_api::ApiConfig;
+use toolmock_api::{ApiConfig, AppState, AuthConfig, router};
+use toolmock_store::PgStore;
+use toolmock_store::testkit::app_pool;
 
 /// The API with `user` (a model of the conversation server) playing
 /// simulated users.
@@ -101,7 +105,7 @@ async fn finish(app: &Router, (id, capability): &(String, String)) -> Value {
     reply.json
 }
 
-async fn view(app: &Router, (id, _): &(String, String)) -> Value {
+pub(crate) async fn view(app: &Router, (id, _): &(String, String)) -> Value {
     let bearer = token("acme", &[RUN]);
     let reply = send(
         app,
@@ -116,7 +120,7 @@ async fn view(app: &Router, (id, _): &(String, String)) -> Value {
 }
 
 /// The conversation's turns as (role, text, stop), without times.
-fn turns(view: &Value) -> Vec<(String, String, Option<String>)> {
+pub(crate) fn turns(view: &Value) -> Vec<(String, String, Option<String>)> {
     view["conversation"]
         .as_array()
         .unwrap()
@@ -131,7 +135,7 @@ fn turns(view: &Value) -> Vec<(String, String, Option<String>)> {
         .collect()
 }
 
-fn expected_turns() -> Vec<(String, String, Option<String>)> {
+pub(crate) fn expected_turns() -> Vec<(String, String, Option<String>)> {
     [
         ("user", "I need a note, please.", None),
         ("assistant", "What should the note say?", None),
@@ -356,4 +360,198 @@ async fn the_python_sdk_asks_the_simulated_user_over_the_mcp_endpoint(pool: PgPo
     // The same words leave the same conversation as over HTTP.
     let seen = view(&app, &attempts[0]).await;
     assert_eq!(turns(&seen), expected_turns(), "{seen:#}");
+}
+
+/// An API process playing simulated users with `user` of `server`: its own
+/// pool, store and dispatcher over the test's database.
+async fn process_playing(pool: &PgPool, server: &Server, user: &str) -> Router {
+    let store = PgStore::new(app_pool(pool).await);
+    let auth = AuthConfig::hs256(SECRET).unwrap();
+    let config = ApiConfig {
+        user_model: Some(model(server, user)),
+        ..ApiConfig::default()
+    };
+    router(AppState::over_store(store, auth, config))
+}
+
+/// Two asks of one attempt at once, each served by its own API process,
+/// while the user model takes a second to answer: both read the same
+/// conversation and both ask the model, but only one reply can be kept
+/// where the conversation goes on. The other ask is answered 409
+/// `user_busy` and keeps nothing: the conversation holds one user turn,
+/// and goes on from it.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn two_asks_at_once_on_two_processes_one_is_answered_the_other_user_busy(pool: PgPool) {
+    let server = server_with(&["--delay-ms", "1000"]);
+    let (one, two) = (
+        process_playing(&pool, &server, "customer").await,
+        process_playing(&pool, &server, "customer").await,
+    );
+    let mut document = external_case(json!({}));
+    document["cases"][0]["attempts"] = json!(1);
+    let attempt = &started(&one, &document).await[0];
+    let (a, b) = tokio::join!(ask(&one, attempt, json!({})), ask(&two, attempt, json!({})));
+    let mut replies = [a, b];
+    replies.sort_by_key(|r| r.status);
+    let [answered, busy] = replies;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.json);
+    assert_eq!(answered.json, json!({"reply": "I need a note, please."}));
+    assert_eq!(
+        (busy.status, busy.code()),
+        (StatusCode::CONFLICT, "user_busy"),
+        "{}",
+        busy.json
+    );
+    // Both asked the model, at the same time: they overlapped.
+    let counts: Value = reqwest::get(server.url.replace("/v1", "/counts"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(counts["customer"], 2, "{counts}");
+    assert_eq!(counts["max_in_flight"], 2, "{counts}");
+    let seen = view(&one, attempt).await;
+    assert_eq!(turns(&seen), expected_turns()[..1], "{seen:#}");
+    assert_eq!(seen["harness_errors"], json!([]), "{seen:#}");
+    // The conversation goes on from the one reply kept, on either process.
+    let said = json!({"message": "What should the note say?"});
+    assert_eq!(asked(&two, attempt, said).await, json!({"reply": "milk"}));
+    assert_eq!(turns(&view(&one, attempt).await), expected_turns()[..3]);
+}
+
+/// An ask that arrives while another ask of the same attempt waits for
+/// the user's reply — the first has kept the agent's message already — is
+/// answered 409 `user_busy` at once and keeps nothing, on another process
+/// too: the conversation holds the first ask's message and the reply to
+/// it, never the later message beside it.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn an_ask_while_another_waits_for_the_reply_keeps_nothing(pool: PgPool) {
+    let server = server_with(&["--delay-ms", "1000"]);
+    let (one, two) = (
+        process_playing(&pool, &server, "customer").await,
+        process_playing(&pool, &server, "customer").await,
+    );
+    let mut document = external_case(json!({}));
+    document["cases"][0]["attempts"] = json!(1);
+    let attempt = &started(&one, &document).await[0];
+    assert_eq!(
+        asked(&one, attempt, json!({})).await,
+        json!({"reply": "I need a note, please."})
+    );
+    let first = ask(
+        &one,
+        attempt,
+        json!({"message": "What should the note say?"}),
+    );
+    let later = async {
+        // The first has kept its message and waits for the user model.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        ask(&two, attempt, json!({"message": "Are you still there?"})).await
+    };
+    let (first, later) = tokio::join!(first, later);
+    assert_eq!(first.status, StatusCode::OK, "{}", first.json);
+    assert_eq!(first.json, json!({"reply": "milk"}));
+    assert_eq!(
+        (later.status, later.code()),
+        (StatusCode::CONFLICT, "user_busy"),
+        "{}",
+        later.json
+    );
+    let seen = view(&two, attempt).await;
+    assert_eq!(turns(&seen), expected_turns()[..3], "{seen:#}");
+    assert_eq!(seen["harness_errors"], json!([]), "{seen:#}");
+}
+
+/// How many simulations and attempts the database holds.
+async fn started_rows(pool: &PgPool) -> (i64, i64) {
+    sqlx::query_as("SELECT (SELECT count(*) FROM simulations), (SELECT count(*) FROM attempts)")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// An operation or workflow of the agent's called `ask_user`, in a
+/// simulation with a case that talks with its simulated user through the
+/// API, would hide the user's `ask_user` on the attempt's MCP endpoint: the
+/// start refuses it (422, `duplicate_tool_name` at its pointer) and starts
+/// nothing. Without such a case, or with a model agent's user (which
+/// nobody asks over MCP), the same tools start.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn an_agent_tool_called_ask_user_is_refused_at_the_start(pool: PgPool) {
+    let server = server();
+    let app = app_playing(&pool, &server, "customer");
+    let bearer = token("acme", &[RUN]);
+    // An operation of a tool the agent calls.
+    let mut operation = external_case(json!({}));
+    operation["tools"][0]["operations"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "ask_user", "description": "Asks.", "input_schema": {"type": "object"}, "output_schema": {"type": "object"}}));
+    operation["tools"][0]["definitions"]["ask_user"] = json!({
+        "schema_version": 1, "default_variant": "ok",
+        "variants": {"ok": {"result": {}}},
+        "examples": [{"variant": "ok", "input": {}, "expected": {}}]});
+    // A workflow the agent calls.
+    let mut workflow = external_case(json!({}));
+    workflow["agent"]["tools"] = json!(["notes", "ask_user"]);
+    workflow["agent"]["workflows"] =
+        json!([{"name": "ask_user", "nodes": [{"type": "return", "id": "done", "value": {}}]}]);
+    // An operation of a library tool (its operations are the tenant's).
+    let manager = token("acme", &[MANAGE]);
+    let desk = json!({"name": "desk", "source": {"type": "custom", "operations": [
+        {"name": "ask_user", "input_schema": {"type": "object"}}]}});
+    let created = send(
+        &app,
+        Method::POST,
+        "/api/tools",
+        Some(&manager),
+        Some(&desk),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.json);
+    let library = json!({
+        "simulation_version": 1, "name": "desk", "allow_incomplete": true,
+        "tools": [{"name": "desk", "from": "library", "id": created.json["id"]}],
+        "agent": {"name": "clerk", "tools": ["desk"]},
+        "cases": [{"name": "asks", "driver": {"type": "external"},
+                   "user": {"type": "model", "instructions": "x"}}]});
+    for (document, at) in [
+        (&operation, "/tools/0/operations/2/name"),
+        (&workflow, "/agent/workflows/0/name"),
+        (&library, "/tools/0"),
+    ] {
+        let reply = start(&app, &bearer, document).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            reply.json
+        );
+        assert_eq!(reply.code(), "invalid_simulation", "{}", reply.json);
+        let problems = reply.problems();
+        assert_eq!(problems.len(), 1, "{}", reply.json);
+        assert_eq!(problems[0]["code"], "duplicate_tool_name");
+        assert_eq!(problems[0]["path"], at);
+        assert_eq!(started_rows(&pool).await, (0, 0), "nothing started");
+    }
+    // No case talks with a user over the API: nothing to hide.
+    for (driver, user) in [
+        (json!({"type": "external"}), Value::Null),
+        (
+            json!({"type": "model"}),
+            json!({"type": "model", "instructions": "x"}),
+        ),
+    ] {
+        for document in [&operation, &workflow, &library] {
+            let mut document = document.clone();
+            document["cases"][0]["driver"] = driver.clone();
+            document["cases"][0]["user"] = user.clone();
+            if user.is_null() {
+                document["cases"][0].as_object_mut().unwrap().remove("user");
+            }
+            let reply = start(&app, &bearer, &document).await;
+            assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.json);
+        }
+    }
 }

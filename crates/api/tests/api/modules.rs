@@ -13,8 +13,15 @@ const LAYERS: &[&[&str]] = &[
     // The one error type.
     &["error"],
     // Below the state: background jobs (runtime, simulation and store
-    // only), the generator, the token verifier.
-    &["jobs", "generator", "auth", "mcp_allow", "security_headers"],
+    // only), the generator, the token verifier, the MCP endpoint's table.
+    &[
+        "jobs",
+        "generator",
+        "auth",
+        "mcp_allow",
+        "security_headers",
+        "served_table",
+    ],
     // What every handler shares.
     &["state"],
     // Request plumbing, response views, what the API reads back.

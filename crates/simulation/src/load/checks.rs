@@ -404,14 +404,11 @@ impl Loader {
             return;
         };
         let user_at = pointer::push(at, "user");
-        if matches!(
-            case.driver,
-            DriverDoc::Scripted { .. } | DriverDoc::Http { .. }
-        ) {
+        if matches!(case.driver, DriverDoc::Scripted { .. }) {
             self.problem(
                 user_at.clone(),
                 LoadCode::UserNotSupported,
-                "a simulated user talks with a model agent (a model driver) or an agent outside toolmock (an external driver, through toolmock serve or the API's ask-user); this driver holds no conversation",
+                "a simulated user talks with a model agent (a model driver) or an agent outside toolmock (an external or http driver, through toolmock serve or the API's ask-user); a scripted driver holds no conversation",
             );
         }
         for (t, tool) in tools.iter().enumerate() {
