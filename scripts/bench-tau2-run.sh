@@ -39,6 +39,6 @@ for run in $(seq 1 "$runs"); do
         --user-model tau2_user > "$out/results.json" 2> "$out/run.stderr" || { tail -5 "$out/run.stderr"; exit 1; }
     tail -1 "$out/run.stderr"
     grep -h "ran .* attempts in" "$out/run.stderr" || true
-    python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["summary"]; print(f"  {s[\"passed\"]} of {s[\"attempts\"]} attempts passed"); sys.exit(s["passed"] != s["attempts"])' "$out/results.json"
+    python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["summary"]; print("  %d of %d attempts passed" % (s["passed"], s["attempts"])); sys.exit(s["passed"] != s["attempts"])' "$out/results.json"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
