@@ -374,6 +374,23 @@ async fn process_playing(pool: &PgPool, server: &Server, user: &str) -> Router {
     router(AppState::over_store(store, auth, config))
 }
 
+/// Two API processes playing the user of `server` (a user model that
+/// takes a second to answer), and the one attempt of an external case
+/// started on the first.
+async fn one_attempt_on_two_processes(
+    pool: &PgPool,
+    server: &Server,
+) -> (Router, Router, (String, String)) {
+    let (one, two) = (
+        process_playing(pool, server, "customer").await,
+        process_playing(pool, server, "customer").await,
+    );
+    let mut document = external_case(json!({}));
+    document["cases"][0]["attempts"] = json!(1);
+    let attempt = started(&one, &document).await.remove(0);
+    (one, two, attempt)
+}
+
 /// Two asks of one attempt at once, each served by its own API process,
 /// while the user model takes a second to answer: both read the same
 /// conversation and both ask the model, but only one reply can be kept
@@ -383,13 +400,8 @@ async fn process_playing(pool: &PgPool, server: &Server, user: &str) -> Router {
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn two_asks_at_once_on_two_processes_one_is_answered_the_other_user_busy(pool: PgPool) {
     let server = server_with(&["--delay-ms", "1000"]);
-    let (one, two) = (
-        process_playing(&pool, &server, "customer").await,
-        process_playing(&pool, &server, "customer").await,
-    );
-    let mut document = external_case(json!({}));
-    document["cases"][0]["attempts"] = json!(1);
-    let attempt = &started(&one, &document).await[0];
+    let (one, two, attempt) = one_attempt_on_two_processes(&pool, &server).await;
+    let attempt = &attempt;
     let (a, b) = tokio::join!(ask(&one, attempt, json!({})), ask(&two, attempt, json!({})));
     let mut replies = [a, b];
     replies.sort_by_key(|r| r.status);
@@ -428,13 +440,8 @@ async fn two_asks_at_once_on_two_processes_one_is_answered_the_other_user_busy(p
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn an_ask_while_another_waits_for_the_reply_keeps_nothing(pool: PgPool) {
     let server = server_with(&["--delay-ms", "1000"]);
-    let (one, two) = (
-        process_playing(&pool, &server, "customer").await,
-        process_playing(&pool, &server, "customer").await,
-    );
-    let mut document = external_case(json!({}));
-    document["cases"][0]["attempts"] = json!(1);
-    let attempt = &started(&one, &document).await[0];
+    let (one, two, attempt) = one_attempt_on_two_processes(&pool, &server).await;
+    let attempt = &attempt;
     assert_eq!(
         asked(&one, attempt, json!({})).await,
         json!({"reply": "I need a note, please."})
