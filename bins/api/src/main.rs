@@ -462,17 +462,10 @@ fn serve(args: ServeArgs) -> Result<(), String> {
 }
 
 fn seed(args: &SeedArgs) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    runtime.block_on(async {
-        let pool = toolmock_store::connect(&args.database_url, 2)
+    with_pool(&args.database_url, 2, async |pool| {
+        let report = toolmock_api::seed::seed(pool, &args.tenant, &args.folder)
             .await
-            .map_err(|e| format!("cannot connect to the database: {e}"))?;
-        let result = toolmock_api::seed::seed(pool.clone(), &args.tenant, &args.folder).await;
-        pool.close().await;
-        let report = result.map_err(|e| format!("{}: {e}", e.code()))?;
+            .map_err(|e| format!("{}: {e}", e.code()))?;
         for (action, what) in &report.lines {
             println!("{:<10}  {what}", action.as_str());
         }
@@ -489,14 +482,7 @@ fn seed(args: &SeedArgs) -> Result<(), String> {
 }
 
 fn budget(args: &BudgetArgs) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    runtime.block_on(async {
-        let pool = toolmock_store::connect(&args.database_url, 1)
-            .await
-            .map_err(|e| format!("cannot connect to the database: {e}"))?;
+    with_pool(&args.database_url, 1, async |pool| {
         toolmock_store::check_schema(&pool)
             .await
             .map_err(|e| format!("{}: {e}", e.code()))?;
@@ -515,7 +501,6 @@ fn budget(args: &BudgetArgs) -> Result<(), String> {
             Ok(()) => store.tenant_budget(tenant).await,
             Err(e) => Err(e),
         };
-        pool.close().await;
         let now = now.map_err(|e| format!("{}: {e}", e.code()))?;
         let shown = |n: Option<String>| n.unwrap_or_else(|| "none".into());
         match now {
@@ -538,20 +523,34 @@ fn budget(args: &BudgetArgs) -> Result<(), String> {
 
 fn migrate(args: &MigrateArgs) -> Result<(), String> {
     init_logging(args.log_format);
+    with_pool(&args.database_url, 1, async |pool| {
+        toolmock_store::migrate(&pool)
+            .await
+            .map_err(|e| format!("migrations failed: {e}"))?;
+        tracing::info!("migrated");
+        Ok(())
+    })
+}
+
+/// Runs `work` on a one-thread runtime with a pool of `size` connections to
+/// `url` (a one-shot command's), closing the pool once `work` is done,
+/// whatever it answered.
+fn with_pool(
+    url: &str,
+    size: u32,
+    work: impl AsyncFnOnce(sqlx::PgPool) -> Result<(), String>,
+) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
     runtime.block_on(async {
-        let pool = toolmock_store::connect(&args.database_url, 1)
+        let pool = toolmock_store::connect(url, size)
             .await
             .map_err(|e| format!("cannot connect to the database: {e}"))?;
-        toolmock_store::migrate(&pool)
-            .await
-            .map_err(|e| format!("migrations failed: {e}"))?;
+        let done = work(pool.clone()).await;
         pool.close().await;
-        tracing::info!("migrated");
-        Ok(())
+        done
     })
 }
 
