@@ -215,3 +215,49 @@ async fn a_redirected_text_log_has_no_colour_codes(pool: PgPool) {
         "colour codes in a redirected log: {log:?}"
     );
 }
+
+/// `toolmock-api budget` sets a tenant's default budget, shows it, and
+/// clears it, on a migrated database; it names the tenant by its mapped id.
+#[sqlx::test(migrations = false)]
+async fn budget_sets_shows_and_clears_a_tenants_default(pool: PgPool) {
+    let url = database_url(&pool, None).await;
+    let run = |args: &[&str]| {
+        let out = binary()
+            .args(["budget", "--database-url", &url, "--tenant", "acme"])
+            .args(args)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        (
+            out.status.success(),
+            stdout,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // Not migrated yet: the schema check refuses, nothing is written.
+    let (ok, _, err) = run(&["--max-tokens", "100"]);
+    assert!(!ok, "{err}");
+    let migrated = binary()
+        .args(["migrate", "--database-url", &url])
+        .output()
+        .unwrap();
+    assert!(migrated.status.success());
+    let (ok, out, err) = run(&["--max-tokens", "100", "--max-cost", "2.5"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("default budget max_tokens 100, max_cost 2.5"),
+        "{out}"
+    );
+    let (ok, out, err) = run(&[]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("default budget max_tokens 100, max_cost 2.5"),
+        "{out}"
+    );
+    let (ok, out, err) = run(&["--clear"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("\"acme\"") && out.contains("no default budget"),
+        "{out}"
+    );
+}
