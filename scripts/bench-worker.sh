@@ -115,7 +115,10 @@ for _ in $(seq 1 200); do
         --data-binary "@$work/one.json" "$url/api/simulations"
     wait_finished 0.05
 done
-psql_app "SELECT extract(epoch FROM (SELECT min(b.begun_at) FROM calls_begun b WHERE b.attempt_id = a.id) \
+# A call's begin mark: a calls_begun row, or its evidence row's flag.
+psql_app "SELECT extract(epoch FROM LEAST( \
+        (SELECT min(b.begun_at) FROM calls_begun b WHERE b.attempt_id = a.id), \
+        (SELECT min(e.started_at) FROM evidence e WHERE e.attempt_id = a.id AND e.begin_mark)) \
     - a.queued_at) * 1000 FROM attempts a WHERE a.simulation_id <> '$first_sim'" >"$work/claims"
 
 anchor="$root/../shared/anchors/pgbench"

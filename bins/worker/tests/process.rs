@@ -503,13 +503,16 @@ async fn two_workers_run_a_thousand_queued_attempts_each_exactly_once(pool: PgPo
     .await
     .unwrap();
     assert_eq!(calls, [(2, 1000)]);
-    // Every call's begin mark was written (with its evidence, on the
-    // workers' one-statement path), once.
-    let marks: i64 = sqlx::query_scalar("SELECT count(*) FROM calls_begun")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    assert_eq!(marks, 2000);
+    // Every call's begin mark was written once, as its evidence row's flag
+    // (the workers' one-statement path), never as a row of its own.
+    let marks: (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM evidence WHERE begin_mark), \
+             (SELECT count(*) FROM calls_begun)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(marks, (2000, 0));
     let judged: i64 = sqlx::query_scalar("SELECT count(*) FROM attempt_judgements")
         .fetch_one(&pool)
         .await

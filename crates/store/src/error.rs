@@ -22,6 +22,9 @@ pub enum SqlState {
     /// `TM012`: a capability's revocation would be cleared or moved, or the
     /// capability moved to another attempt, tenant or token.
     FinalRevocation,
+    /// `TM013`: a state row's copies of its attempt's status and lease
+    /// epoch would be written other than as the attempt's own.
+    ForgedAttemptCopy,
 }
 
 impl SqlState {
@@ -32,6 +35,7 @@ impl SqlState {
         SqlState::FinalAttempt,
         SqlState::SealedAttempt,
         SqlState::FinalRevocation,
+        SqlState::ForgedAttemptCopy,
     ];
 
     /// The five-character SQLSTATE.
@@ -42,6 +46,7 @@ impl SqlState {
             SqlState::FinalAttempt => "TM010",
             SqlState::SealedAttempt => "TM011",
             SqlState::FinalRevocation => "TM012",
+            SqlState::ForgedAttemptCopy => "TM013",
         }
     }
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 use toolmock_runtime::backend::{Backend, EvidenceSink, FixtureStore};
 use toolmock_runtime::dispatcher::StartedSimulation;
 use toolmock_runtime::error::{DispatchError, HarnessCode, StoreError};
-use toolmock_runtime::model::{AttemptId, InlineTool, TenantId};
+use toolmock_runtime::model::{AttemptId, AttemptOutcome, InlineTool, TenantId, Verdict};
 use toolmock_runtime::testkit::Rig;
 use toolmock_runtime::{Dispatcher, MemoryStore, ToolCall};
 use toolmock_store::testkit::{app_pool, counted_app_pool, op, start_tool};
@@ -101,7 +101,11 @@ async fn count(pool: &PgPool, table: &str, attempt: AttemptId) -> i64 {
         "evidence" => "SELECT count(*) FROM evidence WHERE attempt_id = $1",
         "tool_input_errors" => "SELECT count(*) FROM tool_input_errors WHERE attempt_id = $1",
         "harness_errors" => "SELECT count(*) FROM harness_errors WHERE attempt_id = $1",
-        _ => "SELECT count(*) FROM calls_begun WHERE attempt_id = $1",
+        // The marks: committed on their own, or carried by evidence.
+        _ => {
+            "SELECT (SELECT count(*) FROM calls_begun WHERE attempt_id = $1) \
+                  + (SELECT count(*) FROM evidence WHERE attempt_id = $1 AND begin_mark)"
+        }
     };
     sqlx::query_scalar(sql)
         .bind(attempt.as_uuid())
@@ -231,6 +235,118 @@ async fn a_fenced_out_call_on_the_copy_writes_nothing(pool: PgPool) {
         (state.version, state.state.get("last")),
         (2, Some(&json!("b")))
     );
+}
+
+/// A call in flight whose begin mark was committed apart (as a real-tools
+/// call's is), as it stands until it commits: the attempt's state row
+/// written (and so locked) and the call's evidence inserted.
+const CALL_IN_FLIGHT: [&str; 2] = [
+    "UPDATE attempt_state SET version = version + 1, updated_at = now() WHERE attempt_id = $1",
+    "INSERT INTO evidence (tenant_id, attempt_id, tool_name, operation_name, pin_kind, \
+         tool_id, operation_id, revision, definition_hash, executor, arguments, result, \
+         state_before, state_after, state_version_before, state_version_after, delay_ms, \
+         started_at, duration_us) \
+     SELECT tenant_id, attempt_id, tool_name, operation_name, pin_kind, tool_id, operation_id, \
+         revision, definition_hash, executor, arguments, result, state_after, state_after, \
+         state_version_after, state_version_after + 1, delay_ms, started_at, duration_us \
+     FROM evidence WHERE attempt_id = $1 ORDER BY id DESC LIMIT 1",
+];
+
+/// The fence is on the state row, not on a lock of the attempt's row
+/// (issue 37): a finish waits for a call holding the state row before it
+/// counts, so the call's record is counted with its mark (the attempt
+/// passes; counted before, the mark without its record would fail it as
+/// `storage_failed`); a call on the copy after the finish writes nothing.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_finish_waits_for_the_call_in_flight_and_counts_it(pool: PgPool) {
+    let (rig, _store, tenant, started) = held(&pool, false).await;
+    let attempt = started.attempts[0].id;
+    add(&rig.dispatcher, tenant, &started, "a").await.unwrap();
+    sqlx::query(
+        "INSERT INTO calls_begun (tenant_id, attempt_id, begun_at) \
+         SELECT tenant_id, id, now() FROM attempts WHERE id = $1",
+    )
+    .bind(attempt.as_uuid())
+    .execute(&pool)
+    .await
+    .unwrap();
+    let mut in_flight = pool.begin().await.unwrap();
+    for sql in CALL_IN_FLIGHT {
+        sqlx::query(sql)
+            .bind(attempt.as_uuid())
+            .execute(&mut *in_flight)
+            .await
+            .unwrap();
+    }
+    let dispatcher = rig.dispatcher.clone();
+    let finish = tokio::spawn(async move {
+        dispatcher
+            .finish_attempt(tenant, attempt, Verdict::Passed)
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !finish.is_finished(),
+        "the finish waits for the call in flight"
+    );
+    in_flight.commit().await.unwrap();
+    let outcome = finish.await.unwrap().unwrap();
+    assert_eq!(outcome, AttemptOutcome::Passed);
+    assert_eq!(
+        ledger(&pool, attempt).await,
+        (2, 2),
+        "the call in flight is counted"
+    );
+    let refused = add(&rig.dispatcher, tenant, &started, "b").await;
+    assert!(refused.is_err(), "{refused:?}");
+    assert_eq!(count(&pool, "evidence", attempt).await, 2);
+    let state = rig.backend().state(tenant, attempt).await.unwrap();
+    assert_eq!(state.version, 2);
+}
+
+/// A call whose statement began before a finish committed, and reached the
+/// state row while the finish held it, finds the row's copy of the status
+/// `finished` once the finish commits: it writes nothing and is refused as
+/// `lease_expired`, like any call after the finish (not with a storage
+/// error from the evidence's seal).
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_call_waiting_on_a_finish_writes_nothing(pool: PgPool) {
+    for fenced in [true, false] {
+        let (rig, tenant, started) = if fenced {
+            let (rig, _store, tenant, started) = held(&pool, false).await;
+            (rig, tenant, started)
+        } else {
+            let rig = Rig::new(PgStore::new(app_pool(&pool).await));
+            let (tenant, started) = start(&rig, false).await;
+            (rig, tenant, started)
+        };
+        let attempt = started.attempts[0].id;
+        add(&rig.dispatcher, tenant, &started, "a").await.unwrap();
+        let mut finishing = pool.begin().await.unwrap();
+        sqlx::query(
+            "UPDATE attempts SET status = 'finished', outcome = 'passed', finished_at = now() \
+             WHERE id = $1",
+        )
+        .bind(attempt.as_uuid())
+        .execute(&mut *finishing)
+        .await
+        .unwrap();
+        let dispatcher = rig.dispatcher.clone();
+        let call_started = started.clone();
+        let call = tokio::spawn(async move { add(&dispatcher, tenant, &call_started, "b").await });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!call.is_finished(), "the call waits for the state row");
+        finishing.commit().await.unwrap();
+        match call.await.unwrap() {
+            Err(DispatchError::Harness(fault)) => {
+                assert_eq!(fault.code, HarnessCode::LeaseExpired, "fenced: {fenced}")
+            }
+            other => panic!("fenced: {fenced}: {other:?}"),
+        }
+        assert_eq!(count(&pool, "evidence", attempt).await, 1);
+        let state = rig.backend().state(tenant, attempt).await.unwrap();
+        assert_eq!(state.version, 1);
+    }
 }
 
 /// A revoked capability: the call on the copy writes no state and no

@@ -210,6 +210,63 @@ async fn a_finished_attempt_is_sealed(pool: PgPool) {
     conn.close().await.unwrap();
 }
 
+/// A state row's copies of its attempt's status and lease epoch (the fence
+/// a call's one statement checks, issue 37) are the attempt's own: as the
+/// application role, writing them by hand is refused (TM013), a change of
+/// the attempt's epoch or status is copied in the same statement, and a
+/// finished attempt's row cannot be made running again (TM011).
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_state_rows_copies_of_its_attempt_are_the_attempts_own(pool: PgPool) {
+    let (tenant, running, finished) = attempts(&pool).await;
+    let mut conn = app_connection(&pool).await;
+    let copies = |attempt| {
+        sqlx::query_as::<_, (String, i64)>(
+            "SELECT attempt_status, attempt_epoch FROM attempt_state WHERE attempt_id = $1",
+        )
+        .bind(attempt)
+    };
+    let before = copies(running).fetch_one(&mut conn).await.unwrap();
+    assert_eq!(before.0, "running");
+    assert_eq!(
+        copies(finished).fetch_one(&mut conn).await.unwrap().0,
+        "finished"
+    );
+    for sql in [
+        "UPDATE attempt_state SET attempt_epoch = attempt_epoch + 1 WHERE tenant_id = $1 AND attempt_id = $2",
+        "UPDATE attempt_state SET attempt_status = 'finished' WHERE tenant_id = $1 AND attempt_id = $2",
+        "UPDATE attempt_state SET attempt_status = 'queued', state = '{}' WHERE tenant_id = $1 AND attempt_id = $2",
+    ] {
+        let error = sqlx::query(sql)
+            .bind(tenant)
+            .bind(running)
+            .execute(&mut conn)
+            .await
+            .expect_err(sql);
+        assert_eq!(sqlstate(&error).as_deref(), Some("TM013"), "{sql}: {error}");
+    }
+    let error = sqlx::query(
+        "UPDATE attempt_state SET attempt_status = 'running' WHERE tenant_id = $1 AND attempt_id = $2",
+    )
+    .bind(tenant)
+    .bind(finished)
+    .execute(&mut conn)
+    .await
+    .unwrap_err();
+    assert_eq!(sqlstate(&error).as_deref(), Some("TM011"), "{error}");
+    // The attempt's own change is copied, in the statement that makes it.
+    sqlx::query(
+        "UPDATE attempts SET lease_epoch = lease_epoch + 1 WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(tenant)
+    .bind(running)
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    let after = copies(running).fetch_one(&mut conn).await.unwrap();
+    assert_eq!(after, ("running".to_owned(), before.1 + 1));
+    conn.close().await.unwrap();
+}
+
 /// A capability is revoked once and for good (issue 32, item 8): as the
 /// application role, revoking works, but clearing or moving the revocation,
 /// or moving the capability to another attempt, is refused (TM012).

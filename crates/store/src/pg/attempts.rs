@@ -211,16 +211,19 @@ impl AttemptStore for PgStore {
         let mut tx = db(self.pool.begin().await)?;
         // FOR UPDATE: excludes other finishes, harness-error writes (FOR NO
         // KEY UPDATE) and begin marks in flight (their foreign key's KEY
-        // SHARE) of this attempt until the outcome is written.
+        // SHARE) of this attempt until the outcome is written; the state
+        // row's lock (FOR NO KEY UPDATE, as a call's update) waits for a
+        // call in flight, so that it is counted below.
         // The fence (when this store holds the attempt) is read under the
         // same row lock: a holder whose lease was reaped, released or ran
         // out finishes nothing.
         let held = owner.is_some();
         let row: Option<(String, DateTime<Utc>, bool)> = db(sqlx::query_as(
-            "SELECT status, lease_expires_at, \
-                 ($3::text IS NULL OR (lease_owner = $3 AND lease_epoch = $4 \
-                     AND lease_expires_at > clock_timestamp())) \
-             FROM attempts WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+            "SELECT a.status, a.lease_expires_at, \
+                 ($3::text IS NULL OR (a.lease_owner = $3 AND a.lease_epoch = $4 \
+                     AND a.lease_expires_at > clock_timestamp())) \
+             FROM attempts a JOIN attempt_state s ON s.tenant_id = a.tenant_id AND s.attempt_id = a.id \
+             WHERE a.tenant_id = $1 AND a.id = $2 FOR UPDATE OF a FOR NO KEY UPDATE OF s",
         )
         .bind(tenant.as_uuid())
         .bind(attempt.as_uuid())
@@ -255,8 +258,7 @@ impl AttemptStore for PgStore {
                           + (SELECT count(*) FROM tool_input_errors WHERE tenant_id = $1 AND attempt_id = $2) \
                           + (SELECT count(*) FROM harness_errors WHERE tenant_id = $1 AND attempt_id = $2) \
                               AS recorded, \
-                            (SELECT count(*) FROM calls_begun WHERE tenant_id = $1 AND attempt_id = $2) \
-                              AS begun, \
+                            toolmock_calls_begun(tenant_id => $1, attempt_id => $2) AS begun, \
                             NOT EXISTS (SELECT 1 FROM attempt_capabilities \
                                 WHERE tenant_id = $1 AND attempt_id = $2 AND revoked_at IS NULL) \
                               AS revoked), \

@@ -4,12 +4,15 @@
 //! own attempt, or an external agent's served by this API process) takes
 //! the one-statement path: the step is evaluated on the store's copy of
 //! the row (`held`), and one statement checks the capability, the lease
-//! and the fence under the attempt row's share lock, writes the state only
-//! when the row still has the copy's version, and records the evidence and
-//! the call's begin mark from that write. Every other call, and any call
-//! whose copy turns out stale (another process or a concurrent call wrote
-//! the row), takes the locked path: lock the state row, check, evaluate,
-//! write, commit — and its row becomes the copy.
+//! and the fence, writes the state only when the row still has the copy's
+//! version and its copies of the attempt's status and epoch still allow
+//! it, and records the evidence (which is also the call's begin mark) from
+//! that write. It writes no other row and locks none: a finish, a reap or
+//! a release changes the state row's copies, so it waits for a call
+//! holding the row and a call after it writes nothing. Every other call,
+//! and any call whose copy turns out stale (another process or a
+//! concurrent call wrote the row), takes the locked path: lock the state
+//! row, check, evaluate, write, commit — and its row becomes the copy.
 
 use super::held::{Copy, Held};
 use super::{Db, PgStore, db, rollback};
@@ -171,16 +174,16 @@ impl FixtureStore for PgStore {
         // are checked in the same statement.
         let locked: Option<LockedStateRow> = db(sqlx::query_as(
             "SELECT s.state, s.version, s.form, a.simulation_id, \
-                 (a.status = 'running' AND c.revoked_at IS NULL \
+                 (s.attempt_status = 'running' AND c.revoked_at IS NULL \
                      AND a.lease_expires_at > CASE WHEN $5::text IS NULL THEN $4 \
                          ELSE clock_timestamp() END) AS live, \
-                 ($5::text IS NULL OR (a.lease_owner = $5 AND a.lease_epoch = $6 \
+                 ($5::text IS NULL OR (s.attempt_epoch = $6 AND a.lease_owner = $5 \
                      AND a.lease_expires_at > clock_timestamp())) AS holds \
              FROM attempt_state s \
              JOIN attempts a ON a.tenant_id = s.tenant_id AND a.id = s.attempt_id \
              JOIN attempt_capabilities c ON c.tenant_id = s.tenant_id AND c.attempt_id = s.attempt_id \
              WHERE s.tenant_id = $1 AND s.attempt_id = $2 AND c.token_hash = $3 \
-             FOR UPDATE OF s FOR SHARE OF a",
+             FOR UPDATE OF s",
         )
         .bind(binding.tenant.as_uuid())
         .bind(binding.attempt.as_uuid())
@@ -202,9 +205,9 @@ impl FixtureStore for PgStore {
             rollback(tx).await?;
             return Err(ApplyError::CapabilityRejected);
         };
-        // The fence, under the attempt row's share lock held to the commit:
-        // the reaper's or a release's epoch change waits for this call, and
-        // a call after it writes nothing.
+        // The fence, on the state row locked to the commit: the reaper's or
+        // a release's epoch change (which writes the row's copy) waits for
+        // this call, and a call after it writes nothing.
         if !holds {
             rollback(tx).await?;
             return Err(ApplyError::Store(self.fenced()));
@@ -310,19 +313,21 @@ struct CallSite<'a> {
     now: DateTime<Utc>,
     /// This store's fence of the attempt (owner, epoch), if it holds one.
     fence: (Option<&'a str>, Option<i64>),
-    /// Whether the call's begin mark is written with its evidence.
+    /// Whether the call's evidence row is also its begin mark
+    /// (`evidence.begin_mark`).
     mark: bool,
 }
 
 impl PgStore {
-    /// Writes one call in one statement: under the attempt row's share
-    /// lock (`FOR SHARE OF a`; in READ COMMITTED a row another transaction
-    /// changed is read again once it commits, so a reaper's or a release's
-    /// epoch change is seen), checks the capability, the lease and the
-    /// fence exactly as the locked read does, updates the state row only
-    /// when they allow it and the row is still at `version`, and inserts the
-    /// evidence (and, with `site.mark`, the begin mark) from that update
-    /// alone — so either all of it is written or none of it.
+    /// Writes one call in one statement: checks the capability, the lease
+    /// and the fence as the locked read does, updates the state row only
+    /// when they allow it, the row is still at `version` and its copies of
+    /// the attempt's status and epoch are still running and this store's
+    /// (in READ COMMITTED a row another transaction changed is read again
+    /// once it commits, so a finish's, a reaper's or a release's change is
+    /// seen), and inserts the evidence (with `site.mark`, flagged as the
+    /// call's begin mark) from that update alone — so either all of it is
+    /// written or none of it.
     async fn write_call<'c, E>(
         &self,
         executor: E,
@@ -349,24 +354,22 @@ impl PgStore {
                          AND a.lease_expires_at > clock_timestamp())) AS holds \
                  FROM attempts a \
                  JOIN attempt_capabilities c ON c.tenant_id = a.tenant_id AND c.attempt_id = a.id \
-                 WHERE a.tenant_id = $1 AND a.id = $2 AND c.token_hash = $27 \
-                 FOR SHARE OF a), \
+                 WHERE a.tenant_id = $1 AND a.id = $2 AND c.token_hash = $27), \
              updated AS ( \
                  UPDATE attempt_state SET state = $3, version = $4, updated_at = now() \
                  WHERE tenant_id = $1 AND attempt_id = $2 AND (version = $4 - 1 OR NOT $29) \
+                     AND attempt_status = 'running' \
+                     AND ($25::text IS NULL OR attempt_epoch = $26) \
                      AND EXISTS (SELECT 1 FROM checked WHERE live AND holds) \
                  RETURNING attempt_id), \
-             marked AS ( \
-                 INSERT INTO calls_begun (tenant_id, attempt_id, begun_at) \
-                 SELECT $1, attempt_id, $24 FROM updated WHERE $28), \
              recorded AS ( \
                  INSERT INTO evidence (tenant_id, attempt_id, tool_name, operation_name, \
                      pin_kind, tool_id, operation_id, revision, definition_hash, executor, \
                      variant, rule, arguments, result, state_before, state_after, \
                      state_version_before, state_version_after, delay_ms, started_at, \
-                     duration_us, status, error) \
+                     duration_us, status, error, begin_mark) \
                  SELECT $1, attempt_id, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-                     $17, $23, $4 - 1, $4, $18, $19, $20, $21, $22 FROM updated) \
+                     $17, $23, $4 - 1, $4, $18, $19, $20, $21, $22, $28 FROM updated) \
              SELECT (SELECT live FROM checked), (SELECT holds FROM checked), \
                  EXISTS (SELECT 1 FROM updated)",
         )

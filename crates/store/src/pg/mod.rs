@@ -4,13 +4,12 @@
 //! they read are in `crate::rows`.
 //!
 //! Lock order (see docs/data-model.md): a call locks only its attempt's
-//! `attempt_state` row (holding a share lock on its `attempts` row, which
-//! the writes of that row — a finish, a harness error, the queue's lease
-//! changes — wait for); a
-//! revision save only its `tool_operations` row; finishing an attempt and
-//! recording a harness error lock the `attempts` row first and never the
-//! state row. No transaction takes two of these exclusively, so none can
-//! deadlock.
+//! `attempt_state` row, whose copies of the attempt's status and lease
+//! epoch are its fence; a revision save only its `tool_operations` row;
+//! finishing an attempt, a release and the queue's lease changes lock the
+//! `attempts` row first and the state row after it; recording a harness
+//! error locks the `attempts` row only. No transaction locks the two the
+//! other way round, so none can deadlock.
 
 mod attempts;
 mod bases;

@@ -379,11 +379,14 @@ impl PgStore {
         fence: &Fence,
     ) -> Db<Released> {
         let mut tx = db(self.pool.begin().await)?;
-        let row: Option<(bool, i64)> = db(sqlx::query_as(
-            "SELECT (status = 'running' AND lease_owner = $3 AND lease_epoch = $4 \
-                     AND lease_expires_at > clock_timestamp()), \
-                 (SELECT count(*) FROM calls_begun b WHERE b.tenant_id = $1 AND b.attempt_id = $2) \
-             FROM attempts WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        // The state row's lock (as a call's update takes) waits for a call
+        // in flight; the marks are counted by a statement after it, so that
+        // such a call is counted.
+        let holds: Option<bool> = db(sqlx::query_scalar(
+            "SELECT (a.status = 'running' AND a.lease_owner = $3 AND a.lease_epoch = $4 \
+                     AND a.lease_expires_at > clock_timestamp()) \
+             FROM attempts a JOIN attempt_state s ON s.tenant_id = a.tenant_id AND s.attempt_id = a.id \
+             WHERE a.tenant_id = $1 AND a.id = $2 FOR UPDATE OF a FOR NO KEY UPDATE OF s",
         )
         .bind(tenant.as_uuid())
         .bind(attempt.as_uuid())
@@ -391,7 +394,7 @@ impl PgStore {
         .bind(fence.epoch)
         .fetch_optional(&mut *tx)
         .await)?;
-        let Some((holds, begun)) = row else {
+        let Some(holds) = holds else {
             rollback(tx).await?;
             return Err(StoreError::NotFound { entity: "attempt" });
         };
@@ -399,6 +402,13 @@ impl PgStore {
             rollback(tx).await?;
             return Err(self.fenced());
         }
+        let begun: i64 = db(sqlx::query_scalar(
+            "SELECT toolmock_calls_begun(tenant_id => $1, attempt_id => $2)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(attempt.as_uuid())
+        .fetch_one(&mut *tx)
+        .await)?;
         let (released, event) = if begun == 0 {
             (Released::Queued, "released")
         } else {
