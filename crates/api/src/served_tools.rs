@@ -1,9 +1,10 @@
 //! What the per-attempt MCP endpoint keeps between requests (in the
 //! state's `served_table`): a simulation's served tools, read from its
 //! pins and its agent's document (fixed when it started), so that a
-//! `tools/call` reads nothing but its one durable statement; and the look at a request's JSON-RPC method that
-//! tells a `tools/call` (whose lease the dispatcher checks in that
-//! statement) from the requests that open or list (checked here first).
+//! `tools/call` reads nothing but its one durable statement; and the look
+//! at a request's JSON-RPC method that tells a `tools/call` (whose lease
+//! the dispatcher checks in that statement) from the requests that open
+//! or list (checked here first).
 //! A start is refused when what the endpoint would serve an attempt with
 //! a simulated user has an `ask_user` of the agent's own
 //! ([`ask_user_clashes`]).
