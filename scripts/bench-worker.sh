@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The worker's load test (docs/performance.md, "Workers (issue 20)"): the real
 # toolmock-api (release, no in-process workers) and two real toolmock-worker
-# processes (release, concurrency 4 each) on a scratch database:
+# processes (release, concurrency 16 each, so that their calls gather) on a
+# scratch database:
 #
 #   1. throughput: one simulation of 1,000 scripted attempts of 10 calls each
 #      is queued through POST /api/simulations; measured from the first
@@ -16,7 +17,8 @@
 #
 #   scripts/bench-worker.sh
 #
-# Environment: CARGO_TARGET_DIR, BENCH_ATTEMPTS (1000), BENCH_CALLS (10).
+# Environment: CARGO_TARGET_DIR, BENCH_ATTEMPTS (1000), BENCH_CALLS (10),
+# BENCH_CONCURRENCY (16, each worker).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -62,7 +64,7 @@ for _ in $(seq 1 100); do
 done
 curl -fsS "$url/readyz" >/dev/null
 for name in one two; do
-    "$worker" --database-url "$app_url" --owner "bench-$name" --concurrency "${BENCH_CONCURRENCY:-4}" \
+    "$worker" --database-url "$app_url" --owner "bench-$name" --concurrency "${BENCH_CONCURRENCY:-16}" \
         --log-format json 2>"$work/worker-$name.log" &
     pids+=($!)
 done

@@ -149,6 +149,13 @@ struct ServeArgs {
     /// the slowest answers (docs/performance.md, "The API").
     #[arg(long, env = "TOOLMOCK_DB_MAX_CONNECTIONS", default_value_t = 10)]
     max_connections: u32,
+    /// How many statements of gathered tool calls are in flight at once
+    /// (docs/data-model.md, "Calls gathered into one statement"): one keeps
+    /// a two-core PostgreSQL busiest; raise it for a server with more cores.
+    #[arg(long, env = "TOOLMOCK_CALL_STATEMENTS",
+          default_value_t = toolmock_store::CALL_STATEMENTS_IN_FLIGHT as u32,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    call_statements: u32,
     /// How many simulation starts run at once (more wait their turn), so
     /// that large starts never starve other requests of connections.
     #[arg(long, env = "TOOLMOCK_CONCURRENT_STARTS", default_value_t = 2)]
@@ -405,7 +412,9 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         // External agents' simulated users (`ask-user`) are played by the
         // user model the workers' flags name, by default the agent's.
         config.user_model = agents.user.clone().or_else(|| agents.model.clone());
-        let state = AppState::new(pool.clone(), auth, config);
+        let store = toolmock_store::PgStore::new(pool.clone())
+            .with_call_statements(args.call_statements as usize);
+        let state = AppState::over_store(store, auth, config);
         let sweeper = toolmock_api::spawn_lease_sweeper(state.clone());
         let app = toolmock_api::router(state);
         // One signal stops both the server and the in-process workers.
@@ -433,7 +442,8 @@ fn serve(args: ServeArgs) -> Result<(), String> {
             let mut config =
                 toolmock_worker::WorkerConfig::new(format!("api:{}:{}", std::process::id(), local));
             config.concurrency = args.workers;
-            let store = toolmock_store::PgStore::new(pool.clone());
+            let store = toolmock_store::PgStore::new(pool.clone())
+                .with_call_statements(args.call_statements as usize);
             tokio::spawn(toolmock_worker::run_with(
                 store,
                 config,

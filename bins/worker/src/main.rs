@@ -60,6 +60,13 @@ struct Cli {
     #[arg(long, env = "TOOLMOCK_WORKER_VERIFY_BUDGET_SECS", default_value_t = 600,
           value_parser = clap::value_parser!(u64).range(1..=86_400))]
     verify_budget_secs: u64,
+    /// How many statements of gathered tool calls are in flight at once
+    /// (docs/data-model.md, "Calls gathered into one statement"): one keeps
+    /// a two-core PostgreSQL busiest; raise it for a server with more cores.
+    #[arg(long, env = "TOOLMOCK_CALL_STATEMENTS",
+          default_value_t = toolmock_store::CALL_STATEMENTS_IN_FLIGHT as u32,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    call_statements: u32,
     /// Largest connection pool (default: concurrency + 4).
     #[arg(long, env = "TOOLMOCK_DB_MAX_CONNECTIONS")]
     max_connections: Option<u32>,
@@ -154,7 +161,8 @@ fn run(cli: Cli) -> Result<(), String> {
             None => None,
         };
         tracing::info!(owner = %config.owner, concurrency = config.concurrency, "working");
-        let store = toolmock_store::PgStore::new(pool.clone());
+        let store = toolmock_store::PgStore::new(pool.clone())
+            .with_call_statements(cli.call_statements as usize);
         let report = toolmock_worker::run_with(store, config, agents, until_stopped(stopped))
             .await
             .map_err(|e| format!("{}: {e}", e.code()))?;

@@ -43,11 +43,11 @@ pub mod testkit;
 
 pub use error::{SqlState, map_sqlx_error};
 pub use pg::{
-    AttemptListing, BudgetLimits, BudgetStanding, Claimed, ClaimedVerification, Fence,
-    IndexedOperation, MAX_VERIFICATION_CLAIMS, PgStore, QUEUE_CHANNEL, Reaped, Released,
-    RevisionSummary, SimulationListing, StoredCassette, StoredContract, StoredMessage,
-    TestingIndex, ToolListing, UsageRecord, UsageTotals, VerificationMark, VerificationRecord,
-    VerificationResult, VerificationSettings,
+    AttemptListing, BudgetLimits, BudgetStanding, CALL_STATEMENTS_IN_FLIGHT, Claimed,
+    ClaimedVerification, Fence, IndexedOperation, MAX_VERIFICATION_CLAIMS, PgStore, QUEUE_CHANNEL,
+    Reaped, Released, RevisionSummary, SimulationListing, StoredCassette, StoredContract,
+    StoredMessage, TestingIndex, ToolListing, UsageRecord, UsageTotals, VerificationMark,
+    VerificationRecord, VerificationResult, VerificationSettings,
 };
 pub use schema_check::{SchemaCheckError, check_schema};
 

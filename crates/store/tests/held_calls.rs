@@ -14,13 +14,13 @@ use serde_json::{Map, Value, json};
 use sqlx::PgPool;
 use std::time::Duration;
 use toolmock_runtime::backend::{Backend, EvidenceSink, FixtureStore};
-use toolmock_runtime::dispatcher::StartedSimulation;
+use toolmock_runtime::dispatcher::{StartedAttempt, StartedSimulation};
 use toolmock_runtime::error::{DispatchError, HarnessCode, StoreError};
 use toolmock_runtime::model::{AttemptId, AttemptOutcome, InlineTool, TenantId, Verdict};
 use toolmock_runtime::testkit::Rig;
 use toolmock_runtime::{Dispatcher, MemoryStore, ToolCall};
 use toolmock_store::testkit::{app_pool, counted_app_pool, op, start_tool};
-use toolmock_store::{Fence, PgStore};
+use toolmock_store::{CALL_STATEMENTS_IN_FLIGHT, Fence, PgStore};
 
 const OWNER: &str = "worker-1";
 
@@ -532,4 +532,137 @@ async fn each_call_after_the_first_is_one_round_trip(pool: PgPool) {
         );
         assert_eq!(ledger(&pool, attempt).await, (21, 21));
     }
+}
+
+/// Starts `attempts` attempts of one simulation on a counted pool and
+/// makes each one's first call (the locked path), so that each has a copy.
+async fn warmed(
+    pool: &PgPool,
+    attempts: u32,
+) -> (
+    Rig<PgStore>,
+    TenantId,
+    StartedSimulation,
+    toolmock_store::testkit::RoundTrips,
+) {
+    let (counted, trips) = counted_app_pool(pool, 8).await;
+    let rig = Rig::new(PgStore::new(counted));
+    let (tenant, started) = start_tool(&rig, "acme", counter(), None, attempts, OWNER).await;
+    for attempt in &started.attempts {
+        let first = ToolCall::new("notes", "add", json!({"text": "first"}));
+        rig.dispatcher
+            .call(tenant, &attempt.capability, &first)
+            .await
+            .unwrap();
+    }
+    (rig, tenant, started, trips)
+}
+
+/// Holds every state row's lock in a transaction of its own until the
+/// calls behind it have queued: the calls that arrive meanwhile are the
+/// ones a store gathers.
+async fn hold_rows(
+    pool: &PgPool,
+    started: &StartedSimulation,
+) -> sqlx::Transaction<'static, sqlx::Postgres> {
+    let ids: Vec<uuid::Uuid> = started.attempts.iter().map(|a| a.id.as_uuid()).collect();
+    let mut tx = pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM attempt_state WHERE attempt_id = ANY($1) FOR UPDATE")
+        .bind(&ids)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx
+}
+
+/// Calls of many attempts that arrive while earlier statements are in
+/// flight go out together: 32 calls, each of another attempt, take far
+/// fewer than 32 statements, and each is written and answered exactly as
+/// alone (its own evidence, its attempt's next version).
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn calls_of_many_attempts_that_arrive_together_share_statements(pool: PgPool) {
+    let (rig, tenant, started, trips) = warmed(&pool, 32).await;
+    let before = trips.count();
+    let blocker = hold_rows(&pool, &started).await;
+    let mut calls = tokio::task::JoinSet::new();
+    for attempt in &started.attempts {
+        let dispatcher = rig.dispatcher.clone();
+        let capability = attempt.capability.clone();
+        calls.spawn(async move {
+            let call = ToolCall::new("notes", "add", json!({"text": "second"}));
+            dispatcher.call(tenant, &capability, &call).await
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    blocker.rollback().await.unwrap();
+    while let Some(answer) = calls.join_next().await {
+        assert_eq!(answer.unwrap().unwrap(), json!({"previous": "first"}));
+    }
+    let statements = trips.count() - before;
+    assert!(statements <= 12, "32 calls took {statements} statements");
+    for attempt in &started.attempts {
+        let versions: Vec<(i64, i64)> = sqlx::query_as(
+            "SELECT state_version_before, state_version_after FROM evidence \
+             WHERE attempt_id = $1 ORDER BY state_version_after",
+        )
+        .bind(attempt.id.as_uuid())
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        assert_eq!(versions, vec![(0, 1), (1, 2)]);
+        assert_eq!(ledger(&pool, attempt.id).await, (2, 2));
+    }
+}
+
+/// A statement of gathered calls that the database refuses rolls back
+/// whole; each of its calls is then written again alone, so only the call
+/// the database refuses fails, and every other call is written once.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_refused_statement_of_gathered_calls_is_written_again_call_by_call(pool: PgPool) {
+    let (rig, tenant, started, _trips) = warmed(&pool, 16).await;
+    sqlx::raw_sql(
+        "CREATE FUNCTION refuse_one_call() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN IF NEW.arguments->>'text' = 'refused' THEN \
+             RAISE EXCEPTION 'this call is refused'; END IF; RETURN NEW; END $$; \
+         CREATE TRIGGER refuse_one_call BEFORE INSERT ON evidence \
+             FOR EACH ROW EXECUTE FUNCTION refuse_one_call();",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let blocker = hold_rows(&pool, &started).await;
+    let mut calls = tokio::task::JoinSet::new();
+    let (refused, others) = started.attempts.split_last().unwrap();
+    let call =
+        |calls: &mut tokio::task::JoinSet<_>, attempt: &StartedAttempt, text: &'static str| {
+            let dispatcher = rig.dispatcher.clone();
+            let capability = attempt.capability.clone();
+            calls.spawn(async move {
+                let call = ToolCall::new("notes", "add", json!({ "text": text }));
+                dispatcher.call(tenant, &capability, &call).await
+            });
+        };
+    // One call at a time until every statement the store may have in
+    // flight holds one, blocked on its row; the calls after them queue, and
+    // go out together once the rows are let go.
+    let (first_wave, second_wave) = others.split_at(CALL_STATEMENTS_IN_FLIGHT);
+    for attempt in first_wave {
+        call(&mut calls, attempt, "kept");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for attempt in second_wave {
+        call(&mut calls, attempt, "kept");
+    }
+    let mut refused_call = tokio::task::JoinSet::new();
+    call(&mut refused_call, refused, "refused");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    blocker.rollback().await.unwrap();
+    while let Some(answer) = calls.join_next().await {
+        assert_eq!(answer.unwrap().unwrap(), json!({"previous": "first"}));
+    }
+    assert!(refused_call.join_next().await.unwrap().unwrap().is_err());
+    for attempt in others {
+        assert_eq!(count(&pool, "evidence", attempt.id).await, 2);
+    }
+    assert_eq!(count(&pool, "evidence", refused.id).await, 1);
 }

@@ -45,6 +45,12 @@ const EXCEPTIONS: &[(&str, &str)] = &[
          lease's expiry and claim count, verifications whose workers stopped, whatever their tenant",
     ),
     (
+        "write_rows",
+        "writes several calls, possibly of several tenants, in one statement: each call's row \
+         binds its own tenant (an element of the bound `uuid[]`), and every table is matched on \
+         that row's `tenant_id` as well as its attempt",
+    ),
+    (
         "notify",
         "wakes idle workers with an empty NOTIFY on the queue channel: no table is read",
     ),

@@ -9,11 +9,15 @@
 //! it, and records the evidence (which is also the call's begin mark) from
 //! that write. It writes no other row and locks none: a finish, a reap or
 //! a release changes the state row's copies, so it waits for a call
-//! holding the row and a call after it writes nothing. Every other call,
+//! holding the row and a call after it writes nothing. That statement goes
+//! out with those of other attempts' calls that arrive meanwhile
+//! (`call_batches`), each row still checked and written on its own. Every
+//! other call,
 //! and any call whose copy turns out stale (another process or a
 //! concurrent call wrote the row), takes the locked path: lock the state
 //! row, check, evaluate, write, commit — and its row becomes the copy.
 
+use super::call_batches::{CallRow, Outcome, Written, write_rows};
 use super::held::{Copy, Held};
 use super::{Db, PgStore, db, rollback};
 use crate::rows::*;
@@ -148,7 +152,7 @@ impl FixtureStore for PgStore {
             && let Ok(evidence) = step(copy.held.view())
         {
             let found = self
-                .write_call(&self.pool, site, &copy.held, copy.version, evidence)
+                .write_call(None, site, &copy.held, copy.version, evidence)
                 .await;
             match found {
                 Ok(Found::Wrote(applied, next)) => {
@@ -236,7 +240,7 @@ impl FixtureStore for PgStore {
         // Under the row's lock the version cannot have moved: whatever the
         // statement refuses is an error.
         let found = self
-            .write_call(&mut *tx, site, &held, version, evidence)
+            .write_call(Some(&mut *tx), site, &held, version, evidence)
             .await;
         match found {
             Ok(Found::Wrote(applied, copy)) => {
@@ -295,6 +299,19 @@ pub(super) fn merged(held: Held) -> Map<String, Value> {
     }
 }
 
+/// The one row a statement of one call answered.
+fn written_alone(written: Vec<Written>) -> Db<Written> {
+    written
+        .into_iter()
+        .next()
+        .ok_or_else(|| corrupt("call write", "no row for the call"))
+}
+
+/// A document as the JSON text a call's statement binds.
+fn json_text<T: serde::Serialize + ?Sized>(document: &T) -> Db<String> {
+    serde_json::to_string(document).map_err(|e| corrupt("call document", e))
+}
+
 /// What a call's write statement found.
 enum Found {
     /// It wrote the state and the evidence: the answer, and the row now.
@@ -328,84 +345,73 @@ impl PgStore {
     /// seen), and inserts the evidence (with `site.mark`, flagged as the
     /// call's begin mark) from that update alone — so either all of it is
     /// written or none of it.
-    async fn write_call<'c, E>(
+    async fn write_call(
         &self,
-        executor: E,
+        tx: Option<&mut sqlx::PgConnection>,
         site: CallSite<'_>,
         held: &Held,
         version: i64,
         mut evidence: Step,
-    ) -> Result<Found, ApplyError>
-    where
-        E: sqlx::Executor<'c, Database = sqlx::Postgres>,
-    {
+    ) -> Result<Found, ApplyError> {
         let updates = std::mem::take(&mut evidence.updates);
         let next = Next::of(held, updates);
         let version_before = to_u64(version, "state version")?;
         let version_after = version_before + 1;
         let pin = pin_columns(Some(&*evidence.pin))?;
         let binding = site.binding;
-        let row: (Option<bool>, Option<bool>, bool) = db(sqlx::query_as(
-            "WITH checked AS ( \
-                 SELECT (a.status = 'running' AND c.revoked_at IS NULL \
-                         AND a.lease_expires_at > CASE WHEN $25::text IS NULL THEN $24 \
-                             ELSE clock_timestamp() END) AS live, \
-                     ($25::text IS NULL OR (a.lease_owner = $25 AND a.lease_epoch = $26 \
-                         AND a.lease_expires_at > clock_timestamp())) AS holds \
-                 FROM attempts a \
-                 JOIN attempt_capabilities c ON c.tenant_id = a.tenant_id AND c.attempt_id = a.id \
-                 WHERE a.tenant_id = $1 AND a.id = $2 AND c.token_hash = $27), \
-             updated AS ( \
-                 UPDATE attempt_state SET state = $3, version = $4, updated_at = now() \
-                 WHERE tenant_id = $1 AND attempt_id = $2 AND (version = $4 - 1 OR NOT $29) \
-                     AND attempt_status = 'running' \
-                     AND ($25::text IS NULL OR attempt_epoch = $26) \
-                     AND EXISTS (SELECT 1 FROM checked WHERE live AND holds) \
-                 RETURNING attempt_id), \
-             recorded AS ( \
-                 INSERT INTO evidence (tenant_id, attempt_id, tool_name, operation_name, \
-                     pin_kind, tool_id, operation_id, revision, definition_hash, executor, \
-                     variant, rule, arguments, result, state_before, state_after, \
-                     state_version_before, state_version_after, delay_ms, started_at, \
-                     duration_us, status, error, begin_mark) \
-                 SELECT $1, attempt_id, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-                     $17, $23, $4 - 1, $4, $18, $19, $20, $21, $22, $28 FROM updated) \
-             SELECT (SELECT live FROM checked), (SELECT holds FROM checked), \
-                 EXISTS (SELECT 1 FROM updated)",
-        )
-        .bind(binding.tenant.as_uuid())
-        .bind(binding.attempt.as_uuid())
-        .bind(Json(next.written()))
-        .bind(to_i64(version_after)?)
-        .bind(&*evidence.tool)
-        .bind(&*evidence.operation)
-        .bind(pin.kind)
-        .bind(pin.tool_id)
-        .bind(pin.operation_id)
-        .bind(pin.revision)
-        .bind(pin.definition_hash)
-        .bind(evidence.executor.as_str())
-        .bind(evidence.variant.as_deref())
-        .bind(evidence.rule.map(to_i32).transpose()?)
-        .bind(Json(&evidence.arguments))
-        .bind(Json(&evidence.result))
-        .bind(Json(next.before()))
-        .bind(to_i32(evidence.delay_ms)?)
-        .bind(evidence.started_at)
-        .bind(to_i64(evidence.duration_us)?)
-        .bind(evidence_status(evidence.error.as_ref()))
-        .bind(evidence.error.as_ref().map(|e| Json(e.to_json())))
-        .bind(Json(next.after()))
-        .bind(site.now)
-        .bind(site.fence.0)
-        .bind(site.fence.1)
-        .bind(&site.token.as_bytes()[..])
-        .bind(site.mark)
-        .bind(self.checks_versions())
-        .fetch_one(executor)
-        .await)?;
-        Ok(match row {
-            (_, _, true) => Found::Wrote(
+        let row = CallRow {
+            tenant: binding.tenant.as_uuid(),
+            attempt: binding.attempt.as_uuid(),
+            state: json_text(&next.written())?,
+            version: to_i64(version_after)?,
+            tool: evidence.tool.to_string(),
+            operation: evidence.operation.to_string(),
+            pin_kind: pin.kind,
+            pin_tool: pin.tool_id,
+            pin_operation: pin.operation_id,
+            pin_revision: pin.revision,
+            pin_hash: pin.definition_hash,
+            executor: evidence.executor.as_str(),
+            variant: evidence.variant.as_deref().map(str::to_owned),
+            rule: evidence.rule.map(to_i32).transpose()?,
+            arguments: json_text(&evidence.arguments)?,
+            result: json_text(&evidence.result)?,
+            state_before: json_text(&next.before())?,
+            state_after: json_text(&next.after())?,
+            delay_ms: to_i32(evidence.delay_ms)?,
+            started_at: evidence.started_at,
+            duration_us: to_i64(evidence.duration_us)?,
+            status: evidence_status(evidence.error.as_ref()),
+            error: evidence
+                .error
+                .as_ref()
+                .map(|e| json_text(&e.to_json()))
+                .transpose()?,
+            now: site.now,
+            owner: site.fence.0.map(str::to_owned),
+            epoch: site.fence.1,
+            token: site.token.as_bytes().to_vec(),
+            mark: site.mark,
+        };
+        let checks = self.checks_versions();
+        let written = match tx {
+            // Under the row's lock: this call alone, in the transaction.
+            Some(conn) => written_alone(db(
+                write_rows(conn, std::slice::from_ref(&row), checks).await
+            )?)?,
+            None => match self.calls.write(&self.pool, checks, row).await? {
+                Outcome::Written(written) => written,
+                Outcome::Alone(row) => written_alone(db(write_rows(
+                    &self.pool,
+                    std::slice::from_ref(&row),
+                    checks,
+                )
+                .await)?)?,
+                Outcome::Failed(error) => return Err(ApplyError::Store(error)),
+            },
+        };
+        Ok(match written {
+            Written { wrote: true, .. } => Found::Wrote(
                 Applied {
                     result: evidence.result,
                     error: evidence.error,
@@ -419,10 +425,16 @@ impl PgStore {
                     held: next.into_held(),
                 },
             ),
-            (None, _, false) => Found::Refused(ApplyError::CapabilityRejected),
-            (_, Some(false), false) => Found::Refused(ApplyError::Store(self.fenced())),
-            (Some(false), _, false) => Found::Refused(ApplyError::LeaseExpired),
-            (Some(true), _, false) => Found::Moved,
+            Written { live: None, .. } => Found::Refused(ApplyError::CapabilityRejected),
+            Written {
+                holds: Some(false), ..
+            } => Found::Refused(ApplyError::Store(self.fenced())),
+            Written {
+                live: Some(false), ..
+            } => Found::Refused(ApplyError::LeaseExpired),
+            Written {
+                live: Some(true), ..
+            } => Found::Moved,
         })
     }
 

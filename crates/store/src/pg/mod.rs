@@ -13,6 +13,7 @@
 
 mod attempts;
 mod bases;
+mod call_batches;
 mod cassettes;
 mod catalog;
 mod conversations;
@@ -28,6 +29,7 @@ mod tool_views;
 mod usage;
 mod verifications;
 
+pub use call_batches::CALL_STATEMENTS_IN_FLIGHT;
 pub use cassettes::StoredCassette;
 pub use conversations::StoredMessage;
 pub use queue::{Claimed, Fence, QUEUE_CHANNEL, Reaped, Released};
@@ -66,6 +68,9 @@ pub struct PgStore {
     /// The state rows this store last wrote, by attempt (`held`), shared
     /// by every clone.
     copies: std::sync::Arc<held::Copies>,
+    /// The one-statement calls waiting to be written together
+    /// (`call_batches`), shared by every clone.
+    calls: std::sync::Arc<call_batches::CallBatches>,
     /// Whether a call's one-statement write checks that the state row is
     /// still at its copy's version: always, except in the test that shows
     /// what that check keeps out (`PgStore::without_version_check`, `testkit` only).
@@ -80,6 +85,7 @@ impl PgStore {
             fences: std::sync::Arc::default(),
             bases: std::sync::Arc::default(),
             copies: std::sync::Arc::default(),
+            calls: std::sync::Arc::default(),
             check_versions: true,
         }
     }
@@ -91,6 +97,14 @@ impl PgStore {
     #[cfg(feature = "testkit")]
     pub fn without_version_check(mut self) -> Self {
         self.check_versions = false;
+        self
+    }
+
+    /// This store with at most `statements` statements of gathered calls in
+    /// flight at once (at least one; default [`CALL_STATEMENTS_IN_FLIGHT`]).
+    /// Set it before the store serves any call: it starts a new gathering.
+    pub fn with_call_statements(mut self, statements: usize) -> Self {
+        self.calls = std::sync::Arc::new(call_batches::CallBatches::new(statements));
         self
     }
 
