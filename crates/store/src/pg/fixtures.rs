@@ -12,9 +12,8 @@
 //! holding the row and a call after it writes nothing. That statement goes
 //! out with those of other attempts' calls that arrive meanwhile
 //! (`call_batches`), each row still checked and written on its own. Every
-//! other call,
-//! and any call whose copy turns out stale (another process or a
-//! concurrent call wrote the row), takes the locked path: lock the state
+//! other call, and any call whose copy turns out stale (another process or
+//! a concurrent call wrote the row), takes the locked path: lock the state
 //! row, check, evaluate, write, commit — and its row becomes the copy.
 
 use super::call_batches::{CallRow, Outcome, Written, write_rows};
