@@ -666,3 +666,128 @@ async fn a_refused_statement_of_gathered_calls_is_written_again_call_by_call(poo
     }
     assert_eq!(count(&pool, "evidence", refused.id).await, 1);
 }
+
+/// Holds one attempt's state row's lock in a transaction of its own.
+async fn hold_row(
+    pool: &PgPool,
+    attempt: &StartedAttempt,
+) -> sqlx::Transaction<'static, sqlx::Postgres> {
+    let mut tx = pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM attempt_state WHERE attempt_id = $1 FOR UPDATE")
+        .bind(attempt.id.as_uuid())
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx
+}
+
+/// Waits for a statement of gathered calls blocked on a row lock; its
+/// backend's process id.
+async fn blocked_gathering(pool: &PgPool) -> i32 {
+    for _ in 0..200 {
+        let blocked: Option<i32> = sqlx::query_scalar(
+            "SELECT pid FROM pg_stat_activity \
+             WHERE query LIKE 'WITH input AS%' AND wait_event_type = 'Lock'",
+        )
+        .fetch_optional(pool)
+        .await
+        .unwrap();
+        if let Some(pid) = blocked {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no statement of gathered calls was blocked");
+}
+
+/// A statement of gathered calls whose connection is terminated mid-way
+/// (the server answers with an error, so it rolled back) writes nothing;
+/// each of its calls is written again alone on another connection, and is
+/// answered and recorded exactly once.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_gathered_statement_whose_connection_dies_is_written_again_call_by_call(pool: PgPool) {
+    let (rig, tenant, started, _trips) = warmed(&pool, 8).await;
+    let (first, rest) = started.attempts.split_first().unwrap();
+    let (first_held, last_held) = (
+        hold_row(&pool, first).await,
+        hold_row(&pool, rest.last().unwrap()).await,
+    );
+    let mut calls = tokio::task::JoinSet::new();
+    for (n, attempt) in started.attempts.iter().enumerate() {
+        let dispatcher = rig.dispatcher.clone();
+        let capability = attempt.capability.clone();
+        calls.spawn(async move {
+            let call = ToolCall::new("notes", "add", json!({"text": "again"}));
+            dispatcher.call(tenant, &capability, &call).await
+        });
+        if n == 0 {
+            // The first call's statement goes out alone and waits on its
+            // row; the others gather behind it.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    first_held.rollback().await.unwrap();
+    // The next statement holds the other seven calls, and waits on the
+    // last one's row: its connection is terminated there, as an
+    // administrator or a failing server would.
+    let pid = blocked_gathering(&pool).await;
+    let terminated: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+        .bind(pid)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(terminated);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    last_held.rollback().await.unwrap();
+    while let Some(answer) = calls.join_next().await {
+        assert_eq!(answer.unwrap().unwrap(), json!({"previous": "first"}));
+    }
+    for attempt in &started.attempts {
+        assert_eq!(count(&pool, "evidence", attempt.id).await, 2);
+        assert_eq!(count(&pool, "harness_errors", attempt.id).await, 0);
+    }
+}
+
+/// A statement of gathered calls whose answer is lost on the way (the
+/// network between the process and PostgreSQL fails after it was sent)
+/// may have committed: each of its calls fails, as one call's would, and
+/// none is written again — here the statement committed, once, so each of
+/// its attempts has that call's evidence once.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_gathered_statement_whose_answer_is_lost_fails_its_calls_and_writes_none_twice(
+    pool: PgPool,
+) {
+    let (rig, tenant, started, trips) = warmed(&pool, 8).await;
+    let (first, rest) = started.attempts.split_first().unwrap();
+    let (first_held, last_held) = (
+        hold_row(&pool, first).await,
+        hold_row(&pool, rest.last().unwrap()).await,
+    );
+    let mut calls = tokio::task::JoinSet::new();
+    for (n, attempt) in started.attempts.iter().enumerate() {
+        let dispatcher = rig.dispatcher.clone();
+        let capability = attempt.capability.clone();
+        calls.spawn(async move {
+            let call = ToolCall::new("notes", "add", json!({"text": "lost"}));
+            (n, dispatcher.call(tenant, &capability, &call).await)
+        });
+        if n == 0 {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    first_held.rollback().await.unwrap();
+    // The seven others' statement, sent and waiting on the last one's row:
+    // the network fails under it, then the row is let go and it commits.
+    blocked_gathering(&pool).await;
+    trips.sever();
+    last_held.rollback().await.unwrap();
+    while let Some(answer) = calls.join_next().await {
+        let (n, answer) = answer.unwrap();
+        assert_eq!(answer.is_err(), n > 0, "call {n}: {answer:?}");
+    }
+    for attempt in &started.attempts {
+        assert_eq!(count(&pool, "evidence", attempt.id).await, 2);
+    }
+}

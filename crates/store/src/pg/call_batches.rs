@@ -17,11 +17,12 @@
 //! - at most one row per attempt in a statement, and no attempt in two
 //!   statements in flight: a later call of an attempt waits for the earlier
 //!   statement, so two statements never wait on each other's state rows;
-//! - a statement the database refused (a `CHECK`, a trigger, a deadlock)
-//!   rolled back whole, so each of its calls is written again alone and
-//!   gets its own answer; any other failure (a lost connection, where the
-//!   commit is unknown) is each call's failure, as it would be alone, and
-//!   is never written again;
+//! - a statement the database answered with an error (a `CHECK`, a
+//!   trigger, a deadlock, its connection terminated by the server) rolled
+//!   back whole, so each of its calls is written again alone and gets its
+//!   own answer; any other failure (the network lost before the answer,
+//!   where the commit is unknown) is each call's failure, as it would be
+//!   alone, and is never written again: that could apply a call twice;
 //! - the writes run in tasks of their own: a caller that goes away (a
 //!   client that hangs up) takes nothing from the others.
 

@@ -13,15 +13,38 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 
-/// The statements sent through a relay so far.
-#[derive(Debug, Clone, Default)]
-pub struct RoundTrips(Arc<AtomicU64>);
+/// The statements sent through a relay so far, and its switch to cut its
+/// connections.
+#[derive(Debug, Clone)]
+pub struct RoundTrips {
+    sent: Arc<AtomicU64>,
+    /// Bumped by [`RoundTrips::sever`]; each connection watches it.
+    cuts: Arc<watch::Sender<u64>>,
+}
+
+impl Default for RoundTrips {
+    fn default() -> Self {
+        Self {
+            sent: Arc::default(),
+            cuts: Arc::new(watch::channel(0).0),
+        }
+    }
+}
 
 impl RoundTrips {
     /// How many statements have been sent.
     pub fn count(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
+        self.sent.load(Ordering::SeqCst)
+    }
+
+    /// Cuts every connection open through the relay at once, as a failing
+    /// network would: the pool sees them drop; a statement already sent runs
+    /// on in PostgreSQL (and commits), its answer never arrives. New
+    /// connections go through as before.
+    pub fn sever(&self) {
+        self.cuts.send_modify(|cuts| *cuts += 1);
     }
 }
 
@@ -58,13 +81,24 @@ pub async fn counted_app_pool(pool: &PgPool, connections: u32) -> (PgPool, Round
     (pool, trips)
 }
 
-/// Copies both ways, counting the client's statements.
+/// Copies both ways, counting the client's statements, until either side
+/// closes or the relay is severed.
 async fn relay(client: TcpStream, upstream: TcpStream, counter: RoundTrips) {
+    let mut cuts = counter.cuts.subscribe();
+    tokio::select! {
+        () = copy_both_ways(client, upstream, counter) => {}
+        _ = cuts.changed() => {}
+    }
+}
+
+async fn copy_both_ways(client: TcpStream, upstream: TcpStream, counter: RoundTrips) {
     let (mut client_read, mut client_write) = client.into_split();
     let (mut server_read, mut server_write) = upstream.into_split();
     let answers = tokio::spawn(async move {
         let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
     });
+    // Dropped with this future (a cut), the answers' task stops too.
+    let mut answers = AbortOnDrop(answers);
     let mut reader = Frontend::default();
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
@@ -73,13 +107,22 @@ async fn relay(client: TcpStream, upstream: TcpStream, counter: RoundTrips) {
             Ok(read) => read,
         };
         let statements = reader.feed(&buffer[..read]);
-        counter.0.fetch_add(statements, Ordering::SeqCst);
+        counter.sent.fetch_add(statements, Ordering::SeqCst);
         if server_write.write_all(&buffer[..read]).await.is_err() {
             break;
         }
     }
     let _ = server_write.shutdown().await;
-    let _ = answers.await;
+    let _ = (&mut answers.0).await;
+}
+
+/// A task aborted when its handle is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The frontend's message stream, read as it passes: the startup message
