@@ -20,7 +20,7 @@ const EXCEPTIONS: &[(&str, &str)] = &[
          attempt (the hash is unique, and only the token's holder knows it)",
     ),
     (
-        "claim_attempt",
+        "claim_attempts",
         "the attempt queue is every tenant's: a worker claims the oldest queued attempt whatever \
          its tenant, then follows that row's own tenant and id",
     ),

@@ -7,7 +7,7 @@
 //!
 //! It is not an HTTP server and holds no SQL of its own: the queue, the
 //! lease, the fence and the reaper's statements are `toolmock_store`'s
-//! (`PgStore::claim_attempt`, `renew_leases`, `reap_expired`,
+//! (`PgStore::claim_attempts`, `renew_leases`, `reap_expired`,
 //! `release_attempt`), and an attempt runs through
 //! `toolmock_simulation::play_attempt` on a `toolmock_runtime::Dispatcher`,
 //! exactly as `toolmock run` runs it (on the virtual clock unless
@@ -127,46 +127,36 @@ pub async fn run_with(
             },
         };
         while tasks.try_join_next().is_some() {}
-        let capability = Capability::generate();
+        // Every free place is claimed for in one statement: under load the
+        // places freed while a claim is in flight are many, and one claim
+        // each would make the claims a queue of their own.
+        let mut permits_held = vec![permit];
+        while permits_held.len() < MAX_CLAIMS_AT_ONCE {
+            match permits.clone().try_acquire_owned() {
+                Ok(permit) => permits_held.push(permit),
+                Err(_) => break,
+            }
+        }
+        let capabilities: Vec<Capability> = permits_held
+            .iter()
+            .map(|_| Capability::generate())
+            .collect();
+        let hashes: Vec<_> = capabilities.iter().map(Capability::hash).collect();
         match shared
             .store
-            .claim_attempt(
-                &shared.config.owner,
-                shared.config.lease,
-                &capability.hash(),
-            )
+            .claim_attempts(&shared.config.owner, shared.config.lease, &hashes)
             .await
         {
-            Ok(Some(claimed)) => {
-                shared.store.hold(claimed.attempt, claimed.fence.clone());
-                shared.report(|r| r.claimed += 1);
-                metrics::counter!(telemetry::CLAIMED).increment(1);
-                // The database's clock stamped the queueing; a worker on
-                // another machine reads its own, so a skew shows here.
-                let waited = (chrono::Utc::now() - claimed.queued_at)
-                    .to_std()
-                    .unwrap_or_default();
-                metrics::histogram!(telemetry::DISPATCH_LATENCY).record(waited.as_secs_f64());
-                metrics::gauge!(telemetry::HELD).increment(1.0);
-                let attempt = claimed.attempt;
-                shared
-                    .held()
-                    .insert(attempt, Held::new(claimed.tenant, claimed.fence.clone()));
-                let task_shared = shared.clone();
-                tasks.spawn(async move {
-                    let began = std::time::Instant::now();
-                    attempt::run_claimed(&task_shared, &claimed, capability).await;
-                    metrics::histogram!(telemetry::ATTEMPT_DURATION)
-                        .record(began.elapsed().as_secs_f64());
-                    metrics::gauge!(telemetry::HELD).decrement(1.0);
-                    task_shared.held().remove(&claimed.attempt);
-                    task_shared.store.let_go(claimed.attempt);
-                    task_shared.count_fence_refusals();
-                    drop(permit);
-                });
+            Ok(claims) if !claims.is_empty() => {
+                // Places not filled (fewer were queued) are given back.
+                permits_held.truncate(claims.len());
+                let places = claims.into_iter().zip(capabilities).zip(permits_held);
+                for ((claimed, capability), permit) in places {
+                    start_claimed(&shared, &mut tasks, claimed, capability, permit);
+                }
             }
-            Ok(None) => {
-                drop(permit);
+            Ok(_) => {
+                drop(permits_held);
                 tokio::select! {
                     () = &mut shutdown => break 'claiming,
                     () = wake.notified() => {}
@@ -174,7 +164,7 @@ pub async fn run_with(
                 }
             }
             Err(e) => {
-                drop(permit);
+                drop(permits_held);
                 tracing::error!(error = %e, "claiming a queued attempt failed");
                 tokio::select! {
                     () = &mut shutdown => break 'claiming,
@@ -197,6 +187,46 @@ pub async fn run_with(
     verifications.abort();
     let report = *shared.report.lock().unwrap_or_else(PoisonError::into_inner);
     Ok(report)
+}
+
+/// The most attempts one claim statement takes (as many as there are free
+/// places, up to this).
+const MAX_CLAIMS_AT_ONCE: usize = 16;
+
+/// Starts running a claimed attempt in a task of its own, holding its
+/// place (`permit`) until it ends.
+fn start_claimed(
+    shared: &Arc<Shared>,
+    tasks: &mut JoinSet<()>,
+    claimed: toolmock_store::Claimed,
+    capability: Capability,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    shared.store.hold(claimed.attempt, claimed.fence.clone());
+    shared.report(|r| r.claimed += 1);
+    metrics::counter!(telemetry::CLAIMED).increment(1);
+    // The database's clock stamped the queueing; a worker on another
+    // machine reads its own, so a skew shows here.
+    let waited = (chrono::Utc::now() - claimed.queued_at)
+        .to_std()
+        .unwrap_or_default();
+    metrics::histogram!(telemetry::DISPATCH_LATENCY).record(waited.as_secs_f64());
+    metrics::gauge!(telemetry::HELD).increment(1.0);
+    let attempt = claimed.attempt;
+    shared
+        .held()
+        .insert(attempt, Held::new(claimed.tenant, claimed.fence.clone()));
+    let task_shared = shared.clone();
+    tasks.spawn(async move {
+        let began = std::time::Instant::now();
+        attempt::run_claimed(&task_shared, &claimed, capability).await;
+        metrics::histogram!(telemetry::ATTEMPT_DURATION).record(began.elapsed().as_secs_f64());
+        metrics::gauge!(telemetry::HELD).decrement(1.0);
+        task_shared.held().remove(&claimed.attempt);
+        task_shared.store.let_go(claimed.attempt);
+        task_shared.count_fence_refusals();
+        drop(permit);
+    });
 }
 
 /// After the grace period: stops what still runs and gives each back.

@@ -16,6 +16,7 @@ mod common;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::time::{Duration, Instant};
+use toolmock_runtime::model::Capability;
 use toolmock_store::PgStore;
 use toolmock_store::testkit::counted_app_pool;
 use toolmock_worker::{WorkerConfig, run};
@@ -90,5 +91,65 @@ async fn a_worker_s_attempt_takes_a_bounded_number_of_round_trips(pool: PgPool) 
     assert!(
         total <= PER_ATTEMPT * ATTEMPTS + ONCE,
         "{total} statements for {ATTEMPTS} attempts ({PER_ATTEMPT} each, {ONCE} once)"
+    );
+}
+
+/// A worker's free places are claimed for in one statement: each claimed
+/// attempt, the oldest first, bound to its own capability and kept in its
+/// lease history; fewer when fewer are queued, none when none are.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn free_places_are_claimed_in_one_statement(pool: PgPool) {
+    let (_, queued) = common::queue_simulation(&PgStore::new(pool.clone()), &document()).await;
+    let (counted, trips) = counted_app_pool(&pool, 2).await;
+    let store = PgStore::new(counted);
+    let lease = Duration::from_secs(60);
+    let capabilities: Vec<_> = (0..15).map(|_| Capability::generate()).collect();
+    let hashes: Vec<_> = capabilities.iter().map(Capability::hash).collect();
+    let before = trips.count();
+    let first = store.claim_attempts("w", lease, &hashes).await.unwrap();
+    assert_eq!(trips.count() - before, 1, "one statement for 15 claims");
+    assert_eq!(first.len(), 15);
+    let oldest: Vec<uuid::Uuid> = sqlx::query_scalar(
+        "SELECT id FROM attempts WHERE id = ANY($1) ORDER BY queued_at, id LIMIT 15",
+    )
+    .bind(queued.iter().map(|a| a.as_uuid()).collect::<Vec<_>>())
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let claimed: Vec<uuid::Uuid> = first.iter().map(|c| c.attempt.as_uuid()).collect();
+    assert_eq!(claimed, oldest, "the oldest first, in order");
+    for (claim, hash) in first.iter().zip(&hashes) {
+        let bound: uuid::Uuid =
+            sqlx::query_scalar("SELECT attempt_id FROM attempt_capabilities WHERE token_hash = $1")
+                .bind(&hash.as_bytes()[..])
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        assert_eq!(bound, claim.attempt.as_uuid(), "its own capability");
+        let (status, owner): (String, String) =
+            sqlx::query_as("SELECT status, lease_owner FROM attempts WHERE id = $1")
+                .bind(claim.attempt.as_uuid())
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        assert_eq!((status.as_str(), owner.as_str()), ("running", "w"));
+    }
+    let kept: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM attempt_leases WHERE event = 'claimed' AND owner = 'w'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(kept, 15);
+    let more: Vec<_> = (0..10).map(|_| Capability::generate().hash()).collect();
+    let rest = store.claim_attempts("w", lease, &more).await;
+    assert_eq!(rest.unwrap().len(), ATTEMPTS as usize - 15, "fewer queued");
+    let none: Vec<_> = (0..3).map(|_| Capability::generate().hash()).collect();
+    assert!(
+        store
+            .claim_attempts("w", lease, &none)
+            .await
+            .unwrap()
+            .is_empty()
     );
 }

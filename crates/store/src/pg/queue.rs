@@ -206,6 +206,24 @@ impl PgStore {
         lease: Duration,
         capability: &TokenHash,
     ) -> Db<Option<Claimed>> {
+        let claimed = self
+            .claim_attempts(owner, lease, std::slice::from_ref(capability))
+            .await?;
+        Ok(claimed.into_iter().next())
+    }
+
+    /// Claims, in one statement, up to one queued attempt per capability
+    /// in `capabilities`, the oldest first, exactly as [`claim_attempt`]
+    /// claims one: the first claimed gets the first capability, and so on.
+    /// Fewer (or none) when fewer are queued.
+    ///
+    /// [`claim_attempt`]: PgStore::claim_attempt
+    pub async fn claim_attempts(
+        &self,
+        owner: &str,
+        lease: Duration,
+        capabilities: &[TokenHash],
+    ) -> Db<Vec<Claimed>> {
         type Row = (
             Uuid,
             Uuid,
@@ -220,34 +238,45 @@ impl PgStore {
             String,
             sqlx::types::Json<Vec<VariantChoice>>,
         );
-        let row: Option<Row> = db(sqlx::query_as(
+        if capabilities.is_empty() {
+            return Ok(Vec::new());
+        }
+        let tokens: Vec<&[u8]> = capabilities.iter().map(|c| &c.as_bytes()[..]).collect();
+        let rows: Vec<Row> = db(sqlx::query_as(
             "WITH picked AS ( \
-                 SELECT tenant_id, id FROM attempts WHERE status = 'queued' \
-                 ORDER BY queued_at, id LIMIT 1 FOR UPDATE SKIP LOCKED), \
+                 SELECT tenant_id, id, queued_at FROM attempts WHERE status = 'queued' \
+                 ORDER BY queued_at, id LIMIT cardinality($3::bytea[]) FOR UPDATE SKIP LOCKED), \
+             numbered AS ( \
+                 SELECT tenant_id, id, row_number() OVER (ORDER BY queued_at, id) AS n \
+                 FROM picked), \
              claimed AS ( \
                  UPDATE attempts a SET status = 'running', lease_owner = $1, \
                      lease_epoch = a.lease_epoch + 1, \
                      lease_expires_at = clock_timestamp() + make_interval(secs => $2) \
-                 FROM picked p WHERE a.tenant_id = p.tenant_id AND a.id = p.id \
+                 FROM numbered p WHERE a.tenant_id = p.tenant_id AND a.id = p.id \
                  RETURNING a.tenant_id, a.id, a.simulation_id, a.test_case_id, a.number, \
-                     a.lease_epoch, a.queued_at), \
+                     a.lease_epoch, a.queued_at, p.n), \
              bound AS ( \
                  INSERT INTO attempt_capabilities (token_hash, tenant_id, attempt_id, created_at) \
-                 SELECT $3, tenant_id, id, clock_timestamp() FROM claimed), \
+                 SELECT k.token, c.tenant_id, c.id, clock_timestamp() \
+                 FROM claimed c JOIN unnest($3::bytea[]) WITH ORDINALITY AS k(token, n) \
+                     ON k.n = c.n), \
              kept AS ( \
                  INSERT INTO attempt_leases (tenant_id, attempt_id, event, owner, epoch, at) \
                  SELECT tenant_id, id, 'claimed', $1, lease_epoch, clock_timestamp() FROM claimed) \
              SELECT c.tenant_id, c.id, c.simulation_id, c.test_case_id, c.number, c.lease_epoch, \
                  c.queued_at, t.name, s.state, s.version, s.form, t.variants \
              FROM claimed c JOIN test_cases t ON t.tenant_id = c.tenant_id AND t.id = c.test_case_id \
-             JOIN attempt_state s ON s.tenant_id = c.tenant_id AND s.attempt_id = c.id",
+             JOIN attempt_state s ON s.tenant_id = c.tenant_id AND s.attempt_id = c.id \
+             ORDER BY c.n",
         )
         .bind(owner)
         .bind(interval(lease))
-        .bind(&capability.as_bytes()[..])
-        .fetch_optional(&self.pool)
+        .bind(&tokens)
+        .fetch_all(&self.pool)
         .await)?;
-        let Some((
+        let mut claims = Vec::with_capacity(rows.len());
+        for (
             tenant,
             attempt,
             simulation,
@@ -260,40 +289,40 @@ impl PgStore {
             version,
             form,
             variants,
-        )) = row
-        else {
-            return Ok(None);
-        };
-        // The attempt's state row as the claim found it: its first call
-        // then takes the one-statement path too (the write still checks
-        // the version, so a row changed since is read again). A row that
-        // cannot be read here is left to that call's locked read, which
-        // reports it; the claim itself stands.
-        if let Ok(held) = self
-            .held_state(&self.pool, TenantId(tenant), simulation, &form, state.0)
-            .await
+        ) in rows
         {
-            let copy = super::held::Copy {
-                epoch: Some(epoch),
-                version,
-                held,
-            };
-            self.copies.keep((tenant, attempt), copy);
+            // The attempt's state row as the claim found it: its first call
+            // then takes the one-statement path too (the write still checks
+            // the version, so a row changed since is read again). A row that
+            // cannot be read here is left to that call's locked read, which
+            // reports it; the claim itself stands.
+            if let Ok(held) = self
+                .held_state(&self.pool, TenantId(tenant), simulation, &form, state.0)
+                .await
+            {
+                let copy = super::held::Copy {
+                    epoch: Some(epoch),
+                    version,
+                    held,
+                };
+                self.copies.keep((tenant, attempt), copy);
+            }
+            claims.push(Claimed {
+                tenant: TenantId(tenant),
+                attempt: AttemptId(attempt),
+                simulation: SimulationId(simulation),
+                test_case: TestCaseId(test_case),
+                test_case_name: name,
+                number: u32::try_from(number).map_err(|e| crate::rows::corrupt("number", e))?,
+                fence: Fence {
+                    owner: owner.to_owned(),
+                    epoch,
+                },
+                variants: variants.0,
+                queued_at: queued_at.unwrap_or_else(Utc::now),
+            });
         }
-        Ok(Some(Claimed {
-            tenant: TenantId(tenant),
-            attempt: AttemptId(attempt),
-            simulation: SimulationId(simulation),
-            test_case: TestCaseId(test_case),
-            test_case_name: name,
-            number: u32::try_from(number).map_err(|e| crate::rows::corrupt("number", e))?,
-            fence: Fence {
-                owner: owner.to_owned(),
-                epoch,
-            },
-            variants: variants.0,
-            queued_at: queued_at.unwrap_or_else(Utc::now),
-        }))
+        Ok(claims)
     }
 
     /// The heartbeat: renews, in one statement, the lease of every attempt
