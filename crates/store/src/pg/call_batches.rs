@@ -45,7 +45,7 @@ use uuid::Uuid;
 pub const CALL_STATEMENTS_IN_FLIGHT: usize = 1;
 
 /// The most calls one statement writes.
-pub(super) const MAX_CALLS_PER_STATEMENT: usize = 64;
+const MAX_CALLS_PER_STATEMENT: usize = 64;
 
 /// One call's write, as the statement binds it (documents as JSON text).
 #[derive(Debug)]
@@ -212,8 +212,9 @@ fn column<'r, T>(rows: &'r [CallRow], field: impl Fn(&'r CallRow) -> T) -> Vec<T
 pub(super) enum Outcome {
     /// Its row was checked and written or refused.
     Written(Written),
-    /// The database refused its statement, which held other calls too: it
-    /// rolled back, and the call is to be written again alone.
+    /// The database answered its statement, which held other calls too,
+    /// with an error: it rolled back, and the call is to be written again
+    /// alone.
     Alone(Box<CallRow>),
     /// The statement failed and whether it committed is unknown.
     Failed(StoreError),
@@ -226,6 +227,7 @@ struct Waiting {
 }
 
 struct Queue {
+    /// The calls not yet in a statement, oldest first.
     waiting: VecDeque<Waiting>,
     /// The attempts of the statements in flight.
     in_flight: HashSet<Uuid>,
@@ -297,8 +299,8 @@ impl CallBatches {
             };
             tokio::spawn(writer.run(pool.clone(), check_versions));
         }
-        outcome.await.map_err(|_| StoreError::Conflict {
-            what: "the call's write was dropped before its statement finished".into(),
+        outcome.await.map_err(|_| {
+            StoreError::Backend("the call's writer stopped before its statement finished".into())
         })
     }
 
@@ -414,5 +416,87 @@ impl std::fmt::Display for SharedFailure {
 impl std::error::Error for SharedFailure {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&*self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(attempt: u128) -> CallRow {
+        CallRow {
+            tenant: Uuid::nil(),
+            attempt: Uuid::from_u128(attempt),
+            state: "{}".into(),
+            version: 1,
+            tool: "t".into(),
+            operation: "o".into(),
+            pin_kind: None,
+            pin_tool: None,
+            pin_operation: None,
+            pin_revision: None,
+            pin_hash: None,
+            executor: "mock",
+            variant: None,
+            rule: None,
+            arguments: "{}".into(),
+            result: "{}".into(),
+            state_before: "{}".into(),
+            state_after: "{}".into(),
+            delay_ms: 0,
+            started_at: DateTime::<Utc>::MIN_UTC,
+            duration_us: 0,
+            status: "ok",
+            error: None,
+            now: DateTime::<Utc>::MIN_UTC,
+            owner: None,
+            epoch: None,
+            token: Vec::new(),
+            mark: true,
+        }
+    }
+
+    fn queued(batches: &CallBatches, attempts: &[u128]) {
+        let mut queue = batches.queue();
+        queue.writers += 1;
+        for attempt in attempts {
+            let (reply, _) = oneshot::channel();
+            queue.waiting.push_back(Waiting {
+                row: row(*attempt),
+                reply,
+            });
+        }
+    }
+
+    fn attempts(taken: &[Waiting]) -> Vec<u128> {
+        taken.iter().map(|w| w.row.attempt.as_u128()).collect()
+    }
+
+    #[test]
+    fn a_statement_takes_one_call_per_attempt_and_none_of_an_attempt_in_flight() {
+        let batches = CallBatches::new(2);
+        queued(&batches, &[1, 2, 1, 3, 2]);
+        let first = batches.take().unwrap();
+        assert_eq!(attempts(&first), [1, 2, 3], "one per attempt, oldest first");
+        // A second writer finds only calls of attempts in flight.
+        queued(&batches, &[]);
+        assert!(batches.take().is_none());
+        batches.landed(&[1, 2, 3].map(Uuid::from_u128));
+        assert_eq!(attempts(&batches.take().unwrap()), [1, 2]);
+    }
+
+    #[test]
+    fn a_statement_takes_at_most_its_bound() {
+        let batches = CallBatches::new(1);
+        let many: Vec<u128> = (0..(MAX_CALLS_PER_STATEMENT as u128 + 5)).collect();
+        queued(&batches, &many);
+        assert_eq!(batches.take().unwrap().len(), MAX_CALLS_PER_STATEMENT);
+        assert_eq!(batches.take().unwrap().len(), 5);
+        assert!(batches.take().is_none());
+        assert_eq!(
+            batches.queue().writers,
+            0,
+            "the writer counted out when dry"
+        );
     }
 }

@@ -343,7 +343,9 @@ impl PgStore {
     /// once it commits, so a finish's, a reaper's or a release's change is
     /// seen), and inserts the evidence (with `site.mark`, flagged as the
     /// call's begin mark) from that update alone — so either all of it is
-    /// written or none of it.
+    /// written or none of it. In `tx` (the locked path) the statement holds
+    /// this call alone; otherwise it goes out with the calls of other
+    /// attempts gathered beside it (`call_batches`).
     async fn write_call(
         &self,
         tx: Option<&mut sqlx::PgConnection>,
