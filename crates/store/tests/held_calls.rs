@@ -123,6 +123,23 @@ async fn ledger(pool: &PgPool, attempt: AttemptId) -> (i64, i64) {
     (count(pool, "calls_begun", attempt).await, records)
 }
 
+/// The next call of the (one) attempt of `started`, after two written,
+/// is refused and writes nothing: still two evidence rows, version 2.
+async fn refused_and_unwritten(
+    rig: &Rig<PgStore>,
+    pool: &PgPool,
+    tenant: TenantId,
+    started: &StartedSimulation,
+    text: &str,
+) {
+    let attempt = started.attempts[0].id;
+    let refused = add(&rig.dispatcher, tenant, started, text).await;
+    assert!(refused.is_err(), "{refused:?}");
+    assert_eq!(count(pool, "evidence", attempt).await, 2);
+    let state = rig.backend().state(tenant, attempt).await.unwrap();
+    assert_eq!(state.version, 2);
+}
+
 /// What a call's evidence records, without its times.
 fn recorded(evidence: &toolmock_runtime::model::EvidenceRecord) -> Value {
     json!({
@@ -297,11 +314,7 @@ async fn a_finish_waits_for_the_call_in_flight_and_counts_it(pool: PgPool) {
         (2, 2),
         "the call in flight is counted"
     );
-    let refused = add(&rig.dispatcher, tenant, &started, "b").await;
-    assert!(refused.is_err(), "{refused:?}");
-    assert_eq!(count(&pool, "evidence", attempt).await, 2);
-    let state = rig.backend().state(tenant, attempt).await.unwrap();
-    assert_eq!(state.version, 2);
+    refused_and_unwritten(&rig, &pool, tenant, &started, "b").await;
 }
 
 /// A call whose statement began before a finish committed, and reached the
@@ -398,11 +411,7 @@ async fn a_held_lease_is_live_by_the_database_clock_only(pool: PgPool) {
     .await
     .unwrap();
     // Over by PostgreSQL's clock: refused (fenced), nothing written.
-    let refused = add(&rig.dispatcher, tenant, &started, "c").await;
-    assert!(refused.is_err(), "{refused:?}");
-    assert_eq!(count(&pool, "evidence", attempt).await, 2);
-    let state = rig.backend().state(tenant, attempt).await.unwrap();
-    assert_eq!(state.version, 2);
+    refused_and_unwritten(&rig, &pool, tenant, &started, "c").await;
 }
 
 /// A call whose step fails on the copy (here: input the contract refuses)
@@ -558,14 +567,14 @@ async fn warmed(
     (rig, tenant, started, trips)
 }
 
-/// Holds every state row's lock in a transaction of its own until the
-/// calls behind it have queued: the calls that arrive meanwhile are the
-/// ones a store gathers.
+/// Holds `attempts`' state rows' locks in a transaction of its own until
+/// the calls behind them have queued: the calls that arrive meanwhile are
+/// the ones a store gathers.
 async fn hold_rows(
     pool: &PgPool,
-    started: &StartedSimulation,
+    attempts: &[StartedAttempt],
 ) -> sqlx::Transaction<'static, sqlx::Postgres> {
-    let ids: Vec<uuid::Uuid> = started.attempts.iter().map(|a| a.id.as_uuid()).collect();
+    let ids: Vec<uuid::Uuid> = attempts.iter().map(|a| a.id.as_uuid()).collect();
     let mut tx = pool.begin().await.unwrap();
     sqlx::query("SELECT 1 FROM attempt_state WHERE attempt_id = ANY($1) FOR UPDATE")
         .bind(&ids)
@@ -573,6 +582,26 @@ async fn hold_rows(
         .await
         .unwrap();
     tx
+}
+
+/// Answers of calls started by [`spawn_add`], each with its number.
+type Calls = tokio::task::JoinSet<(usize, Result<Value, DispatchError>)>;
+
+/// Starts `add` of `text` on `attempt` in a task of its own; its answer
+/// comes back with `n`.
+fn spawn_add(
+    calls: &mut Calls,
+    rig: &Rig<PgStore>,
+    tenant: TenantId,
+    (n, attempt): (usize, &StartedAttempt),
+    text: &'static str,
+) {
+    let dispatcher = rig.dispatcher.clone();
+    let capability = attempt.capability.clone();
+    calls.spawn(async move {
+        let call = ToolCall::new("notes", "add", json!({ "text": text }));
+        (n, dispatcher.call(tenant, &capability, &call).await)
+    });
 }
 
 /// Calls of many attempts that arrive while earlier statements are in
@@ -583,20 +612,15 @@ async fn hold_rows(
 async fn calls_of_many_attempts_that_arrive_together_share_statements(pool: PgPool) {
     let (rig, tenant, started, trips) = warmed(&pool, 32).await;
     let before = trips.count();
-    let blocker = hold_rows(&pool, &started).await;
-    let mut calls = tokio::task::JoinSet::new();
-    for attempt in &started.attempts {
-        let dispatcher = rig.dispatcher.clone();
-        let capability = attempt.capability.clone();
-        calls.spawn(async move {
-            let call = ToolCall::new("notes", "add", json!({"text": "second"}));
-            dispatcher.call(tenant, &capability, &call).await
-        });
+    let blocker = hold_rows(&pool, &started.attempts).await;
+    let mut calls = Calls::new();
+    for attempt in started.attempts.iter().enumerate() {
+        spawn_add(&mut calls, &rig, tenant, attempt, "second");
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     blocker.rollback().await.unwrap();
     while let Some(answer) = calls.join_next().await {
-        assert_eq!(answer.unwrap().unwrap(), json!({"previous": "first"}));
+        assert_eq!(answer.unwrap().1.unwrap(), json!({"previous": "first"}));
     }
     let statements = trips.count() - before;
     assert!(statements <= 12, "32 calls took {statements} statements");
@@ -630,55 +654,36 @@ async fn a_refused_statement_of_gathered_calls_is_written_again_call_by_call(poo
     .execute(&pool)
     .await
     .unwrap();
-    let blocker = hold_rows(&pool, &started).await;
-    let mut calls = tokio::task::JoinSet::new();
+    let blocker = hold_rows(&pool, &started.attempts).await;
+    let mut calls = Calls::new();
     let (refused, others) = started.attempts.split_last().unwrap();
-    let call =
-        |calls: &mut tokio::task::JoinSet<_>, attempt: &StartedAttempt, text: &'static str| {
-            let dispatcher = rig.dispatcher.clone();
-            let capability = attempt.capability.clone();
-            calls.spawn(async move {
-                let call = ToolCall::new("notes", "add", json!({ "text": text }));
-                dispatcher.call(tenant, &capability, &call).await
-            });
-        };
     // One call at a time until every statement the store may have in
     // flight holds one, blocked on its row; the calls after them queue, and
     // go out together once the rows are let go.
-    let (first_wave, second_wave) = others.split_at(CALL_STATEMENTS_IN_FLIGHT);
-    for attempt in first_wave {
-        call(&mut calls, attempt, "kept");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    for attempt in others.iter().enumerate() {
+        spawn_add(&mut calls, &rig, tenant, attempt, "kept");
+        if attempt.0 < CALL_STATEMENTS_IN_FLIGHT {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
-    for attempt in second_wave {
-        call(&mut calls, attempt, "kept");
-    }
-    let mut refused_call = tokio::task::JoinSet::new();
-    call(&mut refused_call, refused, "refused");
+    let mut refused_call = Calls::new();
+    spawn_add(
+        &mut refused_call,
+        &rig,
+        tenant,
+        (others.len(), refused),
+        "refused",
+    );
     tokio::time::sleep(Duration::from_millis(200)).await;
     blocker.rollback().await.unwrap();
     while let Some(answer) = calls.join_next().await {
-        assert_eq!(answer.unwrap().unwrap(), json!({"previous": "first"}));
+        assert_eq!(answer.unwrap().1.unwrap(), json!({"previous": "first"}));
     }
-    assert!(refused_call.join_next().await.unwrap().unwrap().is_err());
+    assert!(refused_call.join_next().await.unwrap().unwrap().1.is_err());
     for attempt in others {
         assert_eq!(count(&pool, "evidence", attempt.id).await, 2);
     }
     assert_eq!(count(&pool, "evidence", refused.id).await, 1);
-}
-
-/// Holds one attempt's state row's lock in a transaction of its own.
-async fn hold_row(
-    pool: &PgPool,
-    attempt: &StartedAttempt,
-) -> sqlx::Transaction<'static, sqlx::Postgres> {
-    let mut tx = pool.begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM attempt_state WHERE attempt_id = $1 FOR UPDATE")
-        .bind(attempt.id.as_uuid())
-        .execute(&mut *tx)
-        .await
-        .unwrap();
-    tx
 }
 
 /// Waits for a statement of gathered calls blocked on a row lock; its
@@ -700,6 +705,34 @@ async fn blocked_gathering(pool: &PgPool) -> i32 {
     panic!("no statement of gathered calls was blocked");
 }
 
+/// Gathers the calls of all but the first of `started`'s attempts into one
+/// statement blocked on the last one's row: the first call goes out alone
+/// and waits on its row, the others gather behind it, then the first's row
+/// is let go. The calls (the first numbered 0), the last row's lock, and
+/// the blocked statement's backend.
+async fn gathered_behind_the_last_row(
+    pool: &PgPool,
+    rig: &Rig<PgStore>,
+    tenant: TenantId,
+    started: &StartedSimulation,
+    text: &'static str,
+) -> (Calls, sqlx::Transaction<'static, sqlx::Postgres>, i32) {
+    let attempts = &started.attempts;
+    let first_held = hold_rows(pool, &attempts[..1]).await;
+    let last_held = hold_rows(pool, &attempts[attempts.len() - 1..]).await;
+    let mut calls = Calls::new();
+    for attempt in attempts.iter().enumerate() {
+        spawn_add(&mut calls, rig, tenant, attempt, text);
+        if attempt.0 == 0 {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    first_held.rollback().await.unwrap();
+    let pid = blocked_gathering(pool).await;
+    (calls, last_held, pid)
+}
+
 /// A statement of gathered calls whose connection is terminated mid-way
 /// (the server answers with an error, so it rolled back) writes nothing;
 /// each of its calls is written again alone on another connection, and is
@@ -707,31 +740,11 @@ async fn blocked_gathering(pool: &PgPool) -> i32 {
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn a_gathered_statement_whose_connection_dies_is_written_again_call_by_call(pool: PgPool) {
     let (rig, tenant, started, _trips) = warmed(&pool, 8).await;
-    let (first, rest) = started.attempts.split_first().unwrap();
-    let (first_held, last_held) = (
-        hold_row(&pool, first).await,
-        hold_row(&pool, rest.last().unwrap()).await,
-    );
-    let mut calls = tokio::task::JoinSet::new();
-    for (n, attempt) in started.attempts.iter().enumerate() {
-        let dispatcher = rig.dispatcher.clone();
-        let capability = attempt.capability.clone();
-        calls.spawn(async move {
-            let call = ToolCall::new("notes", "add", json!({"text": "again"}));
-            dispatcher.call(tenant, &capability, &call).await
-        });
-        if n == 0 {
-            // The first call's statement goes out alone and waits on its
-            // row; the others gather behind it.
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    first_held.rollback().await.unwrap();
-    // The next statement holds the other seven calls, and waits on the
+    // The statement of the seven calls after the first, waiting on the
     // last one's row: its connection is terminated there, as an
     // administrator or a failing server would.
-    let pid = blocked_gathering(&pool).await;
+    let (mut calls, last_held, pid) =
+        gathered_behind_the_last_row(&pool, &rig, tenant, &started, "again").await;
     let terminated: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
         .bind(pid)
         .fetch_one(&pool)
@@ -741,7 +754,7 @@ async fn a_gathered_statement_whose_connection_dies_is_written_again_call_by_cal
     tokio::time::sleep(Duration::from_millis(200)).await;
     last_held.rollback().await.unwrap();
     while let Some(answer) = calls.join_next().await {
-        assert_eq!(answer.unwrap().unwrap(), json!({"previous": "first"}));
+        assert_eq!(answer.unwrap().1.unwrap(), json!({"previous": "first"}));
     }
     for attempt in &started.attempts {
         assert_eq!(count(&pool, "evidence", attempt.id).await, 2);
@@ -759,28 +772,10 @@ async fn a_gathered_statement_whose_answer_is_lost_fails_its_calls_and_writes_no
     pool: PgPool,
 ) {
     let (rig, tenant, started, trips) = warmed(&pool, 8).await;
-    let (first, rest) = started.attempts.split_first().unwrap();
-    let (first_held, last_held) = (
-        hold_row(&pool, first).await,
-        hold_row(&pool, rest.last().unwrap()).await,
-    );
-    let mut calls = tokio::task::JoinSet::new();
-    for (n, attempt) in started.attempts.iter().enumerate() {
-        let dispatcher = rig.dispatcher.clone();
-        let capability = attempt.capability.clone();
-        calls.spawn(async move {
-            let call = ToolCall::new("notes", "add", json!({"text": "lost"}));
-            (n, dispatcher.call(tenant, &capability, &call).await)
-        });
-        if n == 0 {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    first_held.rollback().await.unwrap();
     // The seven others' statement, sent and waiting on the last one's row:
     // the network fails under it, then the row is let go and it commits.
-    blocked_gathering(&pool).await;
+    let (mut calls, last_held, _) =
+        gathered_behind_the_last_row(&pool, &rig, tenant, &started, "lost").await;
     trips.sever();
     last_held.rollback().await.unwrap();
     while let Some(answer) = calls.join_next().await {

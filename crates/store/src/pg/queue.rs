@@ -194,30 +194,14 @@ impl PgStore {
         Ok(queued)
     }
 
-    /// Claims the oldest queued attempt of any tenant for `owner`, skipping
-    /// attempts another worker is claiming (`FOR UPDATE SKIP LOCKED`): it
-    /// becomes `running` under a lease of `lease` from now (PostgreSQL's
-    /// clock) at the next epoch, `capability` (the hash of a token the
-    /// worker made) is bound to it, and the claim is kept in its history.
-    /// `None` when nothing is queued.
-    pub async fn claim_attempt(
-        &self,
-        owner: &str,
-        lease: Duration,
-        capability: &TokenHash,
-    ) -> Db<Option<Claimed>> {
-        let claimed = self
-            .claim_attempts(owner, lease, std::slice::from_ref(capability))
-            .await?;
-        Ok(claimed.into_iter().next())
-    }
-
-    /// Claims, in one statement, up to one queued attempt per capability
-    /// in `capabilities`, the oldest first, exactly as [`claim_attempt`]
-    /// claims one: the first claimed gets the first capability, and so on.
-    /// Fewer (or none) when fewer are queued.
-    ///
-    /// [`claim_attempt`]: PgStore::claim_attempt
+    /// Claims, in one statement, up to one queued attempt of any tenant
+    /// per capability in `capabilities`, the oldest first, for `owner`,
+    /// skipping attempts another worker is claiming (`FOR UPDATE SKIP
+    /// LOCKED`): each becomes `running` under a lease of `lease` from now
+    /// (PostgreSQL's clock) at its next epoch, is bound to its capability
+    /// (the hash of a token the worker made: the first claimed the first,
+    /// and so on), and the claim is kept in its history. Fewer (or none)
+    /// when fewer are queued.
     pub async fn claim_attempts(
         &self,
         owner: &str,
