@@ -53,10 +53,16 @@ async fn one_call(pool: &PgPool) -> (Rig<PgStore>, StartedSimulation) {
         .record_simulation_document(tenant, started.id, "ledger", &json!({"cases": []}), "tests")
         .await
         .unwrap();
-    store
-        .record_judgement(tenant, attempt.id, &json!([]))
-        .await
-        .unwrap();
+    // A judgement is written by the finish (the attempt must stay running
+    // here): the application role inserts its row directly.
+    sqlx::query(
+        "INSERT INTO attempt_judgements (tenant_id, attempt_id, unmet) VALUES ($1, $2, '[]')",
+    )
+    .bind(tenant.as_uuid())
+    .bind(attempt.id.as_uuid())
+    .execute(store.pool())
+    .await
+    .unwrap();
     store
         .record_message(
             tenant,

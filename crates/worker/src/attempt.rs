@@ -12,7 +12,7 @@ use toolmock_simulation::document::DriverDoc;
 use toolmock_simulation::{Keeping, play_attempt};
 use toolmock_store::Claimed;
 
-/// Runs one claimed attempt to its finish and records its judgement; a run
+/// Runs one claimed attempt to its finish, which records its judgement; a run
 /// that fails records a `storage_failed` harness error and finishes it, so
 /// it ends `harness_error`. A write refused by the fence (the lease lost)
 /// ends the run: nothing more is written.
@@ -152,17 +152,5 @@ async fn run(
                 .map_err(|e| format!("recording the cassette's exchanges failed: {e}"))?;
         }
     }
-    let unmet = serde_json::to_value(&result.unmet).map_err(|e| e.to_string())?;
-    let judge = result
-        .judge
-        .as_ref()
-        .map(serde_json::to_value)
-        .transpose()
-        .map_err(|e| e.to_string())?;
-    shared
-        .store
-        .record_judgement_with(tenant, claimed.attempt, &unmet, judge.as_ref())
-        .await
-        .map_err(|e| format!("recording the judgement failed: {e}"))?;
     Ok(result.outcome)
 }

@@ -197,11 +197,5 @@ async fn end(
         }
         Err(e) => return Err(e.to_string()),
     };
-    let unmet = serde_json::to_value(&result.unmet).map_err(|e| e.to_string())?;
-    shared
-        .store
-        .record_judgement(claimed.tenant, claimed.attempt, &unmet)
-        .await
-        .map_err(|e| format!("recording the judgement failed: {e}"))?;
     Ok(result.outcome)
 }

@@ -1,10 +1,10 @@
 //! The round trips a worker's attempt waits on — its claim, its calls, its
 //! judgement and its finish — counted statement by statement through a
 //! relay in front of PostgreSQL (`toolmock_store::testkit`), so that they
-//! cannot creep back: a scripted attempt of ten calls takes 14 — its
+//! cannot creep back: a scripted attempt of ten calls takes 13 — its
 //! claim (which also binds its capability and reads its state row), ten
 //! calls of one statement each, one read of what it recorded and its state
-//! for the judgement, the finish, the judgement's record — plus what the
+//! for the judgement, and the finish, which records the judgement — plus what the
 //! worker does once whatever the number of attempts (listening, the
 //! simulation's document and pins, the reaper's and the verifications'
 //! first sweeps, a claim that finds the queue empty).
@@ -24,7 +24,7 @@ use toolmock_worker::{WorkerConfig, run};
 const ATTEMPTS: u64 = 20;
 const CALLS: usize = 10;
 /// Statements per attempt of ten calls.
-const PER_ATTEMPT: u64 = 14;
+const PER_ATTEMPT: u64 = 13;
 /// Statements the worker makes once, whatever the number of attempts (15
 /// measured); one more statement per attempt exceeds it.
 const ONCE: u64 = 30;

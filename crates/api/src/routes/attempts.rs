@@ -399,7 +399,6 @@ pub(crate) async fn finish_attempt(
     })?;
     let unmet =
         serde_json::to_value(&result.unmet).map_err(|e| ApiError::Internal(e.to_string()))?;
-    store.record_judgement(tenant, attempt, &unmet).await?;
     Ok(Json(FinishedView {
         outcome: result.outcome.as_str().to_owned(),
         as_expected: result.as_expected,

@@ -16,7 +16,7 @@ pub use memory::MemoryStore;
 use crate::error::{ApplyError, FinishError, SaveRevisionError, StoreError};
 use crate::model::{
     AgentId, AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptId, AttemptOutcome,
-    AttemptRecord, CapabilityCheck, EvidenceRecord, HarnessErrorRecord, LayeredSnapshot,
+    AttemptRecord, CapabilityCheck, EvidenceRecord, HarnessErrorRecord, Judgement, LayeredSnapshot,
     LibraryTool, NewOperation, NewSimulation, NewTool, OperationId, OperationView, RevisionRecord,
     SaveRevision, SimulationId, SimulationPins, StateSnapshot, Step, TenantId, TokenHash, ToolId,
     ToolInputErrorRecord, Verdict,
@@ -307,6 +307,31 @@ pub trait AttemptStore: Send + Sync {
         at: DateTime<Utc>,
         unmarked: u64,
     ) -> impl Future<Output = Result<AttemptOutcome, FinishError>> + Send;
+
+    /// Whether this store records an attempt's judgement with its finish
+    /// ([`AttemptStore::finish_judged`]); a caller builds the judgement's
+    /// JSON only for one that does. By default it does not: an in-process
+    /// run keeps the judgement in its own result.
+    fn keeps_judgements(&self) -> bool {
+        false
+    }
+
+    /// [`AttemptStore::finish_attempt`], and the attempt's judgement
+    /// recorded in the same step: both or neither, under the same lock and
+    /// fence, so that no reader ever sees the attempt finished and unjudged
+    /// (a judgement is recorded once per attempt). A store that does not
+    /// keep judgements only finishes, as by default.
+    fn finish_judged(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        (verdict, judgement): (Verdict, &Judgement),
+        at: DateTime<Utc>,
+        unmarked: u64,
+    ) -> impl Future<Output = Result<AttemptOutcome, FinishError>> + Send {
+        let _ = judgement;
+        self.finish_attempt(tenant, attempt, verdict, at, unmarked)
+    }
 
     /// One attempt.
     fn attempt(

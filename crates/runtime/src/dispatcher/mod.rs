@@ -20,8 +20,9 @@ use crate::backend::{
 };
 use crate::error::{FinishError, StoreError};
 use crate::model::{
-    AgentId, AttemptBinding, AttemptId, AttemptOutcome, Capability, CapabilityCheck, PinRecord,
-    SimulationId, SimulationMode, TenantId, TestCaseId, TestCaseSpec, TokenHash, Verdict,
+    AgentId, AttemptBinding, AttemptId, AttemptOutcome, Capability, CapabilityCheck, Judgement,
+    PinRecord, SimulationId, SimulationMode, TenantId, TestCaseId, TestCaseSpec, TokenHash,
+    Verdict,
 };
 use chrono::{DateTime, Utc};
 use pins::{DefinitionKey, PinSet};
@@ -320,20 +321,46 @@ impl<B: Backend> Dispatcher<B> {
         attempt: AttemptId,
         verdict: Verdict,
     ) -> Result<AttemptOutcome, FinishError> {
+        self.finish(tenant, attempt, verdict, None).await
+    }
+
+    /// [`Dispatcher::finish_attempt`] with the attempt's judgement, recorded
+    /// in the same step by a store that keeps judgements
+    /// ([`crate::backend::AttemptStore::finish_judged`]).
+    pub async fn finish_judged(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        verdict: Verdict,
+        judgement: &Judgement,
+    ) -> Result<AttemptOutcome, FinishError> {
+        self.finish(tenant, attempt, verdict, Some(judgement)).await
+    }
+
+    async fn finish(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        verdict: Verdict,
+        judgement: Option<&Judgement>,
+    ) -> Result<AttemptOutcome, FinishError> {
         let unresolved = self.unresolved_calls_of(tenant, attempt).await?;
         let unmarked = lock(&self.unmarked)
             .get(&attempt)
             .map_or(0, |count| count.load(Ordering::Relaxed));
-        let outcome = self
-            .backend
-            .finish_attempt(
-                tenant,
-                attempt,
-                verdict,
-                self.clock.now(),
-                unmarked + unresolved,
-            )
-            .await?;
+        let (at, unmarked) = (self.clock.now(), unmarked + unresolved);
+        let outcome = match judgement {
+            Some(judgement) => {
+                self.backend
+                    .finish_judged(tenant, attempt, (verdict, judgement), at, unmarked)
+                    .await?
+            }
+            None => {
+                self.backend
+                    .finish_attempt(tenant, attempt, verdict, at, unmarked)
+                    .await?
+            }
+        };
         write(&self.bindings)
             .retain(|_, b| !(b.binding.attempt == attempt && b.binding.tenant == tenant));
         lock(&self.unmarked).remove(&attempt);

@@ -354,6 +354,21 @@ impl<B: AttemptStore> AttemptStore for Faulty<B> {
             .finish_attempt(tenant, attempt, verdict, at, unmarked)
             .await
     }
+    fn keeps_judgements(&self) -> bool {
+        self.inner.keeps_judgements()
+    }
+    async fn finish_judged(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        judged: (Verdict, &Judgement),
+        at: DateTime<Utc>,
+        unmarked: u64,
+    ) -> Result<AttemptOutcome, FinishError> {
+        self.inner
+            .finish_judged(tenant, attempt, judged, at, unmarked)
+            .await
+    }
     async fn attempt(
         &self,
         tenant: TenantId,

@@ -12,15 +12,16 @@ use crate::usage::{RequestUsage, TokenUsage};
 use toolmock_contract::pointer;
 use toolmock_runtime::backend::{AttemptRecords, Backend};
 use toolmock_runtime::dispatcher::Dispatcher;
-use toolmock_runtime::model::Verdict;
 use toolmock_runtime::model::{AttemptId, TenantId};
+use toolmock_runtime::model::{Judgement, Verdict};
 
 use super::error::*;
 use super::results::*;
 
 /// Judges an attempt whose agent is done (a script that ran, an external
 /// agent that said so) over what it recorded — `unmet` holds what its driver
-/// already found unmet — and finishes it with that verdict. The outcome is
+/// already found unmet — and finishes it with that verdict (a store that
+/// keeps judgements records the judgement with the finish). The outcome is
 /// the dispatcher's: a harness error makes it `harness_error` whatever the
 /// verdict. `wall` is left zero for the caller.
 pub async fn conclude_attempt<B: Backend>(
@@ -191,7 +192,23 @@ pub(super) async fn conclude_played<B: Backend>(
     } else {
         Verdict::Failed
     };
-    let outcome = dispatcher.finish_attempt(tenant, attempt, verdict).await?;
+    // A store that keeps judgements records this one with the finish, in
+    // the same step: no reader sees the attempt finished and unjudged.
+    let outcome = if store.keeps_judgements() {
+        let judgement = Judgement {
+            unmet: serde_json::to_value(&unmet).map_err(|e| RunError::Storage(e.to_string()))?,
+            judge: judged
+                .as_ref()
+                .map(serde_json::to_value)
+                .transpose()
+                .map_err(|e| RunError::Storage(e.to_string()))?,
+        };
+        dispatcher
+            .finish_judged(tenant, attempt, verdict, &judgement)
+            .await?
+    } else {
+        dispatcher.finish_attempt(tenant, attempt, verdict).await?
+    };
     let mut result = attempt_result(
         case,
         (number, outcome),

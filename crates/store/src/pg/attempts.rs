@@ -4,6 +4,7 @@ use super::evidence::insert_harness_error;
 use super::{Db, PgStore, db, rollback};
 use crate::rows::*;
 use chrono::{DateTime, Utc};
+use sqlx::types::Json;
 use toolmock_runtime::backend::*;
 use toolmock_runtime::error::*;
 use toolmock_runtime::model::*;
@@ -173,6 +174,63 @@ impl AttemptStore for PgStore {
         at: DateTime<Utc>,
         unmarked: u64,
     ) -> Result<AttemptOutcome, FinishError> {
+        self.finish(tenant, attempt, (verdict, None), at, unmarked)
+            .await
+    }
+
+    fn keeps_judgements(&self) -> bool {
+        true
+    }
+
+    async fn finish_judged(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        (verdict, judgement): (Verdict, &Judgement),
+        at: DateTime<Utc>,
+        unmarked: u64,
+    ) -> Result<AttemptOutcome, FinishError> {
+        self.finish(tenant, attempt, (verdict, Some(judgement)), at, unmarked)
+            .await
+    }
+
+    async fn attempt(&self, tenant: TenantId, attempt: AttemptId) -> Db<AttemptRecord> {
+        let row: Option<AttemptRow> = db(sqlx::query_as(
+            "SELECT simulation_id, test_case_id, outcome, lease_owner, lease_expires_at, \
+                 has_harness_error FROM attempts WHERE tenant_id = $1 AND id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(attempt.as_uuid())
+        .fetch_optional(&self.pool)
+        .await)?;
+        let row = row.ok_or(StoreError::NotFound { entity: "attempt" })?;
+        Ok(AttemptRecord {
+            id: attempt,
+            simulation: SimulationId(row.simulation_id),
+            test_case: TestCaseId(row.test_case_id),
+            outcome: row
+                .outcome
+                .map(|o| AttemptOutcome::parse(&o).ok_or_else(|| corrupt("outcome", &o)))
+                .transpose()?,
+            lease_owner: row.lease_owner,
+            lease_expires_at: row.lease_expires_at,
+            has_harness_error: row.has_harness_error,
+        })
+    }
+}
+
+impl PgStore {
+    /// The finish of `AttemptStore::finish_attempt`, and with it, when
+    /// given, the attempt's judgement: inserted by the statement or the
+    /// transaction that ends the attempt, so both are written or neither.
+    async fn finish(
+        &self,
+        tenant: TenantId,
+        attempt: AttemptId,
+        (verdict, judgement): (Verdict, Option<&Judgement>),
+        at: DateTime<Utc>,
+        unmarked: u64,
+    ) -> Result<AttemptOutcome, FinishError> {
         let (owner, epoch) = self.fence_of(attempt);
         let unmarked_i64 = to_i64(unmarked)?;
         // The clean finish in one round trip: the same lock, the same
@@ -183,7 +241,8 @@ impl AttemptStore for PgStore {
             db(sqlx::query_as(
                 "SELECT found, holds, status, outcome \
                  FROM toolmock_finish_clean(tenant_id => $1, attempt_id => $2, at => $3, \
-                     verdict => $4, owner => $5, epoch => $6, unmarked => $7)",
+                     verdict => $4, owner => $5, epoch => $6, unmarked => $7, \
+                     unmet => $8, judge => $9)",
             )
             .bind(tenant.as_uuid())
             .bind(attempt.as_uuid())
@@ -192,6 +251,8 @@ impl AttemptStore for PgStore {
             .bind(owner.as_deref())
             .bind(epoch)
             .bind(unmarked_i64)
+            .bind(judgement.map(|j| Json(&j.unmet)))
+            .bind(judgement.and_then(|j| j.judge.as_ref()).map(Json))
             .fetch_one(&self.pool)
             .await)?;
         if !found {
@@ -281,6 +342,7 @@ impl AttemptStore for PgStore {
         // Its calls are over: the copy of its state row is of no more use.
         self.copies.forget(attempt.as_uuid());
         if let Some(outcome) = ended {
+            insert_judgement(&mut tx, (tenant, attempt), judgement).await?;
             db(tx.commit().await)?;
             return Ok(AttemptOutcome::parse(&outcome).ok_or_else(|| corrupt("outcome", &outcome))?);
         }
@@ -319,31 +381,31 @@ impl AttemptStore for PgStore {
         .bind(verdict.outcome().as_str())
         .fetch_one(&mut *tx)
         .await)?;
+        insert_judgement(&mut tx, (tenant, attempt), judgement).await?;
         db(tx.commit().await)?;
         Ok(AttemptOutcome::parse(&outcome).ok_or_else(|| corrupt("outcome", &outcome))?)
     }
+}
 
-    async fn attempt(&self, tenant: TenantId, attempt: AttemptId) -> Db<AttemptRecord> {
-        let row: Option<AttemptRow> = db(sqlx::query_as(
-            "SELECT simulation_id, test_case_id, outcome, lease_owner, lease_expires_at, \
-                 has_harness_error FROM attempts WHERE tenant_id = $1 AND id = $2",
-        )
-        .bind(tenant.as_uuid())
-        .bind(attempt.as_uuid())
-        .fetch_optional(&self.pool)
-        .await)?;
-        let row = row.ok_or(StoreError::NotFound { entity: "attempt" })?;
-        Ok(AttemptRecord {
-            id: attempt,
-            simulation: SimulationId(row.simulation_id),
-            test_case: TestCaseId(row.test_case_id),
-            outcome: row
-                .outcome
-                .map(|o| AttemptOutcome::parse(&o).ok_or_else(|| corrupt("outcome", &o)))
-                .transpose()?,
-            lease_owner: row.lease_owner,
-            lease_expires_at: row.lease_expires_at,
-            has_harness_error: row.has_harness_error,
-        })
-    }
+/// Inserts `judgement`, when there is one, in `tx`, which has just ended
+/// the attempt.
+async fn insert_judgement(
+    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+    (tenant, attempt): (TenantId, AttemptId),
+    judgement: Option<&Judgement>,
+) -> Db<()> {
+    let Some(judgement) = judgement else {
+        return Ok(());
+    };
+    db(sqlx::query(
+        "INSERT INTO attempt_judgements (tenant_id, attempt_id, unmet, judge) \
+         VALUES ($1, $2, $3, $4)",
+    )
+    .bind(tenant.as_uuid())
+    .bind(attempt.as_uuid())
+    .bind(Json(&judgement.unmet))
+    .bind(judgement.judge.as_ref().map(Json))
+    .execute(&mut **tx)
+    .await)?;
+    Ok(())
 }

@@ -316,47 +316,4 @@ impl PgStore {
         row.ok_or(StoreError::NotFound { entity: "attempt" })?
             .into_listing()
     }
-
-    /// Records a finished attempt's judgement: every expectation it did not
-    /// meet. Once: a second judgement of the same attempt is a conflict.
-    pub async fn record_judgement(
-        &self,
-        tenant: TenantId,
-        attempt: AttemptId,
-        unmet: &Value,
-    ) -> Db<()> {
-        self.record_judgement_with(tenant, attempt, unmet, None)
-            .await
-    }
-
-    /// [`PgStore::record_judgement`] with the judge's report (verdict,
-    /// score, reasoning) of a case whose rubric was graded.
-    pub async fn record_judgement_with(
-        &self,
-        tenant: TenantId,
-        attempt: AttemptId,
-        unmet: &Value,
-        judge: Option<&Value>,
-    ) -> Db<()> {
-        let (owner, epoch) = self.fence_of(attempt);
-        let written = db(sqlx::query(
-            "INSERT INTO attempt_judgements (tenant_id, attempt_id, unmet, judge) \
-             SELECT $1, $2, $3, $6 \
-             WHERE $4::text IS NULL OR EXISTS (SELECT 1 FROM attempts f \
-                 WHERE f.tenant_id = $1 AND f.id = $2 AND f.lease_owner = $4 \
-                     AND f.lease_epoch = $5 AND f.lease_expires_at > clock_timestamp() FOR SHARE)",
-        )
-        .bind(tenant.as_uuid())
-        .bind(attempt.as_uuid())
-        .bind(Json(unmet))
-        .bind(owner)
-        .bind(epoch)
-        .bind(judge.map(Json))
-        .execute(self.pool())
-        .await)?;
-        if written.rows_affected() == 0 {
-            return Err(self.fenced());
-        }
-        Ok(())
-    }
 }

@@ -1,0 +1,155 @@
+//! An attempt's judgement is written by its finish: the statement that ends
+//! a clean attempt, or the transaction that records a fault first and then
+//! ends it, inserts the judgement too — both are written or neither, so no
+//! reader sees an attempt finished and unjudged.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
+
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use toolmock_runtime::ToolCall;
+use toolmock_runtime::backend::AttemptStore;
+use toolmock_runtime::dispatcher::StartedSimulation;
+use toolmock_runtime::error::FinishError;
+use toolmock_runtime::model::{AttemptId, AttemptOutcome, Judgement, TenantId, Verdict};
+use toolmock_runtime::testkit::{Rig, ledger_simulation};
+use toolmock_store::PgStore;
+use toolmock_store::testkit::counted_app_pool;
+
+/// Two attempts of the ledger simulation, each with one call recorded, on
+/// the application role's pool.
+async fn two_attempts(pool: &PgPool) -> (Rig<PgStore>, TenantId, StartedSimulation) {
+    let (app, _) = counted_app_pool(pool, 4).await;
+    let rig = Rig::new(PgStore::new(app));
+    let (tenant, started) = ledger_simulation(&rig, "acme", 2).await;
+    for attempt in &started.attempts {
+        rig.dispatcher
+            .call(
+                tenant,
+                &attempt.capability,
+                &ToolCall::new("ledger", "append", json!({"id": "a"})),
+            )
+            .await
+            .unwrap();
+    }
+    (rig, tenant, started)
+}
+
+fn judgement() -> Judgement {
+    Judgement {
+        unmet: json!([{"path": "/cases/0/expect/final_state", "code": "final_state"}]),
+        judge: Some(json!({"verdict": "fail", "score": 0.25, "reasoning": "no"})),
+    }
+}
+
+/// The attempt's status and outcome, and its judgement's row.
+async fn written(pool: &PgPool, attempt: AttemptId) -> (String, Option<String>, Option<Value>) {
+    let (status, outcome): (String, Option<String>) =
+        sqlx::query_as("SELECT status, outcome FROM attempts WHERE id = $1")
+            .bind(attempt.as_uuid())
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    let judged: Option<Value> =
+        sqlx::query_scalar("SELECT jsonb_build_object('unmet', unmet, 'judge', judge) FROM attempt_judgements WHERE attempt_id = $1")
+            .bind(attempt.as_uuid())
+            .fetch_optional(pool)
+            .await
+            .unwrap();
+    (status, outcome, judged)
+}
+
+/// The clean finish (one statement) and the finish that records a lost
+/// call first (a transaction: `unmarked` says one call never reached
+/// storage) each write the judgement with the outcome.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn the_finish_writes_the_judgement_with_the_outcome(pool: PgPool) {
+    let (rig, tenant, started) = two_attempts(&pool).await;
+    let store = rig.dispatcher.backend();
+    assert!(store.keeps_judgements());
+    let judgement = judgement();
+    let expected = json!({"unmet": judgement.unmet, "judge": judgement.judge});
+    for (attempt, unmarked, outcome) in [
+        (started.attempts[0].id, 0, AttemptOutcome::Failed),
+        (started.attempts[1].id, 1, AttemptOutcome::HarnessError),
+    ] {
+        let ended = store
+            .finish_judged(
+                tenant,
+                attempt,
+                (Verdict::Failed, &judgement),
+                chrono::Utc::now(),
+                unmarked,
+            )
+            .await
+            .unwrap();
+        assert_eq!(ended, outcome);
+        let (status, stored, judged) = written(&pool, attempt).await;
+        assert_eq!(
+            (status.as_str(), stored.as_deref()),
+            ("finished", Some(outcome.as_str()))
+        );
+        assert_eq!(judged, Some(expected.clone()), "unmarked {unmarked}");
+    }
+    rig.dispatcher.backend().pool().close().await;
+}
+
+/// A judgement that cannot be written (here: one is there already) leaves
+/// the attempt running and unchanged, on either path: neither is written.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_judgement_refused_leaves_the_attempt_unfinished(pool: PgPool) {
+    let (rig, tenant, started) = two_attempts(&pool).await;
+    let store = rig.dispatcher.backend();
+    for (attempt, unmarked) in [(started.attempts[0].id, 0), (started.attempts[1].id, 1)] {
+        sqlx::query(
+            "INSERT INTO attempt_judgements (tenant_id, attempt_id, unmet) VALUES ($1, $2, '[]')",
+        )
+        .bind(tenant.as_uuid())
+        .bind(attempt.as_uuid())
+        .execute(&pool)
+        .await
+        .unwrap();
+        let refused = store
+            .finish_judged(
+                tenant,
+                attempt,
+                (Verdict::Passed, &judgement()),
+                chrono::Utc::now(),
+                unmarked,
+            )
+            .await;
+        assert!(matches!(refused, Err(FinishError::Store(_))), "{refused:?}");
+        let (status, outcome, judged) = written(&pool, attempt).await;
+        assert_eq!((status.as_str(), outcome), ("running", None));
+        assert_eq!(judged, Some(json!({"unmet": [], "judge": null})));
+        let faults: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM harness_errors WHERE attempt_id = $1")
+                .bind(attempt.as_uuid())
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        assert_eq!(
+            faults, 0,
+            "the lost call's fault went with the refused finish"
+        );
+    }
+    rig.dispatcher.backend().pool().close().await;
+}
+
+/// A plain finish (nothing to judge: `finish_attempt`) writes no judgement.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_finish_without_a_judgement_writes_none(pool: PgPool) {
+    let (rig, tenant, started) = two_attempts(&pool).await;
+    let attempt = started.attempts[0].id;
+    rig.dispatcher
+        .finish_attempt(tenant, attempt, Verdict::Passed)
+        .await
+        .unwrap();
+    let (status, outcome, judged) = written(&pool, attempt).await;
+    assert_eq!(
+        (status.as_str(), outcome.as_deref()),
+        ("finished", Some("passed"))
+    );
+    assert_eq!(judged, None);
+    rig.dispatcher.backend().pool().close().await;
+}
