@@ -11,7 +11,7 @@ use toolmock_runtime::ToolCall;
 use toolmock_runtime::backend::AttemptStore;
 use toolmock_runtime::dispatcher::StartedSimulation;
 use toolmock_runtime::error::FinishError;
-use toolmock_runtime::model::{AttemptId, AttemptOutcome, Judgement, TenantId, Verdict};
+use toolmock_runtime::model::{AttemptId, AttemptOutcome, TenantId, Verdict};
 use toolmock_runtime::testkit::{Rig, ledger_simulation};
 use toolmock_store::PgStore;
 use toolmock_store::testkit::counted_app_pool;
@@ -35,11 +35,12 @@ async fn two_attempts(pool: &PgPool) -> (Rig<PgStore>, TenantId, StartedSimulati
     (rig, tenant, started)
 }
 
-fn judgement() -> Judgement {
-    Judgement {
-        unmet: json!([{"path": "/cases/0/expect/final_state", "code": "final_state"}]),
-        judge: Some(json!({"verdict": "fail", "score": 0.25, "reasoning": "no"})),
-    }
+/// A judgement: its unmet expectations and the judge's report.
+fn judgement() -> (Value, Value) {
+    (
+        json!([{"path": "/cases/0/expect/final_state", "code": "final_state"}]),
+        json!({"verdict": "fail", "score": 0.25, "reasoning": "no"}),
+    )
 }
 
 /// The attempt's status and outcome, and its judgement's row.
@@ -67,8 +68,8 @@ async fn the_finish_writes_the_judgement_with_the_outcome(pool: PgPool) {
     let (rig, tenant, started) = two_attempts(&pool).await;
     let store = rig.dispatcher.backend();
     assert!(store.keeps_judgements());
-    let judgement = judgement();
-    let expected = json!({"unmet": judgement.unmet, "judge": judgement.judge});
+    let (unmet, judge) = judgement();
+    let expected = json!({"unmet": unmet, "judge": judge});
     for (attempt, unmarked, outcome) in [
         (started.attempts[0].id, 0, AttemptOutcome::Failed),
         (started.attempts[1].id, 1, AttemptOutcome::HarnessError),
@@ -77,7 +78,8 @@ async fn the_finish_writes_the_judgement_with_the_outcome(pool: PgPool) {
             .finish_judged(
                 tenant,
                 attempt,
-                (Verdict::Failed, &judgement),
+                Verdict::Failed,
+                (&unmet, Some(&judge)),
                 chrono::Utc::now(),
                 unmarked,
             )
@@ -109,11 +111,13 @@ async fn a_judgement_refused_leaves_the_attempt_unfinished(pool: PgPool) {
         .execute(&pool)
         .await
         .unwrap();
+        let (unmet, judge) = judgement();
         let refused = store
             .finish_judged(
                 tenant,
                 attempt,
-                (Verdict::Passed, &judgement()),
+                Verdict::Passed,
+                (&unmet, Some(&judge)),
                 chrono::Utc::now(),
                 unmarked,
             )

@@ -16,7 +16,7 @@ pub use memory::MemoryStore;
 use crate::error::{ApplyError, FinishError, SaveRevisionError, StoreError};
 use crate::model::{
     AgentId, AgentRecord, AgentSpec, Applied, AttemptBinding, AttemptId, AttemptOutcome,
-    AttemptRecord, CapabilityCheck, EvidenceRecord, HarnessErrorRecord, Judgement, LayeredSnapshot,
+    AttemptRecord, CapabilityCheck, EvidenceRecord, HarnessErrorRecord, LayeredSnapshot,
     LibraryTool, NewOperation, NewSimulation, NewTool, OperationId, OperationView, RevisionRecord,
     SaveRevision, SimulationId, SimulationPins, StateSnapshot, Step, TenantId, TokenHash, ToolId,
     ToolInputErrorRecord, Verdict,
@@ -319,13 +319,16 @@ pub trait AttemptStore: Send + Sync {
     /// [`AttemptStore::finish_attempt`], and the attempt's judgement
     /// recorded in the same step: both or neither, under the same lock and
     /// fence, so that no reader ever sees the attempt finished and unjudged
-    /// (a judgement is recorded once per attempt). A store that does not
-    /// keep judgements only finishes, as by default.
+    /// (a judgement is recorded once per attempt). The judgement is its
+    /// unmet expectations (a JSON array) and, for a case whose rubric was
+    /// graded, the judge's report (verdict, score, reasoning). A store that
+    /// does not keep judgements only finishes, as by default.
     fn finish_judged(
         &self,
         tenant: TenantId,
         attempt: AttemptId,
-        (verdict, judgement): (Verdict, &Judgement),
+        verdict: Verdict,
+        judgement: (&Value, Option<&Value>),
         at: DateTime<Utc>,
         unmarked: u64,
     ) -> impl Future<Output = Result<AttemptOutcome, FinishError>> + Send {

@@ -20,9 +20,8 @@ use crate::backend::{
 };
 use crate::error::{FinishError, StoreError};
 use crate::model::{
-    AgentId, AttemptBinding, AttemptId, AttemptOutcome, Capability, CapabilityCheck, Judgement,
-    PinRecord, SimulationId, SimulationMode, TenantId, TestCaseId, TestCaseSpec, TokenHash,
-    Verdict,
+    AgentId, AttemptBinding, AttemptId, AttemptOutcome, Capability, CapabilityCheck, PinRecord,
+    SimulationId, SimulationMode, TenantId, TestCaseId, TestCaseSpec, TokenHash, Verdict,
 };
 use chrono::{DateTime, Utc};
 use pins::{DefinitionKey, PinSet};
@@ -324,15 +323,16 @@ impl<B: Backend> Dispatcher<B> {
         self.finish(tenant, attempt, verdict, None).await
     }
 
-    /// [`Dispatcher::finish_attempt`] with the attempt's judgement, recorded
-    /// in the same step by a store that keeps judgements
+    /// [`Dispatcher::finish_attempt`] with the attempt's judgement (its
+    /// unmet expectations and the judge's report), recorded in the same
+    /// step by a store that keeps judgements
     /// ([`crate::backend::AttemptStore::finish_judged`]).
     pub async fn finish_judged(
         &self,
         tenant: TenantId,
         attempt: AttemptId,
         verdict: Verdict,
-        judgement: &Judgement,
+        judgement: (&Value, Option<&Value>),
     ) -> Result<AttemptOutcome, FinishError> {
         self.finish(tenant, attempt, verdict, Some(judgement)).await
     }
@@ -342,7 +342,7 @@ impl<B: Backend> Dispatcher<B> {
         tenant: TenantId,
         attempt: AttemptId,
         verdict: Verdict,
-        judgement: Option<&Judgement>,
+        judgement: Option<(&Value, Option<&Value>)>,
     ) -> Result<AttemptOutcome, FinishError> {
         let unresolved = self.unresolved_calls_of(tenant, attempt).await?;
         let unmarked = lock(&self.unmarked)
@@ -352,7 +352,7 @@ impl<B: Backend> Dispatcher<B> {
         let outcome = match judgement {
             Some(judgement) => {
                 self.backend
-                    .finish_judged(tenant, attempt, (verdict, judgement), at, unmarked)
+                    .finish_judged(tenant, attempt, verdict, judgement, at, unmarked)
                     .await?
             }
             None => {

@@ -636,18 +636,6 @@ impl Verdict {
     }
 }
 
-/// What an attempt's judgement records beside its outcome, as a durable
-/// store keeps it: every expectation the attempt did not meet and, for a
-/// case whose rubric was graded, the judge's report (verdict, score,
-/// reasoning).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Judgement {
-    /// The unmet expectations (a JSON array).
-    pub unmet: Value,
-    /// The judge's report, when a rubric was graded.
-    pub judge: Option<Value>,
-}
-
 /// How an attempt ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -361,12 +361,13 @@ impl<B: AttemptStore> AttemptStore for Faulty<B> {
         &self,
         tenant: TenantId,
         attempt: AttemptId,
-        judged: (Verdict, &Judgement),
+        verdict: Verdict,
+        judgement: (&Value, Option<&Value>),
         at: DateTime<Utc>,
         unmarked: u64,
     ) -> Result<AttemptOutcome, FinishError> {
         self.inner
-            .finish_judged(tenant, attempt, judged, at, unmarked)
+            .finish_judged(tenant, attempt, verdict, judgement, at, unmarked)
             .await
     }
     async fn attempt(

@@ -12,8 +12,8 @@ use crate::usage::{RequestUsage, TokenUsage};
 use toolmock_contract::pointer;
 use toolmock_runtime::backend::{AttemptRecords, Backend};
 use toolmock_runtime::dispatcher::Dispatcher;
+use toolmock_runtime::model::Verdict;
 use toolmock_runtime::model::{AttemptId, TenantId};
-use toolmock_runtime::model::{Judgement, Verdict};
 
 use super::error::*;
 use super::results::*;
@@ -195,16 +195,15 @@ pub(super) async fn conclude_played<B: Backend>(
     // A store that keeps judgements records this one with the finish, in
     // the same step: no reader sees the attempt finished and unjudged.
     let outcome = if store.keeps_judgements() {
-        let judgement = Judgement {
-            unmet: serde_json::to_value(&unmet).map_err(|e| RunError::Storage(e.to_string()))?,
-            judge: judged
-                .as_ref()
-                .map(serde_json::to_value)
-                .transpose()
-                .map_err(|e| RunError::Storage(e.to_string()))?,
-        };
+        let unmet_json =
+            serde_json::to_value(&unmet).map_err(|e| RunError::Storage(e.to_string()))?;
+        let judge_json = judged
+            .as_ref()
+            .map(serde_json::to_value)
+            .transpose()
+            .map_err(|e| RunError::Storage(e.to_string()))?;
         dispatcher
-            .finish_judged(tenant, attempt, verdict, &judgement)
+            .finish_judged(tenant, attempt, verdict, (&unmet_json, judge_json.as_ref()))
             .await?
     } else {
         dispatcher.finish_attempt(tenant, attempt, verdict).await?

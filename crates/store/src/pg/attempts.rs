@@ -4,6 +4,7 @@ use super::evidence::insert_harness_error;
 use super::{Db, PgStore, db, rollback};
 use crate::rows::*;
 use chrono::{DateTime, Utc};
+use serde_json::Value;
 use sqlx::types::Json;
 use toolmock_runtime::backend::*;
 use toolmock_runtime::error::*;
@@ -186,7 +187,8 @@ impl AttemptStore for PgStore {
         &self,
         tenant: TenantId,
         attempt: AttemptId,
-        (verdict, judgement): (Verdict, &Judgement),
+        verdict: Verdict,
+        judgement: (&Value, Option<&Value>),
         at: DateTime<Utc>,
         unmarked: u64,
     ) -> Result<AttemptOutcome, FinishError> {
@@ -227,7 +229,7 @@ impl PgStore {
         &self,
         tenant: TenantId,
         attempt: AttemptId,
-        (verdict, judgement): (Verdict, Option<&Judgement>),
+        (verdict, judgement): (Verdict, Option<Judgement<'_>>),
         at: DateTime<Utc>,
         unmarked: u64,
     ) -> Result<AttemptOutcome, FinishError> {
@@ -251,8 +253,8 @@ impl PgStore {
             .bind(owner.as_deref())
             .bind(epoch)
             .bind(unmarked_i64)
-            .bind(judgement.map(|j| Json(&j.unmet)))
-            .bind(judgement.and_then(|j| j.judge.as_ref()).map(Json))
+            .bind(judgement.map(|(unmet, _)| Json(unmet)))
+            .bind(judgement.and_then(|(_, judge)| judge).map(Json))
             .fetch_one(&self.pool)
             .await)?;
         if !found {
@@ -387,14 +389,18 @@ impl PgStore {
     }
 }
 
+/// An attempt's judgement as the finish writes it: its unmet expectations
+/// and the judge's report.
+type Judgement<'a> = (&'a Value, Option<&'a Value>);
+
 /// Inserts `judgement`, when there is one, in `tx`, which has just ended
 /// the attempt.
 async fn insert_judgement(
     tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
     (tenant, attempt): (TenantId, AttemptId),
-    judgement: Option<&Judgement>,
+    judgement: Option<Judgement<'_>>,
 ) -> Db<()> {
-    let Some(judgement) = judgement else {
+    let Some((unmet, judge)) = judgement else {
         return Ok(());
     };
     db(sqlx::query(
@@ -403,8 +409,8 @@ async fn insert_judgement(
     )
     .bind(tenant.as_uuid())
     .bind(attempt.as_uuid())
-    .bind(Json(&judgement.unmet))
-    .bind(judgement.judge.as_ref().map(Json))
+    .bind(Json(unmet))
+    .bind(judge.map(Json))
     .execute(&mut **tx)
     .await)?;
     Ok(())
