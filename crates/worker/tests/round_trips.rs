@@ -4,8 +4,8 @@
 //! cannot creep back: a scripted attempt of ten calls takes 13 — its
 //! claim (which also binds its capability and reads its state row), ten
 //! calls of one statement each, one read of what it recorded and its state
-//! for the judgement, and the finish, which records the judgement — plus what the
-//! worker does once whatever the number of attempts (listening, the
+//! for the judgement, and the finish, which records the judgement — plus
+//! what the worker does once whatever the number of attempts (listening, the
 //! simulation's document and pins, the reaper's and the verifications'
 //! first sweeps, a claim that finds the queue empty).
 
