@@ -7,8 +7,9 @@
 -- round trip and commit per attempt, and a moment in which a reader saw
 -- the attempt finished and unjudged. The clean finish now takes the
 -- judgement and, when it ends the attempt, inserts it beside the outcome:
--- both are written or neither. A finish that records something first (the
--- transaction in `PgStore::finish_attempt`) inserts it in its transaction.
+-- both are written or neither. A finish that records something first (a
+-- lost call, a late lease: the transaction in `crates/store/src/pg/attempts.rs`)
+-- inserts it in that transaction.
 --
 -- The function's arguments change, so it is dropped and created again;
 -- the two new ones default to NULL (no judgement: only the finish).

@@ -43,6 +43,27 @@ fn judgement() -> (Value, Value) {
     )
 }
 
+/// Finishes `attempt` with [`judgement`]; `unmarked` calls lost on their
+/// way to storage send the finish down its transaction.
+async fn finish_judged(
+    store: &PgStore,
+    (tenant, attempt): (TenantId, AttemptId),
+    verdict: Verdict,
+    unmarked: u64,
+) -> Result<AttemptOutcome, FinishError> {
+    let (unmet, judge) = judgement();
+    store
+        .finish_judged(
+            tenant,
+            attempt,
+            verdict,
+            (&unmet, Some(&judge)),
+            chrono::Utc::now(),
+            unmarked,
+        )
+        .await
+}
+
 /// The attempt's status and outcome, and its judgement's row.
 async fn written(pool: &PgPool, attempt: AttemptId) -> (String, Option<String>, Option<Value>) {
     let (status, outcome): (String, Option<String>) =
@@ -74,15 +95,7 @@ async fn the_finish_writes_the_judgement_with_the_outcome(pool: PgPool) {
         (started.attempts[0].id, 0, AttemptOutcome::Failed),
         (started.attempts[1].id, 1, AttemptOutcome::HarnessError),
     ] {
-        let ended = store
-            .finish_judged(
-                tenant,
-                attempt,
-                Verdict::Failed,
-                (&unmet, Some(&judge)),
-                chrono::Utc::now(),
-                unmarked,
-            )
+        let ended = finish_judged(store, (tenant, attempt), Verdict::Failed, unmarked)
             .await
             .unwrap();
         assert_eq!(ended, outcome);
@@ -111,17 +124,7 @@ async fn a_judgement_refused_leaves_the_attempt_unfinished(pool: PgPool) {
         .execute(&pool)
         .await
         .unwrap();
-        let (unmet, judge) = judgement();
-        let refused = store
-            .finish_judged(
-                tenant,
-                attempt,
-                Verdict::Passed,
-                (&unmet, Some(&judge)),
-                chrono::Utc::now(),
-                unmarked,
-            )
-            .await;
+        let refused = finish_judged(store, (tenant, attempt), Verdict::Passed, unmarked).await;
         assert!(matches!(refused, Err(FinishError::Store(_))), "{refused:?}");
         let (status, outcome, judged) = written(&pool, attempt).await;
         assert_eq!((status.as_str(), outcome), ("running", None));
