@@ -1,7 +1,9 @@
 //! An attempt's judgement is written by its finish: the statement that ends
 //! a clean attempt, or the transaction that records a fault first and then
 //! ends it, inserts the judgement too — both are written or neither, so no
-//! reader sees an attempt finished and unjudged.
+//! reader sees an attempt finished and unjudged. Clean finishes that arrive
+//! together go out in one statement, and each still ends (or is refused)
+//! exactly as alone.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed expectation must panic
 
@@ -14,14 +16,24 @@ use toolmock_runtime::error::FinishError;
 use toolmock_runtime::model::{AttemptId, AttemptOutcome, TenantId, Verdict};
 use toolmock_runtime::testkit::{Rig, ledger_simulation};
 use toolmock_store::PgStore;
-use toolmock_store::testkit::counted_app_pool;
+use toolmock_store::testkit::{RoundTrips, counted_app_pool};
 
 /// Two attempts of the ledger simulation, each with one call recorded, on
 /// the application role's pool.
 async fn two_attempts(pool: &PgPool) -> (Rig<PgStore>, TenantId, StartedSimulation) {
-    let (app, _) = counted_app_pool(pool, 4).await;
+    let (rig, tenant, started, _) = attempts_with_a_call(pool, 2).await;
+    (rig, tenant, started)
+}
+
+/// `n` attempts of the ledger simulation, each with one call recorded, on
+/// the application role's pool, whose statements are counted.
+async fn attempts_with_a_call(
+    pool: &PgPool,
+    n: u32,
+) -> (Rig<PgStore>, TenantId, StartedSimulation, RoundTrips) {
+    let (app, trips) = counted_app_pool(pool, 4).await;
     let rig = Rig::new(PgStore::new(app));
-    let (tenant, started) = ledger_simulation(&rig, "acme", 2).await;
+    let (tenant, started) = ledger_simulation(&rig, "acme", n).await;
     for attempt in &started.attempts {
         rig.dispatcher
             .call(
@@ -32,7 +44,7 @@ async fn two_attempts(pool: &PgPool) -> (Rig<PgStore>, TenantId, StartedSimulati
             .await
             .unwrap();
     }
-    (rig, tenant, started)
+    (rig, tenant, started, trips)
 }
 
 /// A judgement: its unmet expectations and the judge's report.
@@ -62,6 +74,19 @@ async fn finish_judged(
             unmarked,
         )
         .await
+}
+
+/// Writes a judgement of `attempt` (no unmet expectations) ahead of its
+/// finish, which that finish's judgement then cannot join.
+async fn judged_already(pool: &PgPool, tenant: TenantId, attempt: AttemptId) {
+    sqlx::query(
+        "INSERT INTO attempt_judgements (tenant_id, attempt_id, unmet) VALUES ($1, $2, '[]')",
+    )
+    .bind(tenant.as_uuid())
+    .bind(attempt.as_uuid())
+    .execute(pool)
+    .await
+    .unwrap();
 }
 
 /// The attempt's status and outcome, and its judgement's row.
@@ -116,14 +141,7 @@ async fn a_judgement_refused_leaves_the_attempt_unfinished(pool: PgPool) {
     let (rig, tenant, started) = two_attempts(&pool).await;
     let store = rig.dispatcher.backend();
     for (attempt, unmarked) in [(started.attempts[0].id, 0), (started.attempts[1].id, 1)] {
-        sqlx::query(
-            "INSERT INTO attempt_judgements (tenant_id, attempt_id, unmet) VALUES ($1, $2, '[]')",
-        )
-        .bind(tenant.as_uuid())
-        .bind(attempt.as_uuid())
-        .execute(&pool)
-        .await
-        .unwrap();
+        judged_already(&pool, tenant, attempt).await;
         let refused = finish_judged(store, (tenant, attempt), Verdict::Passed, unmarked).await;
         assert!(matches!(refused, Err(FinishError::Store(_))), "{refused:?}");
         let (status, outcome, judged) = written(&pool, attempt).await;
@@ -158,5 +176,71 @@ async fn a_finish_without_a_judgement_writes_none(pool: PgPool) {
         ("finished", Some("passed"))
     );
     assert_eq!(judged, None);
+    rig.dispatcher.backend().pool().close().await;
+}
+
+/// Clean finishes that arrive together go out in one statement, and each
+/// ends its attempt with its judgement as alone.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn finishes_that_arrive_together_go_out_in_one_statement(pool: PgPool) {
+    let (rig, tenant, started, trips) = attempts_with_a_call(&pool, 6).await;
+    let store = rig.dispatcher.backend();
+    let before = trips.count();
+    let ended = futures_util::future::join_all(
+        started
+            .attempts
+            .iter()
+            .map(|a| finish_judged(store, (tenant, a.id), Verdict::Passed, 0)),
+    )
+    .await;
+    assert_eq!(trips.count() - before, 1, "one statement for six finishes");
+    let (unmet, judge) = judgement();
+    for (attempt, ended) in started.attempts.iter().zip(ended) {
+        assert_eq!(ended.unwrap(), AttemptOutcome::Passed);
+        let (status, outcome, judged) = written(&pool, attempt.id).await;
+        assert_eq!(
+            (status.as_str(), outcome.as_deref()),
+            ("finished", Some("passed"))
+        );
+        assert_eq!(judged, Some(json!({"unmet": unmet, "judge": judge})));
+    }
+    rig.dispatcher.backend().pool().close().await;
+}
+
+/// A gathered statement the database refuses (here: one of its finishes'
+/// judgements is there already) rolls back whole; each finish is written
+/// again alone, so the others end and only the refused one stays running.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn a_refused_gathered_statement_is_written_again_one_finish_at_a_time(pool: PgPool) {
+    let (rig, tenant, started, trips) = attempts_with_a_call(&pool, 6).await;
+    let store = rig.dispatcher.backend();
+    let refused = started.attempts[2].id;
+    judged_already(&pool, tenant, refused).await;
+    let before = trips.count();
+    let ended = futures_util::future::join_all(
+        started
+            .attempts
+            .iter()
+            .map(|a| finish_judged(store, (tenant, a.id), Verdict::Passed, 0)),
+    )
+    .await;
+    assert_eq!(
+        trips.count() - before,
+        7,
+        "the gathered statement, then six alone"
+    );
+    for (attempt, ended) in started.attempts.iter().zip(ended) {
+        let (status, outcome, _) = written(&pool, attempt.id).await;
+        if attempt.id == refused {
+            assert!(matches!(ended, Err(FinishError::Store(_))), "{ended:?}");
+            assert_eq!((status.as_str(), outcome), ("running", None));
+        } else {
+            assert_eq!(ended.unwrap(), AttemptOutcome::Passed);
+            assert_eq!(
+                (status.as_str(), outcome.as_deref()),
+                ("finished", Some("passed"))
+            );
+        }
+    }
     rig.dispatcher.backend().pool().close().await;
 }

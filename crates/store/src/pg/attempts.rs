@@ -1,6 +1,8 @@
 //! `AttemptStore`: capabilities, leases, verdicts.
 
 use super::evidence::insert_harness_error;
+use super::finishes::{FinishRow, Finished, Outcome, finish_rows};
+use super::gathering::json_text;
 use super::{Db, PgStore, db, rollback};
 use crate::rows::*;
 use chrono::{DateTime, Utc};
@@ -235,28 +237,37 @@ impl PgStore {
     ) -> Result<AttemptOutcome, FinishError> {
         let (owner, epoch) = self.fence_of(attempt);
         let unmarked_i64 = to_i64(unmarked)?;
-        // The clean finish in one round trip: the same lock, the same
-        // counts after it, the same end (`toolmock_finish_clean`). It ends
-        // nothing when something must be recorded first; the transaction
-        // below does that.
-        let (found, holds, status, ended): (bool, bool, Option<String>, Option<String>) =
-            db(sqlx::query_as(
-                "SELECT found, holds, status, outcome \
-                 FROM toolmock_finish_clean(tenant_id => $1, attempt_id => $2, at => $3, \
-                     verdict => $4, owner => $5, epoch => $6, unmarked => $7, \
-                     unmet => $8, judge => $9)",
-            )
-            .bind(tenant.as_uuid())
-            .bind(attempt.as_uuid())
-            .bind(at)
-            .bind(verdict.outcome().as_str())
-            .bind(owner.as_deref())
-            .bind(epoch)
-            .bind(unmarked_i64)
-            .bind(judgement.map(|(unmet, _)| Json(unmet)))
-            .bind(judgement.and_then(|(_, judge)| judge).map(Json))
-            .fetch_one(&self.pool)
-            .await)?;
+        // The clean finish in one round trip, gathered with other
+        // attempts' (`finishes`): the same lock, the same counts after it,
+        // the same end (`toolmock_finish_clean`). It ends nothing when
+        // something must be recorded first; the transaction below does that.
+        let row = FinishRow {
+            tenant: tenant.as_uuid(),
+            attempt: attempt.as_uuid(),
+            at,
+            verdict: verdict.outcome().as_str(),
+            owner: owner.clone(),
+            epoch,
+            unmarked: unmarked_i64,
+            unmet: judgement.map(|(unmet, _)| json_text(unmet)).transpose()?,
+            judge: judgement
+                .and_then(|(_, judge)| judge)
+                .map(json_text)
+                .transpose()?,
+        };
+        let Finished {
+            found,
+            holds,
+            status,
+            ended,
+        } = match self.finishes.write(&self.pool, (), row).await? {
+            Outcome::Written(finished) => finished,
+            Outcome::Alone(row) => {
+                let mut finished = db(finish_rows(&self.pool, std::slice::from_ref(&row)).await)?;
+                finished.pop().ok_or_else(|| corrupt("finish", "no row"))?
+            }
+            Outcome::Failed(error) => return Err(error.into()),
+        };
         if !found {
             return Err(StoreError::NotFound { entity: "attempt" }.into());
         }

@@ -7,33 +7,14 @@
 //! refused on its own, exactly as one row alone would be.
 //!
 //! [`CallBatches`] gathers the rows of calls that arrive while earlier ones
-//! are being written: a call waits for nothing when the store is idle (a
-//! writer starts at once), and under load the calls that queued behind the
-//! statements in flight go out together, in one statement and one commit —
-//! so PostgreSQL parses, plans and flushes its log once for all of them.
-//! Each call still gets its answer only after the commit of the statement
-//! that wrote it. Rules the gathering keeps:
-//!
-//! - at most one row per attempt in a statement, and no attempt in two
-//!   statements in flight: a later call of an attempt waits for the earlier
-//!   statement, so two statements never wait on each other's state rows;
-//! - a statement the database answered with an error (a `CHECK`, a
-//!   trigger, a deadlock, its connection terminated by the server) rolled
-//!   back whole, so each of its calls is written again alone and gets its
-//!   own answer; any other failure (the network lost before the answer,
-//!   where the commit is unknown) is each call's failure, as it would be
-//!   alone, and is never written again: that could apply a call twice;
-//! - the writes run in tasks of their own: a caller that goes away (a
-//!   client that hangs up) takes nothing from the others.
+//! are being written into one statement (`gathering`, whose rules hold):
+//! a call waits for nothing when the store is idle, and each call gets its
+//! answer only after the commit of the statement that wrote it.
 
-use super::Db;
-use crate::error::map_sqlx_error;
+use super::gathering::{self, Gathered, Gathering, column};
 use chrono::{DateTime, Utc};
 use sqlx::postgres::PgPool;
-use std::collections::{HashSet, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
-use tokio::sync::oneshot;
-use toolmock_runtime::error::StoreError;
+use std::future::Future;
 use uuid::Uuid;
 
 /// How many statements of gathered calls a store (with its clones) has in
@@ -43,9 +24,6 @@ use uuid::Uuid;
 /// only makes each smaller (more parsing, planning and commits per call,
 /// docs/performance.md); a server with more cores may take more.
 pub const CALL_STATEMENTS_IN_FLIGHT: usize = 1;
-
-/// The most calls one statement writes.
-const MAX_CALLS_PER_STATEMENT: usize = 64;
 
 /// One call's write, as the statement binds it (documents as JSON text).
 #[derive(Debug)]
@@ -203,43 +181,12 @@ where
         .collect())
 }
 
-/// One column of the rows, as the statement binds it (an array).
-fn column<'r, T>(rows: &'r [CallRow], field: impl Fn(&'r CallRow) -> T) -> Vec<T> {
-    rows.iter().map(field).collect()
-}
-
 /// What a gathered call's statement came to.
-pub(super) enum Outcome {
-    /// Its row was checked and written or refused.
-    Written(Written),
-    /// The database answered its statement, which held other calls too,
-    /// with an error: it rolled back, and the call is to be written again
-    /// alone.
-    Alone(Box<CallRow>),
-    /// The statement failed and whether it committed is unknown.
-    Failed(StoreError),
-}
-
-/// A call waiting to be written, and where its outcome goes.
-struct Waiting {
-    row: CallRow,
-    reply: oneshot::Sender<Outcome>,
-}
-
-struct Queue {
-    /// The calls not yet in a statement, oldest first.
-    waiting: VecDeque<Waiting>,
-    /// The attempts of the statements in flight.
-    in_flight: HashSet<Uuid>,
-    /// The writer tasks running.
-    writers: usize,
-    /// The most writer tasks at once.
-    max_writers: usize,
-}
+pub(super) type Outcome = gathering::Outcome<CallRow>;
 
 /// The calls of a store and its clones waiting to be written, and the
 /// writers that write them (see the module's documentation).
-pub(super) struct CallBatches(Mutex<Queue>);
+pub(super) type CallBatches = Gathering<CallRow>;
 
 impl Default for CallBatches {
     fn default() -> Self {
@@ -247,256 +194,20 @@ impl Default for CallBatches {
     }
 }
 
-impl std::fmt::Debug for CallBatches {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let queue = self.queue();
-        f.debug_struct("CallBatches")
-            .field("waiting", &queue.waiting.len())
-            .field("writers", &queue.writers)
-            .finish()
-    }
-}
+impl Gathered for CallRow {
+    type Found = Written;
+    /// Whether the statement checks the state rows' versions.
+    type With = bool;
 
-impl CallBatches {
-    /// Batches written by at most `statements` statements at once (at
-    /// least one).
-    pub(super) fn new(statements: usize) -> Self {
-        Self(Mutex::new(Queue {
-            waiting: VecDeque::new(),
-            in_flight: HashSet::new(),
-            writers: 0,
-            max_writers: statements.max(1),
-        }))
+    fn attempt(&self) -> Uuid {
+        self.attempt
     }
 
-    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Writes `row` with the calls gathered beside it; the outcome comes
-    /// after the statement that wrote it committed (or failed).
-    pub(super) async fn write(
-        self: &Arc<Self>,
-        pool: &PgPool,
+    fn write_all<'a>(
+        pool: &'a PgPool,
+        rows: &'a [Self],
         check_versions: bool,
-        row: CallRow,
-    ) -> Db<Outcome> {
-        let (reply, outcome) = oneshot::channel();
-        let start_writer = {
-            let mut queue = self.queue();
-            queue.waiting.push_back(Waiting { row, reply });
-            let start = queue.writers < queue.max_writers;
-            if start {
-                queue.writers += 1;
-            }
-            start
-        };
-        if start_writer {
-            let writer = Writer {
-                batches: self.clone(),
-                current: Vec::new(),
-                retired: false,
-            };
-            tokio::spawn(writer.run(pool.clone(), check_versions));
-        }
-        outcome.await.map_err(|_| {
-            StoreError::Backend("the call's writer stopped before its statement finished".into())
-        })
-    }
-
-    /// The next statement's calls: the oldest waiting, at most one per
-    /// attempt and none of an attempt in flight. `None` when there are
-    /// none: the writer is then counted out in the same lock, so a call
-    /// queued after this look starts a writer of its own.
-    fn take(&self) -> Option<Vec<Waiting>> {
-        let mut queue = self.queue();
-        let mut taken = Vec::new();
-        let mut left = VecDeque::with_capacity(queue.waiting.len());
-        while let Some(waiting) = queue.waiting.pop_front() {
-            if taken.len() < MAX_CALLS_PER_STATEMENT && queue.in_flight.insert(waiting.row.attempt)
-            {
-                taken.push(waiting);
-            } else {
-                left.push_back(waiting);
-            }
-        }
-        queue.waiting = left;
-        if taken.is_empty() {
-            queue.writers -= 1;
-            return None;
-        }
-        Some(taken)
-    }
-
-    /// The attempts of a statement that finished are free again.
-    fn landed(&self, attempts: &[Uuid]) {
-        let mut queue = self.queue();
-        for attempt in attempts {
-            queue.in_flight.remove(attempt);
-        }
-    }
-}
-
-/// A task writing gathered calls until none can be taken.
-struct Writer {
-    batches: Arc<CallBatches>,
-    /// The attempts of its statement in flight.
-    current: Vec<Uuid>,
-    /// Counted out of the writers already (it found nothing to take).
-    retired: bool,
-}
-
-impl Writer {
-    async fn run(mut self, pool: PgPool, check_versions: bool) {
-        while let Some(taken) = self.batches.take() {
-            self.current = taken.iter().map(|w| w.row.attempt).collect();
-            let (rows, replies): (Vec<CallRow>, Vec<_>) =
-                taken.into_iter().map(|w| (w.row, w.reply)).unzip();
-            let written = write_rows(&pool, &rows, check_versions).await;
-            self.batches.landed(&std::mem::take(&mut self.current));
-            match written {
-                Ok(written) => {
-                    for (reply, written) in replies.into_iter().zip(written) {
-                        let _ = reply.send(Outcome::Written(written));
-                    }
-                }
-                Err(error) if rows.len() == 1 => {
-                    if let Some(reply) = replies.into_iter().next() {
-                        let _ = reply.send(Outcome::Failed(map_sqlx_error(error)));
-                    }
-                }
-                Err(error) if error.as_database_error().is_some() => {
-                    for (reply, row) in replies.into_iter().zip(rows) {
-                        let _ = reply.send(Outcome::Alone(Box::new(row)));
-                    }
-                }
-                Err(error) => {
-                    tracing::warn!(%error, calls = rows.len(), "a calls' statement failed");
-                    let shared = Arc::new(error);
-                    for reply in replies {
-                        let failure = SharedFailure(shared.clone());
-                        let _ = reply.send(Outcome::Failed(StoreError::Backend(Box::new(failure))));
-                    }
-                }
-            }
-        }
-        self.retired = true;
-    }
-}
-
-impl Drop for Writer {
-    /// A writer that went away before it ran dry (its task panicked or was
-    /// dropped) frees its attempts and its place; if none is left to write
-    /// the calls still waiting, they fail rather than wait forever.
-    fn drop(&mut self) {
-        if self.retired {
-            return;
-        }
-        let mut queue = self.batches.queue();
-        queue.writers -= 1;
-        for attempt in &self.current {
-            queue.in_flight.remove(attempt);
-        }
-        if queue.writers == 0 {
-            queue.waiting.clear();
-        }
-    }
-}
-
-/// One failure of a statement, answered to each of its calls.
-#[derive(Debug)]
-struct SharedFailure(Arc<sqlx::Error>);
-
-impl std::fmt::Display for SharedFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
-
-impl std::error::Error for SharedFailure {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&*self.0)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn row(attempt: u128) -> CallRow {
-        CallRow {
-            tenant: Uuid::nil(),
-            attempt: Uuid::from_u128(attempt),
-            state: "{}".into(),
-            version: 1,
-            tool: "t".into(),
-            operation: "o".into(),
-            pin_kind: None,
-            pin_tool: None,
-            pin_operation: None,
-            pin_revision: None,
-            pin_hash: None,
-            executor: "mock",
-            variant: None,
-            rule: None,
-            arguments: "{}".into(),
-            result: "{}".into(),
-            state_before: "{}".into(),
-            state_after: "{}".into(),
-            delay_ms: 0,
-            started_at: DateTime::<Utc>::MIN_UTC,
-            duration_us: 0,
-            status: "ok",
-            error: None,
-            now: DateTime::<Utc>::MIN_UTC,
-            owner: None,
-            epoch: None,
-            token: Vec::new(),
-            mark: true,
-        }
-    }
-
-    fn queued(batches: &CallBatches, attempts: &[u128]) {
-        let mut queue = batches.queue();
-        queue.writers += 1;
-        for attempt in attempts {
-            let (reply, _) = oneshot::channel();
-            queue.waiting.push_back(Waiting {
-                row: row(*attempt),
-                reply,
-            });
-        }
-    }
-
-    fn attempts(taken: &[Waiting]) -> Vec<u128> {
-        taken.iter().map(|w| w.row.attempt.as_u128()).collect()
-    }
-
-    #[test]
-    fn a_statement_takes_one_call_per_attempt_and_none_of_an_attempt_in_flight() {
-        let batches = CallBatches::new(2);
-        queued(&batches, &[1, 2, 1, 3, 2]);
-        let first = batches.take().unwrap();
-        assert_eq!(attempts(&first), [1, 2, 3], "one per attempt, oldest first");
-        // A second writer finds only calls of attempts in flight.
-        queued(&batches, &[]);
-        assert!(batches.take().is_none());
-        batches.landed(&[1, 2, 3].map(Uuid::from_u128));
-        assert_eq!(attempts(&batches.take().unwrap()), [1, 2]);
-    }
-
-    #[test]
-    fn a_statement_takes_at_most_its_bound() {
-        let batches = CallBatches::new(1);
-        let many: Vec<u128> = (0..(MAX_CALLS_PER_STATEMENT as u128 + 5)).collect();
-        queued(&batches, &many);
-        assert_eq!(batches.take().unwrap().len(), MAX_CALLS_PER_STATEMENT);
-        assert_eq!(batches.take().unwrap().len(), 5);
-        assert!(batches.take().is_none());
-        assert_eq!(
-            batches.queue().writers,
-            0,
-            "the writer counted out when dry"
-        );
+    ) -> impl Future<Output = Result<Vec<Written>, sqlx::Error>> + Send + 'a {
+        write_rows(pool, rows, check_versions)
     }
 }

@@ -17,6 +17,7 @@
 //! row, check, evaluate, write, commit — and its row becomes the copy.
 
 use super::call_batches::{CallRow, Outcome, Written, write_rows};
+use super::gathering::json_text;
 use super::held::{Copy, Held};
 use super::{Db, PgStore, db, rollback};
 use crate::rows::*;
@@ -304,11 +305,6 @@ fn written_alone(written: Vec<Written>) -> Db<Written> {
         .into_iter()
         .next()
         .ok_or_else(|| corrupt("call write", "no row for the call"))
-}
-
-/// A document as the JSON text a call's statement binds.
-fn json_text<T: serde::Serialize + ?Sized>(document: &T) -> Db<String> {
-    serde_json::to_string(document).map_err(|e| corrupt("call document", e))
 }
 
 /// What a call's write statement found.

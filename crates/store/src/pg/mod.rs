@@ -18,7 +18,9 @@ mod cassettes;
 mod catalog;
 mod conversations;
 mod evidence;
+mod finishes;
 mod fixtures;
+mod gathering;
 mod held;
 mod pins;
 mod queue;
@@ -71,6 +73,9 @@ pub struct PgStore {
     /// The one-statement calls waiting to be written together
     /// (`call_batches`), shared by every clone.
     calls: std::sync::Arc<call_batches::CallBatches>,
+    /// The clean finishes waiting to be written together (`finishes`),
+    /// shared by every clone.
+    finishes: std::sync::Arc<finishes::Finishes>,
     /// Whether a call's one-statement write checks that the state row is
     /// still at its copy's version: always, except in the test that shows
     /// what that check keeps out (`PgStore::without_version_check`, `testkit` only).
@@ -86,6 +91,7 @@ impl PgStore {
             bases: std::sync::Arc::default(),
             copies: std::sync::Arc::default(),
             calls: std::sync::Arc::default(),
+            finishes: std::sync::Arc::default(),
             check_versions: true,
         }
     }

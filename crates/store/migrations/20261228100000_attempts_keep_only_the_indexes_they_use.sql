@@ -1,0 +1,11 @@
+-- toolmock: the attempts table keeps only the indexes its statements use
+-- (issue 37).
+--
+-- `attempts_running_owner` (a worker's running attempts, by owner) served
+-- the heartbeat when it renewed every lease of an owner. The heartbeat now
+-- renews the leases it names, by id (`PgStore::renew_leases`), and no
+-- statement looks for running attempts by owner any more. Every claim, lease
+-- renewal, release and expiry is an update that gives each index of the
+-- row a new entry (status is in the partial indexes' predicates, so no such
+-- update is HOT): an index no statement reads is only a cost on each.
+DROP INDEX public.attempts_running_owner;
