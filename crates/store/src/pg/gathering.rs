@@ -186,7 +186,19 @@ struct Writer<R: Gathered> {
 
 impl<R: Gathered> Writer<R> {
     async fn run(mut self, pool: PgPool, with: R::With) {
-        while let Some(taken) = self.gathering.take() {
+        let mut answered = false;
+        loop {
+            if answered {
+                // The callers just answered are woken, and their next rows
+                // (a call's next step, on the store's copy) are often ready
+                // at once: one turn of the scheduler lets them join the next
+                // statement rather than wait for the one after it.
+                tokio::task::yield_now().await;
+            }
+            let Some(taken) = self.gathering.take() else {
+                break;
+            };
+            answered = true;
             self.current = taken.iter().map(|w| w.row.attempt()).collect();
             let (rows, replies): (Vec<R>, Vec<_>) =
                 taken.into_iter().map(|w| (w.row, w.reply)).unzip();
