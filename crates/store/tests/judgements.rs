@@ -89,6 +89,22 @@ async fn judged_already(pool: &PgPool, tenant: TenantId, attempt: AttemptId) {
     .unwrap();
 }
 
+/// Finishes every attempt of `started` at once (passed, with
+/// [`judgement`]): what each finish came to, in order.
+async fn finish_all_at_once(
+    store: &PgStore,
+    tenant: TenantId,
+    started: &StartedSimulation,
+) -> Vec<Result<AttemptOutcome, FinishError>> {
+    futures_util::future::join_all(
+        started
+            .attempts
+            .iter()
+            .map(|a| finish_judged(store, (tenant, a.id), Verdict::Passed, 0)),
+    )
+    .await
+}
+
 /// The attempt's status and outcome, and its judgement's row.
 async fn written(pool: &PgPool, attempt: AttemptId) -> (String, Option<String>, Option<Value>) {
     let (status, outcome): (String, Option<String>) =
@@ -186,13 +202,7 @@ async fn finishes_that_arrive_together_go_out_in_one_statement(pool: PgPool) {
     let (rig, tenant, started, trips) = attempts_with_a_call(&pool, 6).await;
     let store = rig.dispatcher.backend();
     let before = trips.count();
-    let ended = futures_util::future::join_all(
-        started
-            .attempts
-            .iter()
-            .map(|a| finish_judged(store, (tenant, a.id), Verdict::Passed, 0)),
-    )
-    .await;
+    let ended = finish_all_at_once(store, tenant, &started).await;
     assert_eq!(trips.count() - before, 1, "one statement for six finishes");
     let (unmet, judge) = judgement();
     for (attempt, ended) in started.attempts.iter().zip(ended) {
@@ -217,13 +227,7 @@ async fn a_refused_gathered_statement_is_written_again_one_finish_at_a_time(pool
     let refused = started.attempts[2].id;
     judged_already(&pool, tenant, refused).await;
     let before = trips.count();
-    let ended = futures_util::future::join_all(
-        started
-            .attempts
-            .iter()
-            .map(|a| finish_judged(store, (tenant, a.id), Verdict::Passed, 0)),
-    )
-    .await;
+    let ended = finish_all_at_once(store, tenant, &started).await;
     assert_eq!(
         trips.count() - before,
         7,

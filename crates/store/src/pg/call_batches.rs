@@ -11,7 +11,7 @@
 //! a call waits for nothing when the store is idle, and each call gets its
 //! answer only after the commit of the statement that wrote it.
 
-use super::gathering::{self, Gathered, Gathering, column};
+use super::gathering::{self, Gathered, Gathering, answered_in_order, column};
 use chrono::{DateTime, Utc};
 use sqlx::postgres::PgPool;
 use std::future::Future;
@@ -163,18 +163,7 @@ where
     .bind(check_versions)
     .fetch_all(executor)
     .await?;
-    if found.len() != rows.len()
-        || found
-            .iter()
-            .enumerate()
-            .any(|(at, row)| row.0 != at as i64 + 1)
-    {
-        return Err(sqlx::Error::Protocol(format!(
-            "a calls' statement answered {} rows for {} calls",
-            found.len(),
-            rows.len()
-        )));
-    }
+    answered_in_order(&found, rows.len(), |row| row.0, "calls")?;
     Ok(found
         .into_iter()
         .map(|(_, live, holds, wrote)| Written { live, holds, wrote })

@@ -12,7 +12,7 @@
 //! deadlock with another process's statement, say) is written again one
 //! finish at a time.
 
-use super::gathering::{self, Gathered, Gathering, column};
+use super::gathering::{self, Gathered, Gathering, answered_in_order, column};
 use chrono::{DateTime, Utc};
 use sqlx::postgres::PgPool;
 use std::future::Future;
@@ -82,18 +82,7 @@ pub(super) async fn finish_rows(
     .bind(column(rows, |r| r.judge.as_deref()))
     .fetch_all(pool)
     .await?;
-    if found.len() != rows.len()
-        || found
-            .iter()
-            .enumerate()
-            .any(|(at, row)| row.0 != at as i64 + 1)
-    {
-        return Err(sqlx::Error::Protocol(format!(
-            "a finishes' statement answered {} rows for {} finishes",
-            found.len(),
-            rows.len()
-        )));
-    }
+    answered_in_order(&found, rows.len(), |row| row.0, "finishes")?;
     Ok(found
         .into_iter()
         .map(|(_, found, holds, status, ended)| Finished {

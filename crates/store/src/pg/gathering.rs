@@ -242,6 +242,29 @@ pub(super) fn column<'r, R, T>(rows: &'r [R], field: impl Fn(&'r R) -> T) -> Vec
     rows.iter().map(field).collect()
 }
 
+/// Checks that a gathered statement answered one row per row it was given,
+/// in order (`place`: the row's place, from 1, as the statement numbered
+/// it `WITH ORDINALITY`); `what` names the rows in the error.
+pub(super) fn answered_in_order<T>(
+    found: &[T],
+    rows: usize,
+    place: impl Fn(&T) -> i64,
+    what: &str,
+) -> Result<(), sqlx::Error> {
+    let in_order = found.len() == rows
+        && found
+            .iter()
+            .enumerate()
+            .all(|(at, row)| place(row) == at as i64 + 1);
+    if in_order {
+        return Ok(());
+    }
+    Err(sqlx::Error::Protocol(format!(
+        "a statement of gathered {what} answered {} rows for {rows}",
+        found.len()
+    )))
+}
+
 /// A document as the JSON text a gathered statement binds.
 pub(super) fn json_text<T: serde::Serialize + ?Sized>(document: &T) -> Db<String> {
     serde_json::to_string(document).map_err(|e| crate::rows::corrupt("document", e))

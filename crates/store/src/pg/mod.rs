@@ -9,7 +9,10 @@
 //! finishing an attempt, a release and the queue's lease changes lock the
 //! `attempts` row first and the state row after it; recording a harness
 //! error locks the `attempts` row only. No transaction locks the two the
-//! other way round, so none can deadlock.
+//! other way round, so none can deadlock on one attempt's rows. A statement
+//! gathered over several attempts (`gathering`: calls, finishes) can meet
+//! another process's in opposite orders; PostgreSQL refuses one, and its
+//! rows are written again alone (docs/data-model.md, "Lock order").
 
 mod attempts;
 mod bases;
