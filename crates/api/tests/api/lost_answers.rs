@@ -141,4 +141,7 @@ async fn a_delay_at_the_documented_maximum_is_answered_on_both_surfaces(pool: Pg
             finished.json
         );
     }
+    // The server's task outlives the test and keeps the pool's connections
+    // open, which would keep sqlx from dropping the test's database.
+    pool.close().await;
 }
