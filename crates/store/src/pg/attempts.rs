@@ -1,7 +1,7 @@
 //! `AttemptStore`: capabilities, leases, verdicts.
 
 use super::evidence::insert_harness_error;
-use super::finishes::{FinishRow, Finished, Outcome, finish_rows};
+use super::finishes::{FinishRow, Finished};
 use super::gathering::json_text;
 use super::{Db, PgStore, db, rollback};
 use crate::rows::*;
@@ -260,14 +260,7 @@ impl PgStore {
             holds,
             status,
             ended,
-        } = match self.finishes.write(&self.pool, (), row).await? {
-            Outcome::Written(finished) => finished,
-            Outcome::Alone(row) => {
-                let mut finished = db(finish_rows(&self.pool, std::slice::from_ref(&row)).await)?;
-                finished.pop().ok_or_else(|| corrupt("finish", "no row"))?
-            }
-            Outcome::Failed(error) => return Err(error.into()),
-        };
+        } = self.finishes.write(&self.pool, (), row).await?;
         if !found {
             return Err(StoreError::NotFound { entity: "attempt" }.into());
         }

@@ -11,7 +11,7 @@
 //! a call waits for nothing when the store is idle, and each call gets its
 //! answer only after the commit of the statement that wrote it.
 
-use super::gathering::{self, Gathered, Gathering, answered_in_order, column};
+use super::gathering::{Gathered, Gathering, answered_in_order, column};
 use chrono::{DateTime, Utc};
 use sqlx::postgres::PgPool;
 use std::future::Future;
@@ -169,9 +169,6 @@ where
         .map(|(_, live, holds, wrote)| Written { live, holds, wrote })
         .collect())
 }
-
-/// What a gathered call's statement came to.
-pub(super) type Outcome = gathering::Outcome<CallRow>;
 
 /// The calls of a store and its clones waiting to be written, and the
 /// writers that write them (see the module's documentation).

@@ -12,7 +12,7 @@
 //! deadlock with another process's statement, say) is written again one
 //! finish at a time.
 
-use super::gathering::{self, Gathered, Gathering, answered_in_order, column};
+use super::gathering::{Gathered, Gathering, answered_in_order, column};
 use chrono::{DateTime, Utc};
 use sqlx::postgres::PgPool;
 use std::future::Future;
@@ -39,7 +39,7 @@ pub(super) struct FinishRow {
 }
 
 /// What the function found for one finish.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub(super) struct Finished {
     /// The attempt exists (for the tenant).
     pub(super) found: bool,
@@ -93,9 +93,6 @@ pub(super) async fn finish_rows(
         })
         .collect())
 }
-
-/// What a gathered finish's statement came to.
-pub(super) type Outcome = gathering::Outcome<FinishRow>;
 
 /// The finishes of a store and its clones waiting to be written, and the
 /// writer that writes them.

@@ -16,7 +16,7 @@
 //! a concurrent call wrote the row), takes the locked path: lock the state
 //! row, check, evaluate, write, commit — and its row becomes the copy.
 
-use super::call_batches::{CallRow, Outcome, Written, write_rows};
+use super::call_batches::{CallRow, Written, write_rows};
 use super::gathering::json_text;
 use super::held::{Copy, Held};
 use super::{Db, PgStore, db, rollback};
@@ -396,16 +396,7 @@ impl PgStore {
             Some(conn) => written_alone(db(
                 write_rows(conn, std::slice::from_ref(&row), checks).await
             )?)?,
-            None => match self.calls.write(&self.pool, checks, row).await? {
-                Outcome::Written(written) => written,
-                Outcome::Alone(row) => written_alone(db(write_rows(
-                    &self.pool,
-                    std::slice::from_ref(&row),
-                    checks,
-                )
-                .await)?)?,
-                Outcome::Failed(error) => return Err(ApplyError::Store(error)),
-            },
+            None => self.calls.write(&self.pool, checks, row).await?,
         };
         Ok(match written {
             Written { wrote: true, .. } => Found::Wrote(

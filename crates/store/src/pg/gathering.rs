@@ -37,7 +37,7 @@ use uuid::Uuid;
 const MAX_ROWS_PER_STATEMENT: usize = 64;
 
 /// A write that can be gathered with others into one statement.
-pub(super) trait Gathered: Sized + Send + 'static {
+pub(super) trait Gathered: Sized + Send + Sync + 'static {
     /// What the statement found for one row.
     type Found: Send + 'static;
     /// How every statement of a gathering writes (fixed for the gathering).
@@ -52,17 +52,9 @@ pub(super) trait Gathered: Sized + Send + 'static {
     ) -> impl Future<Output = Result<Vec<Self::Found>, sqlx::Error>> + Send + 'a;
 }
 
-/// What a gathered row's statement came to.
-pub(super) enum Outcome<R: Gathered> {
-    /// The row was written (or refused) as the statement found it.
-    Written(R::Found),
-    /// The database answered its statement, which held other rows too,
-    /// with an error: it rolled back, and the row is to be written again
-    /// alone.
-    Alone(Box<R>),
-    /// The statement failed and whether it committed is unknown.
-    Failed(StoreError),
-}
+/// What a gathered row's statement came to: the row written (or refused)
+/// as the statement found it, or the statement's failure.
+type Outcome<R> = Result<<R as Gathered>::Found, StoreError>;
 
 /// A row waiting to be written, and where its outcome goes.
 struct Waiting<R: Gathered> {
@@ -111,14 +103,15 @@ impl<R: Gathered> Gathering<R> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Writes `row` with the rows gathered beside it; the outcome comes
-    /// after the statement that wrote it committed (or failed).
+    /// Writes `row` with the rows gathered beside it (or alone, when the
+    /// database refused their statement); the answer comes after the
+    /// statement that wrote it committed (or failed).
     pub(super) async fn write(
         self: &Arc<Self>,
         pool: &PgPool,
         with: R::With,
         row: R,
-    ) -> Db<Outcome<R>> {
+    ) -> Db<R::Found> {
         let (reply, outcome) = oneshot::channel();
         let start_writer = {
             let mut queue = self.queue();
@@ -139,7 +132,7 @@ impl<R: Gathered> Gathering<R> {
         }
         outcome.await.map_err(|_| {
             StoreError::Backend("the writer stopped before its statement finished".into())
-        })
+        })?
     }
 
     /// The next statement's rows: the oldest waiting, at most one per
@@ -205,36 +198,44 @@ impl<R: Gathered> Writer<R> {
             let written = R::write_all(&pool, &rows, with).await;
             self.gathering.landed(&std::mem::take(&mut self.current));
             match written {
-                Ok(found) if found.len() == rows.len() => {
-                    for (reply, found) in replies.into_iter().zip(found) {
-                        let _ = reply.send(Outcome::Written(found));
-                    }
-                }
                 Ok(found) => {
-                    // Committed, but not answered row by row: no row can be
-                    // told what became of it, nor be written again.
-                    let error = sqlx::Error::Protocol(format!(
-                        "a gathered statement answered {} rows for {}",
-                        found.len(),
-                        rows.len()
-                    ));
-                    fail_each(replies, error);
+                    // `write_all` answers one row per row, in order
+                    // (`answered_in_order`).
+                    for (reply, found) in replies.into_iter().zip(found) {
+                        let _ = reply.send(Ok(found));
+                    }
                 }
                 Err(error) if rows.len() == 1 => {
                     if let Some(reply) = replies.into_iter().next() {
-                        let _ = reply.send(Outcome::Failed(map_sqlx_error(error)));
+                        let _ = reply.send(Err(map_sqlx_error(error)));
                     }
                 }
                 Err(error) if error.as_database_error().is_some() => {
+                    // It rolled back whole: each row is written again
+                    // alone, side by side, and gets its own answer.
                     for (reply, row) in replies.into_iter().zip(rows) {
-                        let _ = reply.send(Outcome::Alone(Box::new(row)));
+                        let pool = pool.clone();
+                        tokio::spawn(async move {
+                            let _ = reply.send(write_alone(&pool, &row, with).await);
+                        });
                     }
                 }
-                Err(error) => fail_each(replies, error),
+                Err(error) => fail_each::<R>(replies, error),
             }
         }
         self.retired = true;
     }
+}
+
+/// `row` written in a statement of its own.
+async fn write_alone<R: Gathered>(pool: &PgPool, row: &R, with: R::With) -> Outcome<R> {
+    R::write_all(pool, std::slice::from_ref(row), with)
+        .await
+        .map_err(map_sqlx_error)?
+        .pop()
+        .ok_or_else(|| {
+            crate::rows::corrupt("gathered statement", "no row for the row written alone")
+        })
 }
 
 /// One column of `rows`, as a gathered statement binds it (an array).
@@ -277,7 +278,7 @@ fn fail_each<R: Gathered>(replies: Vec<oneshot::Sender<Outcome<R>>>, error: sqlx
     let shared = Arc::new(error);
     for reply in replies {
         let failure = SharedFailure(shared.clone());
-        let _ = reply.send(Outcome::Failed(StoreError::Backend(Box::new(failure))));
+        let _ = reply.send(Err(StoreError::Backend(Box::new(failure))));
     }
 }
 
