@@ -147,6 +147,33 @@ async fn a_finished_attempt_is_final(pool: PgPool) {
     conn.close().await.unwrap();
 }
 
+/// The harness-error flag says whether the attempt has a harness_errors
+/// row, whatever an update writes into it: cleared on the attempt with one,
+/// set on the attempt without, it is derived again (the guard that runs only
+/// when an update writes a different flag).
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn the_harness_error_flag_cannot_be_written_by_hand(pool: PgPool) {
+    let (_, faulty, clean) = attempts(&pool).await;
+    let mut conn = app_connection(&pool).await;
+    for (attempt, written, expected) in [
+        (faulty, false, ("running".into(), None, true)),
+        (
+            clean,
+            true,
+            ("finished".into(), Some("passed".into()), false),
+        ),
+    ] {
+        sqlx::query("UPDATE attempts SET has_harness_error = $2 WHERE id = $1")
+            .bind(attempt)
+            .bind(written)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(outcome(&mut conn, attempt).await, expected, "{written}");
+    }
+    conn.close().await.unwrap();
+}
+
 /// A finished attempt is sealed (issue 32, items 7 and 8): as the
 /// application role, its state row cannot be rewritten, and nothing can be
 /// added to its conversation, evidence or tool input errors (TM011) — while
@@ -207,6 +234,63 @@ async fn a_finished_attempt_is_sealed(pool: PgPool) {
         outcome(&mut conn, finished).await,
         ("finished".into(), Some("passed".into()), false)
     );
+    conn.close().await.unwrap();
+}
+
+/// The seal is checked once per statement, over every row it inserts: one
+/// statement adding evidence to a running attempt and to a finished one is
+/// refused whole (TM011), and nothing of it is kept — also when a temporary
+/// table named like the trigger's transition table (`added`) is empty in
+/// the session.
+#[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
+async fn one_statement_that_writes_to_a_finished_attempt_is_refused_whole(pool: PgPool) {
+    let (tenant, running, finished) = attempts(&pool).await;
+    let mut conn = app_connection(&pool).await;
+    sqlx::query("CREATE TEMP TABLE added (tenant_id uuid, attempt_id uuid)")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let evidence_of = |attempt| {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM evidence WHERE attempt_id = $1")
+            .bind(attempt)
+    };
+    let before = (
+        evidence_of(running).fetch_one(&mut conn).await.unwrap(),
+        evidence_of(finished).fetch_one(&mut conn).await.unwrap(),
+    );
+    // The finished attempt's last evidence row, copied once for each
+    // attempt, one state version later; the running attempt's row first.
+    let error = sqlx::query(
+        "INSERT INTO evidence (tenant_id, attempt_id, tool_name, operation_name, pin_kind, \
+             tool_id, operation_id, revision, definition_hash, executor, arguments, result, \
+             state_before, state_after, state_version_before, state_version_after, delay_ms, \
+             started_at, duration_us) \
+         SELECT e.tenant_id, w.attempt, e.tool_name, e.operation_name, e.pin_kind, e.tool_id, \
+             e.operation_id, e.revision, e.definition_hash, e.executor, e.arguments, e.result, \
+             e.state_after, e.state_after, 100, 101, e.delay_ms, e.started_at, e.duration_us \
+         FROM (SELECT * FROM evidence WHERE tenant_id = $1 AND attempt_id = $3 \
+               ORDER BY id DESC LIMIT 1) e \
+         CROSS JOIN unnest(ARRAY[$2, $3]::uuid[]) WITH ORDINALITY AS w(attempt, n) \
+         ORDER BY w.n",
+    )
+    .bind(tenant)
+    .bind(running)
+    .bind(finished)
+    .execute(&mut conn)
+    .await
+    .expect_err("a statement adding to a finished attempt is refused");
+    assert_eq!(sqlstate(&error).as_deref(), Some("TM011"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("attempt {finished} is finished")),
+        "{error}"
+    );
+    let after = (
+        evidence_of(running).fetch_one(&mut conn).await.unwrap(),
+        evidence_of(finished).fetch_one(&mut conn).await.unwrap(),
+    );
+    assert_eq!(after, before, "nothing of the refused statement is kept");
     conn.close().await.unwrap();
 }
 
