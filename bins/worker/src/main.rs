@@ -67,9 +67,15 @@ struct Cli {
           default_value_t = toolmock_store::CALL_STATEMENTS_IN_FLIGHT as u32,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     call_statements: u32,
-    /// Largest connection pool (default: concurrency + 4).
-    #[arg(long, env = "TOOLMOCK_DB_MAX_CONNECTIONS")]
-    max_connections: Option<u32>,
+    /// Largest connection pool, at least 2 (one listens for new work). It
+    /// need not grow with the concurrency: the attempts' calls and finishes
+    /// go out gathered, a few statements at a time, and more connections
+    /// than PostgreSQL has cores to run them only queue inside PostgreSQL
+    /// (docs/performance.md, "Every durable call in one statement"). Raise
+    /// it for a server with more cores.
+    #[arg(long, env = "TOOLMOCK_DB_MAX_CONNECTIONS", default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(2..=1024))]
+    max_connections: u32,
     /// Serve Prometheus metrics (`/metrics`) and a health check
     /// (`/healthz`) on this address, e.g. `127.0.0.1:9464` (default: not
     /// served).
@@ -134,12 +140,9 @@ fn run(cli: Cli) -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     runtime.block_on(async move {
-        let pool = toolmock_store::connect(
-            &cli.database_url,
-            cli.max_connections.unwrap_or(cli.concurrency + 4),
-        )
-        .await
-        .map_err(|e| format!("cannot connect to the database: {e}"))?;
+        let pool = toolmock_store::connect(&cli.database_url, cli.max_connections)
+            .await
+            .map_err(|e| format!("cannot connect to the database: {e}"))?;
         toolmock_store::check_schema(&pool)
             .await
             .map_err(|e| e.to_string())?;

@@ -93,8 +93,11 @@ impl Worker {
         let (tx, logs) = mpsc::channel();
         let stderr = child.stderr.take().unwrap();
         std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
+            // Bytes, not `lines()`: a line that is not UTF-8 (two threads'
+            // long lines interleaved) is kept, lossily, and reading goes on.
+            for line in BufReader::new(stderr).split(b'\n') {
                 let Ok(line) = line else { break };
+                let line = String::from_utf8_lossy(&line).into_owned();
                 let value = serde_json::from_str(&line).unwrap_or(Value::String(line));
                 if tx.send(value).is_err() {
                     break;
@@ -149,10 +152,13 @@ impl Worker {
         let deadline = Instant::now() + Duration::from_secs(secs);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let line = self
-                .logs
-                .recv_timeout(left)
-                .expect("the expected log line in time");
+            let line = match self.logs.recv_timeout(left) {
+                Ok(line) => line,
+                Err(e) => panic!(
+                    "the expected log line in time: {e}; the worker: {:?}",
+                    self.child.try_wait()
+                ),
+            };
             if pred(&line) {
                 return line;
             }
@@ -262,6 +268,21 @@ async fn harness_codes(pool: &PgPool, attempt: Uuid) -> Vec<String> {
         .fetch_all(pool)
         .await
         .unwrap()
+}
+
+/// A pool too small both to listen for work and to run it is refused on
+/// the command line, before anything connects.
+#[test]
+fn a_pool_of_one_connection_is_refused() {
+    let output = Command::new(env!("CARGO_BIN_EXE_toolmock-worker"))
+        .args(["--max-connections", "1"])
+        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--max-connections"), "{stderr}");
+    assert!(stderr.contains("2..=1024"), "{stderr}");
 }
 
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
