@@ -40,7 +40,9 @@
 #
 # Environment: BENCH_DURATION (15s), BENCH_WARMUP (3s, before each load),
 # BENCH_PRISM_PORT (4010), BENCH_MAX_CONNECTIONS (the server's pool; default:
-# the server's own default), CARGO_TARGET_DIR.
+# the server's own default), BENCH_RUNTIME_THREADS (the server's
+# --runtime-threads; default: the server's own, one per core),
+# CARGO_TARGET_DIR.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -93,6 +95,7 @@ port=$((20000 + RANDOM % 20000))
 app_url="$(printf '%s' "$base/$db" | sed -E 's#^(postgres(ql)?://)([^@/]*@)?#\1toolmock_app@#')"
 serve_args=(serve --database-url "$app_url" --bind "127.0.0.1:$port" --log-format json)
 [ -n "${BENCH_MAX_CONNECTIONS:-}" ] && serve_args+=(--max-connections "$BENCH_MAX_CONNECTIONS")
+[ -n "${BENCH_RUNTIME_THREADS:-}" ] && serve_args+=(--runtime-threads "$BENCH_RUNTIME_THREADS")
 "$bin" "${serve_args[@]}" 2>"$work/server.log" &
 server=$!
 url="http://127.0.0.1:$port"

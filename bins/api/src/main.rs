@@ -156,6 +156,14 @@ struct ServeArgs {
           default_value_t = toolmock_store::CALL_STATEMENTS_IN_FLIGHT as u32,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     call_statements: u32,
+    /// How many threads run requests (default: one per core). Where
+    /// PostgreSQL shares this host's few cores, one thread makes the
+    /// gathered statements of tool calls about twice as large and the calls
+    /// faster (docs/performance.md, "Every durable call in one statement");
+    /// a request that needs the CPU (the testing view) is then slower.
+    #[arg(long, env = "TOOLMOCK_RUNTIME_THREADS",
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
+    runtime_threads: Option<u16>,
     /// How many simulation starts run at once (more wait their turn), so
     /// that large starts never starve other requests of connections.
     #[arg(long, env = "TOOLMOCK_CONCURRENT_STARTS", default_value_t = 2)]
@@ -371,10 +379,11 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         }
         None => Generator::Schema,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = args.runtime_threads {
+        runtime.worker_threads(usize::from(threads));
+    }
+    let runtime = runtime.enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(async move {
         let pool = toolmock_store::connect_bounded(
             &args.database_url,

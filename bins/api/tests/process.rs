@@ -35,7 +35,9 @@ async fn serve_token_logs_and_sigterm(pool: PgPool) {
     let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
     assert_eq!(token.split('.').count(), 3);
 
-    let mut server = Server::start(&url, &[]);
+    // One runtime thread (the setting for a host PostgreSQL shares) serves
+    // all of it too.
+    let mut server = Server::start(&url, &["--runtime-threads", "1"]);
     let client = reqwest::Client::new();
     for path in ["/healthz", "/readyz"] {
         let reply = client.get(server.url(path)).send().await.unwrap();
@@ -146,6 +148,16 @@ fn configuration_errors_are_clear() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--jwt-leeway-secs"), "{stderr}");
+    // A runtime without threads is refused.
+    let out = binary()
+        .args(["serve", "--database-url", "postgres://127.0.0.1:1/none"])
+        .args(["--runtime-threads", "0"])
+        .env("TOOLMOCK_JWT_SECRET", SECRET)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--runtime-threads"), "{stderr}");
     // A generator endpoint the client cannot use, before any connection.
     let out = binary()
         .args(["serve", "--database-url", "postgres://127.0.0.1:1/none"])
@@ -189,6 +201,7 @@ fn configuration_errors_are_clear() {
         "--db-acquire-timeout-ms",
         "--jwt-leeway-secs",
         "--mcp-allow",
+        "--runtime-threads",
     ] {
         assert!(help.contains(flag), "{flag} missing from --help");
     }

@@ -35,25 +35,23 @@ BEGIN
 END
 $$;
 
-DROP TRIGGER evidence_sealed_when_finished ON public.evidence;
-CREATE TRIGGER evidence_sealed_when_finished AFTER INSERT ON public.evidence
-    REFERENCING NEW TABLE AS added
-    FOR EACH STATEMENT EXECUTE FUNCTION public.toolmock_finished_attempts_are_sealed();
-
-DROP TRIGGER tool_input_errors_sealed_when_finished ON public.tool_input_errors;
-CREATE TRIGGER tool_input_errors_sealed_when_finished AFTER INSERT ON public.tool_input_errors
-    REFERENCING NEW TABLE AS added
-    FOR EACH STATEMENT EXECUTE FUNCTION public.toolmock_finished_attempts_are_sealed();
-
-DROP TRIGGER attempt_messages_sealed_when_finished ON public.attempt_messages;
-CREATE TRIGGER attempt_messages_sealed_when_finished AFTER INSERT ON public.attempt_messages
-    REFERENCING NEW TABLE AS added
-    FOR EACH STATEMENT EXECUTE FUNCTION public.toolmock_finished_attempts_are_sealed();
-
-DROP TRIGGER model_usage_sealed_when_finished ON public.model_usage;
-CREATE TRIGGER model_usage_sealed_when_finished AFTER INSERT ON public.model_usage
-    REFERENCING NEW TABLE AS added
-    FOR EACH STATEMENT EXECUTE FUNCTION public.toolmock_finished_attempts_are_sealed();
+-- Each table's trigger keeps its name: `<table>_sealed_when_finished`.
+DO $$
+DECLARE
+    sealed_table text;
+BEGIN
+    FOREACH sealed_table IN ARRAY
+        ARRAY['evidence', 'tool_input_errors', 'attempt_messages', 'model_usage']
+    LOOP
+        EXECUTE format('DROP TRIGGER %I ON public.%I',
+                       sealed_table || '_sealed_when_finished', sealed_table);
+        EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON public.%I '
+                       'REFERENCING NEW TABLE AS added FOR EACH STATEMENT '
+                       'EXECUTE FUNCTION public.toolmock_finished_attempts_are_sealed()',
+                       sealed_table || '_sealed_when_finished', sealed_table);
+    END LOOP;
+END
+$$;
 
 -- No trigger calls the per-row check any more.
 DROP FUNCTION public.toolmock_finished_attempt_is_sealed();

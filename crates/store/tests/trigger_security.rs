@@ -244,6 +244,24 @@ async fn a_finished_attempt_is_sealed(pool: PgPool) {
 /// the session.
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn one_statement_that_writes_to_a_finished_attempt_is_refused_whole(pool: PgPool) {
+    let sealed: Vec<String> = sqlx::query_scalar(
+        "SELECT tgrelid::regclass::text FROM pg_trigger \
+         WHERE tgname = tgrelid::regclass::text || '_sealed_when_finished' \
+           AND tgnewtable = 'added' ORDER BY 1",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        sealed,
+        [
+            "attempt_messages",
+            "evidence",
+            "model_usage",
+            "tool_input_errors"
+        ],
+        "every sealed table checks its statement's rows"
+    );
     let (tenant, running, finished) = attempts(&pool).await;
     let mut conn = app_connection(&pool).await;
     sqlx::query("CREATE TEMP TABLE added (tenant_id uuid, attempt_id uuid)")
