@@ -10,6 +10,7 @@ use crate::hardening::{finish, start_slow, wait_for_harness_error};
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -108,8 +109,21 @@ async fn a_tool_calls_client_hanging_up_mid_delay_loses_the_answer_and_the_attem
 
 /// `delay_ms: 30000` under the default configuration (whose request
 /// time-out is 30 s): both surfaces answer, and both attempts pass.
+///
+/// The test makes its own pool: the harness's closes a connection idle for
+/// a second, so after the 30-s wait the finishes opened new ones, and one
+/// opened as the pool was closed outlived the close and kept sqlx from
+/// dropping the test's database.
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
-async fn a_delay_at_the_documented_maximum_is_answered_on_both_surfaces(pool: PgPool) {
+async fn a_delay_at_the_documented_maximum_is_answered_on_both_surfaces(
+    pool_options: PgPoolOptions,
+    connect_options: PgConnectOptions,
+) {
+    let pool = pool_options
+        .idle_timeout(None)
+        .connect_with(connect_options)
+        .await
+        .unwrap();
     assert_eq!(toolmock_api::MAX_DEFINITION_DELAY, Duration::from_secs(30));
     let app = app_with(&pool, ApiConfig::default());
     let address = listen(app.clone()).await;
@@ -141,7 +155,7 @@ async fn a_delay_at_the_documented_maximum_is_answered_on_both_surfaces(pool: Pg
             finished.json
         );
     }
-    // The server's task outlives the test and keeps the pool's connections
-    // open, which would keep sqlx from dropping the test's database.
+    // The server's task outlives the test and would keep the pool's
+    // connections open.
     pool.close().await;
 }
