@@ -97,26 +97,39 @@ async fn body_bytes(request: Request, state: &AppState) -> Result<Bytes, ApiErro
         })
 }
 
-/// Parses a JSON body, classifying serde's error.
+/// Parses a JSON body, classifying serde's error. Every body of the API is
+/// a JSON object: serde would also read a struct from an array of its
+/// fields in order (and a struct without fields from `[]`), which no
+/// schema of the API allows, so any other JSON value is refused.
 pub(crate) fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        use serde_json::error::Category;
-        match e.classify() {
-            Category::Syntax | Category::Eof | Category::Io => ApiError::MalformedJson {
-                line: e.line(),
-                column: e.column(),
-                message: strip_position(&e),
-            },
-            Category::Data => {
-                let message = strip_position(&e);
-                if message.starts_with("unknown field") || message.starts_with("unknown variant") {
-                    ApiError::UnknownField { message }
-                } else {
-                    ApiError::InvalidBody { message }
-                }
+    let parsed = serde_json::from_slice(bytes).map_err(classify)?;
+    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => Ok(parsed),
+        _ => Err(ApiError::InvalidBody {
+            message: "the body must be a JSON object".into(),
+        }),
+    }
+}
+
+/// serde's error as the API's: malformed JSON, an unknown field, or a body
+/// that does not fit.
+fn classify(e: serde_json::Error) -> ApiError {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Syntax | Category::Eof | Category::Io => ApiError::MalformedJson {
+            line: e.line(),
+            column: e.column(),
+            message: strip_position(&e),
+        },
+        Category::Data => {
+            let message = strip_position(&e);
+            if message.starts_with("unknown field") || message.starts_with("unknown variant") {
+                ApiError::UnknownField { message }
+            } else {
+                ApiError::InvalidBody { message }
             }
         }
-    })
+    }
 }
 
 /// serde_json appends " at line L column C"; the body carries them as numbers.

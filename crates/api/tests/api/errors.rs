@@ -116,6 +116,36 @@ async fn bad_inputs_have_their_status_and_code(pool: PgPool) {
         (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body")
     );
 
+    // Any body but a JSON object: 422 invalid_body — also `[]` where serde
+    // would read a struct without fields from it (a verification's queue
+    // body; before, the tool's 404 or a queued verification).
+    let verifications = "/api/tools/00000000-0000-4000-8000-000000000000/verifications";
+    for (path, body) in [
+        (verifications, json!([])),
+        (verifications, json!(null)),
+        ("/api/tools", json!([])),
+        ("/api/tools", json!(["calendar"])),
+        ("/api/tools", json!("calendar")),
+    ] {
+        let reply = send(&app, Method::POST, path, Some(&bearer), Some(&body)).await;
+        assert_eq!(
+            (reply.status, reply.code()),
+            (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"),
+            "{path} {body}: {}",
+            reply.json
+        );
+        assert_shape(&reply);
+    }
+    let reply = send(
+        &app,
+        Method::POST,
+        verifications,
+        Some(&bearer),
+        Some(&json!({})),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND, "{}", reply.json);
+
     // Not declared as JSON: 415.
     let request = Request::builder()
         .method(Method::POST)
