@@ -112,8 +112,8 @@ async fn a_tool_calls_client_hanging_up_mid_delay_loses_the_answer_and_the_attem
 ///
 /// The test makes its own pool: the harness's closes a connection idle for
 /// a second, so after the 30-s wait the finishes opened new ones, and one
-/// opened as the pool was closed outlived the close and kept sqlx from
-/// dropping the test's database.
+/// of them outlived the pool's close (PostgreSQL's connection log) and kept
+/// sqlx from dropping the test's database.
 #[sqlx::test(migrator = "toolmock_store::MIGRATOR")]
 async fn a_delay_at_the_documented_maximum_is_answered_on_both_surfaces(
     pool_options: PgPoolOptions,
